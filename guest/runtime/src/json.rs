@@ -1,0 +1,108 @@
+//! Python values ↔ JSON, the only shape tool arguments and results take on
+//! the boundary. Follows `json.dumps`: tuples and sets become arrays, int and
+//! float dict keys become strings, dataclass instances become objects of their
+//! fields; anything else is "not JSON serializable".
+
+use chainbox_protocol::MAX_VALUE_DEPTH;
+use monty_types::{MontyObject, ObjectRef};
+use serde_json::{Map, Number, Value};
+
+/// Converts a Python value to JSON, or says why it cannot be.
+pub fn to_json(value: ObjectRef<'_>) -> Result<Value, String> {
+    convert(value, 0)
+}
+
+fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
+    if depth > MAX_VALUE_DEPTH {
+        return Err(format!("value nested deeper than {MAX_VALUE_DEPTH} levels"));
+    }
+    let type_name = value.type_name();
+    Ok(match type_name {
+        "NoneType" => Value::Null,
+        "bool" => Value::Bool(value.as_bool().unwrap_or(false)),
+        "int" => match value.as_int() {
+            Some(i) => Value::Number(i.into()),
+            // Beyond 64 bits JSON consumers disagree anyway; keep the magnitude.
+            None => value.as_float().and_then(Number::from_f64).map(Value::Number).ok_or_else(|| {
+                "int too large to convert to JSON".to_owned()
+            })?,
+        },
+        "float" => {
+            let f = value.as_float().unwrap_or(f64::NAN);
+            Value::Number(Number::from_f64(f).ok_or_else(|| format!("float {f} is not JSON compliant"))?)
+        }
+        "str" => Value::String(value.as_str().unwrap_or_default().to_owned()),
+        "list" | "tuple" | "set" | "frozenset" | "namedtuple" => Value::Array(
+            value
+                .items()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|item| convert(item, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        "module" | "type" => return Err(not_serializable(type_name)),
+        _ => match value.pairs() {
+            // dicts, and dataclass instances (their fields)
+            Some(pairs) => {
+                let mut map = Map::new();
+                for (key, item) in pairs {
+                    map.insert(key_string(key)?, convert(item, depth + 1)?);
+                }
+                Value::Object(map)
+            }
+            None => return Err(not_serializable(type_name)),
+        },
+    })
+}
+
+fn not_serializable(type_name: &str) -> String {
+    format!("Object of type {type_name} is not JSON serializable")
+}
+
+fn key_string(key: ObjectRef<'_>) -> Result<String, String> {
+    if let Some(s) = key.as_str() {
+        return Ok(s.to_owned());
+    }
+    match key.type_name() {
+        "int" | "float" | "bool" | "NoneType" => Ok(match key.to_json_key() {
+            Some(s) => s,
+            None => key.py_repr(),
+        }),
+        other => Err(format!("keys must be str, int, float, bool or None, not {other}")),
+    }
+}
+
+/// `json.dumps` spells non-string keys as JSON literals: `True` → `"true"`.
+trait JsonKey {
+    fn to_json_key(&self) -> Option<String>;
+}
+
+impl JsonKey for ObjectRef<'_> {
+    fn to_json_key(&self) -> Option<String> {
+        match self.type_name() {
+            "bool" => self.as_bool().map(|b| b.to_string()),
+            "NoneType" => Some("null".to_owned()),
+            _ => None,
+        }
+    }
+}
+
+/// Converts JSON into a Python value.
+pub fn from_json(value: &Value) -> MontyObject {
+    match value {
+        Value::Null => MontyObject::none(),
+        Value::Bool(b) => MontyObject::bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => MontyObject::int(i),
+            None => match n.as_u64() {
+                Some(u) => MontyObject::bigint(u.into()),
+                None => MontyObject::float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+        },
+        Value::String(s) => MontyObject::string(s.clone()),
+        Value::Array(items) => MontyObject::list(items.iter().map(from_json)),
+        Value::Object(map) => {
+            MontyObject::dict(map.iter().map(|(k, v)| (MontyObject::string(k.clone()), from_json(v))))
+        }
+    }
+}

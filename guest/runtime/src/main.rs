@@ -1,0 +1,408 @@
+//! The chainbox guest: a `wasm32-wasip1` command that runs one Python chain
+//! with the monty interpreter and reaches the outside world only through the
+//! host imports of `chainbox_protocol::imports`.
+//!
+//! Invariants:
+//! - Every tool call leaves through the host (`call` or `start`/`wait`); the
+//!   guest never decides policy, it only maps Python values to JSON and back.
+//! - Filesystem requests go to the host, which serves them from the chain's
+//!   workspace through `monty-fs` (structural confinement: `..` and symlinks
+//!   cannot leave it). Everything else the interpreter asks of the OS is
+//!   refused or answered with nothing (an empty environment).
+//! - Nothing here trusts the host's messages either: a malformed answer
+//!   becomes a Python exception, never a panic.
+
+use std::borrow::Cow;
+
+use chainbox_protocol::{
+    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, PROTOCOL_VERSION, RunRequest, ScriptError, ToolCall, ToolDecl,
+    decode, encode,
+};
+use monty::{MontyRun, RunProgress};
+use monty_types::{
+    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
+    OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+};
+use serde_json::{Map, Value};
+
+mod json;
+
+#[global_allocator]
+static ALLOC: monty_alloc::LimitedAllocator = monty_alloc::LimitedAllocator;
+
+/// Raw host imports. Only `host_*` wrappers below call them.
+mod ffi {
+    #[link(wasm_import_module = "chainbox")]
+    unsafe extern "C" {
+        pub fn request() -> i32;
+        pub fn take(ptr: *mut u8, len: i32);
+        pub fn call(ptr: *const u8, len: i32) -> i32;
+        pub fn start(id: i32, ptr: *const u8, len: i32);
+        pub fn wait(ptr: *const u8, len: i32) -> i32;
+        pub fn os(ptr: *const u8, len: i32) -> i32;
+        pub fn stdout(ptr: *const u8, len: i32);
+        pub fn finish(ptr: *const u8, len: i32);
+    }
+}
+
+/// Copies the message the host has just staged.
+fn take_staged(len: i32) -> Vec<u8> {
+    let len = usize::try_from(len).unwrap_or(0);
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` is a live, writable allocation of exactly `len` bytes.
+    unsafe { ffi::take(buf.as_mut_ptr(), len as i32) };
+    buf
+}
+
+fn host_request() -> Vec<u8> {
+    // SAFETY: no pointers are passed.
+    let len = unsafe { ffi::request() };
+    take_staged(len)
+}
+
+fn host_call(msg: &[u8]) -> Vec<u8> {
+    // SAFETY: `msg` is a live slice for the duration of the call.
+    let len = unsafe { ffi::call(msg.as_ptr(), msg.len() as i32) };
+    take_staged(len)
+}
+
+fn host_start(id: u32, msg: &[u8]) {
+    // SAFETY: `msg` is a live slice for the duration of the call.
+    unsafe { ffi::start(id as i32, msg.as_ptr(), msg.len() as i32) };
+}
+
+fn host_wait(ids: &[u32]) -> Vec<u8> {
+    let msg = encode(&ids);
+    // SAFETY: `msg` is a live slice for the duration of the call.
+    let len = unsafe { ffi::wait(msg.as_ptr(), msg.len() as i32) };
+    take_staged(len)
+}
+
+fn host_os(msg: &[u8]) -> Vec<u8> {
+    // SAFETY: `msg` is a live slice for the duration of the call.
+    let len = unsafe { ffi::os(msg.as_ptr(), msg.len() as i32) };
+    take_staged(len)
+}
+
+fn host_stdout(text: &str) {
+    if !text.is_empty() {
+        // SAFETY: `text` is a live slice for the duration of the call.
+        unsafe { ffi::stdout(text.as_ptr(), text.len() as i32) };
+    }
+}
+
+fn host_finish(finish: &Finish) {
+    let msg = encode(finish);
+    // SAFETY: `msg` is a live slice for the duration of the call.
+    unsafe { ffi::finish(msg.as_ptr(), msg.len() as i32) };
+}
+
+/// `print` output, buffered per line and flushed before every host call so
+/// the host sees output in order with tool calls, and loses at most one
+/// partial line if the chain is killed.
+#[derive(Default)]
+struct Stdout {
+    line: String,
+}
+
+impl Stdout {
+    /// Flush threshold: a long line without newlines still streams out.
+    const FLUSH_AT: usize = 8 * 1024;
+
+    fn flush(&mut self) {
+        host_stdout(&self.line);
+        self.line.clear();
+    }
+}
+
+impl PrintWriterCallback for Stdout {
+    fn stdout_write(&mut self, output: Cow<'_, str>) -> Result<(), MontyException> {
+        self.line.push_str(&output);
+        if self.line.len() >= Self::FLUSH_AT {
+            self.flush();
+        }
+        Ok(())
+    }
+
+    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
+        self.line.push(end);
+        if end == '\n' || self.line.len() >= Self::FLUSH_AT {
+            self.flush();
+        }
+        Ok(())
+    }
+}
+
+fn main() {
+    let finish = match decode::<RunRequest>("run request", &host_request()) {
+        Ok(req) if req.version == PROTOCOL_VERSION => run(req),
+        Ok(req) => Finish::Error(internal_error(format!(
+            "protocol version mismatch: host {}, guest {PROTOCOL_VERSION}",
+            req.version
+        ))),
+        Err(e) => Finish::Error(internal_error(e.to_string())),
+    };
+    host_finish(&finish);
+}
+
+fn internal_error(message: String) -> ScriptError {
+    ScriptError {
+        compile: false,
+        exc_type: "InternalError".into(),
+        message,
+        line: None,
+        traceback: String::new(),
+    }
+}
+
+/// Runs the chain to completion and says how it ended.
+fn run(req: RunRequest) -> Finish {
+    let limits = &req.limits;
+    let _ = monty_alloc::set_hard_limit(monty_types::memory_limit_with_headroom(
+        Some(limits.max_memory_bytes as usize),
+        false,
+    ));
+    let runner = match MontyRun::new(req.script.clone(), "main.py", vec![], CompileOptions::default()) {
+        Ok(runner) => runner,
+        Err(exc) => return Finish::Error(script_error(&exc, true)),
+    };
+    let mut chain = Chain {
+        line_starts: line_starts(&req.script),
+        tools: req.tools,
+        stdout: Stdout::default(),
+    };
+    let tracker = ResourceTracker::new(resource_limits(limits));
+    let progress = runner.start(vec![], tracker, PrintWriter::Callback(&mut chain.stdout));
+    let result = chain.drive(progress);
+    chain.stdout.flush();
+    match result {
+        Ok(value) => Finish::Ok {
+            output_text: match value.as_ref().as_str() {
+                Some(s) => s.to_owned(),
+                None => value.py_repr(),
+            },
+            output: json::to_json(value.as_ref()).unwrap_or_else(|_| Value::String(value.py_repr())),
+        },
+        Err(exc) => Finish::Error(script_error(&exc, false)),
+    }
+}
+
+fn resource_limits(limits: &GuestLimits) -> ResourceLimits {
+    ResourceLimits {
+        max_memory: Some(limits.max_memory_bytes as usize),
+        max_recursion_depth: limits.max_recursion_depth as usize,
+        // Suspensions are tool calls, lookups and OS calls; the host's call
+        // budget is the real bound on tool calls.
+        max_suspensions: usize::MAX,
+        ..ResourceLimits::default()
+    }
+}
+
+fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
+    let line = exc.traceback().last().map(|frame| frame.start.line);
+    let mut message = exc.message().unwrap_or_default().to_owned();
+    if is_missing_await(exc) {
+        message.push_str(" (a tool call returns an awaitable: did you forget `await` before it?)");
+    }
+    ScriptError {
+        compile: compile || exc.exc_type() == ExcType::SyntaxError,
+        exc_type: exc.exc_type().to_string(),
+        message,
+        line,
+        traceback: exc.to_string(),
+    }
+}
+
+/// A `TypeError` about a future or coroutine object is, in a chain, almost
+/// always a tool call used without `await`.
+fn is_missing_await(exc: &MontyException) -> bool {
+    exc.exc_type() == ExcType::TypeError
+        && exc
+            .message()
+            .is_some_and(|m| m.contains("coroutine") || m.contains("future") || m.contains("Future"))
+}
+
+/// One running chain: the tools it may call, its workspace and its output.
+struct Chain {
+    tools: Vec<ToolDecl>,
+    line_starts: Vec<u32>,
+    stdout: Stdout,
+}
+
+impl Chain {
+    /// Drives the interpreter until the script completes or fails.
+    fn drive(&mut self, mut progress: Result<RunProgress, MontyException>) -> Result<MontyObject, MontyException> {
+        loop {
+            progress = match progress? {
+                RunProgress::Complete(value) => return Ok(value),
+                RunProgress::NameLookup(lookup) => {
+                    let answer = match self.tools.iter().find(|t| t.name == lookup.name) {
+                        Some(tool) => NameLookupResult::Value(MontyObject::function(tool.name.clone(), None)),
+                        None => NameLookupResult::Undefined,
+                    };
+                    lookup.resume(answer, PrintWriter::Callback(&mut self.stdout))
+                }
+                RunProgress::FunctionCall(call) => {
+                    let line = line_of(&self.line_starts, &call.position);
+                    let message = self.tool_call(&call.function_name, &call.args, line);
+                    let message = match message {
+                        Ok(message) => message,
+                        Err(exc) => {
+                            let print = PrintWriter::Callback(&mut self.stdout);
+                            progress = if call.allow_eager_await {
+                                call.resume_eager(Err(exc), print)
+                            } else {
+                                call.resume(ExtFunctionResult::Error(exc), print)
+                            };
+                            continue;
+                        }
+                    };
+                    self.stdout.flush();
+                    if call.allow_eager_await {
+                        let outcome = decode_outcome(&host_call(&message));
+                        call.resume_eager(outcome, PrintWriter::Callback(&mut self.stdout))
+                    } else {
+                        host_start(call.call_id, &message);
+                        call.resume_pending(PrintWriter::Callback(&mut self.stdout))
+                    }
+                }
+                RunProgress::ResolveFutures(waiting) => {
+                    self.stdout.flush();
+                    let ids = waiting.pending_call_ids().to_vec();
+                    let results = match decode::<Completions>("completions", &host_wait(&ids)) {
+                        Ok(done) => done
+                            .done
+                            .into_iter()
+                            .filter(|(id, _)| ids.contains(id))
+                            .map(|(id, outcome)| (id, ext_result(outcome_to_result(outcome))))
+                            .collect(),
+                        Err(e) => ids
+                            .iter()
+                            .map(|id| (*id, ExtFunctionResult::Error(MontyException::runtime_error(&e))))
+                            .collect(),
+                    };
+                    waiting.resume(results, PrintWriter::Callback(&mut self.stdout))
+                }
+                RunProgress::OsCall(call) => {
+                    self.stdout.flush();
+                    if call.allow_eager_await {
+                        // `await asyncio.sleep(d)` with nothing else to run.
+                        let result = os_on_host(&call.function_call);
+                        call.resume_eager(result, PrintWriter::Callback(&mut self.stdout))
+                    } else {
+                        call.resume_with(PrintWriter::Callback(&mut self.stdout), os_call)
+                    }
+                }
+            };
+        }
+    }
+
+    /// Builds the host message for one tool call, mapping positional
+    /// arguments onto the tool's parameter names.
+    fn tool_call(&self, name: &str, args: &monty_types::CallArgs, line: u32) -> Result<Vec<u8>, MontyException> {
+        let params: &[String] = self
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.params.as_slice())
+            .unwrap_or(&[]);
+        let mut map = Map::new();
+        for (i, value) in args.args().enumerate() {
+            let Some(param) = params.get(i) else {
+                return Err(MontyException::new(
+                    ExcType::TypeError,
+                    Some(format!(
+                        "{name}() takes {} positional argument{} but {} were given",
+                        params.len(),
+                        if params.len() == 1 { "" } else { "s" },
+                        args.args().len()
+                    )),
+                ));
+            };
+            map.insert(param.clone(), json::to_json(value).map_err(type_error)?);
+        }
+        for (key, value) in args.kwargs() {
+            let Some(key) = key.as_str() else {
+                return Err(type_error(format!("{name}() keywords must be strings")));
+            };
+            if map.contains_key(key) {
+                return Err(type_error(format!("{name}() got multiple values for argument '{key}'")));
+            }
+            map.insert(key.to_owned(), json::to_json(value).map_err(type_error)?);
+        }
+        Ok(encode(&ToolCall {
+            tool: name.to_owned(),
+            args: map,
+            line,
+        }))
+    }
+}
+
+fn type_error(message: String) -> MontyException {
+    MontyException::new(ExcType::TypeError, Some(message))
+}
+
+/// 1-based line of a source position; monty gives positions as byte ranges.
+fn line_of(line_starts: &[u32], position: &monty_types::SourceRange) -> u32 {
+    line_starts.partition_point(|start| *start <= position.start) as u32
+}
+
+/// Byte offsets where each line of `script` starts.
+fn line_starts(script: &str) -> Vec<u32> {
+    std::iter::once(0)
+        .chain(script.match_indices('\n').map(|(i, _)| i as u32 + 1))
+        .collect()
+}
+
+/// Decodes the host's answer to one call into what the `await` produces.
+fn decode_outcome(bytes: &[u8]) -> Result<MontyObject, MontyException> {
+    match decode::<CallOutcome>("call outcome", bytes) {
+        Ok(outcome) => outcome_to_result(outcome),
+        Err(e) => Err(MontyException::runtime_error(e)),
+    }
+}
+
+fn outcome_to_result(outcome: CallOutcome) -> Result<MontyObject, MontyException> {
+    let (exc_type, message) = match outcome {
+        CallOutcome::Ok { value } => return Ok(json::from_json(&value)),
+        CallOutcome::Error { message } => (ExcType::RuntimeError, message),
+        CallOutcome::Denied { message } => (ExcType::PermissionError, message),
+        CallOutcome::Timeout { message } => (ExcType::TimeoutError, message),
+        CallOutcome::Invalid { message } => (ExcType::ValueError, message),
+        CallOutcome::NotFound { message } => (ExcType::NameError, message),
+    };
+    Err(MontyException::new(exc_type, Some(message)))
+}
+
+fn ext_result(result: Result<MontyObject, MontyException>) -> ExtFunctionResult {
+    match result {
+        Ok(value) => ExtFunctionResult::Return(value),
+        Err(exc) => ExtFunctionResult::Error(exc),
+    }
+}
+
+/// Answers one OS-level request of the interpreter: files and sleeps go to
+/// the host; the environment is empty; everything else is refused.
+fn os_call(call: OsFunctionCall) -> ExtFunctionResult {
+    let to_host = call.fs_primary_path().is_some()
+        || matches!(
+            call,
+            OsFunctionCall::Sleep(_) | OsFunctionCall::SystemSleep(_) | OsFunctionCall::AsyncSleep(_) | OsFunctionCall::AsyncSystemSleep(_)
+        );
+    if to_host {
+        return ext_result(os_on_host(&call));
+    }
+    match call {
+        // The sandbox has no environment at all.
+        OsFunctionCall::Getenv(args) => ExtFunctionResult::Return(args.default),
+        OsFunctionCall::GetEnviron => ExtFunctionResult::Return(MontyObject::dict(Vec::new())),
+        other => ExtFunctionResult::Error(other.on_no_handler()),
+    }
+}
+
+fn os_on_host(call: &OsFunctionCall) -> Result<MontyObject, MontyException> {
+    match decode::<FsOutcome>("os outcome", &host_os(&encode(call))) {
+        Ok(outcome) => outcome,
+        Err(e) => Err(MontyException::runtime_error(e)),
+    }
+}

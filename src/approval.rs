@@ -1,0 +1,666 @@
+//! Human-in-the-loop approval: the seed's `ApprovalRequest` /
+//! `ApprovalDecision` / `ApprovalHandler` contract and the handlers chainbox
+//! ships: [`AutoApprove`] (up to a risk), [`DenyAll`], [`TerminalApproval`]
+//! (`--approve ask`) and [`ChannelApproval`] (for embedders and web UIs).
+//!
+//! Invariant: approval fails closed. [`decide`] bounds every request by a
+//! timeout (the policy's `approval_timeout_s`) and runs the handler in its
+//! own task; a timeout, a handler error or a handler panic is `denied`.
+
+use std::fmt;
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use crate::tools::ToolRisk;
+
+/// A tool call waiting for a decision. Serializable, so it can be stored,
+/// forwarded to a web UI and resumed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The chain's run id.
+    pub run_id: String,
+    /// The call's id within the chain.
+    pub call_id: u64,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as the script passed them.
+    pub arguments: Map<String, Value>,
+    /// Why approval is needed.
+    pub risk: ToolRisk,
+    /// When it was asked, RFC 3339 UTC.
+    pub requested_at: String,
+}
+
+impl ApprovalRequest {
+    /// A request asked now (`requested_at` is the current time).
+    pub fn new(
+        run_id: impl Into<String>,
+        call_id: u64,
+        tool: impl Into<String>,
+        arguments: Map<String, Value>,
+        risk: ToolRisk,
+    ) -> Self {
+        ApprovalRequest {
+            run_id: run_id.into(),
+            call_id,
+            tool: tool.into(),
+            arguments,
+            risk,
+            requested_at: rfc3339_utc(SystemTime::now()),
+        }
+    }
+}
+
+/// The answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run the call as asked.
+    Approved,
+    /// Run the call with these arguments instead (they are validated again).
+    Modified {
+        /// The replacement arguments.
+        arguments: Map<String, Value>,
+    },
+    /// Refuse it: `PermissionError` in the script.
+    Denied {
+        /// Why, if the human said.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Don't run it, and say so: also a `PermissionError`, with status `denied`.
+    Skipped,
+}
+
+/// Decides whether a risky call may run.
+#[async_trait]
+pub trait ApprovalHandler: Send + Sync + 'static {
+    /// Blocks until a decision is made. An `Err` counts as `denied`.
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String>;
+}
+
+/// A shareable approval handler, cheap to clone into many chains.
+#[derive(Clone)]
+pub struct Approval(pub Arc<dyn ApprovalHandler>);
+
+impl Approval {
+    /// Wraps a handler.
+    pub fn new(handler: impl ApprovalHandler) -> Self {
+        Approval(Arc::new(handler))
+    }
+
+    /// Approves calls up to `max` risk and denies the rest.
+    pub fn auto(max: ToolRisk) -> Self {
+        Approval::new(AutoApprove { max })
+    }
+
+    /// Denies every call that needs approval.
+    pub fn deny_all() -> Self {
+        Approval::new(DenyAll)
+    }
+
+    /// Asks at the terminal (`--approve ask`); see [`TerminalApproval`].
+    pub fn terminal() -> Self {
+        Approval::new(TerminalApproval::new())
+    }
+
+    /// Sends each request down a channel for the embedder to answer; see
+    /// [`ChannelApproval`].
+    pub fn channel(buffer: usize) -> (Self, mpsc::Receiver<PendingApproval>) {
+        let (handler, rx) = ChannelApproval::new(buffer);
+        (Approval::new(handler), rx)
+    }
+}
+
+impl fmt::Debug for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Approval(..)")
+    }
+}
+
+/// Approves calls up to a risk; denies the rest. For tests and trusted setups.
+#[derive(Debug, Clone, Copy)]
+pub struct AutoApprove {
+    /// The highest risk approved.
+    pub max: ToolRisk,
+}
+
+#[async_trait]
+impl ApprovalHandler for AutoApprove {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        Ok(if req.risk <= self.max {
+            ApprovalDecision::Approved
+        } else {
+            ApprovalDecision::Denied {
+                reason: Some(format!("auto-approval stops at {} risk", self.max)),
+            }
+        })
+    }
+}
+
+/// Denies everything.
+#[derive(Debug, Clone, Copy)]
+pub struct DenyAll;
+
+#[async_trait]
+impl ApprovalHandler for DenyAll {
+    async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        Ok(ApprovalDecision::Denied {
+            reason: Some("approvals are denied".into()),
+        })
+    }
+}
+
+/// Asks a human at the terminal (`--approve ask`): prints the tool, its risk
+/// and its arguments on stderr and reads `y`/`n` from stdin. Anything but
+/// `y` or `yes` denies, and so does a stdin that is not a terminal (a piped
+/// script must not approve itself).
+///
+/// One prompt at a time: concurrent chains queue for the terminal. The read
+/// blocks a `spawn_blocking` thread, which cannot be interrupted; if the
+/// approval times out meanwhile, the prompt keeps the terminal until the
+/// human answers, and that answer is discarded.
+pub struct TerminalApproval {
+    /// Held from the prompt until its answer is read.
+    terminal: Arc<Mutex<()>>,
+    /// Whether stdin is a terminal; a seam for tests.
+    stdin_is_terminal: fn() -> bool,
+}
+
+impl TerminalApproval {
+    /// A handler for the process's own terminal.
+    pub fn new() -> Self {
+        TerminalApproval {
+            terminal: Arc::new(Mutex::new(())),
+            stdin_is_terminal: || std::io::stdin().is_terminal(),
+        }
+    }
+}
+
+impl Default for TerminalApproval {
+    fn default() -> Self {
+        TerminalApproval::new()
+    }
+}
+
+impl fmt::Debug for TerminalApproval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TerminalApproval").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ApprovalHandler for TerminalApproval {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        if !(self.stdin_is_terminal)() {
+            return Ok(ApprovalDecision::Denied {
+                reason: Some("no terminal to ask for approval (stdin is not a terminal)".into()),
+            });
+        }
+        // The guard moves into the blocking read, so the terminal stays ours
+        // until the answer is in, even if this future is dropped on timeout.
+        let guard = Arc::clone(&self.terminal).lock_owned().await;
+        let req = req.clone();
+        tokio::task::spawn_blocking(move || {
+            let _guard = guard;
+            prompt(&req, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
+        })
+        .await
+        .map_err(|e| format!("terminal prompt failed: {e}"))?
+        .map_err(|e| format!("terminal prompt failed: {e}"))
+    }
+}
+
+/// Shows `req` on `output` and reads one answer line from `input`: `y` or
+/// `yes` (any case) approves, anything else (end of input included) denies.
+fn prompt(req: &ApprovalRequest, input: &mut impl BufRead, output: &mut impl Write) -> std::io::Result<ApprovalDecision> {
+    let args = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| format!("{:?}", req.arguments));
+    write!(
+        output,
+        "\nchainbox: approve call #{} of run {}?\n  tool: {}\n  risk: {}\n  arguments: {}\n[y/N] ",
+        req.call_id,
+        req.run_id,
+        req.tool,
+        req.risk,
+        args.replace('\n', "\n  ")
+    )?;
+    output.flush()?;
+    let mut line = String::new();
+    input.read_line(&mut line)?;
+    let answer = line.trim();
+    Ok(if answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes") {
+        ApprovalDecision::Approved
+    } else {
+        ApprovalDecision::Denied {
+            reason: Some("denied at the terminal".into()),
+        }
+    })
+}
+
+/// Hands each request to the embedder over a channel (a web UI, a chat bot):
+/// the embedder receives [`PendingApproval`]s and answers each with
+/// [`PendingApproval::respond`]. A pending approval dropped without an
+/// answer, or a closed receiver, is an error, so the call is denied.
+#[derive(Debug, Clone)]
+pub struct ChannelApproval {
+    /// Where requests go.
+    tx: mpsc::Sender<PendingApproval>,
+}
+
+impl ChannelApproval {
+    /// A handler and the receiver its requests arrive on; `buffer` requests
+    /// may wait unread before the next one waits for room (within the same
+    /// approval timeout). `buffer` must be above zero.
+    pub fn new(buffer: usize) -> (Self, mpsc::Receiver<PendingApproval>) {
+        let (tx, rx) = mpsc::channel(buffer);
+        (ChannelApproval { tx }, rx)
+    }
+}
+
+#[async_trait]
+impl ApprovalHandler for ChannelApproval {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(PendingApproval {
+                request: req.clone(),
+                reply,
+            })
+            .await
+            .map_err(|_| "approval channel is closed".to_owned())?;
+        answer
+            .await
+            .map_err(|_| "approval request was dropped without an answer".to_owned())
+    }
+}
+
+/// One request waiting for the embedder's answer.
+#[derive(Debug)]
+pub struct PendingApproval {
+    /// What is asked.
+    pub request: ApprovalRequest,
+    /// Where the answer goes.
+    reply: oneshot::Sender<ApprovalDecision>,
+}
+
+impl PendingApproval {
+    /// Answers the request. If the chain stopped waiting (its approval timed
+    /// out, or it ended), the answer is discarded: the call was already denied.
+    pub fn respond(self, decision: ApprovalDecision) {
+        // An Err only means nobody waits any more; see above.
+        let _ = self.reply.send(decision);
+    }
+
+    /// Whether the chain stopped waiting for this answer; a UI can drop
+    /// such requests unasked.
+    pub fn is_abandoned(&self) -> bool {
+        self.reply.is_closed()
+    }
+}
+
+/// Why [`decide`] denied a call without an answer from the handler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalFailure {
+    /// No answer within the approval timeout.
+    TimedOut(Duration),
+    /// The handler returned an error.
+    HandlerFailed(String),
+    /// The handler panicked (the panic message, if it had one).
+    HandlerPanicked(Option<String>),
+}
+
+impl fmt::Display for ApprovalFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApprovalFailure::TimedOut(d) => write!(f, "approval timed out after {}s", d.as_secs_f64()),
+            ApprovalFailure::HandlerFailed(e) => write!(f, "approval handler failed: {e}"),
+            ApprovalFailure::HandlerPanicked(None) => f.write_str("approval handler panicked"),
+            ApprovalFailure::HandlerPanicked(Some(m)) => write!(f, "approval handler panicked: {m}"),
+        }
+    }
+}
+
+/// What [`decide`] concluded: the decision to act on, and, when the handler
+/// gave no usable answer, why it failed closed.
+///
+/// Act on `decision` alone: on a failure it is already
+/// [`ApprovalDecision::Denied`] with the failure as its reason. `failure`
+/// is there for logs and audit (a human's "no" and a timeout differ there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalOutcome {
+    /// The decision to act on.
+    pub decision: ApprovalDecision,
+    /// Set when the handler timed out, failed or panicked.
+    pub failure: Option<ApprovalFailure>,
+}
+
+impl ApprovalOutcome {
+    /// The handler's own answer.
+    pub fn decided(decision: ApprovalDecision) -> Self {
+        ApprovalOutcome {
+            decision,
+            failure: None,
+        }
+    }
+
+    /// A fail-closed denial.
+    pub fn failed(failure: ApprovalFailure) -> Self {
+        ApprovalOutcome {
+            decision: ApprovalDecision::Denied {
+                reason: Some(failure.to_string()),
+            },
+            failure: Some(failure),
+        }
+    }
+
+    /// Whether the call may run (approved, or approved with new arguments).
+    pub fn allows_call(&self) -> bool {
+        matches!(
+            self.decision,
+            ApprovalDecision::Approved | ApprovalDecision::Modified { .. }
+        )
+    }
+}
+
+/// Asks `handler` about `req`, failing closed: the handler runs in its own
+/// task (so a panic is caught) and is given `timeout` to answer. A timeout
+/// (the task is then aborted), an `Err` or a panic is a denial whose reason
+/// says which ("approval timed out after 55s", "approval handler failed:
+/// ...", "approval handler panicked: ..."). Must run inside a tokio runtime.
+pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration) -> ApprovalOutcome {
+    let h = Arc::clone(&handler.0);
+    let req = req.clone();
+    let mut task = tokio::spawn(async move { h.request(&req).await });
+    match tokio::time::timeout(timeout, &mut task).await {
+        Err(_elapsed) => {
+            task.abort();
+            ApprovalOutcome::failed(ApprovalFailure::TimedOut(timeout))
+        }
+        Ok(Ok(Ok(decision))) => ApprovalOutcome::decided(decision),
+        Ok(Ok(Err(e))) => ApprovalOutcome::failed(ApprovalFailure::HandlerFailed(e)),
+        Ok(Err(join)) if join.is_panic() => {
+            let payload = join.into_panic();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned());
+            ApprovalOutcome::failed(ApprovalFailure::HandlerPanicked(message))
+        }
+        Ok(Err(join)) => ApprovalOutcome::failed(ApprovalFailure::HandlerFailed(join.to_string())),
+    }
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds, e.g.
+/// `2024-02-29T13:05:09.042Z`. Times before 1970 work too.
+pub fn rfc3339_utc(time: SystemTime) -> String {
+    let millis: i128 = match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => after.as_millis() as i128,
+        Err(before) => -(before.duration().as_millis() as i128),
+    };
+    let days = millis.div_euclid(86_400_000);
+    let ms_of_day = millis.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let (h, m, s, ms) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
+/// The proleptic Gregorian (year, month, day) of a day count since
+/// 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i128) -> (i128, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32; // [1, 31]
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32; // [1, 12]
+    let year = yoe + era * 400 + i128::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(risk: ToolRisk) -> ApprovalRequest {
+        let arguments = json!({"to": "a@example.com"}).as_object().cloned().unwrap_or_default();
+        ApprovalRequest::new("run-1", 3, "send_email", arguments, risk)
+    }
+
+    struct Never;
+    #[async_trait]
+    impl ApprovalHandler for Never {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+            std::future::pending().await
+        }
+    }
+
+    struct Fails;
+    #[async_trait]
+    impl ApprovalHandler for Fails {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+            Err("backend down".into())
+        }
+    }
+
+    struct Panics;
+    #[async_trait]
+    impl ApprovalHandler for Panics {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+            panic!("boom")
+        }
+    }
+
+    struct Rewrites;
+    #[async_trait]
+    impl ApprovalHandler for Rewrites {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+            let arguments = json!({"to": "b@example.com"}).as_object().cloned().unwrap_or_default();
+            Ok(ApprovalDecision::Modified { arguments })
+        }
+    }
+
+    fn denied_reason(outcome: &ApprovalOutcome) -> String {
+        match &outcome.decision {
+            ApprovalDecision::Denied { reason: Some(r) } => r.clone(),
+            other => panic!("not denied with a reason: {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeout_is_denied() {
+        let out = decide(&Approval::new(Never), &req(ToolRisk::High), Duration::from_secs(55)).await;
+        assert_eq!(denied_reason(&out), "approval timed out after 55s");
+        assert_eq!(out.failure, Some(ApprovalFailure::TimedOut(Duration::from_secs(55))));
+        assert!(!out.allows_call());
+    }
+
+    #[tokio::test]
+    async fn handler_error_is_denied() {
+        let out = decide(&Approval::new(Fails), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert_eq!(denied_reason(&out), "approval handler failed: backend down");
+    }
+
+    #[tokio::test]
+    async fn handler_panic_is_denied() {
+        let out = decide(&Approval::new(Panics), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert_eq!(denied_reason(&out), "approval handler panicked: boom");
+        assert!(matches!(out.failure, Some(ApprovalFailure::HandlerPanicked(_))));
+    }
+
+    #[tokio::test]
+    async fn modified_arguments_pass_through() {
+        let out = decide(&Approval::new(Rewrites), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert!(out.allows_call());
+        assert_eq!(out.failure, None);
+        match out.decision {
+            ApprovalDecision::Modified { arguments } => assert_eq!(arguments["to"], "b@example.com"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn handler_denial_is_not_a_failure() {
+        let out = decide(&Approval::deny_all(), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert!(!out.allows_call());
+        assert_eq!(out.failure, None);
+    }
+
+    #[tokio::test]
+    async fn auto_approve_compares_by_rank() {
+        let auto = AutoApprove { max: ToolRisk::High };
+        // Alphabetically "critical" < "high": a string comparison would approve it.
+        assert_eq!(auto.request(&req(ToolRisk::Safe)).await, Ok(ApprovalDecision::Approved));
+        assert_eq!(auto.request(&req(ToolRisk::High)).await, Ok(ApprovalDecision::Approved));
+        assert!(matches!(
+            auto.request(&req(ToolRisk::Critical)).await,
+            Ok(ApprovalDecision::Denied { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn channel_round_trip() {
+        let (approval, mut rx) = Approval::channel(4);
+        let embedder = tokio::spawn(async move {
+            let pending = rx.recv().await.expect("a request");
+            assert_eq!(pending.request.tool, "send_email");
+            assert!(!pending.is_abandoned());
+            pending.respond(ApprovalDecision::Skipped);
+        });
+        let out = decide(&approval, &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert_eq!(out.decision, ApprovalDecision::Skipped);
+        embedder.await.expect("embedder task");
+    }
+
+    #[tokio::test]
+    async fn channel_request_dropped_unanswered_is_denied() {
+        let (approval, mut rx) = Approval::channel(1);
+        tokio::spawn(async move { drop(rx.recv().await) });
+        let out = decide(&approval, &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert_eq!(
+            denied_reason(&out),
+            "approval handler failed: approval request was dropped without an answer"
+        );
+    }
+
+    #[tokio::test]
+    async fn closed_channel_is_denied() {
+        let (approval, rx) = Approval::channel(1);
+        drop(rx);
+        let out = decide(&approval, &req(ToolRisk::High), Duration::from_secs(5)).await;
+        assert_eq!(denied_reason(&out), "approval handler failed: approval channel is closed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn channel_request_is_abandoned_after_timeout() {
+        let (approval, mut rx) = Approval::channel(1);
+        let out = decide(&approval, &req(ToolRisk::High), Duration::from_secs(1)).await;
+        assert!(out.failure.is_some());
+        let mut pending = rx.recv().await.expect("the request was sent");
+        // The aborted task drops its receiver when the runtime next runs it.
+        tokio::time::timeout(Duration::from_secs(1), pending.reply.closed())
+            .await
+            .expect("the request is abandoned");
+        assert!(pending.is_abandoned());
+        pending.respond(ApprovalDecision::Approved); // discarded, no panic
+    }
+
+    #[tokio::test]
+    async fn terminal_without_a_tty_denies() {
+        let handler = TerminalApproval {
+            stdin_is_terminal: || false,
+            ..TerminalApproval::new()
+        };
+        assert!(matches!(
+            handler.request(&req(ToolRisk::High)).await,
+            Ok(ApprovalDecision::Denied { .. })
+        ));
+    }
+
+    #[test]
+    fn prompt_shows_tool_risk_and_arguments() {
+        let mut shown = Vec::new();
+        prompt(&req(ToolRisk::Critical), &mut &b"n\n"[..], &mut shown).unwrap();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(shown.contains("send_email"), "{shown}");
+        assert!(shown.contains("critical"), "{shown}");
+        assert!(shown.contains("a@example.com"), "{shown}");
+    }
+
+    #[test]
+    fn prompt_yes_approves() {
+        for answer in ["y\n", "Y\n", " yes \n", "YES"] {
+            let d = prompt(&req(ToolRisk::High), &mut answer.as_bytes(), &mut Vec::new()).unwrap();
+            assert_eq!(d, ApprovalDecision::Approved, "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn prompt_anything_else_denies() {
+        for answer in ["n\n", "\n", "", "yep\n", "sure\n"] {
+            let d = prompt(&req(ToolRisk::High), &mut answer.as_bytes(), &mut Vec::new()).unwrap();
+            assert!(matches!(d, ApprovalDecision::Denied { .. }), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn decision_serializes_tagged() {
+        let d = ApprovalDecision::Denied { reason: None };
+        assert_eq!(serde_json::to_value(&d).unwrap(), json!({"decision": "denied", "reason": null}));
+        let back: ApprovalDecision = serde_json::from_value(json!({"decision": "denied"})).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn rfc3339_of_the_epoch() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn rfc3339_of_a_leap_day() {
+        // 2024-02-29T13:05:09.042Z
+        let t = UNIX_EPOCH + Duration::from_millis(1_709_211_909_042);
+        assert_eq!(rfc3339_utc(t), "2024-02-29T13:05:09.042Z");
+    }
+
+    #[test]
+    fn rfc3339_of_the_end_of_a_year() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_704_067_199); // 2023-12-31T23:59:59Z
+        assert_eq!(rfc3339_utc(t), "2023-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn rfc3339_before_the_epoch() {
+        let t = UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(rfc3339_utc(t), "1969-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn civil_from_days_matches_known_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(-719_468), (0, 3, 1));
+        assert_eq!(civil_from_days(2_932_896), (9999, 12, 31));
+    }
+
+    #[test]
+    fn new_request_is_stamped_now() {
+        let r = req(ToolRisk::High);
+        assert_eq!(r.requested_at.len(), "1970-01-01T00:00:00.000Z".len());
+        assert!(r.requested_at.ends_with('Z'));
+        assert!(r.requested_at.as_str() > "2024-01-01");
+    }
+}

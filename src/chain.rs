@@ -1,0 +1,243 @@
+//! What a chain run returns: [`ChainRunResult`] with its [`ChainCallRecord`]
+//! trace, exactly the JSON contract of DESIGN.md (`chainbox run --json`
+//! prints one of these).
+//!
+//! Invariant: every outcome (success, script error, tool failure, denial,
+//! limit hit, timeout, crash, cancellation) produces a `ChainRunResult`
+//! carrying a record for every tool call that was made.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+
+/// How a chain ended, at the top level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainStatus {
+    /// The script completed; `output` holds its final value.
+    Ok,
+    /// The script failed or was stopped by a limit; see `error`.
+    Error,
+    /// The chain's total time limit expired.
+    Timeout,
+}
+
+/// Why a chain did not complete, in one word a program can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The script does not parse.
+    Compile,
+    /// The script raised an uncaught exception.
+    Script,
+    /// The script made more tool calls than `max_tool_calls`.
+    ToolBudget,
+    /// The script used more memory than `max_memory_bytes`.
+    Memory,
+    /// The script used more CPU time than `max_cpu_s`.
+    Cpu,
+    /// The chain's output was larger than the policy allows.
+    OutputLimit,
+    /// The chain ran past `total_timeout_s`.
+    Timeout,
+    /// The chain was cancelled by its caller.
+    Cancelled,
+    /// The sandbox itself failed (a guest trap or an engine error).
+    Crash,
+}
+
+/// The error part of a [`ChainRunResult`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainError {
+    /// Which kind of failure.
+    pub kind: ErrorKind,
+    /// The Python exception type for script errors (`ZeroDivisionError`),
+    /// otherwise a descriptive name (`CpuLimitExceeded`).
+    #[serde(rename = "type")]
+    pub error_type: String,
+    /// What happened, naming the limit or the cause.
+    pub message: String,
+    /// 1-based script line, when known.
+    pub line: Option<u32>,
+    /// The Python traceback, for script errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
+}
+
+impl ChainError {
+    /// An error with no line or traceback.
+    pub fn new(kind: ErrorKind, error_type: impl Into<String>, message: impl Into<String>) -> Self {
+        ChainError {
+            kind,
+            error_type: error_type.into(),
+            message: message.into(),
+            line: None,
+            traceback: None,
+        }
+    }
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// The tool returned a result.
+    Ok,
+    /// The call failed: the tool errored, panicked, was refused before running
+    /// (unknown tool, bad arguments), or was cut off when the chain ended.
+    Error,
+    /// Policy or a human refused it; the tool did not run.
+    Denied,
+    /// It ran past its call timeout, or the chain's deadline hit while it ran.
+    Timeout,
+}
+
+/// One audit entry per tool call the script made, returned on every outcome
+/// so the caller knows which side effects already happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainCallRecord {
+    /// The tool name as the script called it.
+    pub tool: String,
+    /// Lowercase hex SHA-256 of the arguments' RFC 8785 canonical JSON.
+    pub args_digest: String,
+    /// How it ended.
+    pub status: CallStatus,
+    /// Wall time from the call leaving the sandbox to its answer.
+    pub duration_ms: f64,
+    /// Set when the result was offloaded to the artifact store.
+    pub artifact_ref: Option<String>,
+    /// Why it did not succeed, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A file the chain produced in its workspace (a media result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainFile {
+    /// Its path inside the sandbox, under `/workspace`.
+    pub path: String,
+    /// Its media type.
+    pub media_type: String,
+    /// The artifact holding its bytes.
+    pub artifact_ref: String,
+}
+
+/// An artifact the chain stored (an offloaded result or output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactInfo {
+    /// `sha256:<hex>`.
+    pub artifact_ref: String,
+    /// Its media type.
+    pub media_type: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Resources the chain used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Largest linear memory the sandbox reached.
+    pub peak_memory_bytes: u64,
+    /// CPU time spent in the script itself (not in tools), in milliseconds.
+    pub cpu_ms: f64,
+    /// Bytes of `print` output produced (kept or not).
+    pub stdout_bytes: u64,
+    /// Whether `stdout` was cut at `max_stdout_bytes`.
+    pub stdout_truncated: bool,
+}
+
+/// Everything a chain run returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainRunResult {
+    /// ok, error or timeout.
+    pub status: ChainStatus,
+    /// The script's final value as JSON (`null` unless ok).
+    pub output: Value,
+    /// The final value as text: a string as is, anything else as its `repr`.
+    pub output_text: String,
+    /// Captured `print` output, bounded by `max_stdout_bytes`.
+    pub stdout: String,
+    /// Why it failed, or null.
+    pub error: Option<ChainError>,
+    /// Number of tool calls made (records in `call_trace`).
+    pub tool_calls: u32,
+    /// Wall time of the whole run.
+    pub duration_ms: f64,
+    /// One record per tool call, in call order.
+    pub call_trace: Vec<ChainCallRecord>,
+    /// Artifacts stored during the chain.
+    pub artifacts: Vec<ArtifactInfo>,
+    /// Files written to the workspace for the caller.
+    pub files: Vec<ChainFile>,
+    /// Resources used.
+    pub usage: Usage,
+}
+
+impl ChainRunResult {
+    /// Whether the chain completed successfully.
+    pub fn is_ok(&self) -> bool {
+        self.status == ChainStatus::Ok
+    }
+
+    /// The error kind, if any.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        self.error.as_ref().map(|e| e.kind)
+    }
+}
+
+/// Per-run settings beyond the policy.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// A name for logs and approval requests; generated when empty.
+    pub run_id: Option<String>,
+    /// Use this directory as `/workspace` (kept after the chain). By default
+    /// a temporary directory is created on first use and removed afterwards.
+    pub workspace: Option<PathBuf>,
+}
+
+/// Milliseconds with microsecond precision, for durations in results.
+pub(crate) fn millis(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_serializes_with_contract_field_names() {
+        let r = ChainRunResult {
+            status: ChainStatus::Error,
+            output: Value::Null,
+            output_text: String::new(),
+            stdout: String::new(),
+            error: Some(ChainError::new(ErrorKind::ToolBudget, "ToolBudgetExceeded", "too many")),
+            tool_calls: 0,
+            duration_ms: 1.0,
+            call_trace: vec![],
+            artifacts: vec![],
+            files: vec![],
+            usage: Usage::default(),
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["error"]["kind"], "tool_budget");
+        assert_eq!(v["error"]["type"], "ToolBudgetExceeded");
+        assert!(v["error"]["line"].is_null());
+        for key in [
+            "output",
+            "output_text",
+            "stdout",
+            "tool_calls",
+            "duration_ms",
+            "call_trace",
+            "artifacts",
+            "files",
+            "usage",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+    }
+}

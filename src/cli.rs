@@ -1,0 +1,229 @@
+//! The `chainbox` command line: `demo`, `run`, `stubs`. The only code that
+//! knows about argv, stdout formatting and exit codes.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::approval::{Approval, TerminalApproval};
+use crate::chain::ChainRunResult;
+use crate::policy::ChainPolicy;
+use crate::tools::ToolRisk;
+use crate::tools::manifest::Manifest;
+use crate::{Engine, ToolRegistry, demo, stubs};
+
+/// Code mode for agents: run a model-written Python chain in a wasm sandbox.
+#[derive(Debug, Parser)]
+#[command(name = "chainbox", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the built-in demo chain against the built-in demo tools.
+    Demo {
+        /// Print the ChainRunResult JSON instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a chain script against the tools of a manifest.
+    Run {
+        /// The Python script, or `-` to read it from stdin.
+        script: String,
+        /// The tools manifest (TOML).
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// A policy file (TOML); defaults to the seed defaults.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// How calls above `max_risk_unapproved` are approved.
+        #[arg(long, value_enum, default_value_t = ApproveMode::Ask)]
+        approve: ApproveMode,
+        /// Print exactly one ChainRunResult JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the Python stubs (signatures and docstrings) a model should be shown.
+    Stubs {
+        /// The tools manifest (TOML); the demo tools if omitted.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+    },
+}
+
+/// Approval modes of `chainbox run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ApproveMode {
+    /// Approve every call.
+    Auto,
+    /// Deny every call that needs approval.
+    Deny,
+    /// Ask on the terminal; without a terminal, deny.
+    Ask,
+}
+
+/// Runs the command line and returns the process exit code: 0 iff the
+/// chain's status is ok (or the command succeeded), 1 for a failed chain,
+/// 2 for bad input.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match execute(cli) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("chainbox: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn execute(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Demo { json } => {
+            let registry = demo::demo_registry();
+            let result = run_chain(demo::DEMO_SCRIPT, &registry, &ChainPolicy::default(), &Approval::auto(ToolRisk::Critical))?;
+            Ok(report(&result, json))
+        }
+        Command::Run {
+            script,
+            tools,
+            policy,
+            approve,
+            json,
+        } => {
+            let source = read_script(&script)?;
+            let registry = match tools {
+                Some(path) => load_registry(&path)?,
+                None => ToolRegistry::new(),
+            };
+            let policy = match policy {
+                Some(path) => ChainPolicy::load(&path).map_err(|e| e.to_string())?,
+                None => ChainPolicy::default(),
+            };
+            let approval = match approve {
+                ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
+                ApproveMode::Deny => Approval::deny_all(),
+                ApproveMode::Ask => Approval::new(TerminalApproval::new()),
+            };
+            let result = run_chain(&source, &registry, &policy, &approval)?;
+            Ok(report(&result, json))
+        }
+        Command::Stubs { tools } => {
+            let registry = match tools {
+                Some(path) => load_registry(&path)?,
+                None => demo::demo_registry(),
+            };
+            print!("{}", stubs::python_stubs(&registry));
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn read_script(arg: &str) -> Result<String, String> {
+    if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("reading the script from stdin: {e}"))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(arg).map_err(|e| format!("reading the script {arg}: {e}"))
+    }
+}
+
+fn load_registry(path: &std::path::Path) -> Result<ToolRegistry, String> {
+    let manifest = Manifest::load(path).map_err(|e| e.to_string())?;
+    manifest.registry().map_err(|e| e.to_string())
+}
+
+fn run_chain(
+    script: &str,
+    registry: &ToolRegistry,
+    policy: &ChainPolicy,
+    approval: &Approval,
+) -> Result<ChainRunResult, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))?;
+    let engine = Engine::new().map_err(|e| e.to_string())?;
+    Ok(runtime.block_on(engine.run(script, registry, policy, approval)))
+}
+
+/// Prints the result and picks the exit code.
+fn report(result: &ChainRunResult, json: bool) -> ExitCode {
+    if json {
+        match serde_json::to_string(result) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("chainbox: could not encode the result: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        print!("{}", readable(result));
+    }
+    if result.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The human-readable report: stdout, output or error, and the trace table.
+pub fn readable(result: &ChainRunResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if !result.stdout.is_empty() {
+        let _ = writeln!(out, "── stdout ──\n{}", result.stdout.trim_end());
+        if result.usage.stdout_truncated {
+            let _ = writeln!(out, "[stdout truncated: {} bytes produced]", result.usage.stdout_bytes);
+        }
+    }
+    match &result.error {
+        None => {
+            let _ = writeln!(out, "── output ──\n{}", result.output_text);
+        }
+        Some(e) => {
+            let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            let kind = serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let _ = writeln!(
+                out,
+                "── {} [{}] ──\n{}: {}{line}",
+                serde_json::to_value(result.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                kind.unwrap_or_default(),
+                e.error_type,
+                e.message
+            );
+        }
+    }
+    let _ = writeln!(out, "── trace: {} tool calls in {:.1} ms ──", result.tool_calls, result.duration_ms);
+    if !result.call_trace.is_empty() {
+        let _ = writeln!(out, "{:>3}  {:<20} {:<8} {:>10}  args_digest", "#", "tool", "status", "ms");
+        for (i, r) in result.call_trace.iter().enumerate() {
+            let status = serde_json::to_value(r.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{:>3}  {:<20} {:<8} {:>10.3}  {}…",
+                i + 1,
+                r.tool,
+                status,
+                r.duration_ms,
+                &r.args_digest[..r.args_digest.len().min(16)]
+            );
+        }
+    }
+    for f in &result.files {
+        let _ = writeln!(out, "file: {} ({})", f.path, f.media_type);
+    }
+    out
+}

@@ -1,0 +1,361 @@
+//! Compile-once state: the wasmtime engine, the guest module (precompiled
+//! and cached on disk so a later process skips Cranelift), the linker with
+//! the host imports, the `InstancePre`, the pooling allocator, and the epoch
+//! ticker. One [`Engine`] per process serves any number of concurrent chains.
+//!
+//! Invariant: nothing here is per chain. Per-chain state lives in the
+//! `Store` built by `sandbox`.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingAllocationConfig};
+
+use crate::approval::Approval;
+use crate::chain::{
+    CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions, Usage, millis,
+};
+use crate::digest::sha256_hex;
+use crate::invoker::InvokerSession;
+use crate::policy::ChainPolicy;
+use crate::sandbox::{self, ChainSetup, ChainState};
+use crate::tools::ToolRegistry;
+use chainbox_protocol::Finish;
+
+/// The guest module, built from `guest/` by build.rs.
+static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
+
+/// How often the epoch ticks. Bounds how late a CPU or time limit can fire
+/// and how often a running chain yields to others on its thread.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Wasm stack for the guest. Monty's parser and a 1000-deep Python
+/// recursion need more than wasmtime's 512 KiB default; too little turns a
+/// Python `SyntaxError`/`RecursionError` into a stack-overflow trap.
+pub const MAX_WASM_STACK: usize = 8 * 1024 * 1024;
+
+/// Largest linear memory any chain may have; policies asking for more are
+/// capped here. Also the pooling allocator's per-slot reservation bound.
+pub const MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+/// Settings of an [`Engine`].
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Where the precompiled guest is cached. Default: `$CHAINBOX_CACHE_DIR`,
+    /// else `$XDG_CACHE_HOME/chainbox`, else `~/.cache/chainbox`, else the
+    /// system temp dir.
+    pub cache_dir: Option<PathBuf>,
+    /// Chains that may run at once (pool slots); more wait for a slot.
+    pub max_concurrent_chains: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            cache_dir: None,
+            max_concurrent_chains: 1000,
+        }
+    }
+}
+
+/// Errors creating an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// wasmtime rejected the configuration or the module.
+    #[error("wasmtime: {0}")]
+    Wasmtime(String),
+    /// The module cache could not be written (the engine still works, but
+    /// every process recompiles).
+    #[error("module cache at {path}: {source}")]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn wasmtime_err(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Wasmtime(e.to_string())
+}
+
+/// Runs chains. Build one per process and share it (it is cheap to clone).
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: wasmtime::Engine,
+    pre: InstancePre<ChainState>,
+    slots: Semaphore,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Engine {
+    /// An engine with the default configuration.
+    pub fn new() -> Result<Self, EngineError> {
+        Self::with_config(EngineConfig::default())
+    }
+
+    /// An engine with this configuration.
+    pub fn with_config(config: EngineConfig) -> Result<Self, EngineError> {
+        let slots = config.max_concurrent_chains.max(1);
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_core_instances(slots)
+            .total_memories(slots)
+            .total_tables(slots)
+            .total_stacks(slots)
+            .max_memory_size(MAX_MEMORY_BYTES as usize)
+            // Keep a little of each slot's memory resident between chains so a
+            // new chain does not page-fault its way through start-up.
+            .linear_memory_keep_resident(1 << 20);
+        let mut wasm = wasmtime::Config::new();
+        wasm.epoch_interruption(true)
+            .max_wasm_stack(MAX_WASM_STACK)
+            .async_stack_size(MAX_WASM_STACK + (1 << 20))
+            .cranelift_opt_level(wasmtime::OptLevel::Speed)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
+        let module = load_module(&engine, config.cache_dir)?;
+        let mut linker: Linker<ChainState> = Linker::new(&engine);
+        sandbox::add_to_linker(&mut linker).map_err(wasmtime_err)?;
+        let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), stop_ticker.clone());
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                engine,
+                pre,
+                slots: Semaphore::new(slots as usize),
+                stop_ticker,
+            }),
+        })
+    }
+
+    /// Runs one chain with default [`RunOptions`].
+    pub async fn run(
+        &self,
+        script: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+    ) -> ChainRunResult {
+        self.run_with(script, registry, policy, approval, RunOptions::default())
+            .await
+    }
+
+    /// Runs one chain. Never fails: every outcome is a [`ChainRunResult`]
+    /// with the trace of the calls made.
+    pub async fn run_with(
+        &self,
+        script: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+        options: RunOptions,
+    ) -> ChainRunResult {
+        let started = Instant::now();
+        let mut policy = policy.clone();
+        policy.max_memory_bytes = policy.max_memory_bytes.min(MAX_MEMORY_BYTES);
+        let policy = Arc::new(policy);
+        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        let session = Arc::new(InvokerSession::new(
+            run_id,
+            registry.clone(),
+            policy.clone(),
+            approval.clone(),
+        ));
+        let total = policy.total_timeout();
+        let run = self.run_guest(script, registry, &policy, session.clone(), options);
+        let mut result = match tokio::time::timeout(total, run).await {
+            Ok(result) => result,
+            Err(_) => {
+                let message = format!("the chain ran past total_timeout_s = {}", total.as_secs_f64());
+                let mut r = empty_result(ChainStatus::Timeout);
+                r.call_trace = session.trace(CallStatus::Timeout, &message);
+                r.error = Some(ChainError::new(ErrorKind::Timeout, "TimeoutError", message));
+                r
+            }
+        };
+        result.tool_calls = result.call_trace.len() as u32;
+        result.duration_ms = millis(started.elapsed());
+        result
+    }
+
+    async fn run_guest(
+        &self,
+        script: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        session: Arc<InvokerSession>,
+        options: RunOptions,
+    ) -> ChainRunResult {
+        let Ok(_slot) = self.inner.slots.acquire().await else {
+            return crash(&session, "the engine is shutting down");
+        };
+        let mut store = sandbox::new_store(
+            &self.inner.engine,
+            ChainSetup {
+                script,
+                registry,
+                policy,
+                session: session.clone(),
+                workspace: options.workspace,
+            },
+        );
+        let instance = match self.inner.pre.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(e) => return crash(&session, &format!("could not start the sandbox: {e}")),
+        };
+        let start = match instance.get_typed_func::<(), ()>(&mut store, "_start") {
+            Ok(f) => f,
+            Err(e) => return crash(&session, &format!("the guest has no entry point: {e}")),
+        };
+        let trap = start.call_async(&mut store, ()).await.err();
+        let ending = sandbox::ending(&mut store, trap);
+        let mut result = empty_result(ChainStatus::Ok);
+        result.stdout = ending.stdout;
+        result.usage = ending.usage;
+        match (ending.finish, ending.error) {
+            (_, Some(error)) => {
+                result.status = ChainStatus::Error;
+                result.call_trace = session.trace(CallStatus::Error, &format!("interrupted: {}", error.message));
+                result.error = Some(error);
+            }
+            (Some(Finish::Ok { output, output_text }), None) => {
+                result.output = output;
+                result.output_text = output_text;
+                result.call_trace = session.trace(CallStatus::Error, "interrupted: the script ended first");
+            }
+            (Some(Finish::Error(e)), None) => {
+                result.status = ChainStatus::Error;
+                let kind = if e.compile {
+                    ErrorKind::Compile
+                } else if e.exc_type == "MemoryError" {
+                    ErrorKind::Memory
+                } else {
+                    ErrorKind::Script
+                };
+                result.error = Some(ChainError {
+                    kind,
+                    error_type: e.exc_type,
+                    message: e.message,
+                    line: e.line,
+                    traceback: Some(e.traceback).filter(|t| !t.is_empty()),
+                });
+                result.call_trace = session.trace(CallStatus::Error, "interrupted: the script failed first");
+            }
+            (None, None) => unreachable!("sandbox::ending reports a missing finish as an error"),
+        }
+        result
+    }
+}
+
+fn empty_result(status: ChainStatus) -> ChainRunResult {
+    ChainRunResult {
+        status,
+        output: Value::Null,
+        output_text: String::new(),
+        stdout: String::new(),
+        error: None,
+        tool_calls: 0,
+        duration_ms: 0.0,
+        call_trace: Vec::new(),
+        artifacts: Vec::new(),
+        files: Vec::new(),
+        usage: Usage::default(),
+    }
+}
+
+fn crash(session: &InvokerSession, message: &str) -> ChainRunResult {
+    let mut r = empty_result(ChainStatus::Error);
+    r.call_trace = session.trace(CallStatus::Error, message);
+    r.error = Some(ChainError::new(ErrorKind::Crash, "SandboxCrash", message));
+    r
+}
+
+fn new_run_id() -> String {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("chain-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Increments the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
+fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
+    let spawned = std::thread::Builder::new()
+        .name("chainbox-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("chainbox: could not start the epoch ticker: {e}; CPU limits will not fire");
+    }
+}
+
+/// Loads the guest module from the on-disk cache, compiling and caching it
+/// on a miss. The cache key covers the guest bytes and the engine's
+/// compatibility hash, so a stale or foreign file is never loaded.
+fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<Module, EngineError> {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    let key = format!("{}-{:016x}", &sha256_hex(GUEST_WASM)[..16], hasher.finish());
+    let dir = cache_dir.unwrap_or_else(default_cache_dir);
+    let path = dir.join(format!("chainbox-guest-{key}.cwasm"));
+    if path.exists() {
+        // SAFETY: the file was written by `precompile_module` of an engine
+        // with this exact compatibility hash (it is in the name), atomically
+        // (temp file + rename), into a cache directory owned by this user.
+        match unsafe { Module::deserialize_file(engine, &path) } {
+            Ok(module) => return Ok(module),
+            Err(e) => tracing::warn!("chainbox: ignoring unreadable module cache {}: {e}", path.display()),
+        }
+    }
+    let compiled = engine.precompile_module(GUEST_WASM).map_err(wasmtime_err)?;
+    if let Err(e) = write_atomic(&dir, &path, &compiled) {
+        tracing::warn!("chainbox: could not cache the compiled guest: {e}");
+        // SAFETY: `compiled` was produced just now by this engine.
+        return unsafe { Module::deserialize(engine, &compiled) }.map_err(wasmtime_err);
+    }
+    // SAFETY: as above; the file holds exactly `compiled`.
+    unsafe { Module::deserialize_file(engine, &path) }.map_err(wasmtime_err)
+}
+
+fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+    let cache_err = |source| EngineError::Cache {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(cache_err)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(cache_err)?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(cache_err)?;
+    tmp.persist(path).map_err(|e| cache_err(e.error))?;
+    Ok(())
+}
+
+fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CHAINBOX_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("chainbox");
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        return PathBuf::from(home).join(".cache").join("chainbox");
+    }
+    std::env::temp_dir().join("chainbox-cache")
+}

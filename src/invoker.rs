@@ -1,0 +1,336 @@
+//! The invoker: the one checkpoint every tool call from a chain passes.
+//!
+//! An [`InvokerSession`] lives for one chain. Each call goes through these
+//! gates, in this order (each one can end the call; only the first can end
+//! the chain):
+//! 1. **budget**: counted before lookup, so unknown tools spend it too; the
+//!    call past `max_tool_calls` ends the chain (`tool_budget`).
+//! 2. **lookup**: exact name, no case folding, trimming or look-alikes.
+//! 3. **kind**: only local tools run; hosted and provider-defined tools are refused.
+//! 4. **policy deny**: a per-tool `deny` override.
+//! 5. **risk → approval**: above `max_risk_unapproved` a handler must approve
+//!    within `approval_timeout_s`; silence, failure or panic means denied.
+//! 6. **execution** bounded by the call timeout; a panicking tool is an error.
+//! 7. **result shaping** into the value the script receives.
+//!
+//! Every call that passes the budget gets a [`ChainCallRecord`], whatever
+//! happens next, including when the chain is killed while the call runs.
+//!
+//! Invariant: the invoker never sees wasmtime types; the sandbox hands it
+//! protocol messages and gets outcomes back.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chainbox_protocol::{CallOutcome, ToolCall};
+use serde_json::{Map, Value};
+
+use crate::approval::{Approval, ApprovalDecision, ApprovalRequest};
+use crate::chain::{CallStatus, ChainCallRecord, millis};
+use crate::digest::args_digest;
+use crate::policy::ChainPolicy;
+use crate::tools::{AnyTool, ToolContext, ToolOutput, ToolRegistry};
+
+/// The call past the budget: it ends the chain.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("tool call budget exhausted: call #{attempted} exceeds max_tool_calls = {limit}")]
+pub struct BudgetExceeded {
+    /// The number the refused call would have had.
+    pub attempted: u32,
+    /// The policy's `max_tool_calls`.
+    pub limit: u32,
+}
+
+/// A call that passed the budget and has a trace record; run it with
+/// [`InvokerSession::run`].
+#[derive(Debug)]
+pub struct Admitted {
+    call_id: u32,
+    call: ToolCall,
+    args_digest: String,
+    started: Instant,
+    slot: usize,
+}
+
+/// One chain's view of the tools: policy, approval and the call trace.
+pub struct InvokerSession {
+    run_id: String,
+    registry: ToolRegistry,
+    policy: Arc<ChainPolicy>,
+    approval: Approval,
+    calls: AtomicU32,
+    trace: Mutex<Vec<Slot>>,
+}
+
+/// A trace entry: finished, or still running (and so interrupted if the
+/// chain ends now).
+enum Slot {
+    Running {
+        tool: String,
+        args_digest: String,
+        started: Instant,
+    },
+    Done(ChainCallRecord),
+}
+
+impl InvokerSession {
+    /// A session for one chain.
+    pub fn new(run_id: String, registry: ToolRegistry, policy: Arc<ChainPolicy>, approval: Approval) -> Self {
+        InvokerSession {
+            run_id,
+            registry,
+            policy,
+            approval,
+            calls: AtomicU32::new(0),
+            trace: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The chain's policy.
+    pub fn policy(&self) -> &ChainPolicy {
+        &self.policy
+    }
+
+    /// Runs one call through every gate and says how the script should see it.
+    pub async fn invoke(&self, call: ToolCall) -> Result<CallOutcome, BudgetExceeded> {
+        let admitted = self.admit(call)?;
+        Ok(self.run(admitted).await)
+    }
+
+    /// Gate 1, the budget, and the call's trace record opened. Synchronous,
+    /// so concurrent calls are counted in the order the script made them.
+    pub fn admit(&self, call: ToolCall) -> Result<Admitted, BudgetExceeded> {
+        let attempted = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        if attempted > self.policy.max_tool_calls {
+            return Err(BudgetExceeded {
+                attempted,
+                limit: self.policy.max_tool_calls,
+            });
+        }
+        let args_digest = args_digest(&call.args);
+        let started = Instant::now();
+        let slot = self.open_slot(&call.tool, &args_digest, started);
+        Ok(Admitted {
+            call_id: attempted,
+            call,
+            args_digest,
+            started,
+            slot,
+        })
+    }
+
+    /// Gates 2–7 for an admitted call; closes its trace record.
+    pub async fn run(&self, admitted: Admitted) -> CallOutcome {
+        let Admitted {
+            call_id,
+            call,
+            args_digest,
+            started,
+            slot,
+        } = admitted;
+        let (status, outcome) = self.gates(call_id, &call.tool, call.args).await;
+        let record = ChainCallRecord {
+            tool: call.tool,
+            args_digest,
+            status,
+            duration_ms: millis(started.elapsed()),
+            artifact_ref: None,
+            error: match &outcome {
+                CallOutcome::Ok { .. } => None,
+                CallOutcome::Error { message }
+                | CallOutcome::Denied { message }
+                | CallOutcome::Timeout { message }
+                | CallOutcome::Invalid { message }
+                | CallOutcome::NotFound { message } => Some(message.clone()),
+            },
+        };
+        tracing::info!(
+            target: "chainbox::audit",
+            run_id = %self.run_id,
+            tool = %record.tool,
+            args_digest = %record.args_digest,
+            status = ?record.status,
+            duration_ms = record.duration_ms,
+            "tool call"
+        );
+        self.close_slot(slot, record);
+        outcome
+    }
+
+    /// Gates 2–7 for a call that passed the budget.
+    async fn gates(&self, call_id: u32, name: &str, args: Map<String, Value>) -> (CallStatus, CallOutcome) {
+        // Gate 2: exact-name lookup.
+        let Some(tool) = self.registry.get(name) else {
+            return (
+                CallStatus::Error,
+                CallOutcome::NotFound {
+                    message: format!("no tool named {name:?}"),
+                },
+            );
+        };
+        // Gate 3: kind.
+        let tool = match tool {
+            AnyTool::Local(tool) => tool.clone(),
+            AnyTool::Hosted(_) | AnyTool::ProviderDefined(_) => {
+                return (
+                    CallStatus::Denied,
+                    CallOutcome::Denied {
+                        message: format!("tool {name:?} runs at the model provider and cannot be called from a chain"),
+                    },
+                );
+            }
+        };
+        // Gate 4: policy deny.
+        if self.policy.tools.get(name).is_some_and(|o| o.deny) {
+            return (
+                CallStatus::Denied,
+                CallOutcome::Denied {
+                    message: format!("tool {name:?} is denied by policy"),
+                },
+            );
+        }
+        // Gate 5: risk above the unapproved maximum needs approval.
+        let declared = tool.classify(&args);
+        let risk = self
+            .policy
+            .tools
+            .get(name)
+            .and_then(|o| o.risk)
+            .map_or(declared, |r| r.max(declared));
+        let mut args = args;
+        if risk > self.policy.max_risk_unapproved {
+            let request = ApprovalRequest {
+                run_id: self.run_id.clone(),
+                call_id: u64::from(call_id),
+                tool: name.to_owned(),
+                arguments: args.clone(),
+                risk,
+                requested_at: String::new(),
+            };
+            match self.approve(&request).await {
+                Ok(Some(modified)) => args = modified,
+                Ok(None) => {}
+                Err(reason) => {
+                    return (
+                        CallStatus::Denied,
+                        CallOutcome::Denied {
+                            message: format!("call to {name:?} ({risk} risk) was denied: {reason}"),
+                        },
+                    );
+                }
+            }
+        }
+        // Gate 6: execution under the call timeout; a panic is contained.
+        let timeout = self.policy.call_timeout(name);
+        let ctx = ToolContext {
+            run_id: self.run_id.clone(),
+            call_id: u64::from(call_id),
+            deadline: Instant::now() + timeout,
+        };
+        let task = tokio::spawn(async move { tool.execute(ctx, args).await });
+        let abort = task.abort_handle();
+        let result = match tokio::time::timeout(timeout, task).await {
+            Err(_) => {
+                abort.abort();
+                return (
+                    CallStatus::Timeout,
+                    CallOutcome::Timeout {
+                        message: format!("tool {name:?} timed out after {}", secs(timeout)),
+                    },
+                );
+            }
+            Ok(Err(join)) => {
+                let why = if join.is_panic() { "panicked" } else { "was cancelled" };
+                return (
+                    CallStatus::Error,
+                    CallOutcome::Error {
+                        message: format!("tool {name:?} {why}"),
+                    },
+                );
+            }
+            Ok(Ok(result)) => result,
+        };
+        // Gate 7: result shaping.
+        match result {
+            Ok(ToolOutput::Value(value)) => (CallStatus::Ok, CallOutcome::Ok { value }),
+            Ok(ToolOutput::Result(result)) if result.is_error => (
+                CallStatus::Error,
+                CallOutcome::Error {
+                    message: result.text(),
+                },
+            ),
+            Ok(ToolOutput::Result(result)) => (
+                CallStatus::Ok,
+                CallOutcome::Ok {
+                    value: serde_json::to_value(&result).unwrap_or(Value::Null),
+                },
+            ),
+            Err(e) => (CallStatus::Error, CallOutcome::Error { message: e.message }),
+        }
+    }
+
+    /// Asks the approval handler, failing closed. `Ok(Some(args))` means
+    /// approved with replaced arguments; `Err` carries the denial reason.
+    async fn approve(&self, request: &ApprovalRequest) -> Result<Option<Map<String, Value>>, String> {
+        let timeout = self.policy.approval_timeout();
+        let handler = self.approval.clone();
+        let request = request.clone();
+        let task = tokio::spawn(async move { handler.0.request(&request).await });
+        match tokio::time::timeout(timeout, task).await {
+            Err(_) => Err(format!("no decision within {}", secs(timeout))),
+            Ok(Err(_)) => Err("the approval handler panicked".into()),
+            Ok(Ok(Err(e))) => Err(format!("the approval handler failed: {e}")),
+            Ok(Ok(Ok(ApprovalDecision::Approved))) => Ok(None),
+            Ok(Ok(Ok(ApprovalDecision::Modified { arguments }))) => Ok(Some(arguments)),
+            Ok(Ok(Ok(ApprovalDecision::Denied { reason }))) => Err(reason.unwrap_or_else(|| "denied".into())),
+            Ok(Ok(Ok(ApprovalDecision::Skipped))) => Err("skipped".into()),
+        }
+    }
+
+    fn open_slot(&self, tool: &str, digest: &str, started: Instant) -> usize {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        trace.push(Slot::Running {
+            tool: tool.to_owned(),
+            args_digest: digest.to_owned(),
+            started,
+        });
+        trace.len() - 1
+    }
+
+    fn close_slot(&self, slot: usize, record: ChainCallRecord) {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = trace.get_mut(slot) {
+            *entry = Slot::Done(record);
+        }
+    }
+
+    /// The trace so far, in call order. Calls still running are reported
+    /// with `interrupted` as their status and `why` as their error: the chain
+    /// ended while they ran, so their side effects are unknown.
+    pub fn trace(&self, interrupted: CallStatus, why: &str) -> Vec<ChainCallRecord> {
+        let trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        trace
+            .iter()
+            .map(|slot| match slot {
+                Slot::Done(record) => record.clone(),
+                Slot::Running {
+                    tool,
+                    args_digest,
+                    started,
+                } => ChainCallRecord {
+                    tool: tool.clone(),
+                    args_digest: args_digest.clone(),
+                    status: interrupted,
+                    duration_ms: millis(started.elapsed()),
+                    artifact_ref: None,
+                    error: Some(why.to_owned()),
+                },
+            })
+            .collect()
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}

@@ -1,0 +1,57 @@
+//! # chainbox
+//!
+//! Code mode for agents: a model writes one short Python script that calls
+//! tools as `async` functions; chainbox runs it in a WebAssembly sandbox and
+//! sends every tool call through a policy-enforcing invoker on the host.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use chainbox::{Approval, ChainPolicy, Engine, ToolRegistry, ToolRisk};
+//! # async fn demo(weather: Arc<dyn chainbox::Tool>) -> Result<(), Box<dyn std::error::Error>> {
+//! let engine = Engine::new()?; // compile once per process (cached on disk)
+//! let registry = ToolRegistry::from_local([weather])?;
+//! let result = engine
+//!     .run(
+//!         "w = await get_weather(city='Paris')\nw['temp_c']",
+//!         &registry,
+//!         &ChainPolicy::default(),
+//!         &Approval::auto(ToolRisk::Safe),
+//!     )
+//!     .await;
+//! println!("{} after {} calls", result.output_text, result.tool_calls);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Core concepts
+//! - [`Engine`]: one per process. Holds the wasmtime engine, the guest module
+//!   (precompiled, cached on disk), the pooling allocator and the epoch ticker.
+//! - A chain: one [`Engine::run`] call. It gets its own wasmtime `Store`, its
+//!   own workspace directory and its own invoker session; many run at once.
+//! - [`Tool`] / [`ToolRegistry`]: what scripts may call.
+//! - [`ChainPolicy`]: limits and gates, enforced in code on the host.
+//! - [`ChainRunResult`]: what comes back on every outcome, always with the
+//!   [`ChainCallRecord`] trace of the calls made.
+//!
+//! See `ARCHITECTURE.md` for the code map and the invariants.
+#![deny(missing_docs)]
+
+pub mod approval;
+pub mod artifacts;
+pub mod chain;
+//TEMP pub mod cli;
+pub mod demo;
+pub mod digest;
+pub mod engine;
+pub mod invoker;
+pub mod policy;
+mod sandbox;
+pub mod stubs;
+pub mod tools;
+
+pub use approval::{Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest};
+pub use chain::{CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions};
+pub use engine::{Engine, EngineConfig, EngineError};
+pub use policy::ChainPolicy;
+pub use tools::{
+    AnyTool, ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry, ToolRisk,
+};

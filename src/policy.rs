@@ -1,0 +1,628 @@
+//! `ChainPolicy`: the per-chain rulebook the invoker and the sandbox enforce,
+//! outside the model. Defaults are the seed's (`max_tool_calls` 50,
+//! `call_timeout_s` 60, `approval_timeout_s` 55, `total_timeout_s` 300,
+//! `max_inline_result_bytes` 4096, `max_risk_unapproved` safe) plus the
+//! sandbox's own limits.
+//!
+//! Policies are plain data, usually loaded from TOML (`policies/*.toml`) with
+//! [`ChainPolicy::load`] or [`ChainPolicy::from_toml_str`]. A field left out
+//! keeps its default; an unknown field, a value of the wrong type, an unknown
+//! risk or a meaningless limit is rejected with a [`PolicyError`] that names
+//! the field, e.g. ``policy field `tools.send_email.call_timeout_s` (-1) must
+//! be a finite number of seconds above zero``.
+//!
+//! Invariant: a policy returned by `load` or `from_toml_str` has passed
+//! [`ChainPolicy::validate`], so every duration it yields is representable.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::ToolRisk;
+
+/// The per-chain rulebook. Plain data; see `policies/default.toml` for every
+/// field documented in place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChainPolicy {
+    /// Tool calls a chain may make; the call past it ends the chain
+    /// (`tool_budget`). `0` means no tool calls at all.
+    pub max_tool_calls: u32,
+    /// Seconds one tool call may run before it is cut off (`TimeoutError`).
+    pub call_timeout_s: f64,
+    /// Seconds a human has to approve a call; silence means `denied`.
+    /// Kept below `call_timeout_s` so a slow human never blocks the sandbox.
+    pub approval_timeout_s: f64,
+    /// Seconds the whole chain may take, tool calls included.
+    pub total_timeout_s: f64,
+    /// Results whose JSON is larger than this are offloaded to the artifact store.
+    pub max_inline_result_bytes: u64,
+    /// Calls above this risk need approval.
+    pub max_risk_unapproved: ToolRisk,
+    /// Memory the sandbox may use, in bytes (the wasm linear memory cap).
+    pub max_memory_bytes: u64,
+    /// CPU seconds the script itself may use (time inside tools not counted).
+    pub max_cpu_s: f64,
+    /// `print` output kept; the rest is dropped and the result says so.
+    pub max_stdout_bytes: u64,
+    /// Largest JSON arguments of one tool call, in bytes.
+    pub max_arg_bytes: u64,
+    /// Largest value brought into the sandbox (a tool result or `load_artifact`), in bytes.
+    pub max_result_bytes: u64,
+    /// Per-tool overrides, by exact tool name.
+    pub tools: BTreeMap<String, ToolOverride>,
+}
+
+/// Policy for one named tool, overriding the chain-wide rules.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolOverride {
+    /// Refuse every call to this tool (`PermissionError`).
+    pub deny: bool,
+    /// Treat the tool as this risk, whatever it says of itself.
+    pub risk: Option<ToolRisk>,
+    /// Its own call timeout, in seconds. Unlike the chain-wide
+    /// `call_timeout_s` it may be below `approval_timeout_s`: a fast tool
+    /// keeps a short leash without shortening the human's time to answer.
+    pub call_timeout_s: Option<f64>,
+}
+
+impl Default for ChainPolicy {
+    fn default() -> Self {
+        ChainPolicy {
+            max_tool_calls: 50,
+            call_timeout_s: 60.0,
+            approval_timeout_s: 55.0,
+            total_timeout_s: 300.0,
+            max_inline_result_bytes: 4096,
+            max_risk_unapproved: ToolRisk::Safe,
+            max_memory_bytes: 256 * 1024 * 1024,
+            max_cpu_s: 30.0,
+            max_stdout_bytes: 64 * 1024,
+            max_arg_bytes: 1024 * 1024,
+            max_result_bytes: 16 * 1024 * 1024,
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+/// Why a policy was refused. Every variant about a value names its field,
+/// dotted for per-tool overrides (`tools.send_email.call_timeout_s`).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The policy file could not be read.
+    #[error("cannot read policy file `{}`: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The text is not TOML at all.
+    #[error("policy is not valid TOML: {message}")]
+    Syntax {
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A field is unknown, of the wrong type, or has an unknown value
+    /// (e.g. a risk other than `safe`, `high`, `critical`).
+    #[error("policy field `{field}`: {message}")]
+    Field {
+        /// The field's dotted path.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A duration that is zero, negative, NaN, infinite or too large to be a
+    /// duration.
+    #[error("policy field `{field}` ({value}) must be a finite number of seconds above zero")]
+    Seconds {
+        /// The field's dotted path.
+        field: String,
+        /// The value given.
+        value: f64,
+    },
+    /// A byte limit of zero.
+    #[error("policy field `{field}` must be above zero")]
+    ZeroBytes {
+        /// The field's name.
+        field: String,
+    },
+    /// `approval_timeout_s` is not below `call_timeout_s`.
+    #[error("policy field `approval_timeout_s` ({approval}) must be below `call_timeout_s` ({call})")]
+    ApprovalNotBelowCall {
+        /// `approval_timeout_s`.
+        approval: f64,
+        /// `call_timeout_s`.
+        call: f64,
+    },
+    /// `max_inline_result_bytes` is above `max_result_bytes`: a result could
+    /// be small enough to inline yet too large to enter the sandbox.
+    #[error(
+        "policy field `max_inline_result_bytes` ({inline}) must not exceed `max_result_bytes` ({result})"
+    )]
+    InlineAboveResult {
+        /// `max_inline_result_bytes`.
+        inline: u64,
+        /// `max_result_bytes`.
+        result: u64,
+    },
+}
+
+impl ChainPolicy {
+    /// Parses and validates a policy from TOML text. Fields left out keep
+    /// their defaults.
+    pub fn from_toml_str(text: &str) -> Result<ChainPolicy, PolicyError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| PolicyError::Syntax {
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let policy = match toml::Value::Table(table.clone()).try_into::<ChainPolicy>() {
+            Ok(policy) => policy,
+            Err(e) => return Err(locate_field_error(&table, &e)),
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    /// Reads, parses and validates a policy file.
+    pub fn load(path: impl AsRef<Path>) -> Result<ChainPolicy, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        ChainPolicy::from_toml_str(&text)
+    }
+
+    /// Checks the values serde cannot: timeouts are finite, above zero and
+    /// representable as a [`Duration`]; byte limits are above zero
+    /// (`max_tool_calls` may be 0: no calls allowed); `approval_timeout_s` is
+    /// below `call_timeout_s`; `max_inline_result_bytes` does not exceed
+    /// `max_result_bytes`; per-tool timeouts follow the same rule.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        for (field, value) in [
+            ("call_timeout_s", self.call_timeout_s),
+            ("approval_timeout_s", self.approval_timeout_s),
+            ("total_timeout_s", self.total_timeout_s),
+            ("max_cpu_s", self.max_cpu_s),
+        ] {
+            check_seconds(field, value)?;
+        }
+        for (field, value) in [
+            ("max_inline_result_bytes", self.max_inline_result_bytes),
+            ("max_memory_bytes", self.max_memory_bytes),
+            ("max_stdout_bytes", self.max_stdout_bytes),
+            ("max_arg_bytes", self.max_arg_bytes),
+            ("max_result_bytes", self.max_result_bytes),
+        ] {
+            if value == 0 {
+                return Err(PolicyError::ZeroBytes { field: field.into() });
+            }
+        }
+        if self.approval_timeout_s >= self.call_timeout_s {
+            return Err(PolicyError::ApprovalNotBelowCall {
+                approval: self.approval_timeout_s,
+                call: self.call_timeout_s,
+            });
+        }
+        if self.max_inline_result_bytes > self.max_result_bytes {
+            return Err(PolicyError::InlineAboveResult {
+                inline: self.max_inline_result_bytes,
+                result: self.max_result_bytes,
+            });
+        }
+        for (name, tool) in &self.tools {
+            if let Some(secs) = tool.call_timeout_s {
+                check_seconds(&format!("tools.{name}.call_timeout_s"), secs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The chain's total time limit.
+    pub fn total_timeout(&self) -> Duration {
+        seconds(self.total_timeout_s)
+    }
+
+    /// The script's CPU limit.
+    pub fn max_cpu(&self) -> Duration {
+        seconds(self.max_cpu_s)
+    }
+
+    /// The call timeout for this tool, its override if it has one.
+    pub fn call_timeout(&self, tool: &str) -> Duration {
+        let secs = self
+            .tools
+            .get(tool)
+            .and_then(|o| o.call_timeout_s)
+            .unwrap_or(self.call_timeout_s);
+        seconds(secs)
+    }
+
+    /// The approval timeout.
+    pub fn approval_timeout(&self) -> Duration {
+        seconds(self.approval_timeout_s)
+    }
+
+    /// The risk a call to `tool` counts as: the policy's override if it sets
+    /// one, otherwise what the tool declared (or classified for this call).
+    pub fn effective_risk(&self, tool: &str, declared: ToolRisk) -> ToolRisk {
+        self.tools.get(tool).and_then(|o| o.risk).unwrap_or(declared)
+    }
+
+    /// Whether the policy refuses every call to `tool`.
+    pub fn is_denied(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|o| o.deny)
+    }
+
+    /// Whether a call of this (effective) risk needs approval: it is above
+    /// `max_risk_unapproved`, compared by rank.
+    pub fn needs_approval(&self, risk: ToolRisk) -> bool {
+        risk > self.max_risk_unapproved
+    }
+}
+
+/// Rejects durations that are not finite, not above zero, or too large for
+/// a [`Duration`].
+fn check_seconds(field: &str, value: f64) -> Result<(), PolicyError> {
+    if value > 0.0 && Duration::try_from_secs_f64(value).is_ok() {
+        Ok(())
+    } else {
+        Err(PolicyError::Seconds {
+            field: field.into(),
+            value,
+        })
+    }
+}
+
+/// Seconds as a [`Duration`], never panicking on an unvalidated policy:
+/// negative or NaN becomes zero (fail closed: the limit is hit at once),
+/// too large becomes [`Duration::MAX`].
+fn seconds(value: f64) -> Duration {
+    if value.is_nan() || value <= 0.0 {
+        Duration::ZERO
+    } else {
+        Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX)
+    }
+}
+
+/// Names the field behind a deserialization error. serde's message says
+/// what is wrong but not where, so deserialize each field on its own (every
+/// field has a default, so one alone is a whole policy) and report the first
+/// that fails; per-tool overrides are probed key by key.
+fn locate_field_error(table: &toml::Table, whole: &toml::de::Error) -> PolicyError {
+    for (key, value) in table {
+        let Some(err) = probe(single(key, value.clone())) else {
+            continue;
+        };
+        if let (Some(tools), "tools") = (value.as_table(), key.as_str()) {
+            return locate_tool_error(tools).unwrap_or_else(|| field_error(key.clone(), &err));
+        }
+        return field_error(key.clone(), &err);
+    }
+    PolicyError::Syntax {
+        message: whole.message().trim_end().to_owned(),
+    }
+}
+
+/// Names the per-tool override field behind an error in `tools`:
+/// `tools.<name>.<field>`, or `tools.<name>` when the entry is not a table.
+fn locate_tool_error(tools: &toml::Table) -> Option<PolicyError> {
+    let in_tools = |name: &str, v: toml::Value| probe(single("tools", single(name, v)));
+    for (name, tool) in tools {
+        let Some(err) = in_tools(name, tool.clone()) else {
+            continue;
+        };
+        for (field, v) in tool.as_table().into_iter().flatten() {
+            if let Some(e) = in_tools(name, single(field, v.clone())) {
+                return Some(field_error(format!("tools.{name}.{field}"), &e));
+            }
+        }
+        return Some(field_error(format!("tools.{name}"), &err));
+    }
+    None
+}
+
+/// A one-key table.
+fn single(key: &str, value: toml::Value) -> toml::Value {
+    let mut t = toml::Table::new();
+    t.insert(key.to_owned(), value);
+    toml::Value::Table(t)
+}
+
+/// The error deserializing this table as a policy, if any.
+fn probe(value: toml::Value) -> Option<toml::de::Error> {
+    value.try_into::<ChainPolicy>().err()
+}
+
+/// A [`PolicyError::Field`] from a deserialization error.
+fn field_error(field: String, err: &toml::de::Error) -> PolicyError {
+    PolicyError::Field {
+        field,
+        message: err.message().trim_end().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> PolicyError {
+        match ChainPolicy::from_toml_str(text) {
+            Ok(p) => panic!("accepted {text:?} as {p:?}"),
+            Err(e) => e,
+        }
+    }
+
+    fn policies_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
+    }
+
+    fn load_named(name: &str) -> ChainPolicy {
+        let path = policies_dir().join(name);
+        ChainPolicy::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn empty_text_is_the_default_policy() {
+        assert_eq!(ChainPolicy::from_toml_str("").unwrap(), ChainPolicy::default());
+    }
+
+    #[test]
+    fn omitted_fields_keep_their_defaults() {
+        let p = ChainPolicy::from_toml_str("max_tool_calls = 7").unwrap();
+        assert_eq!(p.max_tool_calls, 7);
+        assert_eq!(
+            p,
+            ChainPolicy {
+                max_tool_calls: 7,
+                ..ChainPolicy::default()
+            }
+        );
+    }
+
+    #[test]
+    fn integer_seconds_are_accepted() {
+        let p = ChainPolicy::from_toml_str("call_timeout_s = 90\ntotal_timeout_s = 600").unwrap();
+        assert_eq!(p.call_timeout_s, 90.0);
+        assert_eq!(p.total_timeout(), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn default_policy_is_valid() {
+        ChainPolicy::default().validate().unwrap();
+    }
+
+    #[test]
+    fn zero_max_tool_calls_is_allowed() {
+        assert_eq!(ChainPolicy::from_toml_str("max_tool_calls = 0").unwrap().max_tool_calls, 0);
+    }
+
+    #[test]
+    fn negative_max_tool_calls_is_rejected_naming_the_field() {
+        let e = err("max_tool_calls = -1");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_calls"), "{e}");
+    }
+
+    #[test]
+    fn zero_timeout_is_rejected_naming_the_field() {
+        let e = err("total_timeout_s = 0");
+        assert!(e.to_string().contains("`total_timeout_s` (0)"), "{e}");
+    }
+
+    #[test]
+    fn negative_timeout_is_rejected() {
+        let e = err("max_cpu_s = -2.5");
+        assert!(matches!(&e, PolicyError::Seconds { field, value } if field == "max_cpu_s" && *value == -2.5));
+    }
+
+    #[test]
+    fn nan_timeout_is_rejected() {
+        assert!(matches!(err("total_timeout_s = nan"), PolicyError::Seconds { .. }));
+    }
+
+    #[test]
+    fn infinite_timeout_is_rejected() {
+        assert!(matches!(err("total_timeout_s = inf"), PolicyError::Seconds { .. }));
+    }
+
+    #[test]
+    fn timeout_too_large_for_a_duration_is_rejected() {
+        assert!(matches!(err("total_timeout_s = 1e300"), PolicyError::Seconds { .. }));
+    }
+
+    #[test]
+    fn zero_byte_limit_is_rejected_naming_the_field() {
+        let e = err("max_stdout_bytes = 0");
+        assert_eq!(e.to_string(), "policy field `max_stdout_bytes` must be above zero");
+    }
+
+    #[test]
+    fn approval_timeout_equal_to_call_timeout_is_rejected() {
+        let e = err("approval_timeout_s = 60");
+        assert_eq!(
+            e.to_string(),
+            "policy field `approval_timeout_s` (60) must be below `call_timeout_s` (60)"
+        );
+    }
+
+    #[test]
+    fn inline_limit_above_result_limit_is_rejected() {
+        let e = err("max_inline_result_bytes = 2048\nmax_result_bytes = 1024");
+        assert!(matches!(e, PolicyError::InlineAboveResult { inline: 2048, result: 1024 }));
+    }
+
+    #[test]
+    fn unknown_field_is_rejected_naming_it() {
+        let e = err("max_tool_call = 3");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_call"), "{e}");
+        assert!(e.to_string().contains("unknown field `max_tool_call`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_is_rejected_naming_the_field() {
+        let e = err("max_tool_calls = 3\ncall_timeout_s = \"soon\"");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "call_timeout_s"), "{e}");
+    }
+
+    #[test]
+    fn unknown_risk_is_rejected_naming_the_field() {
+        let e = err("max_risk_unapproved = \"medium\"");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "max_risk_unapproved"), "{e}");
+        assert!(e.to_string().contains("medium"), "{e}");
+    }
+
+    #[test]
+    fn invalid_toml_is_a_syntax_error() {
+        assert!(matches!(err("max_tool_calls = = 3"), PolicyError::Syntax { .. }));
+    }
+
+    #[test]
+    fn tool_override_is_parsed() {
+        let p = ChainPolicy::from_toml_str(
+            "[tools.send_email]\ndeny = true\n[tools.search]\nrisk = \"high\"\ncall_timeout_s = 5",
+        )
+        .unwrap();
+        assert!(p.tools["send_email"].deny);
+        assert_eq!(p.tools["search"].risk, Some(ToolRisk::High));
+        assert_eq!(p.call_timeout("search"), Duration::from_secs(5));
+        assert_eq!(p.call_timeout("other"), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn tool_override_negative_timeout_names_the_tool_field() {
+        let e = err("tools.send_email.call_timeout_s = -1");
+        assert_eq!(
+            e.to_string(),
+            "policy field `tools.send_email.call_timeout_s` (-1) must be a finite number of seconds above zero"
+        );
+    }
+
+    #[test]
+    fn tool_override_unknown_field_names_the_tool_field() {
+        let e = err("[tools.send_email]\ndeny = true\ncolour = \"red\"");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email.colour"), "{e}");
+    }
+
+    #[test]
+    fn tool_override_unknown_risk_names_the_tool_field() {
+        let e = err("tools.send_email.risk = \"extreme\"");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email.risk"), "{e}");
+    }
+
+    #[test]
+    fn tool_override_that_is_not_a_table_names_the_tool() {
+        let e = err("tools.send_email = true");
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email"), "{e}");
+    }
+
+    #[test]
+    fn effective_risk_prefers_the_override() {
+        let p = ChainPolicy::from_toml_str("tools.rm.risk = \"critical\"").unwrap();
+        assert_eq!(p.effective_risk("rm", ToolRisk::Safe), ToolRisk::Critical);
+        assert_eq!(p.effective_risk("ls", ToolRisk::High), ToolRisk::High);
+    }
+
+    #[test]
+    fn is_denied_only_for_denied_tools() {
+        let p = ChainPolicy::from_toml_str("tools.rm.deny = true\ntools.ls.risk = \"safe\"").unwrap();
+        assert!(p.is_denied("rm"));
+        assert!(!p.is_denied("ls"));
+        assert!(!p.is_denied("cat"));
+    }
+
+    #[test]
+    fn needs_approval_compares_by_rank() {
+        let p = ChainPolicy {
+            max_risk_unapproved: ToolRisk::High,
+            ..ChainPolicy::default()
+        };
+        assert!(!p.needs_approval(ToolRisk::Safe));
+        assert!(!p.needs_approval(ToolRisk::High));
+        assert!(p.needs_approval(ToolRisk::Critical));
+    }
+
+    #[test]
+    fn durations_of_an_unvalidated_policy_never_panic() {
+        let p = ChainPolicy {
+            call_timeout_s: -1.0,
+            approval_timeout_s: f64::NAN,
+            total_timeout_s: f64::INFINITY,
+            ..ChainPolicy::default()
+        };
+        assert_eq!(p.call_timeout("x"), Duration::ZERO);
+        assert_eq!(p.approval_timeout(), Duration::ZERO);
+        assert_eq!(p.total_timeout(), Duration::MAX);
+    }
+
+    #[test]
+    fn default_policy_round_trips_through_toml() {
+        let text = toml::to_string(&ChainPolicy::default()).unwrap();
+        assert_eq!(ChainPolicy::from_toml_str(&text).unwrap(), ChainPolicy::default());
+    }
+
+    #[test]
+    fn every_policy_file_loads() {
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(policies_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                ChainPolicy::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                loaded += 1;
+            }
+        }
+        assert!(loaded >= 3, "only {loaded} policy files");
+    }
+
+    #[test]
+    fn every_policy_file_sets_every_field() {
+        let toml::Value::Table(fields) = toml::Value::try_from(ChainPolicy::default()).unwrap() else {
+            panic!("a policy serializes to a table");
+        };
+        for name in ["default.toml", "strict.toml", "dev.toml"] {
+            let text = std::fs::read_to_string(policies_dir().join(name)).unwrap();
+            let table: toml::Table = text.parse().unwrap();
+            for field in fields.keys() {
+                assert!(table.contains_key(field), "{name} does not set `{field}`");
+            }
+        }
+    }
+
+    #[test]
+    fn default_file_is_the_default_policy() {
+        assert_eq!(load_named("default.toml"), ChainPolicy::default());
+    }
+
+    #[test]
+    fn strict_file_is_no_looser_than_default() {
+        let (s, d) = (load_named("strict.toml"), ChainPolicy::default());
+        assert!(s.max_tool_calls < d.max_tool_calls);
+        assert!(s.call_timeout_s < d.call_timeout_s);
+        assert!(s.approval_timeout_s < d.approval_timeout_s);
+        assert!(s.total_timeout_s < d.total_timeout_s);
+        assert!(s.max_inline_result_bytes <= d.max_inline_result_bytes);
+        assert!(s.max_risk_unapproved <= d.max_risk_unapproved);
+        assert!(s.max_memory_bytes < d.max_memory_bytes);
+        assert!(s.max_cpu_s < d.max_cpu_s);
+        assert!(s.max_stdout_bytes < d.max_stdout_bytes);
+        assert!(s.max_arg_bytes <= d.max_arg_bytes);
+        assert!(s.max_result_bytes <= d.max_result_bytes);
+    }
+
+    #[test]
+    fn dev_file_is_no_tighter_than_default() {
+        let (v, d) = (load_named("dev.toml"), ChainPolicy::default());
+        assert!(v.max_tool_calls > d.max_tool_calls);
+        assert!(v.call_timeout_s >= d.call_timeout_s);
+        assert!(v.total_timeout_s > d.total_timeout_s);
+        assert!(v.max_inline_result_bytes >= d.max_inline_result_bytes);
+        assert_eq!(v.max_risk_unapproved, ToolRisk::High);
+        assert!(v.max_memory_bytes >= d.max_memory_bytes);
+        assert!(v.max_cpu_s > d.max_cpu_s);
+        assert!(v.max_stdout_bytes >= d.max_stdout_bytes);
+        assert!(v.max_arg_bytes >= d.max_arg_bytes);
+        assert!(v.max_result_bytes >= d.max_result_bytes);
+    }
+}

@@ -1,0 +1,570 @@
+//! What the model is shown: Python stubs for the tools a chain may call.
+//!
+//! [`python_stubs`] renders a registry as a short preamble (how a chain
+//! script works, which exceptions it can catch, which Python features the
+//! sandbox lacks) followed by one `async def` per local tool, with its
+//! parameters typed from the tool's JSON Schema and its description as the
+//! docstring.
+//!
+//! Invariants:
+//! - The output is valid Python (a test parses it with `python3`).
+//! - A stub's positional parameters are the schema's properties in written
+//!   order, as the bridge maps positional arguments; when a required
+//!   property follows an optional one, it and the rest become keyword-only,
+//!   so the stub never suggests a positional call the bridge would misread.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::tools::{AnyTool, Tool, ToolRegistry, ToolRisk, is_identifier};
+
+/// The comment block that opens the stubs: what a chain script is, its
+/// errors, and the gaps of the Python subset it runs in (monty 1.4).
+pub const STUBS_PREAMBLE: &str = r#"# Tools you can call from a chain script.
+#
+# A chain script is Python run in a sandbox (the monty interpreter, a Python
+# subset). Each tool below is an `async` function: call it with `await`.
+#     w = await get_weather(city="Paris")
+# Run independent calls concurrently with asyncio.gather:
+#     import asyncio
+#     a, b = await asyncio.gather(get_weather(city="Paris"), get_weather(city="Oslo"))
+# Pass arguments by keyword (positional arguments follow the order shown).
+# The value of the script's last expression is its result; print() output is
+# captured and returned too.
+#
+# Errors a tool call can raise (catch them with try/except):
+#   RuntimeError     the tool failed; the message says why
+#   PermissionError  the call was denied by policy or by a human
+#   TimeoutError     the call took too long
+#   ValueError       the arguments do not match the tool's parameters
+# Exceeding the call budget, memory or time ends the script; that cannot be caught.
+#
+# The Python subset has gaps; avoid:
+#   - generators and `yield` (generator expressions like sum(x for x in xs) are fine)
+#   - class inheritance, so no custom exception classes: raise built-in ones
+#   - `del`, `async for`, `async with`, method decorators (@property, @staticmethod)
+#   - the `statistics` module; compute means and the like by hand
+# Standard library: json, re, math, datetime, itertools, collections, functools,
+# asyncio (gather), dataclasses, random, base64, hashlib. No network, no
+# subprocesses; files only under /workspace.
+
+from typing import Any, Literal
+"#;
+
+/// Python's reserved words: names a script cannot use as a function or
+/// keyword-argument name.
+const PYTHON_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
+/// Whether `name` is a Python reserved word (`from`, `class`, `lambda`…),
+/// which a script cannot use as an identifier.
+pub fn is_python_keyword(name: &str) -> bool {
+    PYTHON_KEYWORDS.contains(&name)
+}
+
+/// The Python stubs a model is shown for `registry`: [`STUBS_PREAMBLE`],
+/// then an `async def` with a docstring for each local tool, in
+/// registration order; hosted and provider-defined tools are listed in a
+/// closing comment as not callable from chains.
+pub fn python_stubs(registry: &ToolRegistry) -> String {
+    let mut out = String::from(STUBS_PREAMBLE);
+    let mut not_callable: Vec<&str> = Vec::new();
+    for tool in registry.iter() {
+        match tool {
+            AnyTool::Local(tool) => {
+                out.push_str("\n\n");
+                out.push_str(&tool_stub(tool.as_ref()));
+            }
+            AnyTool::Hosted(_) | AnyTool::ProviderDefined(_) => not_callable.push(tool.name()),
+        }
+    }
+    if !not_callable.is_empty() {
+        out.push_str(
+            "\n\n# Not callable from chains (run by the model provider or outside chains):\n",
+        );
+        for name in not_callable {
+            let _ = writeln!(out, "#   {}", one_line(name));
+        }
+    }
+    out
+}
+
+/// One parameter of a stub.
+struct Param<'a> {
+    name: &'a str,
+    annotation: String,
+    required: bool,
+    description: Option<&'a str>,
+}
+
+/// The `async def` of one tool.
+fn tool_stub(tool: &dyn Tool) -> String {
+    let schema = tool.input_schema();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut params: Vec<Param<'_>> = Vec::new();
+    let mut unnamed: Vec<(&str, Option<&str>)> = Vec::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            let description = property.get("description").and_then(Value::as_str);
+            if !is_identifier(name) || is_python_keyword(name) {
+                unnamed.push((name, description));
+                continue;
+            }
+            params.push(Param {
+                name,
+                annotation: python_type(property),
+                required: required.contains(&name.as_str()),
+                description,
+            });
+        }
+    }
+
+    let mut signature: Vec<String> = Vec::new();
+    let mut seen_optional = false;
+    let mut keyword_only = false;
+    for param in &params {
+        if param.required && seen_optional && !keyword_only {
+            signature.push("*".into());
+            keyword_only = true;
+        }
+        if param.required {
+            signature.push(format!("{}: {}", param.name, param.annotation));
+        } else {
+            seen_optional = true;
+            signature.push(format!(
+                "{}: {} = None",
+                param.name,
+                optional(&param.annotation)
+            ));
+        }
+    }
+    if !unnamed.is_empty() {
+        signature.push("**kwargs: Any".into());
+    }
+
+    let mut doc: Vec<String> = Vec::new();
+    let description = tool.description().trim();
+    if !description.is_empty() {
+        doc.extend(description.lines().map(str::to_owned));
+    }
+    if tool.risk() > ToolRisk::Safe {
+        push_paragraph(&mut doc);
+        doc.push(format!("Risk: {} (needs approval)", tool.risk()));
+    }
+    let described: Vec<(&str, &str)> = params
+        .iter()
+        .filter_map(|p| p.description.map(|d| (p.name, d)))
+        .collect();
+    if !described.is_empty() || !unnamed.is_empty() {
+        push_paragraph(&mut doc);
+        doc.push("Args:".into());
+        for (name, description) in described {
+            doc.push(format!("    {name}: {}", one_line(description)));
+        }
+        for (name, description) in &unnamed {
+            let note = format!(
+                "not a Python name; pass it as **{{{}: ...}}",
+                json_string(name)
+            );
+            match description {
+                Some(d) => doc.push(format!("    {}: {} ({note})", one_line(name), one_line(d))),
+                None => doc.push(format!("    {}: ({note})", one_line(name))),
+            }
+        }
+    }
+
+    let mut out = format!(
+        "async def {}({}) -> Any:\n",
+        tool.name(),
+        signature.join(", ")
+    );
+    if doc.is_empty() {
+        out.push_str("    ...\n");
+        return out;
+    }
+    let mut body = String::new();
+    for (i, line) in doc.iter().enumerate() {
+        if i > 0 {
+            body.push('\n');
+            if !line.trim().is_empty() {
+                body.push_str("    ");
+            }
+        }
+        body.push_str(&docstring_escape(line.trim_end()));
+    }
+    if doc.len() > 1 {
+        body.push_str("\n    ");
+    } else if body.ends_with('"') {
+        // `"""Says "hi""""` would end the string one quote early.
+        body.pop();
+        body.push_str("\\\"");
+    }
+    let _ = writeln!(out, "    \"\"\"{body}\"\"\"");
+    out
+}
+
+fn push_paragraph(doc: &mut Vec<String>) {
+    if !doc.is_empty() {
+        doc.push(String::new());
+    }
+}
+
+/// `annotation | None`, unless it already admits `None`.
+fn optional(annotation: &str) -> String {
+    if annotation == "Any" || annotation == "None" || annotation.ends_with("| None") {
+        annotation.to_owned()
+    } else {
+        format!("{annotation} | None")
+    }
+}
+
+/// The Python annotation for a property's JSON Schema.
+fn python_type(schema: &Value) -> String {
+    if let Some(choices) = schema.get("enum").and_then(Value::as_array) {
+        return literal(choices).unwrap_or_else(|| "Any".into());
+    }
+    if let Some(value) = schema.get("const") {
+        return literal(std::slice::from_ref(value)).unwrap_or_else(|| "Any".into());
+    }
+    match schema.get("type") {
+        Some(Value::String(name)) => simple_type(name, schema),
+        Some(Value::Array(names)) => {
+            let mut parts: Vec<String> = Vec::new();
+            for name in names {
+                match name.as_str().map(|n| simple_type(n, schema)) {
+                    Some(part) if part != "Any" => {
+                        if !parts.contains(&part) {
+                            parts.push(part);
+                        }
+                    }
+                    _ => return "Any".into(),
+                }
+            }
+            if parts.is_empty() {
+                "Any".into()
+            } else {
+                parts.join(" | ")
+            }
+        }
+        _ => "Any".into(),
+    }
+}
+
+fn simple_type(name: &str, schema: &Value) -> String {
+    match name {
+        "string" => "str".into(),
+        "integer" => "int".into(),
+        "number" => "float".into(),
+        "boolean" => "bool".into(),
+        "null" => "None".into(),
+        "object" => "dict".into(),
+        "array" => match schema.get("items").map(python_type) {
+            Some(item) if item != "Any" => format!("list[{item}]"),
+            _ => "list".into(),
+        },
+        _ => "Any".into(),
+    }
+}
+
+/// `Literal[...]` of JSON scalars, or `None` if a choice is not a scalar.
+fn literal(choices: &[Value]) -> Option<String> {
+    let mut parts: Vec<String> = Vec::with_capacity(choices.len());
+    for choice in choices {
+        parts.push(match choice {
+            Value::String(s) => json_string(s),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(true) => "True".into(),
+            Value::Bool(false) => "False".into(),
+            Value::Null => "None".into(),
+            Value::Array(_) | Value::Object(_) => return None,
+        });
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!("Literal[{}]", parts.join(", ")))
+}
+
+/// A JSON string literal, which is also a valid Python string literal.
+fn json_string(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
+/// Text safe inside a `"""` docstring: no backslash escapes, no closing quotes.
+fn docstring_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace("\"\"\"", "\\\"\\\"\\\"")
+}
+
+/// Text on one line (descriptions inside an `Args:` list or a comment).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use serde_json::{Map, json};
+
+    use super::*;
+    use crate::tools::{HostedTool, ToolContext, ToolError, ToolOutput};
+
+    struct Fake {
+        name: &'static str,
+        description: &'static str,
+        risk: ToolRisk,
+        schema: Value,
+    }
+
+    #[async_trait]
+    impl Tool for Fake {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> &str {
+            self.description
+        }
+        fn input_schema(&self) -> &Value {
+            &self.schema
+        }
+        fn risk(&self) -> ToolRisk {
+            self.risk
+        }
+        async fn execute(
+            &self,
+            _: ToolContext,
+            _: Map<String, Value>,
+        ) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::Value(Value::Null))
+        }
+    }
+
+    fn fake(name: &'static str, schema: Value) -> Arc<dyn Tool> {
+        Arc::new(Fake {
+            name,
+            description: "Does a thing.",
+            risk: ToolRisk::Safe,
+            schema,
+        })
+    }
+
+    fn stub_of(tool: Arc<dyn Tool>) -> String {
+        tool_stub(tool.as_ref())
+    }
+
+    fn weather() -> Arc<dyn Tool> {
+        Arc::new(Fake {
+            name: "get_weather",
+            description: "Current weather for a city.",
+            risk: ToolRisk::Safe,
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name, e.g. Paris"},
+                    "units": {"type": "string", "enum": ["c", "f"], "description": "Temperature units"}
+                },
+                "required": ["city"]
+            }),
+        })
+    }
+
+    #[test]
+    fn stub_has_typed_signature_and_docstring() {
+        let expected = "async def get_weather(city: str, units: Literal[\"c\", \"f\"] | None = None) -> Any:\n    \
+                        \"\"\"Current weather for a city.\n\n    \
+                        Args:\n        \
+                        city: City name, e.g. Paris\n        \
+                        units: Temperature units\n    \
+                        \"\"\"\n";
+        assert_eq!(stub_of(weather()), expected);
+    }
+
+    #[test]
+    fn json_schema_types_map_to_python_types() {
+        let cases = [
+            (json!({"type": "string"}), "str"),
+            (json!({"type": "integer"}), "int"),
+            (json!({"type": "number"}), "float"),
+            (json!({"type": "boolean"}), "bool"),
+            (json!({"type": "object"}), "dict"),
+            (json!({"type": "array"}), "list"),
+            (
+                json!({"type": "array", "items": {"type": "string"}}),
+                "list[str]",
+            ),
+            (
+                json!({"type": "array", "items": {"type": "array", "items": {"type": "number"}}}),
+                "list[list[float]]",
+            ),
+            (
+                json!({"enum": ["a", "b", 3, true, null]}),
+                "Literal[\"a\", \"b\", 3, True, None]",
+            ),
+            (json!({"const": "x"}), "Literal[\"x\"]"),
+            (json!({"type": ["string", "null"]}), "str | None"),
+            (
+                json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+                "Any",
+            ),
+            (json!({}), "Any"),
+            (json!({"enum": [{"a": 1}]}), "Any"),
+        ];
+        for (schema, expected) in cases {
+            assert_eq!(python_type(&schema), expected, "{schema}");
+        }
+    }
+
+    #[test]
+    fn required_parameters_come_before_optional_ones_when_schema_allows() {
+        let tool = fake(
+            "list_orders",
+            json!({"type": "object", "properties": {"customer_id": {"type": "string"}, "status": {"type": "string"}}, "required": ["customer_id"]}),
+        );
+        assert!(stub_of(tool).starts_with(
+            "async def list_orders(customer_id: str, status: str | None = None) -> Any:"
+        ));
+    }
+
+    #[test]
+    fn required_after_optional_becomes_keyword_only() {
+        let tool = fake(
+            "search",
+            json!({"type": "object", "properties": {"limit": {"type": "integer"}, "query": {"type": "string"}}, "required": ["query"]}),
+        );
+        assert!(
+            stub_of(tool)
+                .starts_with("async def search(limit: int | None = None, *, query: str) -> Any:")
+        );
+    }
+
+    #[test]
+    fn risky_tool_docstring_says_it_needs_approval() {
+        let tool: Arc<dyn Tool> = Arc::new(Fake {
+            name: "send_email",
+            description: "Sends an email.",
+            risk: ToolRisk::High,
+            schema: json!({"type": "object"}),
+        });
+        assert!(stub_of(tool).contains("Sends an email.\n\n    Risk: high (needs approval)\n"));
+    }
+
+    #[test]
+    fn tool_without_parameters_or_description_is_a_bare_stub() {
+        let tool: Arc<dyn Tool> = Arc::new(Fake {
+            name: "now",
+            description: "",
+            risk: ToolRisk::Safe,
+            schema: json!({"type": "object"}),
+        });
+        assert_eq!(stub_of(tool), "async def now() -> Any:\n    ...\n");
+    }
+
+    #[test]
+    fn non_identifier_properties_go_to_kwargs() {
+        let tool = fake(
+            "convert",
+            json!({"type": "object", "properties": {"from": {"type": "string"}}}),
+        );
+        let stub = stub_of(tool);
+        assert!(
+            stub.starts_with("async def convert(**kwargs: Any) -> Any:"),
+            "{stub}"
+        );
+        assert!(
+            stub.contains("from: (not a Python name; pass it as **{\"from\": ...})"),
+            "{stub}"
+        );
+    }
+
+    #[test]
+    fn non_local_tools_are_listed_as_not_callable() {
+        let hosted = AnyTool::Hosted(HostedTool {
+            name: "web_search".into(),
+            description: "Searches the web.".into(),
+            provider_specs: Default::default(),
+        });
+        let registry =
+            ToolRegistry::from_tools([AnyTool::Local(weather()), hosted]).expect("registry");
+        let stubs = python_stubs(&registry);
+        assert!(stubs.contains("# Not callable from chains"), "{stubs}");
+        assert!(stubs.contains("#   web_search\n"), "{stubs}");
+        assert!(!stubs.contains("def web_search"), "{stubs}");
+    }
+
+    #[test]
+    fn preamble_names_the_errors_a_script_can_catch() {
+        for name in [
+            "RuntimeError",
+            "PermissionError",
+            "TimeoutError",
+            "ValueError",
+            "asyncio.gather",
+            "yield",
+        ] {
+            assert!(STUBS_PREAMBLE.contains(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn python_keywords_are_recognised() {
+        assert!(is_python_keyword("from"));
+        assert!(is_python_keyword("lambda"));
+        assert!(!is_python_keyword("match"), "soft keywords are valid names");
+        assert!(!is_python_keyword("city"));
+    }
+
+    #[test]
+    fn stubs_are_valid_python() {
+        let awkward: Arc<dyn Tool> = Arc::new(Fake {
+            name: "awkward",
+            description: "Quotes \"\"\" and a backslash \\ and\n  a second line.",
+            risk: ToolRisk::Critical,
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "opt": {"type": "integer", "description": "line one\nline two"},
+                    "req": {"type": ["array", "null"], "items": {"enum": ["x\"y", "\\"]}},
+                    "class": {"type": "string"}
+                },
+                "required": ["req"]
+            }),
+        });
+        let quoted: Arc<dyn Tool> = Arc::new(Fake {
+            name: "quoted",
+            description: "Says \"hi\"",
+            risk: ToolRisk::Safe,
+            schema: json!({"type": "object"}),
+        });
+        let mut tools = vec![awkward, quoted];
+        tools.extend(
+            crate::demo::demo_registry()
+                .iter()
+                .filter_map(|t| t.as_local().cloned()),
+        );
+        let registry = ToolRegistry::from_local(tools).expect("registry");
+        let stubs = python_stubs(&registry);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stubs.py");
+        std::fs::write(&path, &stubs).expect("write stubs");
+        let output = std::process::Command::new("python3")
+            .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+            .arg(&path)
+            .output()
+            .expect("python3 runs");
+        assert!(
+            output.status.success(),
+            "{}\n{stubs}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

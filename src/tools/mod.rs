@@ -1,0 +1,396 @@
+//! Tools: what a chain can call.
+//!
+//! A [`Tool`] is a LOCAL tool in the seed's taxonomy: a name, a description,
+//! a JSON input schema, a risk tier and an async `execute`. Hosted and
+//! provider-defined tools ([`AnyTool`]) may sit in the same [`ToolRegistry`]
+//! so one registry can feed both a model's tool list and a chain, but only
+//! local tools can be called from a chain; the invoker refuses the others.
+//!
+//! Invariant: a registry is immutable once built and cheap to clone (an
+//! `Arc`), so many concurrent chains share one without locking.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub mod command;
+pub mod manifest;
+
+/// How dangerous a tool call is. Ordered by rank, `Safe < High < Critical`;
+/// never compare the names as strings (alphabetically "critical" < "high" <
+/// "safe", a bug the seed framework once shipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolRisk {
+    /// Reads or computes; no side effects worth asking about.
+    #[default]
+    Safe,
+    /// Side effects a human may want to approve.
+    High,
+    /// Irreversible or costly side effects.
+    Critical,
+}
+
+impl ToolRisk {
+    /// The lowercase name used in manifests, policies and stubs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolRisk::Safe => "safe",
+            ToolRisk::High => "high",
+            ToolRisk::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for ToolRisk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ToolRisk {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "safe" => Ok(ToolRisk::Safe),
+            "high" => Ok(ToolRisk::High),
+            "critical" => Ok(ToolRisk::Critical),
+            other => Err(format!("unknown risk {other:?} (expected safe, high or critical)")),
+        }
+    }
+}
+
+/// What a tool's `execute` receives besides its arguments: who is calling
+/// and by when it must be done.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The chain's run id, for logs and correlation.
+    pub run_id: String,
+    /// The tool call's own id within the chain (1-based, in call order).
+    pub call_id: u64,
+    /// When the call will be cut off by its timeout.
+    pub deadline: Instant,
+}
+
+impl ToolContext {
+    /// Time left before the call's deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// A failed tool call, as the tool reports it. The script sees it as a
+/// `RuntimeError` with this message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// What went wrong, in words the model can act on.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A tool error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+}
+
+/// One content block of a [`ToolExecutionResult`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A JSON value.
+    Json {
+        /// The value.
+        json: Value,
+    },
+    /// An image; `data` is base64 on the wire.
+    Image {
+        /// e.g. `image/png`.
+        media_type: String,
+        /// Base64-encoded bytes.
+        data: String,
+    },
+    /// Any other media (audio, PDF…); `data` is base64 on the wire.
+    Media {
+        /// e.g. `application/pdf`.
+        media_type: String,
+        /// Base64-encoded bytes.
+        data: String,
+    },
+}
+
+/// The one shape every tool returns (the seed's `ToolExecutionResult`).
+/// Most tools return a plain JSON value; [`ToolOutput::Value`] covers that.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolExecutionResult {
+    /// The content blocks.
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// The tool reports failure through the result rather than an error.
+    #[serde(default)]
+    pub is_error: bool,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+    /// A structured form of the result, when the tool has one.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub structured_content: Map<String, Value>,
+}
+
+impl ToolExecutionResult {
+    /// The plain-text view of all text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// What a tool's `execute` returns on success.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A plain JSON value: the script receives it as is.
+    Value(Value),
+    /// Content blocks, possibly with media.
+    Result(ToolExecutionResult),
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        ToolOutput::Value(value)
+    }
+}
+
+impl ToolOutput {
+    /// Reads a tool's JSON answer: an object with a `content` array of typed
+    /// blocks is a [`ToolExecutionResult`]; anything else is a plain value.
+    pub fn from_json(value: Value) -> Self {
+        let looks_like_result = value
+            .as_object()
+            .and_then(|o| o.get("content"))
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| blocks.iter().all(|b| b.get("type").is_some_and(Value::is_string)));
+        if looks_like_result {
+            if let Ok(result) = serde_json::from_value::<ToolExecutionResult>(value.clone()) {
+                return ToolOutput::Result(result);
+            }
+        }
+        ToolOutput::Value(value)
+    }
+}
+
+/// A LOCAL tool: schema plus async `execute(ctx, args)`, run on the host.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The exact name the script calls it by.
+    fn name(&self) -> &str;
+    /// What it does, shown to the model as the function's docstring.
+    fn description(&self) -> &str;
+    /// JSON Schema of its arguments (an object schema).
+    fn input_schema(&self) -> &Value;
+    /// Its risk tier when the arguments don't matter.
+    fn risk(&self) -> ToolRisk {
+        ToolRisk::Safe
+    }
+    /// Its risk for one call; a tool may rate a call by its arguments
+    /// (a `DELETE` query is riskier than a `SELECT`).
+    fn classify(&self, _args: &Map<String, Value>) -> ToolRisk {
+        self.risk()
+    }
+    /// Runs the tool.
+    async fn execute(&self, ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool the LLM provider runs itself (e.g. a hosted web search): it has
+/// per-provider wire specs and no `execute`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostedTool {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Wire declarations keyed by provider (`"openai"`, `"anthropic"`).
+    pub provider_specs: HashMap<String, Value>,
+}
+
+/// A tool whose call shape the provider defines but which runs locally
+/// through `handle_call` (e.g. a provider's shell tool). Not callable from a chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderDefinedTool {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Wire declarations keyed by provider.
+    pub provider_specs: HashMap<String, Value>,
+    /// The call item types it handles, e.g. `shell_call`.
+    pub call_types: Vec<String>,
+}
+
+/// Any kind of tool a registry can hold.
+#[derive(Clone)]
+pub enum AnyTool {
+    /// Runs on the host; callable from a chain.
+    Local(Arc<dyn Tool>),
+    /// Runs at the provider.
+    Hosted(HostedTool),
+    /// Provider-shaped, handled locally outside chains.
+    ProviderDefined(ProviderDefinedTool),
+}
+
+impl AnyTool {
+    /// The tool's name, whatever its kind.
+    pub fn name(&self) -> &str {
+        match self {
+            AnyTool::Local(t) => t.name(),
+            AnyTool::Hosted(t) => &t.name,
+            AnyTool::ProviderDefined(t) => &t.name,
+        }
+    }
+
+    /// The local tool, if this is one.
+    pub fn as_local(&self) -> Option<&Arc<dyn Tool>> {
+        match self {
+            AnyTool::Local(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for AnyTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self {
+            AnyTool::Local(_) => "local",
+            AnyTool::Hosted(_) => "hosted",
+            AnyTool::ProviderDefined(_) => "provider_defined",
+        };
+        write!(f, "{kind} tool {:?}", self.name())
+    }
+}
+
+/// Errors building a registry.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Two tools share a name.
+    #[error("tool {0:?} is registered twice")]
+    Duplicate(String),
+    /// The name is not a valid Python identifier, so a script could not call it.
+    #[error("tool name {0:?} is not a Python identifier")]
+    BadName(String),
+}
+
+/// The tools one or many chains may call, by exact name. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Arc<Vec<AnyTool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds a registry, refusing duplicate or non-identifier names.
+    pub fn from_tools(tools: impl IntoIterator<Item = AnyTool>) -> Result<Self, RegistryError> {
+        let mut out: Vec<AnyTool> = Vec::new();
+        for tool in tools {
+            let name = tool.name();
+            if !is_identifier(name) {
+                return Err(RegistryError::BadName(name.to_owned()));
+            }
+            if out.iter().any(|t| t.name() == name) {
+                return Err(RegistryError::Duplicate(name.to_owned()));
+            }
+            out.push(tool);
+        }
+        Ok(ToolRegistry { tools: Arc::new(out) })
+    }
+
+    /// Builds a registry of local tools.
+    pub fn from_local(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, RegistryError> {
+        Self::from_tools(tools.into_iter().map(AnyTool::Local))
+    }
+
+    /// The tool with exactly this name: no case folding, trimming or
+    /// look-alike matching.
+    pub fn get(&self, name: &str) -> Option<&AnyTool> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// All tools, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &AnyTool> {
+        self.tools.iter()
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+/// Whether `name` is an ASCII Python identifier (and so callable from a script).
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Parameter names of an object schema, in the order its `properties` are
+/// written (positional arguments map onto them in this order).
+pub fn schema_params(schema: &Value) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| props.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn risk_orders_by_rank_not_by_name() {
+        assert!(ToolRisk::Safe < ToolRisk::High);
+        assert!(ToolRisk::High < ToolRisk::Critical);
+        assert!("critical" < "high", "the string order this enum must not use");
+    }
+
+    #[test]
+    fn tool_output_reads_content_blocks_as_a_result() {
+        let v = serde_json::json!({"content": [{"type": "text", "text": "hi"}]});
+        assert!(matches!(ToolOutput::from_json(v), ToolOutput::Result(r) if r.text() == "hi"));
+        let plain = serde_json::json!({"content": "not blocks"});
+        assert!(matches!(ToolOutput::from_json(plain), ToolOutput::Value(_)));
+    }
+
+    #[test]
+    fn schema_params_keep_written_order() {
+        let schema = serde_json::json!({"properties": {"zeta": {}, "alpha": {}}});
+        assert_eq!(schema_params(&schema), vec!["zeta", "alpha"]);
+    }
+}

@@ -1,0 +1,175 @@
+//! Real scripts through the real sandbox: each test is one behaviour of a chain.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use chainbox::digest::args_digest;
+use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
+use common::{run, run_with};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sequential_calls_return_the_final_expression_and_a_record_each() {
+    let r = run("a = await add(a=1, b=2)\nb = await add(a=a, b=10)\nc = await echo(text='hi')\n[a, b, c]").await;
+    assert_eq!(r.status, ChainStatus::Ok, "{r:?}");
+    assert_eq!(r.output, json!([3.0, 13.0, "hi"]));
+    assert_eq!(r.tool_calls, 3);
+    assert!(r.call_trace.iter().all(|c| c.status == CallStatus::Ok));
+    let expected = args_digest(json!({"a": 1, "b": 2}).as_object().unwrap());
+    assert_eq!(r.call_trace[0].args_digest, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn positional_arguments_map_onto_schema_properties_in_order() {
+    let r = run("await add(5, 7)").await;
+    assert_eq!(r.output, json!(12.0), "{r:?}");
+    let expected = args_digest(json!({"a": 5, "b": 7}).as_object().unwrap());
+    assert_eq!(r.call_trace[0].args_digest, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gathered_calls_run_concurrently_on_the_host() {
+    let one = Instant::now();
+    let r = run("await sleep(seconds=0.5)").await;
+    let one = one.elapsed();
+    assert!(r.is_ok(), "{r:?}");
+    let four = Instant::now();
+    let r = run("import asyncio\nawait asyncio.gather(sleep(seconds=0.5), sleep(seconds=0.5), sleep(seconds=0.5), sleep(seconds=0.5))").await;
+    let four = four.elapsed();
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(r.tool_calls, 4);
+    assert!(
+        four.as_secs_f64() < one.as_secs_f64() * 1.5,
+        "four gathered calls took {four:?}, one took {one:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn script_error_reports_type_message_and_line() {
+    let r = run("x = await add(a=1, b=2)\ny = 0\nx / y").await;
+    assert_eq!(r.status, ChainStatus::Error);
+    let e = r.error.as_ref().unwrap();
+    assert_eq!(e.kind, ErrorKind::Script);
+    assert_eq!(e.error_type, "ZeroDivisionError");
+    assert!(e.message.contains("division"), "{e:?}");
+    assert_eq!(e.line, Some(3));
+    assert_eq!(r.tool_calls, 1, "the call before the error stays in the trace");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn syntax_error_is_a_compile_error() {
+    let r = run("def f(:\n  pass").await;
+    assert_eq!(r.error_kind(), Some(ErrorKind::Compile), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_error_is_a_catchable_runtime_error() {
+    let r = run("try:\n    await fail(message='boom')\nexcept RuntimeError as e:\n    r = str(e)\nr").await;
+    assert_eq!(r.output, json!("boom"), "{r:?}");
+    assert_eq!(r.call_trace[0].status, CallStatus::Error);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forgetting_await_gets_an_error_that_says_so() {
+    let r = run("x = add(a=1, b=2)\nx + 1").await;
+    let e = r.error.as_ref().expect("an error");
+    assert!(e.message.contains("await"), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn infinite_loop_is_stopped_by_the_cpu_limit_with_earlier_records_intact() {
+    let policy = ChainPolicy {
+        max_cpu_s: 0.5,
+        ..ChainPolicy::default()
+    };
+    let r = run_with("await add(a=1, b=2)\nawait echo(text='x')\nwhile True:\n    pass", &policy).await;
+    assert_eq!(r.error_kind(), Some(ErrorKind::Cpu), "{r:?}");
+    assert_eq!(r.tool_calls, 2);
+    assert!(r.call_trace.iter().all(|c| c.status == CallStatus::Ok));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_bomb_is_stopped_with_kind_memory() {
+    let policy = ChainPolicy {
+        max_memory_bytes: 64 * 1024 * 1024,
+        ..ChainPolicy::default()
+    };
+    let r = run_with("x = ['a' * 1000]\nwhile True:\n    x = x + x", &policy).await;
+    assert_eq!(r.error_kind(), Some(ErrorKind::Memory), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdout_flood_is_truncated_at_the_limit() {
+    let policy = ChainPolicy {
+        max_stdout_bytes: 1000,
+        ..ChainPolicy::default()
+    };
+    let r = run_with("for i in range(10000):\n    print('line', i)\n'done'", &policy).await;
+    assert!(r.is_ok(), "{r:?}");
+    assert!(r.stdout.len() <= 1000);
+    assert!(r.stdout.starts_with("line 0\n"));
+    assert!(r.usage.stdout_truncated);
+    assert!(r.usage.stdout_bytes > 10_000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_files_cannot_be_read() {
+    let r = run("try:\n    open('/etc/passwd').read()\n    r = 'read it'\nexcept OSError as e:\n    r = type(e).__name__\nr").await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_ne!(r.output, json!("read it"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_parent_cannot_be_read() {
+    let r = run("from pathlib import Path\ntry:\n    r = list(Path('/workspace/../').iterdir())\nexcept OSError as e:\n    r = 'refused'\nr").await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(r.output, json!("refused"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_files_round_trip() {
+    let r = run("from pathlib import Path\nPath('/workspace/a.txt').write_text('hello')\nopen('/workspace/a.txt').read()").await;
+    assert_eq!(r.output, json!("hello"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn environment_is_empty() {
+    let r = run("import os\n[os.getenv('HOME'), os.getenv('PATH'), len(os.environ)]").await;
+    assert_eq!(r.output, json!([null, null, 0]), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn total_timeout_fires_while_a_tool_runs_and_keeps_the_trace() {
+    let policy = ChainPolicy {
+        total_timeout_s: 0.5,
+        ..ChainPolicy::default()
+    };
+    let started = Instant::now();
+    let r = run_with("await add(a=1, b=1)\nawait sleep(seconds=30)", &policy).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(r.status, ChainStatus::Timeout, "{r:?}");
+    assert_eq!(r.error_kind(), Some(ErrorKind::Timeout));
+    assert_eq!(r.tool_calls, 2);
+    assert_eq!(r.call_trace[0].status, CallStatus::Ok);
+    assert_eq!(r.call_trace[1].tool, "sleep");
+    assert_eq!(r.call_trace[1].status, CallStatus::Timeout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn call_past_the_budget_ends_the_chain_uncatchably() {
+    let policy = ChainPolicy {
+        max_tool_calls: 3,
+        ..ChainPolicy::default()
+    };
+    let r = run_with("for i in range(10):\n    try:\n        await noop()\n    except Exception:\n        pass\n'never'", &policy).await;
+    assert_eq!(r.error_kind(), Some(ErrorKind::ToolBudget), "{r:?}");
+    assert_eq!(r.tool_calls, 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_name_is_a_name_error() {
+    let r = run("await get_wether(city='Paris')").await;
+    let e = r.error.as_ref().expect("error");
+    assert_eq!(e.error_type, "NameError", "{e:?}");
+}
