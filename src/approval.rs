@@ -209,7 +209,11 @@ impl ApprovalHandler for TerminalApproval {
         let req = req.clone();
         tokio::task::spawn_blocking(move || {
             let _guard = guard;
-            prompt(&req, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
+            prompt(
+                &req,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stderr().lock(),
+            )
         })
         .await
         .map_err(|e| format!("terminal prompt failed: {e}"))?
@@ -219,8 +223,13 @@ impl ApprovalHandler for TerminalApproval {
 
 /// Shows `req` on `output` and reads one answer line from `input`: `y` or
 /// `yes` (any case) approves, anything else (end of input included) denies.
-fn prompt(req: &ApprovalRequest, input: &mut impl BufRead, output: &mut impl Write) -> std::io::Result<ApprovalDecision> {
-    let args = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| format!("{:?}", req.arguments));
+fn prompt(
+    req: &ApprovalRequest,
+    input: &mut impl BufRead,
+    output: &mut impl Write,
+) -> std::io::Result<ApprovalDecision> {
+    let args = serde_json::to_string_pretty(&req.arguments)
+        .unwrap_or_else(|_| format!("{:?}", req.arguments));
     write!(
         output,
         "\nchainbox: approve call #{} of run {}?\n  tool: {}\n  risk: {}\n  arguments: {}\n[y/N] ",
@@ -234,13 +243,15 @@ fn prompt(req: &ApprovalRequest, input: &mut impl BufRead, output: &mut impl Wri
     let mut line = String::new();
     input.read_line(&mut line)?;
     let answer = line.trim();
-    Ok(if answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes") {
-        ApprovalDecision::Approved
-    } else {
-        ApprovalDecision::Denied {
-            reason: Some("denied at the terminal".into()),
-        }
-    })
+    Ok(
+        if answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes") {
+            ApprovalDecision::Approved
+        } else {
+            ApprovalDecision::Denied {
+                reason: Some("denied at the terminal".into()),
+            }
+        },
+    )
 }
 
 /// Hands each request to the embedder over a channel (a web UI, a chat bot):
@@ -318,10 +329,14 @@ pub enum ApprovalFailure {
 impl fmt::Display for ApprovalFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ApprovalFailure::TimedOut(d) => write!(f, "approval timed out after {}s", d.as_secs_f64()),
+            ApprovalFailure::TimedOut(d) => {
+                write!(f, "approval timed out after {}s", d.as_secs_f64())
+            }
             ApprovalFailure::HandlerFailed(e) => write!(f, "approval handler failed: {e}"),
             ApprovalFailure::HandlerPanicked(None) => f.write_str("approval handler panicked"),
-            ApprovalFailure::HandlerPanicked(Some(m)) => write!(f, "approval handler panicked: {m}"),
+            ApprovalFailure::HandlerPanicked(Some(m)) => {
+                write!(f, "approval handler panicked: {m}")
+            }
         }
     }
 }
@@ -373,7 +388,11 @@ impl ApprovalOutcome {
 /// (the task is then aborted), an `Err` or a panic is a denial whose reason
 /// says which ("approval timed out after 55s", "approval handler failed:
 /// ...", "approval handler panicked: ..."). Must run inside a tokio runtime.
-pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration) -> ApprovalOutcome {
+pub async fn decide(
+    handler: &Approval,
+    req: &ApprovalRequest,
+    timeout: Duration,
+) -> ApprovalOutcome {
     let h = Arc::clone(&handler.0);
     let req = req.clone();
     let mut task = tokio::spawn(async move { h.request(&req).await });
@@ -436,7 +455,10 @@ mod tests {
     use serde_json::json;
 
     fn req(risk: ToolRisk) -> ApprovalRequest {
-        let arguments = json!({"to": "a@example.com"}).as_object().cloned().unwrap_or_default();
+        let arguments = json!({"to": "a@example.com"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         ApprovalRequest::new("run-1", 3, "send_email", arguments, risk)
     }
 
@@ -468,7 +490,10 @@ mod tests {
     #[async_trait]
     impl ApprovalHandler for Rewrites {
         async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
-            let arguments = json!({"to": "b@example.com"}).as_object().cloned().unwrap_or_default();
+            let arguments = json!({"to": "b@example.com"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
             Ok(ApprovalDecision::Modified { arguments })
         }
     }
@@ -482,49 +507,90 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn timeout_is_denied() {
-        let out = decide(&Approval::new(Never), &req(ToolRisk::High), Duration::from_secs(55)).await;
+        let out = decide(
+            &Approval::new(Never),
+            &req(ToolRisk::High),
+            Duration::from_secs(55),
+        )
+        .await;
         assert_eq!(denied_reason(&out), "approval timed out after 55s");
-        assert_eq!(out.failure, Some(ApprovalFailure::TimedOut(Duration::from_secs(55))));
+        assert_eq!(
+            out.failure,
+            Some(ApprovalFailure::TimedOut(Duration::from_secs(55)))
+        );
         assert!(!out.allows_call());
     }
 
     #[tokio::test]
     async fn handler_error_is_denied() {
-        let out = decide(&Approval::new(Fails), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        let out = decide(
+            &Approval::new(Fails),
+            &req(ToolRisk::High),
+            Duration::from_secs(5),
+        )
+        .await;
         assert_eq!(denied_reason(&out), "approval handler failed: backend down");
     }
 
     #[tokio::test]
     async fn handler_panic_is_denied() {
-        let out = decide(&Approval::new(Panics), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        let out = decide(
+            &Approval::new(Panics),
+            &req(ToolRisk::High),
+            Duration::from_secs(5),
+        )
+        .await;
         assert_eq!(denied_reason(&out), "approval handler panicked: boom");
-        assert!(matches!(out.failure, Some(ApprovalFailure::HandlerPanicked(_))));
+        assert!(matches!(
+            out.failure,
+            Some(ApprovalFailure::HandlerPanicked(_))
+        ));
     }
 
     #[tokio::test]
     async fn modified_arguments_pass_through() {
-        let out = decide(&Approval::new(Rewrites), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        let out = decide(
+            &Approval::new(Rewrites),
+            &req(ToolRisk::High),
+            Duration::from_secs(5),
+        )
+        .await;
         assert!(out.allows_call());
         assert_eq!(out.failure, None);
         match out.decision {
-            ApprovalDecision::Modified { arguments } => assert_eq!(arguments["to"], "b@example.com"),
+            ApprovalDecision::Modified { arguments } => {
+                assert_eq!(arguments["to"], "b@example.com")
+            }
             other => panic!("{other:?}"),
         }
     }
 
     #[tokio::test]
     async fn handler_denial_is_not_a_failure() {
-        let out = decide(&Approval::deny_all(), &req(ToolRisk::High), Duration::from_secs(5)).await;
+        let out = decide(
+            &Approval::deny_all(),
+            &req(ToolRisk::High),
+            Duration::from_secs(5),
+        )
+        .await;
         assert!(!out.allows_call());
         assert_eq!(out.failure, None);
     }
 
     #[tokio::test]
     async fn auto_approve_compares_by_rank() {
-        let auto = AutoApprove { max: ToolRisk::High };
+        let auto = AutoApprove {
+            max: ToolRisk::High,
+        };
         // Alphabetically "critical" < "high": a string comparison would approve it.
-        assert_eq!(auto.request(&req(ToolRisk::Safe)).await, Ok(ApprovalDecision::Approved));
-        assert_eq!(auto.request(&req(ToolRisk::High)).await, Ok(ApprovalDecision::Approved));
+        assert_eq!(
+            auto.request(&req(ToolRisk::Safe)).await,
+            Ok(ApprovalDecision::Approved)
+        );
+        assert_eq!(
+            auto.request(&req(ToolRisk::High)).await,
+            Ok(ApprovalDecision::Approved)
+        );
         assert!(matches!(
             auto.request(&req(ToolRisk::Critical)).await,
             Ok(ApprovalDecision::Denied { .. })
@@ -561,7 +627,10 @@ mod tests {
         let (approval, rx) = Approval::channel(1);
         drop(rx);
         let out = decide(&approval, &req(ToolRisk::High), Duration::from_secs(5)).await;
-        assert_eq!(denied_reason(&out), "approval handler failed: approval channel is closed");
+        assert_eq!(
+            denied_reason(&out),
+            "approval handler failed: approval channel is closed"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -603,7 +672,12 @@ mod tests {
     #[test]
     fn prompt_yes_approves() {
         for answer in ["y\n", "Y\n", " yes \n", "YES"] {
-            let d = prompt(&req(ToolRisk::High), &mut answer.as_bytes(), &mut Vec::new()).unwrap();
+            let d = prompt(
+                &req(ToolRisk::High),
+                &mut answer.as_bytes(),
+                &mut Vec::new(),
+            )
+            .unwrap();
             assert_eq!(d, ApprovalDecision::Approved, "{answer:?}");
         }
     }
@@ -611,7 +685,12 @@ mod tests {
     #[test]
     fn prompt_anything_else_denies() {
         for answer in ["n\n", "\n", "", "yep\n", "sure\n"] {
-            let d = prompt(&req(ToolRisk::High), &mut answer.as_bytes(), &mut Vec::new()).unwrap();
+            let d = prompt(
+                &req(ToolRisk::High),
+                &mut answer.as_bytes(),
+                &mut Vec::new(),
+            )
+            .unwrap();
             assert!(matches!(d, ApprovalDecision::Denied { .. }), "{answer:?}");
         }
     }
@@ -619,7 +698,10 @@ mod tests {
     #[test]
     fn decision_serializes_tagged() {
         let d = ApprovalDecision::Denied { reason: None };
-        assert_eq!(serde_json::to_value(&d).unwrap(), json!({"decision": "denied", "reason": null}));
+        assert_eq!(
+            serde_json::to_value(&d).unwrap(),
+            json!({"decision": "denied", "reason": null})
+        );
         let back: ApprovalDecision = serde_json::from_value(json!({"decision": "denied"})).unwrap();
         assert_eq!(back, d);
     }

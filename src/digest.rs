@@ -27,10 +27,14 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The canonical JSON bytes of one call's arguments.
+pub fn canonical_args(args: &Map<String, Value>) -> Vec<u8> {
+    serde_json_canonicalizer::to_vec(args).unwrap_or_default()
+}
+
 /// The `args_digest` of one call's arguments.
 pub fn args_digest(args: &Map<String, Value>) -> String {
-    let canonical = serde_json_canonicalizer::to_vec(args).unwrap_or_default();
-    sha256_hex(&canonical)
+    sha256_hex(&canonical_args(args))
 }
 
 #[cfg(test)]

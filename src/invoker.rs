@@ -7,7 +7,10 @@
 //!    call past `max_tool_calls` ends the chain (`tool_budget`).
 //! 2. **lookup**: exact name, no case folding, trimming or look-alikes.
 //! 3. **kind**: only local tools run; hosted and provider-defined tools are refused.
-//! 4. **policy deny**: a per-tool `deny` override.
+//! 4. **arguments**: size against `max_arg_bytes`, then the tool's JSON Schema
+//!    (compiled once, when the registry was built); a rejected call never
+//!    reaches the tool and the script gets a `ValueError` naming the field.
+//!    Then a per-tool `deny` in the policy.
 //! 5. **risk → approval**: above `max_risk_unapproved` a handler must approve
 //!    within `approval_timeout_s`; silence, failure or panic means denied.
 //! 6. **execution** bounded by the call timeout; a panicking tool is an error.
@@ -28,7 +31,7 @@ use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest};
 use crate::chain::{CallStatus, ChainCallRecord, millis};
-use crate::digest::args_digest;
+use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::tools::{AnyTool, ToolContext, ToolOutput, ToolRegistry};
 
@@ -49,6 +52,7 @@ pub struct Admitted {
     call_id: u32,
     call: ToolCall,
     args_digest: String,
+    arg_bytes: usize,
     started: Instant,
     slot: usize,
 }
@@ -108,13 +112,15 @@ impl InvokerSession {
                 limit: self.policy.max_tool_calls,
             });
         }
-        let args_digest = args_digest(&call.args);
+        let canonical = canonical_args(&call.args);
+        let args_digest = sha256_hex(&canonical);
         let started = Instant::now();
         let slot = self.open_slot(&call.tool, &args_digest, started);
         Ok(Admitted {
             call_id: attempted,
             call,
             args_digest,
+            arg_bytes: canonical.len(),
             started,
             slot,
         })
@@ -126,10 +132,11 @@ impl InvokerSession {
             call_id,
             call,
             args_digest,
+            arg_bytes,
             started,
             slot,
         } = admitted;
-        let (status, outcome) = self.gates(call_id, &call.tool, call.args).await;
+        let (status, outcome) = self.gates(call_id, &call.tool, call.args, arg_bytes).await;
         let record = ChainCallRecord {
             tool: call.tool,
             args_digest,
@@ -159,7 +166,7 @@ impl InvokerSession {
     }
 
     /// Gates 2–7 for a call that passed the budget.
-    async fn gates(&self, call_id: u32, name: &str, args: Map<String, Value>) -> (CallStatus, CallOutcome) {
+    async fn gates(&self, call_id: u32, name: &str, args: Map<String, Value>, arg_bytes: usize) -> (CallStatus, CallOutcome) {
         // Gate 2: exact-name lookup.
         let Some(tool) = self.registry.get(name) else {
             return (
@@ -181,7 +188,22 @@ impl InvokerSession {
                 );
             }
         };
-        // Gate 4: policy deny.
+        // Payload size, then the arguments against the tool's schema.
+        if arg_bytes as u64 > self.policy.max_arg_bytes {
+            return (
+                CallStatus::Error,
+                CallOutcome::Invalid {
+                    message: format!(
+                        "arguments of {name:?} are {arg_bytes} bytes, over max_arg_bytes = {}",
+                        self.policy.max_arg_bytes
+                    ),
+                },
+            );
+        }
+        if let Err(message) = self.registry.validate(name, &args) {
+            return (CallStatus::Error, CallOutcome::Invalid { message });
+        }
+        // Then a per-tool deny.
         if self.policy.tools.get(name).is_some_and(|o| o.deny) {
             return (
                 CallStatus::Denied,
@@ -209,7 +231,13 @@ impl InvokerSession {
                 requested_at: String::new(),
             };
             match self.approve(&request).await {
-                Ok(Some(modified)) => args = modified,
+                Ok(Some(modified)) => {
+                    // A human's replacement arguments pass the schema too.
+                    if let Err(message) = self.registry.validate(name, &modified) {
+                        return (CallStatus::Error, CallOutcome::Invalid { message });
+                    }
+                    args = modified
+                }
                 Ok(None) => {}
                 Err(reason) => {
                     return (

@@ -131,7 +131,9 @@ pub enum PolicyError {
         field: String,
     },
     /// `approval_timeout_s` is not below `call_timeout_s`.
-    #[error("policy field `approval_timeout_s` ({approval}) must be below `call_timeout_s` ({call})")]
+    #[error(
+        "policy field `approval_timeout_s` ({approval}) must be below `call_timeout_s` ({call})"
+    )]
     ApprovalNotBelowCall {
         /// `approval_timeout_s`.
         approval: f64,
@@ -155,9 +157,11 @@ impl ChainPolicy {
     /// Parses and validates a policy from TOML text. Fields left out keep
     /// their defaults.
     pub fn from_toml_str(text: &str) -> Result<ChainPolicy, PolicyError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| PolicyError::Syntax {
-            message: e.to_string().trim_end().to_owned(),
-        })?;
+        let table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| PolicyError::Syntax {
+                    message: e.to_string().trim_end().to_owned(),
+                })?;
         let policy = match toml::Value::Table(table.clone()).try_into::<ChainPolicy>() {
             Ok(policy) => policy,
             Err(e) => return Err(locate_field_error(&table, &e)),
@@ -198,7 +202,9 @@ impl ChainPolicy {
             ("max_result_bytes", self.max_result_bytes),
         ] {
             if value == 0 {
-                return Err(PolicyError::ZeroBytes { field: field.into() });
+                return Err(PolicyError::ZeroBytes {
+                    field: field.into(),
+                });
             }
         }
         if self.approval_timeout_s >= self.call_timeout_s {
@@ -249,7 +255,10 @@ impl ChainPolicy {
     /// The risk a call to `tool` counts as: the policy's override if it sets
     /// one, otherwise what the tool declared (or classified for this call).
     pub fn effective_risk(&self, tool: &str, declared: ToolRisk) -> ToolRisk {
-        self.tools.get(tool).and_then(|o| o.risk).unwrap_or(declared)
+        self.tools
+            .get(tool)
+            .and_then(|o| o.risk)
+            .unwrap_or(declared)
     }
 
     /// Whether the policy refuses every call to `tool`.
@@ -367,7 +376,10 @@ mod tests {
 
     #[test]
     fn empty_text_is_the_default_policy() {
-        assert_eq!(ChainPolicy::from_toml_str("").unwrap(), ChainPolicy::default());
+        assert_eq!(
+            ChainPolicy::from_toml_str("").unwrap(),
+            ChainPolicy::default()
+        );
     }
 
     #[test]
@@ -397,13 +409,21 @@ mod tests {
 
     #[test]
     fn zero_max_tool_calls_is_allowed() {
-        assert_eq!(ChainPolicy::from_toml_str("max_tool_calls = 0").unwrap().max_tool_calls, 0);
+        assert_eq!(
+            ChainPolicy::from_toml_str("max_tool_calls = 0")
+                .unwrap()
+                .max_tool_calls,
+            0
+        );
     }
 
     #[test]
     fn negative_max_tool_calls_is_rejected_naming_the_field() {
         let e = err("max_tool_calls = -1");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_calls"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_calls"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -415,28 +435,42 @@ mod tests {
     #[test]
     fn negative_timeout_is_rejected() {
         let e = err("max_cpu_s = -2.5");
-        assert!(matches!(&e, PolicyError::Seconds { field, value } if field == "max_cpu_s" && *value == -2.5));
+        assert!(
+            matches!(&e, PolicyError::Seconds { field, value } if field == "max_cpu_s" && *value == -2.5)
+        );
     }
 
     #[test]
     fn nan_timeout_is_rejected() {
-        assert!(matches!(err("total_timeout_s = nan"), PolicyError::Seconds { .. }));
+        assert!(matches!(
+            err("total_timeout_s = nan"),
+            PolicyError::Seconds { .. }
+        ));
     }
 
     #[test]
     fn infinite_timeout_is_rejected() {
-        assert!(matches!(err("total_timeout_s = inf"), PolicyError::Seconds { .. }));
+        assert!(matches!(
+            err("total_timeout_s = inf"),
+            PolicyError::Seconds { .. }
+        ));
     }
 
     #[test]
     fn timeout_too_large_for_a_duration_is_rejected() {
-        assert!(matches!(err("total_timeout_s = 1e300"), PolicyError::Seconds { .. }));
+        assert!(matches!(
+            err("total_timeout_s = 1e300"),
+            PolicyError::Seconds { .. }
+        ));
     }
 
     #[test]
     fn zero_byte_limit_is_rejected_naming_the_field() {
         let e = err("max_stdout_bytes = 0");
-        assert_eq!(e.to_string(), "policy field `max_stdout_bytes` must be above zero");
+        assert_eq!(
+            e.to_string(),
+            "policy field `max_stdout_bytes` must be above zero"
+        );
     }
 
     #[test]
@@ -451,32 +485,53 @@ mod tests {
     #[test]
     fn inline_limit_above_result_limit_is_rejected() {
         let e = err("max_inline_result_bytes = 2048\nmax_result_bytes = 1024");
-        assert!(matches!(e, PolicyError::InlineAboveResult { inline: 2048, result: 1024 }));
+        assert!(matches!(
+            e,
+            PolicyError::InlineAboveResult {
+                inline: 2048,
+                result: 1024
+            }
+        ));
     }
 
     #[test]
     fn unknown_field_is_rejected_naming_it() {
         let e = err("max_tool_call = 3");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_call"), "{e}");
-        assert!(e.to_string().contains("unknown field `max_tool_call`"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_call"),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("unknown field `max_tool_call`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn wrong_type_is_rejected_naming_the_field() {
         let e = err("max_tool_calls = 3\ncall_timeout_s = \"soon\"");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "call_timeout_s"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "call_timeout_s"),
+            "{e}"
+        );
     }
 
     #[test]
     fn unknown_risk_is_rejected_naming_the_field() {
         let e = err("max_risk_unapproved = \"medium\"");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "max_risk_unapproved"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "max_risk_unapproved"),
+            "{e}"
+        );
         assert!(e.to_string().contains("medium"), "{e}");
     }
 
     #[test]
     fn invalid_toml_is_a_syntax_error() {
-        assert!(matches!(err("max_tool_calls = = 3"), PolicyError::Syntax { .. }));
+        assert!(matches!(
+            err("max_tool_calls = = 3"),
+            PolicyError::Syntax { .. }
+        ));
     }
 
     #[test]
@@ -503,19 +558,28 @@ mod tests {
     #[test]
     fn tool_override_unknown_field_names_the_tool_field() {
         let e = err("[tools.send_email]\ndeny = true\ncolour = \"red\"");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email.colour"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email.colour"),
+            "{e}"
+        );
     }
 
     #[test]
     fn tool_override_unknown_risk_names_the_tool_field() {
         let e = err("tools.send_email.risk = \"extreme\"");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email.risk"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email.risk"),
+            "{e}"
+        );
     }
 
     #[test]
     fn tool_override_that_is_not_a_table_names_the_tool() {
         let e = err("tools.send_email = true");
-        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email"), "{e}");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -527,7 +591,8 @@ mod tests {
 
     #[test]
     fn is_denied_only_for_denied_tools() {
-        let p = ChainPolicy::from_toml_str("tools.rm.deny = true\ntools.ls.risk = \"safe\"").unwrap();
+        let p =
+            ChainPolicy::from_toml_str("tools.rm.deny = true\ntools.ls.risk = \"safe\"").unwrap();
         assert!(p.is_denied("rm"));
         assert!(!p.is_denied("ls"));
         assert!(!p.is_denied("cat"));
@@ -560,7 +625,10 @@ mod tests {
     #[test]
     fn default_policy_round_trips_through_toml() {
         let text = toml::to_string(&ChainPolicy::default()).unwrap();
-        assert_eq!(ChainPolicy::from_toml_str(&text).unwrap(), ChainPolicy::default());
+        assert_eq!(
+            ChainPolicy::from_toml_str(&text).unwrap(),
+            ChainPolicy::default()
+        );
     }
 
     #[test]
@@ -578,7 +646,8 @@ mod tests {
 
     #[test]
     fn every_policy_file_sets_every_field() {
-        let toml::Value::Table(fields) = toml::Value::try_from(ChainPolicy::default()).unwrap() else {
+        let toml::Value::Table(fields) = toml::Value::try_from(ChainPolicy::default()).unwrap()
+        else {
             panic!("a policy serializes to a table");
         };
         for name in ["default.toml", "strict.toml", "dev.toml"] {

@@ -295,12 +295,22 @@ pub enum RegistryError {
     /// The name is not a valid Python identifier, so a script could not call it.
     #[error("tool name {0:?} is not a Python identifier")]
     BadName(String),
+    /// The tool's input schema is not a valid JSON Schema.
+    #[error("tool {tool:?} has an invalid input_schema: {message}")]
+    BadSchema {
+        /// The tool.
+        tool: String,
+        /// What the schema compiler said.
+        message: String,
+    },
 }
 
 /// The tools one or many chains may call, by exact name. Cheap to clone.
+/// Each local tool's input schema is compiled once, when the registry is built.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Arc<Vec<AnyTool>>,
+    validators: Arc<Vec<Option<jsonschema::Validator>>>,
 }
 
 impl ToolRegistry {
@@ -312,6 +322,7 @@ impl ToolRegistry {
     /// Builds a registry, refusing duplicate or non-identifier names.
     pub fn from_tools(tools: impl IntoIterator<Item = AnyTool>) -> Result<Self, RegistryError> {
         let mut out: Vec<AnyTool> = Vec::new();
+        let mut validators = Vec::new();
         for tool in tools {
             let name = tool.name();
             if !is_identifier(name) {
@@ -320,9 +331,22 @@ impl ToolRegistry {
             if out.iter().any(|t| t.name() == name) {
                 return Err(RegistryError::Duplicate(name.to_owned()));
             }
+            let validator = match tool.as_local() {
+                Some(local) => Some(jsonschema::validator_for(local.input_schema()).map_err(|e| {
+                    RegistryError::BadSchema {
+                        tool: name.to_owned(),
+                        message: e.to_string(),
+                    }
+                })?),
+                None => None,
+            };
+            validators.push(validator);
             out.push(tool);
         }
-        Ok(ToolRegistry { tools: Arc::new(out) })
+        Ok(ToolRegistry {
+            tools: Arc::new(out),
+            validators: Arc::new(validators),
+        })
     }
 
     /// Builds a registry of local tools.
@@ -334,6 +358,29 @@ impl ToolRegistry {
     /// look-alike matching.
     pub fn get(&self, name: &str) -> Option<&AnyTool> {
         self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// Checks `args` against the named tool's input schema. `Err` names the
+    /// offending field and what is wrong with it.
+    pub fn validate(&self, name: &str, args: &Map<String, Value>) -> Result<(), String> {
+        let Some(index) = self.tools.iter().position(|t| t.name() == name) else {
+            return Err(format!("no tool named {name:?}"));
+        };
+        let Some(Some(validator)) = self.validators.get(index) else {
+            return Ok(());
+        };
+        let instance = Value::Object(args.clone());
+        match validator.iter_errors(&instance).next() {
+            None => Ok(()),
+            Some(err) => {
+                let path = err.instance_path().as_str().trim_start_matches('/').replace('/', ".");
+                Err(if path.is_empty() {
+                    format!("invalid arguments for {name}: {err}")
+                } else {
+                    format!("invalid argument `{path}` for {name}: {err}")
+                })
+            }
+        }
     }
 
     /// All tools, in registration order.
