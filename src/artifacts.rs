@@ -54,8 +54,9 @@ impl ArtifactRef {
             });
         }
         let mut digest = [0u8; 32];
-        for (byte, pair) in digest.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
-            match (nibble(pair[0]), nibble(pair[1])) {
+        let (pairs, _) = hex.as_bytes().as_chunks::<2>();
+        for (byte, &[hi, lo]) in digest.iter_mut().zip(pairs) {
+            match (nibble(hi), nibble(lo)) {
                 (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
                 _ => return Err(ArtifactRefError::NotLowercaseHex(echo())),
             }
