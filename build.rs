@@ -70,8 +70,15 @@ fn main() {
              It needs the `{GUEST_TARGET}` target: `rustup target add {GUEST_TARGET}`."
         );
     }
-    let wasm = target_dir.join(GUEST_TARGET).join("release").join("chainbox-guest.wasm");
-    assert!(wasm.exists(), "chainbox build: guest built but {} is missing", wasm.display());
+    let wasm = target_dir
+        .join(GUEST_TARGET)
+        .join("release")
+        .join("chainbox-guest.wasm");
+    assert!(
+        wasm.exists(),
+        "chainbox build: guest built but {} is missing",
+        wasm.display()
+    );
     println!("cargo:rustc-env=CHAINBOX_GUEST_WASM_PATH={}", wasm.display());
 }
 

@@ -2,6 +2,7 @@
 //! - `start`: a trivial chain (`1 + 1`) from nothing to result;
 //! - `calls_100`: 100 sequential awaited calls of a no-op tool;
 //! - `fib25`: CPU-bound Python.
+//!
 //! Each workload also runs in native monty (the same script through the
 //! `monty` crate in-process, external calls answered inline), the floor for
 //! this interpreter.
@@ -48,19 +49,26 @@ fn native(script: &str) -> MontyObject {
             RunProgress::Complete(v) => return v,
             RunProgress::NameLookup(l) => {
                 let f = MontyObject::function(l.name.clone(), None);
-                l.resume(NameLookupResult::Value(f), PrintWriter::Disabled).expect("lookup")
+                l.resume(NameLookupResult::Value(f), PrintWriter::Disabled)
+                    .expect("lookup")
             }
-            RunProgress::FunctionCall(c) => c.resume_eager(Ok(MontyObject::none()), PrintWriter::Disabled).expect("call"),
+            RunProgress::FunctionCall(c) => c
+                .resume_eager(Ok(MontyObject::none()), PrintWriter::Disabled)
+                .expect("call"),
             other => panic!("unexpected {other:?}"),
         };
     }
 }
 
 fn benches(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let engine = Engine::new().expect("engine");
-    let registry = ToolRegistry::from_local([Arc::new(Noop(json!({"type": "object", "properties": {}}))) as Arc<dyn Tool>])
-        .expect("registry");
+    let registry =
+        ToolRegistry::from_local([Arc::new(Noop(json!({"type": "object", "properties": {}}))) as Arc<dyn Tool>])
+            .expect("registry");
     let policy = ChainPolicy {
         max_tool_calls: 1000,
         ..ChainPolicy::default()
@@ -74,7 +82,8 @@ fn benches(c: &mut Criterion) {
             group.sample_size(10);
         }
         group.bench_function("chainbox", |b| {
-            b.to_async(&runtime).iter(|| engine.run(script, &registry, &policy, &approval))
+            b.to_async(&runtime)
+                .iter(|| engine.run(script, &registry, &policy, &approval))
         });
         group.bench_function("native_monty", |b| b.iter(|| native(script)));
         group.finish();

@@ -6,9 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chainbox::{
-    Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk,
-};
+use chainbox::{Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk};
 use serde_json::{Map, Value, json};
 
 /// A tool: the length of a word.
@@ -56,7 +54,12 @@ print("lengths:", lengths)
 dict(zip(words, lengths))
 "#;
     let result = engine
-        .run(script, &registry, &ChainPolicy::default(), &Approval::auto(ToolRisk::Safe))
+        .run(
+            script,
+            &registry,
+            &ChainPolicy::default(),
+            &Approval::auto(ToolRisk::Safe),
+        )
         .await;
     println!("{}", serde_json::to_string_pretty(&result)?);
     Ok(())

@@ -209,11 +209,7 @@ impl ApprovalHandler for TerminalApproval {
         let req = req.clone();
         tokio::task::spawn_blocking(move || {
             let _guard = guard;
-            prompt(
-                &req,
-                &mut std::io::stdin().lock(),
-                &mut std::io::stderr().lock(),
-            )
+            prompt(&req, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
         })
         .await
         .map_err(|e| format!("terminal prompt failed: {e}"))?
@@ -228,8 +224,7 @@ fn prompt(
     input: &mut impl BufRead,
     output: &mut impl Write,
 ) -> std::io::Result<ApprovalDecision> {
-    let args = serde_json::to_string_pretty(&req.arguments)
-        .unwrap_or_else(|_| format!("{:?}", req.arguments));
+    let args = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| format!("{:?}", req.arguments));
     write!(
         output,
         "\nchainbox: approve call #{} of run {}?\n  tool: {}\n  risk: {}\n  arguments: {}\n[y/N] ",
@@ -388,11 +383,7 @@ impl ApprovalOutcome {
 /// (the task is then aborted), an `Err` or a panic is a denial whose reason
 /// says which ("approval timed out after 55s", "approval handler failed:
 /// ...", "approval handler panicked: ..."). Must run inside a tokio runtime.
-pub async fn decide(
-    handler: &Approval,
-    req: &ApprovalRequest,
-    timeout: Duration,
-) -> ApprovalOutcome {
+pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration) -> ApprovalOutcome {
     let h = Arc::clone(&handler.0);
     let req = req.clone();
     let mut task = tokio::spawn(async move { h.request(&req).await });
@@ -455,10 +446,7 @@ mod tests {
     use serde_json::json;
 
     fn req(risk: ToolRisk) -> ApprovalRequest {
-        let arguments = json!({"to": "a@example.com"})
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
+        let arguments = json!({"to": "a@example.com"}).as_object().cloned().unwrap_or_default();
         ApprovalRequest::new("run-1", 3, "send_email", arguments, risk)
     }
 
@@ -490,10 +478,7 @@ mod tests {
     #[async_trait]
     impl ApprovalHandler for Rewrites {
         async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
-            let arguments = json!({"to": "b@example.com"})
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
+            let arguments = json!({"to": "b@example.com"}).as_object().cloned().unwrap_or_default();
             Ok(ApprovalDecision::Modified { arguments })
         }
     }
@@ -507,54 +492,28 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn timeout_is_denied() {
-        let out = decide(
-            &Approval::new(Never),
-            &req(ToolRisk::High),
-            Duration::from_secs(55),
-        )
-        .await;
+        let out = decide(&Approval::new(Never), &req(ToolRisk::High), Duration::from_secs(55)).await;
         assert_eq!(denied_reason(&out), "approval timed out after 55s");
-        assert_eq!(
-            out.failure,
-            Some(ApprovalFailure::TimedOut(Duration::from_secs(55)))
-        );
+        assert_eq!(out.failure, Some(ApprovalFailure::TimedOut(Duration::from_secs(55))));
         assert!(!out.allows_call());
     }
 
     #[tokio::test]
     async fn handler_error_is_denied() {
-        let out = decide(
-            &Approval::new(Fails),
-            &req(ToolRisk::High),
-            Duration::from_secs(5),
-        )
-        .await;
+        let out = decide(&Approval::new(Fails), &req(ToolRisk::High), Duration::from_secs(5)).await;
         assert_eq!(denied_reason(&out), "approval handler failed: backend down");
     }
 
     #[tokio::test]
     async fn handler_panic_is_denied() {
-        let out = decide(
-            &Approval::new(Panics),
-            &req(ToolRisk::High),
-            Duration::from_secs(5),
-        )
-        .await;
+        let out = decide(&Approval::new(Panics), &req(ToolRisk::High), Duration::from_secs(5)).await;
         assert_eq!(denied_reason(&out), "approval handler panicked: boom");
-        assert!(matches!(
-            out.failure,
-            Some(ApprovalFailure::HandlerPanicked(_))
-        ));
+        assert!(matches!(out.failure, Some(ApprovalFailure::HandlerPanicked(_))));
     }
 
     #[tokio::test]
     async fn modified_arguments_pass_through() {
-        let out = decide(
-            &Approval::new(Rewrites),
-            &req(ToolRisk::High),
-            Duration::from_secs(5),
-        )
-        .await;
+        let out = decide(&Approval::new(Rewrites), &req(ToolRisk::High), Duration::from_secs(5)).await;
         assert!(out.allows_call());
         assert_eq!(out.failure, None);
         match out.decision {
@@ -567,30 +526,17 @@ mod tests {
 
     #[tokio::test]
     async fn handler_denial_is_not_a_failure() {
-        let out = decide(
-            &Approval::deny_all(),
-            &req(ToolRisk::High),
-            Duration::from_secs(5),
-        )
-        .await;
+        let out = decide(&Approval::deny_all(), &req(ToolRisk::High), Duration::from_secs(5)).await;
         assert!(!out.allows_call());
         assert_eq!(out.failure, None);
     }
 
     #[tokio::test]
     async fn auto_approve_compares_by_rank() {
-        let auto = AutoApprove {
-            max: ToolRisk::High,
-        };
+        let auto = AutoApprove { max: ToolRisk::High };
         // Alphabetically "critical" < "high": a string comparison would approve it.
-        assert_eq!(
-            auto.request(&req(ToolRisk::Safe)).await,
-            Ok(ApprovalDecision::Approved)
-        );
-        assert_eq!(
-            auto.request(&req(ToolRisk::High)).await,
-            Ok(ApprovalDecision::Approved)
-        );
+        assert_eq!(auto.request(&req(ToolRisk::Safe)).await, Ok(ApprovalDecision::Approved));
+        assert_eq!(auto.request(&req(ToolRisk::High)).await, Ok(ApprovalDecision::Approved));
         assert!(matches!(
             auto.request(&req(ToolRisk::Critical)).await,
             Ok(ApprovalDecision::Denied { .. })
@@ -672,12 +618,7 @@ mod tests {
     #[test]
     fn prompt_yes_approves() {
         for answer in ["y\n", "Y\n", " yes \n", "YES"] {
-            let d = prompt(
-                &req(ToolRisk::High),
-                &mut answer.as_bytes(),
-                &mut Vec::new(),
-            )
-            .unwrap();
+            let d = prompt(&req(ToolRisk::High), &mut answer.as_bytes(), &mut Vec::new()).unwrap();
             assert_eq!(d, ApprovalDecision::Approved, "{answer:?}");
         }
     }
@@ -685,12 +626,7 @@ mod tests {
     #[test]
     fn prompt_anything_else_denies() {
         for answer in ["n\n", "\n", "", "yep\n", "sure\n"] {
-            let d = prompt(
-                &req(ToolRisk::High),
-                &mut answer.as_bytes(),
-                &mut Vec::new(),
-            )
-            .unwrap();
+            let d = prompt(&req(ToolRisk::High), &mut answer.as_bytes(), &mut Vec::new()).unwrap();
             assert!(matches!(d, ApprovalDecision::Denied { .. }), "{answer:?}");
         }
     }

@@ -138,9 +138,7 @@ pub enum ArtifactRefError {
     #[error("artifact ref {0:?} does not start with `sha256:`")]
     MissingPrefix(String),
     /// The digest is not 64 characters long.
-    #[error(
-        "artifact ref {input:?} has {len} characters after `sha256:`; a SHA-256 has 64 hex digits"
-    )]
+    #[error("artifact ref {input:?} has {len} characters after `sha256:`; a SHA-256 has 64 hex digits")]
     WrongLength {
         /// The text given.
         input: String,
@@ -209,12 +207,7 @@ pub trait ArtifactStore: Send + Sync {
     /// [`put`](Self::put) then [`pin`](Self::pin). The stores here do both
     /// atomically, so a concurrent [`gc`](Self::gc) cannot remove the
     /// artifact in between; prefer it over the two calls.
-    fn put_pinned(
-        &self,
-        chain_id: &str,
-        bytes: &[u8],
-        media_type: &str,
-    ) -> Result<ArtifactRef, ArtifactError> {
+    fn put_pinned(&self, chain_id: &str, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, ArtifactError> {
         let r = self.put(bytes, media_type)?;
         self.pin(chain_id, &r)?;
         Ok(r)
@@ -314,12 +307,7 @@ impl ArtifactStore for MemoryArtifactStore {
         Ok(before - inner.artifacts.len())
     }
 
-    fn put_pinned(
-        &self,
-        chain_id: &str,
-        bytes: &[u8],
-        media_type: &str,
-    ) -> Result<ArtifactRef, ArtifactError> {
+    fn put_pinned(&self, chain_id: &str, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, ArtifactError> {
         let inner = &mut *lock(&self.inner);
         let r = inner.put(bytes, media_type);
         inner.pin(chain_id, &r)?;
@@ -388,12 +376,7 @@ impl FsArtifactStore {
     /// Stores `bytes`, pinning them for `pin` if given. The writing happens
     /// in temp files outside the lock; only the existence checks and the
     /// renames hold it.
-    fn put_inner(
-        &self,
-        bytes: &[u8],
-        media_type: &str,
-        pin: Option<&str>,
-    ) -> Result<ArtifactRef, ArtifactError> {
+    fn put_inner(&self, bytes: &[u8], media_type: &str, pin: Option<&str>) -> Result<ArtifactRef, ArtifactError> {
         let r = ArtifactRef::of(bytes);
         let pin_in = |pins: &mut Pins| {
             if let Some(chain_id) = pin {
@@ -486,17 +469,13 @@ impl ArtifactStore for FsArtifactStore {
         let Some(bytes) = read_if_exists(&blob)? else {
             return Ok(None);
         };
-        let corrupt = |reason: String| ArtifactError::Corrupt {
-            artifact: *r,
-            reason,
-        };
+        let corrupt = |reason: String| ArtifactError::Corrupt { artifact: *r, reason };
         if ArtifactRef::of(&bytes) != *r {
             return Err(corrupt("its bytes do not hash to its name".into()));
         }
-        let sidecar = read_if_exists(&meta)?
-            .ok_or_else(|| corrupt("its `.meta` sidecar is missing".into()))?;
-        let meta: Meta = serde_json::from_slice(&sidecar)
-            .map_err(|e| corrupt(format!("its `.meta` sidecar is unreadable: {e}")))?;
+        let sidecar = read_if_exists(&meta)?.ok_or_else(|| corrupt("its `.meta` sidecar is missing".into()))?;
+        let meta: Meta =
+            serde_json::from_slice(&sidecar).map_err(|e| corrupt(format!("its `.meta` sidecar is unreadable: {e}")))?;
         if meta.size != bytes.len() as u64 {
             return Err(corrupt(format!(
                 "its `.meta` sidecar says {} bytes, the file has {}",
@@ -559,12 +538,7 @@ impl ArtifactStore for FsArtifactStore {
         Ok(removed)
     }
 
-    fn put_pinned(
-        &self,
-        chain_id: &str,
-        bytes: &[u8],
-        media_type: &str,
-    ) -> Result<ArtifactRef, ArtifactError> {
+    fn put_pinned(&self, chain_id: &str, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, ArtifactError> {
         self.put_inner(bytes, media_type, Some(chain_id))
     }
 }
@@ -656,10 +630,7 @@ mod tests {
             format!("sha256:{}", hex.replace('a', "g")),
         ] {
             assert!(
-                matches!(
-                    ArtifactRef::parse(&bad),
-                    Err(ArtifactRefError::NotLowercaseHex(_))
-                ),
+                matches!(ArtifactRef::parse(&bad), Err(ArtifactRefError::NotLowercaseHex(_))),
                 "{bad}"
             );
         }
@@ -698,11 +669,7 @@ mod tests {
             assert_eq!(a, b, "{name}");
             assert_ne!(a, store.put(b"other", "text/plain").unwrap(), "{name}");
             // The first media type stays.
-            assert_eq!(
-                store.get(&a).unwrap().unwrap().media_type,
-                "text/plain",
-                "{name}"
-            );
+            assert_eq!(store.get(&a).unwrap().unwrap().media_type, "text/plain", "{name}");
         }
     }
 
@@ -722,11 +689,7 @@ mod tests {
     fn get_of_an_unknown_ref_is_none() {
         let dir = tempfile::tempdir().unwrap();
         for (name, store) in stores(dir.path()) {
-            assert_eq!(
-                store.get(&ArtifactRef::of(b"absent")).unwrap(),
-                None,
-                "{name}"
-            );
+            assert_eq!(store.get(&ArtifactRef::of(b"absent")).unwrap(), None, "{name}");
         }
     }
 
@@ -818,16 +781,8 @@ mod tests {
         let store = FsArtifactStore::new(dir.path()).unwrap();
         let r = store.put(b"hello", "text/plain").unwrap();
         let hex = r.hex();
-        assert_eq!(
-            std::fs::read(dir.path().join(&hex[..2]).join(&hex)).unwrap(),
-            b"hello"
-        );
-        assert!(
-            dir.path()
-                .join(&hex[..2])
-                .join(format!("{hex}.meta"))
-                .is_file()
-        );
+        assert_eq!(std::fs::read(dir.path().join(&hex[..2]).join(&hex)).unwrap(), b"hello");
+        assert!(dir.path().join(&hex[..2]).join(format!("{hex}.meta")).is_file());
     }
 
     #[test]

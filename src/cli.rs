@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::approval::{Approval, TerminalApproval};
+use crate::approval::Approval;
 use crate::chain::ChainRunResult;
 use crate::policy::ChainPolicy;
 use crate::tools::ToolRisk;
@@ -84,7 +84,12 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Demo { json } => {
             let registry = demo::demo_registry();
-            let result = run_chain(demo::DEMO_SCRIPT, &registry, &ChainPolicy::default(), &Approval::auto(ToolRisk::Critical))?;
+            let result = run_chain(
+                demo::DEMO_SCRIPT,
+                &registry,
+                &ChainPolicy::default(),
+                &Approval::auto(ToolRisk::Critical),
+            )?;
             Ok(report(&result, json))
         }
         Command::Run {
@@ -100,13 +105,13 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 None => ToolRegistry::new(),
             };
             let policy = match policy {
-                Some(path) => ChainPolicy::load(&path).map_err(|e| e.to_string())?,
+                Some(path) => ChainPolicy::load(&path).map_err(|e| format!("--policy {}: {e}", path.display()))?,
                 None => ChainPolicy::default(),
             };
             let approval = match approve {
                 ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ApproveMode::Deny => Approval::deny_all(),
-                ApproveMode::Ask => Approval::new(TerminalApproval::new()),
+                ApproveMode::Ask => Approval::terminal(),
             };
             let result = run_chain(&source, &registry, &policy, &approval)?;
             Ok(report(&result, json))
@@ -189,7 +194,9 @@ pub fn readable(result: &ChainRunResult) -> String {
         }
         Some(e) => {
             let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-            let kind = serde_json::to_value(e.kind).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let kind = serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned));
             let _ = writeln!(
                 out,
                 "── {} [{}] ──\n{}: {}{line}",
@@ -203,9 +210,17 @@ pub fn readable(result: &ChainRunResult) -> String {
             );
         }
     }
-    let _ = writeln!(out, "── trace: {} tool calls in {:.1} ms ──", result.tool_calls, result.duration_ms);
+    let _ = writeln!(
+        out,
+        "── trace: {} tool calls in {:.1} ms ──",
+        result.tool_calls, result.duration_ms
+    );
     if !result.call_trace.is_empty() {
-        let _ = writeln!(out, "{:>3}  {:<20} {:<8} {:>10}  args_digest", "#", "tool", "status", "ms");
+        let _ = writeln!(
+            out,
+            "{:>3}  {:<20} {:<8} {:>10}  args_digest",
+            "#", "tool", "status", "ms"
+        );
         for (i, r) in result.call_trace.iter().enumerate() {
             let status = serde_json::to_value(r.status)
                 .ok()

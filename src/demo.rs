@@ -13,9 +13,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use crate::tools::{
-    ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry,
-};
+use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry};
 
 /// The demo chain: weather for three cities at once, a price conversion,
 /// a customer's shipped orders with their details, and a chart.
@@ -181,11 +179,7 @@ impl Tool for DemoTool {
         &self.schema
     }
 
-    async fn execute(
-        &self,
-        _ctx: ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         match self.kind {
             Demo::Weather => get_weather(&args),
             Demo::Currency => convert_currency(&args),
@@ -204,10 +198,7 @@ fn str_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, Tool
     }
 }
 
-fn optional_str_arg<'a>(
-    args: &'a Map<String, Value>,
-    name: &str,
-) -> Result<Option<&'a str>, ToolError> {
+fn optional_str_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ToolError> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(_) => str_arg(args, name).map(Some),
@@ -241,10 +232,7 @@ const WEATHER: &[(&str, i64, &str)] = &[
 fn get_weather(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let city = str_arg(args, "city")?;
     let wanted = city.trim();
-    let Some((name, temp_c, conditions)) = WEATHER
-        .iter()
-        .find(|(name, ..)| name.eq_ignore_ascii_case(wanted))
-    else {
+    let Some((name, temp_c, conditions)) = WEATHER.iter().find(|(name, ..)| name.eq_ignore_ascii_case(wanted)) else {
         let known: Vec<&str> = WEATHER.iter().map(|(name, ..)| *name).collect();
         return Err(ToolError::new(format!(
             "unknown city {city:?}; known cities: {}",
@@ -271,10 +259,7 @@ fn rate_of(code: &str) -> Result<f64, ToolError> {
         .map(|(_, rate)| *rate)
         .ok_or_else(|| {
             let known: Vec<&str> = RATES_PER_USD.iter().map(|(c, _)| *c).collect();
-            ToolError::new(format!(
-                "unknown currency {code:?}; known: {}",
-                known.join(", ")
-            ))
+            ToolError::new(format!("unknown currency {code:?}; known: {}", known.join(", ")))
         })
 }
 
@@ -305,10 +290,7 @@ struct Order {
 
 impl Order {
     fn total_cents(&self) -> u64 {
-        self.items
-            .iter()
-            .map(|(_, qty, cents)| u64::from(*qty) * cents)
-            .sum()
+        self.items.iter().map(|(_, qty, cents)| u64::from(*qty) * cents).sum()
     }
 
     fn summary(&self) -> Value {
@@ -426,25 +408,18 @@ fn render_chart(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let values: Vec<f64> = match args.get("values") {
         Some(Value::Array(items)) => items
             .iter()
-            .map(|v| {
-                v.as_f64()
-                    .ok_or_else(|| ToolError::new("`values` must be numbers"))
-            })
+            .map(|v| v.as_f64().ok_or_else(|| ToolError::new("`values` must be numbers")))
             .collect::<Result<_, _>>()?,
         _ => return Err(ToolError::new("`values` must be a list of numbers")),
     };
     if values.is_empty() || values.len() > MAX_BARS {
-        return Err(ToolError::new(format!(
-            "`values` must hold 1 to {MAX_BARS} numbers"
-        )));
+        return Err(ToolError::new(format!("`values` must hold 1 to {MAX_BARS} numbers")));
     }
     let canvas = bar_chart(&values, CHART_WIDTH, CHART_HEIGHT);
     let png = canvas.to_png();
-    let (min, max) = values
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(*v), hi.max(*v))
-        });
+    let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(*v), hi.max(*v))
+    });
     let summary = format!(
         "bar chart {title:?}: {} bars from {min} to {max} ({CHART_WIDTH}x{CHART_HEIGHT} PNG)",
         values.len()
@@ -647,8 +622,7 @@ mod tests {
         let Some(tool) = registry.get(name).and_then(|t| t.as_local()) else {
             panic!("no demo tool {name}");
         };
-        tool.execute(ctx(), args.as_object().cloned().unwrap_or_default())
-            .await
+        tool.execute(ctx(), args.as_object().cloned().unwrap_or_default()).await
     }
 
     async fn value(name: &str, args: Value) -> Value {
@@ -660,10 +634,7 @@ mod tests {
 
     #[test]
     fn registry_holds_the_five_demo_tools() {
-        let names: Vec<String> = demo_registry()
-            .iter()
-            .map(|t| t.name().to_owned())
-            .collect();
+        let names: Vec<String> = demo_registry().iter().map(|t| t.name().to_owned()).collect();
         assert_eq!(
             names,
             [
@@ -679,22 +650,13 @@ mod tests {
     #[tokio::test]
     async fn weather_comes_from_the_table() {
         let w = value("get_weather", json!({"city": "paris"})).await;
-        assert_eq!(
-            w,
-            json!({"city": "Paris", "temp_c": 18, "conditions": "partly cloudy"})
-        );
+        assert_eq!(w, json!({"city": "Paris", "temp_c": 18, "conditions": "partly cloudy"}));
     }
 
     #[tokio::test]
     async fn unknown_city_is_a_tool_error() {
-        let err = call("get_weather", json!({"city": "Atlantis"}))
-            .await
-            .unwrap_err();
-        assert!(
-            err.message.starts_with("unknown city \"Atlantis\""),
-            "{}",
-            err.message
-        );
+        let err = call("get_weather", json!({"city": "Atlantis"})).await.unwrap_err();
+        assert!(err.message.starts_with("unknown city \"Atlantis\""), "{}", err.message);
     }
 
     #[tokio::test]
@@ -716,20 +678,12 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert!(
-            err.message.starts_with("unknown currency \"XYZ\""),
-            "{}",
-            err.message
-        );
+        assert!(err.message.starts_with("unknown currency \"XYZ\""), "{}", err.message);
     }
 
     #[tokio::test]
     async fn orders_filter_by_status() {
-        let orders = value(
-            "list_orders",
-            json!({"customer_id": "C-1001", "status": "shipped"}),
-        )
-        .await;
+        let orders = value("list_orders", json!({"customer_id": "C-1001", "status": "shipped"})).await;
         let ids: Vec<&str> = orders
             .as_array()
             .map(|o| o.iter().filter_map(|o| o["order_id"].as_str()).collect())
@@ -746,18 +700,12 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_order_is_a_tool_error() {
-        let err = call("get_order", json!({"order_id": "O-1"}))
-            .await
-            .unwrap_err();
+        let err = call("get_order", json!({"order_id": "O-1"})).await.unwrap_err();
         assert_eq!(err.message, "unknown order \"O-1\"");
     }
 
     async fn chart_png() -> Vec<u8> {
-        let out = call(
-            "render_chart",
-            json!({"title": "t", "values": [3, -1.5, 7]}),
-        )
-        .await;
+        let out = call("render_chart", json!({"title": "t", "values": [3, -1.5, 7]})).await;
         let Ok(ToolOutput::Result(result)) = out else {
             panic!("render_chart: {out:?}")
         };
@@ -767,15 +715,11 @@ mod tests {
             result.text()
         );
         let data = result.content.iter().find_map(|b| match b {
-            ContentBlock::Image { media_type, data } if media_type == "image/png" => {
-                Some(data.clone())
-            }
+            ContentBlock::Image { media_type, data } if media_type == "image/png" => Some(data.clone()),
             _ => None,
         });
         let data = data.expect("an image/png block");
-        base64::engine::general_purpose::STANDARD
-            .decode(data)
-            .expect("base64")
+        base64::engine::general_purpose::STANDARD.decode(data).expect("base64")
     }
 
     #[tokio::test]
@@ -783,14 +727,8 @@ mod tests {
         let png = chart_png().await;
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         assert_eq!(&png[12..16], b"IHDR");
-        assert_eq!(
-            u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
-            320
-        );
-        assert_eq!(
-            u32::from_be_bytes([png[20], png[21], png[22], png[23]]),
-            200
-        );
+        assert_eq!(u32::from_be_bytes([png[16], png[17], png[18], png[19]]), 320);
+        assert_eq!(u32::from_be_bytes([png[20], png[21], png[22], png[23]]), 200);
     }
 
     #[tokio::test]
@@ -836,11 +774,7 @@ mod tests {
             .arg(&path)
             .output()
             .expect("python3 runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "320 200 4");
     }
 
@@ -869,9 +803,7 @@ mod tests {
     #[tokio::test]
     async fn demo_script_runs_against_the_demo_tools() {
         use monty::{MontyRun, RunProgress};
-        use monty_types::{
-            CompileOptions, ExtFunctionResult, MontyObject, PrintWriter, ResourceTracker,
-        };
+        use monty_types::{CompileOptions, ExtFunctionResult, MontyObject, PrintWriter, ResourceTracker};
 
         let registry = demo_registry();
         let names: Vec<String> = registry.iter().map(|t| t.name().to_owned()).collect();
@@ -882,10 +814,7 @@ mod tests {
             CompileOptions::default(),
         )
         .expect("the demo script compiles");
-        let inputs = names
-            .iter()
-            .map(|n| MontyObject::function(n.clone(), None))
-            .collect();
+        let inputs = names.iter().map(|n| MontyObject::function(n.clone(), None)).collect();
         let mut printed = String::new();
         let mut progress = runner
             .start(
@@ -907,10 +836,7 @@ mod tests {
                     );
                     let mut args = Map::new();
                     for (key, value) in fc.args.kwargs() {
-                        args.insert(
-                            key.as_str().expect("keyword name").to_owned(),
-                            monty_to_json(value),
-                        );
+                        args.insert(key.as_str().expect("keyword name").to_owned(), monty_to_json(value));
                     }
                     let result = match call(&fc.function_name, Value::Object(args)).await {
                         Ok(ToolOutput::Value(v)) => json_to_monty(&v),
@@ -924,8 +850,7 @@ mod tests {
                 }
                 RunProgress::ResolveFutures(pending) => {
                     let ids = pending.pending_call_ids().to_vec();
-                    let (ready, rest): (Vec<_>, Vec<_>) =
-                        answered.into_iter().partition(|(id, _)| ids.contains(id));
+                    let (ready, rest): (Vec<_>, Vec<_>) = answered.into_iter().partition(|(id, _)| ids.contains(id));
                     answered = rest;
                     pending
                         .resume(ready, PrintWriter::CollectString(&mut printed, None))

@@ -45,7 +45,10 @@ mod tests {
     #[test]
     fn canonical_json_sorts_keys_and_drops_whitespace() {
         let v = json!({"b": 1, "a": [true, null, "x"], "c": {"z": 1.5, "y": 1e21}});
-        assert_eq!(canonical_json(&v), r#"{"a":[true,null,"x"],"b":1,"c":{"y":1e+21,"z":1.5}}"#);
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":[true,null,"x"],"b":1,"c":{"y":1e+21,"z":1.5}}"#
+        );
     }
 
     #[test]

@@ -17,9 +17,7 @@ use tokio::sync::Semaphore;
 use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingAllocationConfig};
 
 use crate::approval::Approval;
-use crate::chain::{
-    CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions, Usage, millis,
-};
+use crate::chain::{CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions, Usage, millis};
 use crate::digest::sha256_hex;
 use crate::invoker::InvokerSession;
 use crate::policy::ChainPolicy;

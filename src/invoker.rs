@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use chainbox_protocol::{CallOutcome, ToolCall};
 use serde_json::{Map, Value};
 
-use crate::approval::{Approval, ApprovalDecision, ApprovalRequest};
+use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::chain::{CallStatus, ChainCallRecord, millis};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
@@ -166,7 +166,13 @@ impl InvokerSession {
     }
 
     /// Gates 2–7 for a call that passed the budget.
-    async fn gates(&self, call_id: u32, name: &str, args: Map<String, Value>, arg_bytes: usize) -> (CallStatus, CallOutcome) {
+    async fn gates(
+        &self,
+        call_id: u32,
+        name: &str,
+        args: Map<String, Value>,
+        arg_bytes: usize,
+    ) -> (CallStatus, CallOutcome) {
         // Gate 2: exact-name lookup.
         let Some(tool) = self.registry.get(name) else {
             return (
@@ -204,7 +210,7 @@ impl InvokerSession {
             return (CallStatus::Error, CallOutcome::Invalid { message });
         }
         // Then a per-tool deny.
-        if self.policy.tools.get(name).is_some_and(|o| o.deny) {
+        if self.policy.is_denied(name) {
             return (
                 CallStatus::Denied,
                 CallOutcome::Denied {
@@ -212,41 +218,26 @@ impl InvokerSession {
                 },
             );
         }
-        // Gate 5: risk above the unapproved maximum needs approval.
-        let declared = tool.classify(&args);
-        let risk = self
-            .policy
-            .tools
-            .get(name)
-            .and_then(|o| o.risk)
-            .map_or(declared, |r| r.max(declared));
+        // Gate 5: risk above the unapproved maximum needs approval (fail closed).
+        let risk = self.policy.effective_risk(name, tool.classify(&args));
         let mut args = args;
         if risk > self.policy.max_risk_unapproved {
-            let request = ApprovalRequest {
-                run_id: self.run_id.clone(),
-                call_id: u64::from(call_id),
-                tool: name.to_owned(),
-                arguments: args.clone(),
-                risk,
-                requested_at: String::new(),
-            };
-            match self.approve(&request).await {
-                Ok(Some(modified)) => {
+            let request = ApprovalRequest::new(self.run_id.clone(), u64::from(call_id), name, args.clone(), risk);
+            let outcome = decide(&self.approval, &request, self.policy.approval_timeout()).await;
+            match outcome.decision {
+                ApprovalDecision::Approved => {}
+                ApprovalDecision::Modified { arguments } => {
                     // A human's replacement arguments pass the schema too.
-                    if let Err(message) = self.registry.validate(name, &modified) {
+                    if let Err(message) = self.registry.validate(name, &arguments) {
                         return (CallStatus::Error, CallOutcome::Invalid { message });
                     }
-                    args = modified
+                    args = arguments;
                 }
-                Ok(None) => {}
-                Err(reason) => {
-                    return (
-                        CallStatus::Denied,
-                        CallOutcome::Denied {
-                            message: format!("call to {name:?} ({risk} risk) was denied: {reason}"),
-                        },
-                    );
+                ApprovalDecision::Denied { reason } => {
+                    let reason = reason.unwrap_or_else(|| "denied".into());
+                    return denied(name, risk, &reason);
                 }
+                ApprovalDecision::Skipped => return denied(name, risk, "skipped"),
             }
         }
         // Gate 6: execution under the call timeout; a panic is contained.
@@ -282,12 +273,9 @@ impl InvokerSession {
         // Gate 7: result shaping.
         match result {
             Ok(ToolOutput::Value(value)) => (CallStatus::Ok, CallOutcome::Ok { value }),
-            Ok(ToolOutput::Result(result)) if result.is_error => (
-                CallStatus::Error,
-                CallOutcome::Error {
-                    message: result.text(),
-                },
-            ),
+            Ok(ToolOutput::Result(result)) if result.is_error => {
+                (CallStatus::Error, CallOutcome::Error { message: result.text() })
+            }
             Ok(ToolOutput::Result(result)) => (
                 CallStatus::Ok,
                 CallOutcome::Ok {
@@ -295,24 +283,6 @@ impl InvokerSession {
                 },
             ),
             Err(e) => (CallStatus::Error, CallOutcome::Error { message: e.message }),
-        }
-    }
-
-    /// Asks the approval handler, failing closed. `Ok(Some(args))` means
-    /// approved with replaced arguments; `Err` carries the denial reason.
-    async fn approve(&self, request: &ApprovalRequest) -> Result<Option<Map<String, Value>>, String> {
-        let timeout = self.policy.approval_timeout();
-        let handler = self.approval.clone();
-        let request = request.clone();
-        let task = tokio::spawn(async move { handler.0.request(&request).await });
-        match tokio::time::timeout(timeout, task).await {
-            Err(_) => Err(format!("no decision within {}", secs(timeout))),
-            Ok(Err(_)) => Err("the approval handler panicked".into()),
-            Ok(Ok(Err(e))) => Err(format!("the approval handler failed: {e}")),
-            Ok(Ok(Ok(ApprovalDecision::Approved))) => Ok(None),
-            Ok(Ok(Ok(ApprovalDecision::Modified { arguments }))) => Ok(Some(arguments)),
-            Ok(Ok(Ok(ApprovalDecision::Denied { reason }))) => Err(reason.unwrap_or_else(|| "denied".into())),
-            Ok(Ok(Ok(ApprovalDecision::Skipped))) => Err("skipped".into()),
         }
     }
 
@@ -357,6 +327,15 @@ impl InvokerSession {
             })
             .collect()
     }
+}
+
+fn denied(name: &str, risk: crate::tools::ToolRisk, reason: &str) -> (CallStatus, CallOutcome) {
+    (
+        CallStatus::Denied,
+        CallOutcome::Denied {
+            message: format!("call to {name:?} ({risk} risk) was denied: {reason}"),
+        },
+    )
 }
 
 fn secs(d: Duration) -> String {

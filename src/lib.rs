@@ -38,7 +38,7 @@
 pub mod approval;
 pub mod artifacts;
 pub mod chain;
-//TEMP pub mod cli;
+pub mod cli;
 pub mod demo;
 pub mod digest;
 pub mod engine;
@@ -48,10 +48,13 @@ mod sandbox;
 pub mod stubs;
 pub mod tools;
 
-pub use approval::{Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest};
+pub use approval::{
+    Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval, TerminalApproval,
+};
+pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
 pub use chain::{CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions};
 pub use engine::{Engine, EngineConfig, EngineError};
-pub use policy::ChainPolicy;
+pub use policy::{ChainPolicy, PolicyError};
 pub use tools::{
     AnyTool, ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry, ToolRisk,
 };

@@ -131,9 +131,7 @@ pub enum PolicyError {
         field: String,
     },
     /// `approval_timeout_s` is not below `call_timeout_s`.
-    #[error(
-        "policy field `approval_timeout_s` ({approval}) must be below `call_timeout_s` ({call})"
-    )]
+    #[error("policy field `approval_timeout_s` ({approval}) must be below `call_timeout_s` ({call})")]
     ApprovalNotBelowCall {
         /// `approval_timeout_s`.
         approval: f64,
@@ -142,9 +140,7 @@ pub enum PolicyError {
     },
     /// `max_inline_result_bytes` is above `max_result_bytes`: a result could
     /// be small enough to inline yet too large to enter the sandbox.
-    #[error(
-        "policy field `max_inline_result_bytes` ({inline}) must not exceed `max_result_bytes` ({result})"
-    )]
+    #[error("policy field `max_inline_result_bytes` ({inline}) must not exceed `max_result_bytes` ({result})")]
     InlineAboveResult {
         /// `max_inline_result_bytes`.
         inline: u64,
@@ -157,11 +153,9 @@ impl ChainPolicy {
     /// Parses and validates a policy from TOML text. Fields left out keep
     /// their defaults.
     pub fn from_toml_str(text: &str) -> Result<ChainPolicy, PolicyError> {
-        let table: toml::Table =
-            text.parse()
-                .map_err(|e: toml::de::Error| PolicyError::Syntax {
-                    message: e.to_string().trim_end().to_owned(),
-                })?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| PolicyError::Syntax {
+            message: e.to_string().trim_end().to_owned(),
+        })?;
         let policy = match toml::Value::Table(table.clone()).try_into::<ChainPolicy>() {
             Ok(policy) => policy,
             Err(e) => return Err(locate_field_error(&table, &e)),
@@ -202,9 +196,7 @@ impl ChainPolicy {
             ("max_result_bytes", self.max_result_bytes),
         ] {
             if value == 0 {
-                return Err(PolicyError::ZeroBytes {
-                    field: field.into(),
-                });
+                return Err(PolicyError::ZeroBytes { field: field.into() });
             }
         }
         if self.approval_timeout_s >= self.call_timeout_s {
@@ -255,10 +247,7 @@ impl ChainPolicy {
     /// The risk a call to `tool` counts as: the policy's override if it sets
     /// one, otherwise what the tool declared (or classified for this call).
     pub fn effective_risk(&self, tool: &str, declared: ToolRisk) -> ToolRisk {
-        self.tools
-            .get(tool)
-            .and_then(|o| o.risk)
-            .unwrap_or(declared)
+        self.tools.get(tool).and_then(|o| o.risk).unwrap_or(declared)
     }
 
     /// Whether the policy refuses every call to `tool`.
@@ -376,10 +365,7 @@ mod tests {
 
     #[test]
     fn empty_text_is_the_default_policy() {
-        assert_eq!(
-            ChainPolicy::from_toml_str("").unwrap(),
-            ChainPolicy::default()
-        );
+        assert_eq!(ChainPolicy::from_toml_str("").unwrap(), ChainPolicy::default());
     }
 
     #[test]
@@ -410,9 +396,7 @@ mod tests {
     #[test]
     fn zero_max_tool_calls_is_allowed() {
         assert_eq!(
-            ChainPolicy::from_toml_str("max_tool_calls = 0")
-                .unwrap()
-                .max_tool_calls,
+            ChainPolicy::from_toml_str("max_tool_calls = 0").unwrap().max_tool_calls,
             0
         );
     }
@@ -435,42 +419,28 @@ mod tests {
     #[test]
     fn negative_timeout_is_rejected() {
         let e = err("max_cpu_s = -2.5");
-        assert!(
-            matches!(&e, PolicyError::Seconds { field, value } if field == "max_cpu_s" && *value == -2.5)
-        );
+        assert!(matches!(&e, PolicyError::Seconds { field, value } if field == "max_cpu_s" && *value == -2.5));
     }
 
     #[test]
     fn nan_timeout_is_rejected() {
-        assert!(matches!(
-            err("total_timeout_s = nan"),
-            PolicyError::Seconds { .. }
-        ));
+        assert!(matches!(err("total_timeout_s = nan"), PolicyError::Seconds { .. }));
     }
 
     #[test]
     fn infinite_timeout_is_rejected() {
-        assert!(matches!(
-            err("total_timeout_s = inf"),
-            PolicyError::Seconds { .. }
-        ));
+        assert!(matches!(err("total_timeout_s = inf"), PolicyError::Seconds { .. }));
     }
 
     #[test]
     fn timeout_too_large_for_a_duration_is_rejected() {
-        assert!(matches!(
-            err("total_timeout_s = 1e300"),
-            PolicyError::Seconds { .. }
-        ));
+        assert!(matches!(err("total_timeout_s = 1e300"), PolicyError::Seconds { .. }));
     }
 
     #[test]
     fn zero_byte_limit_is_rejected_naming_the_field() {
         let e = err("max_stdout_bytes = 0");
-        assert_eq!(
-            e.to_string(),
-            "policy field `max_stdout_bytes` must be above zero"
-        );
+        assert_eq!(e.to_string(), "policy field `max_stdout_bytes` must be above zero");
     }
 
     #[test]
@@ -501,10 +471,7 @@ mod tests {
             matches!(&e, PolicyError::Field { field, .. } if field == "max_tool_call"),
             "{e}"
         );
-        assert!(
-            e.to_string().contains("unknown field `max_tool_call`"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("unknown field `max_tool_call`"), "{e}");
     }
 
     #[test]
@@ -528,10 +495,7 @@ mod tests {
 
     #[test]
     fn invalid_toml_is_a_syntax_error() {
-        assert!(matches!(
-            err("max_tool_calls = = 3"),
-            PolicyError::Syntax { .. }
-        ));
+        assert!(matches!(err("max_tool_calls = = 3"), PolicyError::Syntax { .. }));
     }
 
     #[test]
@@ -591,8 +555,7 @@ mod tests {
 
     #[test]
     fn is_denied_only_for_denied_tools() {
-        let p =
-            ChainPolicy::from_toml_str("tools.rm.deny = true\ntools.ls.risk = \"safe\"").unwrap();
+        let p = ChainPolicy::from_toml_str("tools.rm.deny = true\ntools.ls.risk = \"safe\"").unwrap();
         assert!(p.is_denied("rm"));
         assert!(!p.is_denied("ls"));
         assert!(!p.is_denied("cat"));
@@ -625,10 +588,7 @@ mod tests {
     #[test]
     fn default_policy_round_trips_through_toml() {
         let text = toml::to_string(&ChainPolicy::default()).unwrap();
-        assert_eq!(
-            ChainPolicy::from_toml_str(&text).unwrap(),
-            ChainPolicy::default()
-        );
+        assert_eq!(ChainPolicy::from_toml_str(&text).unwrap(), ChainPolicy::default());
     }
 
     #[test]
@@ -646,8 +606,7 @@ mod tests {
 
     #[test]
     fn every_policy_file_sets_every_field() {
-        let toml::Value::Table(fields) = toml::Value::try_from(ChainPolicy::default()).unwrap()
-        else {
+        let toml::Value::Table(fields) = toml::Value::try_from(ChainPolicy::default()).unwrap() else {
             panic!("a policy serializes to a table");
         };
         for name in ["default.toml", "strict.toml", "dev.toml"] {

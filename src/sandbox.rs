@@ -406,7 +406,9 @@ fn read_guest(caller: &mut Caller<'_, ChainState>, ptr: i32, len: i32) -> wasmti
         return Err(caller.data_mut().fail(Fatal::Protocol(e)));
     }
     let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
-        return Err(caller.data_mut().fail(Fatal::Protocol("guest exports no memory".into())));
+        return Err(caller
+            .data_mut()
+            .fail(Fatal::Protocol("guest exports no memory".into())));
     };
     let bytes = ptr
         .checked_add(len)
@@ -451,7 +453,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
                     .fail(Fatal::Protocol("guest asked for the wrong message length".into())));
             }
             let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
-                return Err(caller.data_mut().fail(Fatal::Protocol("guest exports no memory".into())));
+                return Err(caller
+                    .data_mut()
+                    .fail(Fatal::Protocol("guest exports no memory".into())));
             };
             if memory.write(&mut caller, ptr as u32 as usize, &staged).is_err() {
                 return Err(caller
@@ -472,7 +476,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
                 let state = caller.data_mut();
                 let session = state.session.clone();
                 let clock = state.clock.clone();
-                let admitted = session.admit(call).map_err(|b| caller.data_mut().fail(Fatal::Budget(b)))?;
+                let admitted = session
+                    .admit(call)
+                    .map_err(|b| caller.data_mut().fail(Fatal::Budget(b)))?;
                 clock.pause();
                 let outcome = session.run(admitted).await;
                 clock.resume();
@@ -491,9 +497,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
             let session = state.session.clone();
             let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
             let id = id as u32;
-            let handle = state
-                .running
-                .spawn(async move { (id, session.run(admitted).await) });
+            let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
             state.running_ids.insert(handle.id(), id);
             Ok(())
         },

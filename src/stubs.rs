@@ -55,10 +55,9 @@ from typing import Any, Literal
 /// Python's reserved words: names a script cannot use as a function or
 /// keyword-argument name.
 const PYTHON_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 ];
 
 /// Whether `name` is a Python reserved word (`from`, `class`, `lambda`…),
@@ -84,9 +83,7 @@ pub fn python_stubs(registry: &ToolRegistry) -> String {
         }
     }
     if !not_callable.is_empty() {
-        out.push_str(
-            "\n\n# Not callable from chains (run by the model provider or outside chains):\n",
-        );
+        out.push_str("\n\n# Not callable from chains (run by the model provider or outside chains):\n");
         for name in not_callable {
             let _ = writeln!(out, "#   {}", one_line(name));
         }
@@ -140,11 +137,7 @@ fn tool_stub(tool: &dyn Tool) -> String {
             signature.push(format!("{}: {}", param.name, param.annotation));
         } else {
             seen_optional = true;
-            signature.push(format!(
-                "{}: {} = None",
-                param.name,
-                optional(&param.annotation)
-            ));
+            signature.push(format!("{}: {} = None", param.name, optional(&param.annotation)));
         }
     }
     if !unnamed.is_empty() {
@@ -171,10 +164,7 @@ fn tool_stub(tool: &dyn Tool) -> String {
             doc.push(format!("    {name}: {}", one_line(description)));
         }
         for (name, description) in &unnamed {
-            let note = format!(
-                "not a Python name; pass it as **{{{}: ...}}",
-                json_string(name)
-            );
+            let note = format!("not a Python name; pass it as **{{{}: ...}}", json_string(name));
             match description {
                 Some(d) => doc.push(format!("    {}: {} ({note})", one_line(name), one_line(d))),
                 None => doc.push(format!("    {}: ({note})", one_line(name))),
@@ -182,11 +172,7 @@ fn tool_stub(tool: &dyn Tool) -> String {
         }
     }
 
-    let mut out = format!(
-        "async def {}({}) -> Any:\n",
-        tool.name(),
-        signature.join(", ")
-    );
+    let mut out = format!("async def {}({}) -> Any:\n", tool.name(), signature.join(", "));
     if doc.is_empty() {
         out.push_str("    ...\n");
         return out;
@@ -340,11 +326,7 @@ mod tests {
         fn risk(&self) -> ToolRisk {
             self.risk
         }
-        async fn execute(
-            &self,
-            _: ToolContext,
-            _: Map<String, Value>,
-        ) -> Result<ToolOutput, ToolError> {
+        async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::Value(Value::Null))
         }
     }
@@ -398,10 +380,7 @@ mod tests {
             (json!({"type": "boolean"}), "bool"),
             (json!({"type": "object"}), "dict"),
             (json!({"type": "array"}), "list"),
-            (
-                json!({"type": "array", "items": {"type": "string"}}),
-                "list[str]",
-            ),
+            (json!({"type": "array", "items": {"type": "string"}}), "list[str]"),
             (
                 json!({"type": "array", "items": {"type": "array", "items": {"type": "number"}}}),
                 "list[list[float]]",
@@ -412,10 +391,7 @@ mod tests {
             ),
             (json!({"const": "x"}), "Literal[\"x\"]"),
             (json!({"type": ["string", "null"]}), "str | None"),
-            (
-                json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
-                "Any",
-            ),
+            (json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}), "Any"),
             (json!({}), "Any"),
             (json!({"enum": [{"a": 1}]}), "Any"),
         ];
@@ -430,9 +406,9 @@ mod tests {
             "list_orders",
             json!({"type": "object", "properties": {"customer_id": {"type": "string"}, "status": {"type": "string"}}, "required": ["customer_id"]}),
         );
-        assert!(stub_of(tool).starts_with(
-            "async def list_orders(customer_id: str, status: str | None = None) -> Any:"
-        ));
+        assert!(
+            stub_of(tool).starts_with("async def list_orders(customer_id: str, status: str | None = None) -> Any:")
+        );
     }
 
     #[test]
@@ -441,10 +417,7 @@ mod tests {
             "search",
             json!({"type": "object", "properties": {"limit": {"type": "integer"}, "query": {"type": "string"}}, "required": ["query"]}),
         );
-        assert!(
-            stub_of(tool)
-                .starts_with("async def search(limit: int | None = None, *, query: str) -> Any:")
-        );
+        assert!(stub_of(tool).starts_with("async def search(limit: int | None = None, *, query: str) -> Any:"));
     }
 
     #[test]
@@ -476,10 +449,7 @@ mod tests {
             json!({"type": "object", "properties": {"from": {"type": "string"}}}),
         );
         let stub = stub_of(tool);
-        assert!(
-            stub.starts_with("async def convert(**kwargs: Any) -> Any:"),
-            "{stub}"
-        );
+        assert!(stub.starts_with("async def convert(**kwargs: Any) -> Any:"), "{stub}");
         assert!(
             stub.contains("from: (not a Python name; pass it as **{\"from\": ...})"),
             "{stub}"
@@ -493,8 +463,7 @@ mod tests {
             description: "Searches the web.".into(),
             provider_specs: Default::default(),
         });
-        let registry =
-            ToolRegistry::from_tools([AnyTool::Local(weather()), hosted]).expect("registry");
+        let registry = ToolRegistry::from_tools([AnyTool::Local(weather()), hosted]).expect("registry");
         let stubs = python_stubs(&registry);
         assert!(stubs.contains("# Not callable from chains"), "{stubs}");
         assert!(stubs.contains("#   web_search\n"), "{stubs}");

@@ -83,7 +83,11 @@ async fn infinite_loop_is_stopped_by_the_cpu_limit_with_earlier_records_intact()
         max_cpu_s: 0.5,
         ..ChainPolicy::default()
     };
-    let r = run_with("await add(a=1, b=2)\nawait echo(text='x')\nwhile True:\n    pass", &policy).await;
+    let r = run_with(
+        "await add(a=1, b=2)\nawait echo(text='x')\nwhile True:\n    pass",
+        &policy,
+    )
+    .await;
     assert_eq!(r.error_kind(), Some(ErrorKind::Cpu), "{r:?}");
     assert_eq!(r.tool_calls, 2);
     assert!(r.call_trace.iter().all(|c| c.status == CallStatus::Ok));
@@ -115,7 +119,10 @@ async fn stdout_flood_is_truncated_at_the_limit() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn host_files_cannot_be_read() {
-    let r = run("try:\n    open('/etc/passwd').read()\n    r = 'read it'\nexcept OSError as e:\n    r = type(e).__name__\nr").await;
+    let r = run(
+        "try:\n    open('/etc/passwd').read()\n    r = 'read it'\nexcept OSError as e:\n    r = type(e).__name__\nr",
+    )
+    .await;
     assert!(r.is_ok(), "{r:?}");
     assert_ne!(r.output, json!("read it"));
 }
@@ -129,7 +136,9 @@ async fn workspace_parent_cannot_be_read() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn workspace_files_round_trip() {
-    let r = run("from pathlib import Path\nPath('/workspace/a.txt').write_text('hello')\nopen('/workspace/a.txt').read()").await;
+    let r =
+        run("from pathlib import Path\nPath('/workspace/a.txt').write_text('hello')\nopen('/workspace/a.txt').read()")
+            .await;
     assert_eq!(r.output, json!("hello"), "{r:?}");
 }
 
@@ -162,7 +171,11 @@ async fn call_past_the_budget_ends_the_chain_uncatchably() {
         max_tool_calls: 3,
         ..ChainPolicy::default()
     };
-    let r = run_with("for i in range(10):\n    try:\n        await noop()\n    except Exception:\n        pass\n'never'", &policy).await;
+    let r = run_with(
+        "for i in range(10):\n    try:\n        await noop()\n    except Exception:\n        pass\n'never'",
+        &policy,
+    )
+    .await;
     assert_eq!(r.error_kind(), Some(ErrorKind::ToolBudget), "{r:?}");
     assert_eq!(r.tool_calls, 3);
 }

@@ -122,10 +122,7 @@ impl CommandTool {
 
     fn spawn(&self) -> Result<tokio::process::Child, ToolError> {
         let Some((program, args)) = self.command.split_first() else {
-            return Err(ToolError::new(format!(
-                "tool `{}` has no command to run",
-                self.name
-            )));
+            return Err(ToolError::new(format!("tool `{}` has no command to run", self.name)));
         };
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -140,12 +137,8 @@ impl CommandTool {
         if let Some(dir) = &self.working_dir {
             cmd.current_dir(dir);
         }
-        cmd.spawn().map_err(|e| {
-            ToolError::new(format!(
-                "tool `{}`: cannot start `{program}`: {e}",
-                self.name
-            ))
-        })
+        cmd.spawn()
+            .map_err(|e| ToolError::new(format!("tool `{}`: cannot start `{program}`: {e}", self.name)))
     }
 
     fn io_error(&self, what: &str, e: std::io::Error) -> ToolError {
@@ -171,11 +164,7 @@ impl Tool for CommandTool {
         self.risk
     }
 
-    async fn execute(
-        &self,
-        ctx: ToolContext,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let request = serde_json::json!({"name": self.name, "arguments": args});
         let payload = serde_json::to_vec(&request).map_err(|e| ToolError::new(e.to_string()))?;
         let mut child = self.spawn()?;
@@ -253,10 +242,7 @@ impl Tool for CommandTool {
 }
 
 /// Reads at most `max` bytes; `complete` is false when there was more.
-async fn read_capped(
-    reader: impl AsyncRead + Unpin,
-    max: usize,
-) -> std::io::Result<(Vec<u8>, bool)> {
+async fn read_capped(reader: impl AsyncRead + Unpin, max: usize) -> std::io::Result<(Vec<u8>, bool)> {
     let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
     let mut bytes = Vec::new();
     reader.take(limit).read_to_end(&mut bytes).await?;
@@ -266,10 +252,7 @@ async fn read_capped(
 }
 
 /// Reads to the end, keeping only the first `keep` bytes.
-async fn drain_keeping(
-    mut reader: impl AsyncRead + Unpin,
-    keep: usize,
-) -> std::io::Result<Vec<u8>> {
+async fn drain_keeping(mut reader: impl AsyncRead + Unpin, keep: usize) -> std::io::Result<Vec<u8>> {
     let mut kept = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
@@ -358,10 +341,7 @@ mod tests {
             vec!["python3".into(), "-c".into(), PY_ECHO.into()],
         );
         let out = run(&tool, json!({"a": 2, "b": 40})).await;
-        assert_eq!(
-            out,
-            Ok(ToolOutput::Value(json!({"tool": "add", "sum": 42})))
-        );
+        assert_eq!(out, Ok(ToolOutput::Value(json!({"tool": "add", "sum": 42}))));
     }
 
     #[tokio::test]
@@ -404,8 +384,7 @@ mod tests {
         let tool = sh("weather", "echo 'sunny, 20 degrees'");
         let err = run(&tool, json!({})).await.unwrap_err();
         assert!(
-            err.message
-                .starts_with("tool `weather` printed invalid JSON: "),
+            err.message.starts_with("tool `weather` printed invalid JSON: "),
             "{}",
             err.message
         );
@@ -438,11 +417,7 @@ mod tests {
             vec!["./no-such-program-here".into()],
         );
         let err = run(&tool, json!({})).await.unwrap_err();
-        assert!(
-            err.message.contains("`./no-such-program-here`"),
-            "{}",
-            err.message
-        );
+        assert!(err.message.contains("`./no-such-program-here`"), "{}", err.message);
         assert!(err.message.contains("ghost"), "{}", err.message);
     }
 
@@ -455,17 +430,9 @@ mod tests {
 
     #[tokio::test]
     async fn output_beyond_the_cap_is_an_error() {
-        let tool = sh(
-            "chatty",
-            "echo '\"0123456789012345678901234567890123456789\"'",
-        )
-        .with_max_output_bytes(10);
+        let tool = sh("chatty", "echo '\"0123456789012345678901234567890123456789\"'").with_max_output_bytes(10);
         let err = run(&tool, json!({})).await.unwrap_err();
-        assert!(
-            err.message.ends_with("output exceeds 10 bytes"),
-            "{}",
-            err.message
-        );
+        assert!(err.message.ends_with("output exceeds 10 bytes"), "{}", err.message);
     }
 
     #[tokio::test]
@@ -477,7 +444,8 @@ mod tests {
 
     #[tokio::test]
     async fn environment_is_cleared_except_path() {
-        let script = "import json, os; print(json.dumps(sorted(k for k in os.environ if k in ('HOME', 'PATH', 'USER'))))";
+        let script =
+            "import json, os; print(json.dumps(sorted(k for k in os.environ if k in ('HOME', 'PATH', 'USER'))))";
         let tool = CommandTool::new(
             "env",
             "",
@@ -525,15 +493,9 @@ mod tests {
             {
                 break pid;
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "the child never started"
-            );
+            assert!(started.elapsed() < Duration::from_secs(10), "the child never started");
         };
-        assert!(
-            is_running(pid),
-            "child {pid} should be running before the drop"
-        );
+        assert!(is_running(pid), "child {pid} should be running before the drop");
 
         drop(call); // what the invoker does on a timeout
 

@@ -83,9 +83,7 @@ pub enum ManifestError {
 }
 
 fn name_suffix(name: &Option<String>) -> String {
-    name.as_ref()
-        .map(|n| format!(" (`{n}`)"))
-        .unwrap_or_default()
+    name.as_ref().map(|n| format!(" (`{n}`)")).unwrap_or_default()
 }
 
 /// A parsed, validated tools manifest.
@@ -196,10 +194,7 @@ impl Manifest {
         let mut tools: Vec<ManifestTool> = Vec::with_capacity(raw.tool.len());
         for (i, table) in raw.tool.into_iter().enumerate() {
             let index = i + 1;
-            let name = table
-                .get("name")
-                .and_then(toml::Value::as_str)
-                .map(str::to_owned);
+            let name = table.get("name").and_then(toml::Value::as_str).map(str::to_owned);
             let error = |message: String| ManifestError::Tool {
                 index,
                 name: name.clone(),
@@ -214,10 +209,7 @@ impl Manifest {
         let mut mcp: Vec<McpServer> = Vec::with_capacity(raw.mcp.len());
         for (i, table) in raw.mcp.into_iter().enumerate() {
             let index = i + 1;
-            let name = table
-                .get("name")
-                .and_then(toml::Value::as_str)
-                .map(str::to_owned);
+            let name = table.get("name").and_then(toml::Value::as_str).map(str::to_owned);
             let error = |message: String| ManifestError::Mcp {
                 index,
                 name: name.clone(),
@@ -225,10 +217,7 @@ impl Manifest {
             };
             let server = parse_mcp(table, base_dir).map_err(error)?;
             if let Some(first) = mcp.iter().position(|m| m.name == server.name) {
-                return Err(error(format!(
-                    "name already used by mcp server #{}",
-                    first + 1
-                )));
+                return Err(error(format!("name already used by mcp server #{}", first + 1)));
             }
             mcp.push(server);
         }
@@ -261,10 +250,9 @@ fn entry<T: DeserializeOwned>(table: toml::Table) -> Result<T, String> {
     toml::Value::Table(table).try_into::<T>().map_err(|e| {
         // The error's text ends with "in `field`" when it is about one field.
         let shown = e.to_string();
-        let field = shown.lines().find_map(|l| {
-            l.strip_prefix("in `")
-                .and_then(|rest| rest.strip_suffix('`'))
-        });
+        let field = shown
+            .lines()
+            .find_map(|l| l.strip_prefix("in `").and_then(|rest| rest.strip_suffix('`')));
         match field {
             Some(field) => format!("`{field}`: {}", e.message().trim()),
             None => e.message().trim().to_owned(),
@@ -356,9 +344,7 @@ fn check_object_schema(schema: &Value) -> Result<(), String> {
                 return Err("`required` must be a list of property names".into());
             };
             if !properties.contains_key(name) {
-                return Err(format!(
-                    "`required` names `{name}`, which is not in `properties`"
-                ));
+                return Err(format!("`required` names `{name}`, which is not in `properties`"));
             }
         }
     }
@@ -383,12 +369,7 @@ fn toml_to_json(value: toml::Value) -> Result<Value, String> {
             .ok_or_else(|| format!("{f} cannot be represented in JSON"))?,
         toml::Value::Boolean(b) => Value::Bool(b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
-        toml::Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(toml_to_json)
-                .collect::<Result<_, _>>()?,
-        ),
+        toml::Value::Array(items) => Value::Array(items.into_iter().map(toml_to_json).collect::<Result<_, _>>()?),
         toml::Value::Table(table) => table_to_json(table)?,
     })
 }
@@ -451,12 +432,8 @@ enum = ["c", "f"]
 
     #[test]
     fn risk_is_read_by_name() {
-        let text =
-            "[[tool]]\nname = \"send\"\ndescription = \"\"\nrisk = \"critical\"\ncommand = [\"x\"]";
-        assert_eq!(
-            parse(text).expect("valid").tools[0].risk,
-            ToolRisk::Critical
-        );
+        let text = "[[tool]]\nname = \"send\"\ndescription = \"\"\nrisk = \"critical\"\ncommand = [\"x\"]";
+        assert_eq!(parse(text).expect("valid").tools[0].risk, ToolRisk::Critical);
     }
 
     #[test]
@@ -468,12 +445,8 @@ enum = ["c", "f"]
 
     #[test]
     fn bare_program_name_and_arguments_are_left_alone() {
-        let text =
-            "[[tool]]\nname = \"add\"\ndescription = \"\"\ncommand = [\"python3\", \"add.py\"]";
-        assert_eq!(
-            parse(text).expect("valid").tools[0].command,
-            vec!["python3", "add.py"]
-        );
+        let text = "[[tool]]\nname = \"add\"\ndescription = \"\"\ncommand = [\"python3\", \"add.py\"]";
+        assert_eq!(parse(text).expect("valid").tools[0].command, vec!["python3", "add.py"]);
     }
 
     #[test]
@@ -487,10 +460,7 @@ enum = ["c", "f"]
     fn missing_field_names_the_tool_and_the_field() {
         let text = "[[tool]]\nname = \"add\"\ndescription = \"\"\ncommand = [\"x\"]\n\n\
                     [[tool]]\nname = \"get_weather\"\ndescription = \"\"";
-        assert_eq!(
-            error(text),
-            "tool #2 (`get_weather`): missing field `command`"
-        );
+        assert_eq!(error(text), "tool #2 (`get_weather`): missing field `command`");
     }
 
     #[test]
@@ -521,8 +491,7 @@ enum = ["c", "f"]
 
     #[test]
     fn unknown_risk_is_rejected() {
-        let text =
-            "[[tool]]\nname = \"add\"\ndescription = \"\"\nrisk = \"medium\"\ncommand = [\"x\"]";
+        let text = "[[tool]]\nname = \"add\"\ndescription = \"\"\nrisk = \"medium\"\ncommand = [\"x\"]";
         let message = error(text);
         assert!(
             message.starts_with("tool #1 (`add`): `risk`: unknown variant `medium`"),
@@ -534,10 +503,7 @@ enum = ["c", "f"]
     fn name_must_be_a_python_identifier() {
         let text = "[[tool]]\nname = \"get-weather\"\ndescription = \"\"\ncommand = [\"x\"]";
         let message = error(text);
-        assert!(
-            message.starts_with("tool #1 (`get-weather`): `name`:"),
-            "{message}"
-        );
+        assert!(message.starts_with("tool #1 (`get-weather`): `name`:"), "{message}");
     }
 
     #[test]
@@ -556,10 +522,7 @@ enum = ["c", "f"]
     #[test]
     fn empty_command_is_rejected() {
         let text = "[[tool]]\nname = \"add\"\ndescription = \"\"\ncommand = []";
-        assert_eq!(
-            error(text),
-            "tool #1 (`add`): `command`: must name a program"
-        );
+        assert_eq!(error(text), "tool #1 (`add`): `command`: must name a program");
     }
 
     #[test]
@@ -610,11 +573,7 @@ enum = ["c", "f"]
             manifest.mcp,
             vec![McpServer {
                 name: "files".into(),
-                command: vec![
-                    "/opt/tools/bin/files-server".into(),
-                    "--root".into(),
-                    "data".into()
-                ],
+                command: vec!["/opt/tools/bin/files-server".into(), "--root".into(), "data".into()],
                 env: BTreeMap::from([("ROOT".into(), "/data".into())]),
                 working_dir: "/opt/tools".into(),
             }]
@@ -655,10 +614,7 @@ enum = ["c", "f"]
     fn examples_manifest_declares_the_example_tools() {
         let manifest = examples_manifest();
         let names: Vec<&str> = manifest.tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(
-            names,
-            vec!["add", "echo", "slow_echo", "fail", "chart", "send_email"]
-        );
+        assert_eq!(names, vec!["add", "echo", "slow_echo", "fail", "chart", "send_email"]);
         let send = manifest
             .tools
             .iter()
@@ -671,19 +627,13 @@ enum = ["c", "f"]
     async fn examples_manifest_add_runs_as_a_command_tool() {
         let manifest = examples_manifest();
         let registry = manifest.registry().expect("registry");
-        let add = registry
-            .get("add")
-            .and_then(|t| t.as_local())
-            .expect("add is local");
+        let add = registry.get("add").and_then(|t| t.as_local()).expect("add is local");
         let ctx = ToolContext {
             run_id: "test".into(),
             call_id: 1,
             deadline: Instant::now() + Duration::from_secs(30),
         };
-        let args = json!({"a": 2, "b": 40})
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
+        let args = json!({"a": 2, "b": 40}).as_object().cloned().unwrap_or_default();
         let out = add.execute(ctx, args).await;
         assert_eq!(out, Ok(ToolOutput::Value(json!(42))));
     }

@@ -188,10 +188,8 @@ impl ToolOutput {
             .and_then(|o| o.get("content"))
             .and_then(Value::as_array)
             .is_some_and(|blocks| blocks.iter().all(|b| b.get("type").is_some_and(Value::is_string)));
-        if looks_like_result {
-            if let Ok(result) = serde_json::from_value::<ToolExecutionResult>(value.clone()) {
-                return ToolOutput::Result(result);
-            }
+        if looks_like_result && let Ok(result) = serde_json::from_value::<ToolExecutionResult>(value.clone()) {
+            return ToolOutput::Result(result);
         }
         ToolOutput::Value(value)
     }
@@ -332,12 +330,14 @@ impl ToolRegistry {
                 return Err(RegistryError::Duplicate(name.to_owned()));
             }
             let validator = match tool.as_local() {
-                Some(local) => Some(jsonschema::validator_for(local.input_schema()).map_err(|e| {
-                    RegistryError::BadSchema {
-                        tool: name.to_owned(),
-                        message: e.to_string(),
-                    }
-                })?),
+                Some(local) => {
+                    Some(
+                        jsonschema::validator_for(local.input_schema()).map_err(|e| RegistryError::BadSchema {
+                            tool: name.to_owned(),
+                            message: e.to_string(),
+                        })?,
+                    )
+                }
                 None => None,
             };
             validators.push(validator);

@@ -17,12 +17,15 @@ pub fn engine() -> &'static Engine {
     ENGINE.get_or_init(|| Engine::new().expect("engine"))
 }
 
+/// The body of an [`FnTool`].
+pub type ToolFn = Box<dyn Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync>;
+
 /// A tool defined by a closure over its arguments.
 pub struct FnTool {
     pub name: &'static str,
     pub schema: Value,
     pub risk: ToolRisk,
-    pub f: Box<dyn Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync>,
+    pub f: ToolFn,
     pub delay: Duration,
 }
 

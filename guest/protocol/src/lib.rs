@@ -234,11 +234,12 @@ mod tests {
 
     #[test]
     fn call_outcome_round_trips_with_status_tag() {
-        let o = CallOutcome::Denied {
-            message: "no".into(),
-        };
+        let o = CallOutcome::Denied { message: "no".into() };
         let bytes = encode(&o);
-        assert_eq!(std::str::from_utf8(&bytes).unwrap(), r#"{"status":"denied","message":"no"}"#);
+        assert_eq!(
+            std::str::from_utf8(&bytes).unwrap(),
+            r#"{"status":"denied","message":"no"}"#
+        );
         assert_eq!(decode::<CallOutcome>("outcome", &bytes).unwrap(), o);
     }
 
