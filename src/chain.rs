@@ -7,9 +7,12 @@
 //! carrying a record for every tool call that was made.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::artifacts::ArtifactStore;
 
 /// How a chain ended, at the top level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,6 +197,8 @@ pub struct RunOptions {
     /// Use this directory as `/workspace` (kept after the chain). By default
     /// a temporary directory is created on first use and removed afterwards.
     pub workspace: Option<PathBuf>,
+    /// Where offloaded results and media go; the engine's store by default.
+    pub artifacts: Option<Arc<dyn ArtifactStore>>,
 }
 
 /// Milliseconds with microsecond precision, for durations in results.

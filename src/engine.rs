@@ -8,8 +8,8 @@
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -17,12 +17,15 @@ use tokio::sync::Semaphore;
 use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingAllocationConfig};
 
 use crate::approval::Approval;
+use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
 use crate::chain::{CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions, Usage, millis};
 use crate::digest::sha256_hex;
 use crate::invoker::InvokerSession;
 use crate::policy::ChainPolicy;
 use crate::sandbox::{self, ChainSetup, ChainState};
+use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
+use crate::workspace::Workspace;
 use chainbox_protocol::Finish;
 
 /// The guest module, built from `guest/` by build.rs.
@@ -42,7 +45,7 @@ pub const MAX_WASM_STACK: usize = 8 * 1024 * 1024;
 pub const MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
 /// Settings of an [`Engine`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EngineConfig {
     /// Where the precompiled guest is cached. Default: `$CHAINBOX_CACHE_DIR`,
     /// else `$XDG_CACHE_HOME/chainbox`, else `~/.cache/chainbox`, else the
@@ -50,6 +53,9 @@ pub struct EngineConfig {
     pub cache_dir: Option<PathBuf>,
     /// Chains that may run at once (pool slots); more wait for a slot.
     pub max_concurrent_chains: u32,
+    /// Where offloaded results and media go unless a run says otherwise;
+    /// an in-memory store by default.
+    pub artifacts: Option<Arc<dyn ArtifactStore>>,
 }
 
 impl Default for EngineConfig {
@@ -57,6 +63,7 @@ impl Default for EngineConfig {
         EngineConfig {
             cache_dir: None,
             max_concurrent_chains: 1000,
+            artifacts: None,
         }
     }
 }
@@ -92,6 +99,7 @@ struct Inner {
     engine: wasmtime::Engine,
     pre: InstancePre<ChainState>,
     slots: Semaphore,
+    artifacts: Arc<dyn ArtifactStore>,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -137,9 +145,16 @@ impl Engine {
                 engine,
                 pre,
                 slots: Semaphore::new(slots as usize),
+                artifacts: config.artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
                 stop_ticker,
             }),
         })
+    }
+
+    /// The engine's default artifact store, where chains' offloaded results
+    /// and media live unless a run supplied its own.
+    pub fn artifacts(&self) -> &Arc<dyn ArtifactStore> {
+        &self.inner.artifacts
     }
 
     /// Runs one chain with default [`RunOptions`].
@@ -169,14 +184,21 @@ impl Engine {
         policy.max_memory_bytes = policy.max_memory_bytes.min(MAX_MEMORY_BYTES);
         let policy = Arc::new(policy);
         let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        let workspace = Arc::new(Mutex::new(Workspace::new(options.workspace.clone())));
+        let store = options
+            .artifacts
+            .clone()
+            .unwrap_or_else(|| self.inner.artifacts.clone());
+        let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
         let session = Arc::new(InvokerSession::new(
             run_id,
             registry.clone(),
             policy.clone(),
             approval.clone(),
+            shaper,
         ));
         let total = policy.total_timeout();
-        let run = self.run_guest(script, registry, &policy, session.clone(), options);
+        let run = self.run_guest(script, registry, &policy, session.clone(), workspace);
         let mut result = match tokio::time::timeout(total, run).await {
             Ok(result) => result,
             Err(_) => {
@@ -188,6 +210,8 @@ impl Engine {
             }
         };
         result.tool_calls = result.call_trace.len() as u32;
+        (result.artifacts, result.files) = session.shaper().produced_lists();
+        session.shaper().release();
         result.duration_ms = millis(started.elapsed());
         result
     }
@@ -198,7 +222,7 @@ impl Engine {
         registry: &ToolRegistry,
         policy: &ChainPolicy,
         session: Arc<InvokerSession>,
-        options: RunOptions,
+        workspace: Arc<Mutex<Workspace>>,
     ) -> ChainRunResult {
         let Ok(_slot) = self.inner.slots.acquire().await else {
             return crash(&session, "the engine is shutting down");
@@ -210,7 +234,7 @@ impl Engine {
                 registry,
                 policy,
                 session: session.clone(),
-                workspace: options.workspace,
+                workspace,
             },
         );
         let instance = match self.inner.pre.instantiate_async(&mut store).await {
@@ -233,9 +257,17 @@ impl Engine {
                 result.error = Some(error);
             }
             (Some(Finish::Ok { output, output_text }), None) => {
-                result.output = output;
-                result.output_text = output_text;
                 result.call_trace = session.trace(CallStatus::Error, "interrupted: the script ended first");
+                match shape_output(&session, policy, output, output_text) {
+                    Ok((output, output_text)) => {
+                        result.output = output;
+                        result.output_text = output_text;
+                    }
+                    Err(error) => {
+                        result.status = ChainStatus::Error;
+                        result.error = Some(error);
+                    }
+                }
             }
             (Some(Finish::Error(e)), None) => {
                 result.status = ChainStatus::Error;
@@ -258,6 +290,33 @@ impl Engine {
             (None, None) => unreachable!("sandbox::ending reports a missing finish as an error"),
         }
         result
+    }
+}
+
+/// The chain's own output follows the result rule: above
+/// `max_result_bytes` it is refused (`output_limit`), above
+/// `max_inline_result_bytes` it is offloaded and `output_text` is a preview.
+fn shape_output(
+    session: &InvokerSession,
+    policy: &ChainPolicy,
+    output: Value,
+    output_text: String,
+) -> Result<(Value, String), ChainError> {
+    let size = serde_json::to_string(&output).map(|s| s.len()).unwrap_or(0);
+    if size as u64 > policy.max_result_bytes {
+        return Err(ChainError::new(
+            ErrorKind::OutputLimit,
+            "OutputLimitExceeded",
+            format!(
+                "the chain's output is {size} bytes, over max_result_bytes = {}",
+                policy.max_result_bytes
+            ),
+        ));
+    }
+    match session.shaper().inline_or_offload(output) {
+        Ok((output, None)) => Ok((output, output_text)),
+        Ok((handle, Some(_))) => Ok((handle, preview(&output_text))),
+        Err(message) => Err(ChainError::new(ErrorKind::Crash, "ArtifactStoreError", message)),
     }
 }
 

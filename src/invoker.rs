@@ -33,6 +33,7 @@ use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::chain::{CallStatus, ChainCallRecord, millis};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
+use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ToolContext, ToolOutput, ToolRegistry};
 
 /// The call past the budget: it ends the chain.
@@ -63,6 +64,7 @@ pub struct InvokerSession {
     registry: ToolRegistry,
     policy: Arc<ChainPolicy>,
     approval: Approval,
+    shaper: Shaper,
     calls: AtomicU32,
     trace: Mutex<Vec<Slot>>,
 }
@@ -80,12 +82,19 @@ enum Slot {
 
 impl InvokerSession {
     /// A session for one chain.
-    pub fn new(run_id: String, registry: ToolRegistry, policy: Arc<ChainPolicy>, approval: Approval) -> Self {
+    pub fn new(
+        run_id: String,
+        registry: ToolRegistry,
+        policy: Arc<ChainPolicy>,
+        approval: Approval,
+        shaper: Shaper,
+    ) -> Self {
         InvokerSession {
             run_id,
             registry,
             policy,
             approval,
+            shaper,
             calls: AtomicU32::new(0),
             trace: Mutex::new(Vec::new()),
         }
@@ -94,6 +103,21 @@ impl InvokerSession {
     /// The chain's policy.
     pub fn policy(&self) -> &ChainPolicy {
         &self.policy
+    }
+
+    /// The chain's artifacts and files.
+    pub fn shaper(&self) -> &Shaper {
+        &self.shaper
+    }
+
+    /// `load_artifact(handle)` from the script: the stored value, bounded by
+    /// `max_result_bytes`. Not a tool call: no budget, no record.
+    pub fn load_artifact(&self, handle: &Value) -> CallOutcome {
+        let max = usize::try_from(self.policy.max_result_bytes).unwrap_or(usize::MAX);
+        match self.shaper.load_handle(handle, max) {
+            Ok(value) => CallOutcome::Ok { value },
+            Err(message) => CallOutcome::Invalid { message },
+        }
     }
 
     /// Runs one call through every gate and says how the script should see it.
@@ -136,13 +160,13 @@ impl InvokerSession {
             started,
             slot,
         } = admitted;
-        let (status, outcome) = self.gates(call_id, &call.tool, call.args, arg_bytes).await;
+        let (status, outcome, artifact_ref) = self.gates(call_id, &call.tool, call.args, arg_bytes).await;
         let record = ChainCallRecord {
             tool: call.tool,
             args_digest,
             status,
             duration_ms: millis(started.elapsed()),
-            artifact_ref: None,
+            artifact_ref,
             error: match &outcome {
                 CallOutcome::Ok { .. } => None,
                 CallOutcome::Error { message }
@@ -165,62 +189,53 @@ impl InvokerSession {
         outcome
     }
 
-    /// Gates 2–7 for a call that passed the budget.
-    async fn gates(
+    /// Gates 2–7 for a call that passed the budget: how it ended, what the
+    /// script sees, and the artifact its result was offloaded to.
+    async fn gates(&self, call_id: u32, name: &str, args: Map<String, Value>, arg_bytes: usize) -> Answer {
+        match self.checked_call(call_id, name, args, arg_bytes).await {
+            Ok((value, artifact_ref)) => (CallStatus::Ok, CallOutcome::Ok { value }, artifact_ref),
+            Err((status, outcome)) => (status, outcome, None),
+        }
+    }
+
+    async fn checked_call(
         &self,
         call_id: u32,
         name: &str,
-        args: Map<String, Value>,
+        mut args: Map<String, Value>,
         arg_bytes: usize,
-    ) -> (CallStatus, CallOutcome) {
+    ) -> Result<(Value, Option<String>), Refusal> {
         // Gate 2: exact-name lookup.
-        let Some(tool) = self.registry.get(name) else {
-            return (
-                CallStatus::Error,
-                CallOutcome::NotFound {
-                    message: format!("no tool named {name:?}"),
-                },
-            );
-        };
+        let tool = self
+            .registry
+            .get(name)
+            .ok_or_else(|| refuse(CallStatus::Error, not_found(format!("no tool named {name:?}"))))?;
         // Gate 3: kind.
         let tool = match tool {
             AnyTool::Local(tool) => tool.clone(),
             AnyTool::Hosted(_) | AnyTool::ProviderDefined(_) => {
-                return (
-                    CallStatus::Denied,
-                    CallOutcome::Denied {
-                        message: format!("tool {name:?} runs at the model provider and cannot be called from a chain"),
-                    },
-                );
+                let why = format!("tool {name:?} runs at the model provider and cannot be called from a chain");
+                return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
             }
         };
-        // Payload size, then the arguments against the tool's schema.
+        // Gate 4: arguments. Size first (before anything walks them), then
+        // artifact handles resolved on the host, then the schema.
         if arg_bytes as u64 > self.policy.max_arg_bytes {
-            return (
-                CallStatus::Error,
-                CallOutcome::Invalid {
-                    message: format!(
-                        "arguments of {name:?} are {arg_bytes} bytes, over max_arg_bytes = {}",
-                        self.policy.max_arg_bytes
-                    ),
-                },
-            );
+            let max = self.policy.max_arg_bytes;
+            return Err(invalid(format!(
+                "arguments of {name:?} are {arg_bytes} bytes, over max_arg_bytes = {max}"
+            )));
         }
-        if let Err(message) = self.registry.validate(name, &args) {
-            return (CallStatus::Error, CallOutcome::Invalid { message });
+        for value in args.values_mut() {
+            self.shaper.resolve_handles(value).map_err(invalid)?;
         }
-        // Then a per-tool deny.
+        self.registry.validate(name, &args).map_err(invalid)?;
         if self.policy.is_denied(name) {
-            return (
-                CallStatus::Denied,
-                CallOutcome::Denied {
-                    message: format!("tool {name:?} is denied by policy"),
-                },
-            );
+            let why = format!("tool {name:?} is denied by policy");
+            return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
         }
         // Gate 5: risk above the unapproved maximum needs approval (fail closed).
         let risk = self.policy.effective_risk(name, tool.classify(&args));
-        let mut args = args;
         if risk > self.policy.max_risk_unapproved {
             let request = ApprovalRequest::new(self.run_id.clone(), u64::from(call_id), name, args.clone(), risk);
             let outcome = decide(&self.approval, &request, self.policy.approval_timeout()).await;
@@ -228,16 +243,13 @@ impl InvokerSession {
                 ApprovalDecision::Approved => {}
                 ApprovalDecision::Modified { arguments } => {
                     // A human's replacement arguments pass the schema too.
-                    if let Err(message) = self.registry.validate(name, &arguments) {
-                        return (CallStatus::Error, CallOutcome::Invalid { message });
-                    }
+                    self.registry.validate(name, &arguments).map_err(invalid)?;
                     args = arguments;
                 }
                 ApprovalDecision::Denied { reason } => {
-                    let reason = reason.unwrap_or_else(|| "denied".into());
-                    return denied(name, risk, &reason);
+                    return Err(denied(name, risk, reason.as_deref().unwrap_or("denied")));
                 }
-                ApprovalDecision::Skipped => return denied(name, risk, "skipped"),
+                ApprovalDecision::Skipped => return Err(denied(name, risk, "skipped")),
             }
         }
         // Gate 6: execution under the call timeout; a panic is contained.
@@ -249,41 +261,26 @@ impl InvokerSession {
         };
         let task = tokio::spawn(async move { tool.execute(ctx, args).await });
         let abort = task.abort_handle();
-        let result = match tokio::time::timeout(timeout, task).await {
+        let output = match tokio::time::timeout(timeout, task).await {
             Err(_) => {
                 abort.abort();
-                return (
-                    CallStatus::Timeout,
-                    CallOutcome::Timeout {
-                        message: format!("tool {name:?} timed out after {}", secs(timeout)),
-                    },
-                );
+                let message = format!("tool {name:?} timed out after {}", secs(timeout));
+                return Err(refuse(CallStatus::Timeout, CallOutcome::Timeout { message }));
             }
             Ok(Err(join)) => {
                 let why = if join.is_panic() { "panicked" } else { "was cancelled" };
-                return (
-                    CallStatus::Error,
-                    CallOutcome::Error {
-                        message: format!("tool {name:?} {why}"),
-                    },
-                );
+                return Err(tool_error(format!("tool {name:?} {why}")));
             }
-            Ok(Ok(result)) => result,
+            Ok(Ok(Err(e))) => return Err(tool_error(e.message)),
+            Ok(Ok(Ok(output))) => output,
         };
-        // Gate 7: result shaping.
-        match result {
-            Ok(ToolOutput::Value(value)) => (CallStatus::Ok, CallOutcome::Ok { value }),
-            Ok(ToolOutput::Result(result)) if result.is_error => {
-                (CallStatus::Error, CallOutcome::Error { message: result.text() })
-            }
-            Ok(ToolOutput::Result(result)) => (
-                CallStatus::Ok,
-                CallOutcome::Ok {
-                    value: serde_json::to_value(&result).unwrap_or(Value::Null),
-                },
-            ),
-            Err(e) => (CallStatus::Error, CallOutcome::Error { message: e.message }),
-        }
+        // Gate 7: result shaping: media to files, large values to artifacts.
+        let value = match output {
+            ToolOutput::Value(value) => value,
+            ToolOutput::Result(result) if result.is_error => return Err(tool_error(result.text())),
+            ToolOutput::Result(result) => self.shaper.media_result(name, result).map_err(tool_error)?,
+        };
+        self.shaper.inline_or_offload(value).map_err(tool_error)
     }
 
     fn open_slot(&self, tool: &str, digest: &str, started: Instant) -> usize {
@@ -329,13 +326,31 @@ impl InvokerSession {
     }
 }
 
-fn denied(name: &str, risk: crate::tools::ToolRisk, reason: &str) -> (CallStatus, CallOutcome) {
-    (
-        CallStatus::Denied,
-        CallOutcome::Denied {
-            message: format!("call to {name:?} ({risk} risk) was denied: {reason}"),
-        },
-    )
+/// What a call ended as, what the script sees, and its offloaded result.
+type Answer = (CallStatus, CallOutcome, Option<String>);
+
+/// A call that did not produce a value.
+type Refusal = (CallStatus, CallOutcome);
+
+fn refuse(status: CallStatus, outcome: CallOutcome) -> Refusal {
+    (status, outcome)
+}
+
+fn not_found(message: String) -> CallOutcome {
+    CallOutcome::NotFound { message }
+}
+
+fn invalid(message: String) -> Refusal {
+    (CallStatus::Error, CallOutcome::Invalid { message })
+}
+
+fn tool_error(message: String) -> Refusal {
+    (CallStatus::Error, CallOutcome::Error { message })
+}
+
+fn denied(name: &str, risk: crate::tools::ToolRisk, reason: &str) -> Refusal {
+    let message = format!("call to {name:?} ({risk} risk) was denied: {reason}");
+    (CallStatus::Denied, CallOutcome::Denied { message })
 }
 
 fn secs(d: Duration) -> String {

@@ -45,8 +45,10 @@ pub mod engine;
 pub mod invoker;
 pub mod policy;
 mod sandbox;
+pub mod shaping;
 pub mod stubs;
 pub mod tools;
+pub mod workspace;
 
 pub use approval::{
     Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval, TerminalApproval,

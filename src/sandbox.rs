@@ -13,16 +13,15 @@
 //!   chain's workspace directory, which is created on first use.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, GuestLimits, MAX_GUEST_MESSAGE_BYTES, PROTOCOL_VERSION, RunRequest,
     ToolCall, ToolDecl, decode, encode, imports,
 };
-use monty_fs::{MountCallOutcome, MountMode, MountTable};
+use monty_fs::MountCallOutcome;
 use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
 use tokio::task::JoinSet;
 use wasmtime::{Caller, Linker, ResourceLimiter, Store, UpdateDeadline};
@@ -33,9 +32,7 @@ use crate::chain::{ChainError, ErrorKind, Usage};
 use crate::invoker::{BudgetExceeded, InvokerSession};
 use crate::policy::ChainPolicy;
 use crate::tools::{ToolRegistry, schema_params};
-
-/// The virtual path of the workspace inside the sandbox.
-pub const WORKSPACE: &str = "/workspace";
+use crate::workspace::Workspace;
 
 /// Deepest Python recursion allowed in a script. Monty's default; the wasm
 /// stack (see `engine::MAX_WASM_STACK`) is sized to hold it.
@@ -65,7 +62,7 @@ pub(crate) struct ChainState {
     fatal: Option<Fatal>,
     memory: MemoryLimiter,
     clock: Arc<CpuClock>,
-    workspace: Workspace,
+    workspace: Arc<Mutex<Workspace>>,
 }
 
 /// A reason the host ended the chain from inside a host call.
@@ -200,61 +197,13 @@ impl CpuClock {
     }
 }
 
-/// The chain's `/workspace`: a directory created on first use (a temp dir
-/// removed with the chain, unless the caller supplied one) and mounted
-/// through `monty-fs`.
-pub(crate) struct Workspace {
-    supplied: Option<PathBuf>,
-    temp: Option<tempfile::TempDir>,
-    mounts: Option<MountTable>,
-}
-
-impl Workspace {
-    fn new(supplied: Option<PathBuf>) -> Self {
-        Workspace {
-            supplied,
-            temp: None,
-            mounts: None,
-        }
-    }
-
-    /// The host directory, creating it if needed.
-    pub(crate) fn dir(&mut self) -> Result<PathBuf, String> {
-        if let Some(dir) = &self.supplied {
-            std::fs::create_dir_all(dir).map_err(|e| format!("workspace unavailable: {}", e.kind()))?;
-            return Ok(dir.clone());
-        }
-        if self.temp.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix("chainbox-ws-")
-                .tempdir()
-                .map_err(|e| format!("workspace unavailable: {}", e.kind()))?;
-            self.temp = Some(dir);
-        }
-        Ok(self.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default())
-    }
-
-    fn mounts(&mut self) -> Result<&mut MountTable, String> {
-        if self.mounts.is_none() {
-            let dir = self.dir()?;
-            let mut table = MountTable::new();
-            table
-                .mount(WORKSPACE, &dir, MountMode::ReadWrite, None)
-                // The host path must not leak into the sandbox.
-                .map_err(|_| "workspace could not be mounted".to_owned())?;
-            self.mounts = Some(table);
-        }
-        Ok(self.mounts.as_mut().expect("set above"))
-    }
-}
-
 /// Everything a run needs that the engine does not own.
 pub(crate) struct ChainSetup<'a> {
     pub script: &'a str,
     pub registry: &'a ToolRegistry,
     pub policy: &'a ChainPolicy,
     pub session: Arc<InvokerSession>,
-    pub workspace: Option<PathBuf>,
+    pub workspace: Arc<Mutex<Workspace>>,
 }
 
 /// Builds the store for one chain, with its limits armed.
@@ -301,7 +250,7 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
             hit: false,
         },
         clock: clock.clone(),
-        workspace: Workspace::new(setup.workspace),
+        workspace: setup.workspace,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.memory);
@@ -537,6 +486,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
 
     linker.func_wrap(
         m,
+        imports::LOAD_ARTIFACT,
+        |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
+            let bytes = read_guest(&mut caller, ptr, len)?;
+            let handle: serde_json::Value = decode_or_fail(&mut caller, "artifact handle", &bytes)?;
+            let state = caller.data_mut();
+            let outcome = state.session.load_artifact(&handle);
+            Ok(state.stage(encode(&outcome)))
+        },
+    )?;
+
+    linker.func_wrap(
+        m,
         imports::STDOUT,
         |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
             let bytes = read_guest(&mut caller, ptr, len)?;
@@ -612,7 +573,8 @@ async fn os_call(state: &mut ChainState, call: OsFunctionCall) -> FsOutcome {
     if call.fs_primary_path().is_none() {
         return Err(call.on_no_handler());
     }
-    let mounts = match state.workspace.mounts() {
+    let mut workspace = state.workspace.lock().unwrap_or_else(|p| p.into_inner());
+    let mounts = match workspace.mounts() {
         Ok(m) => m,
         Err(e) => return Err(MontyException::new(ExcType::OSError, Some(e))),
     };

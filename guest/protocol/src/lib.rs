@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a message changes shape; the host refuses a guest whose
 /// [`RunRequest`] answer would not match.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest message the host accepts from the guest: a tool call's arguments
 /// or the chain's final output. Larger payloads are refused before parsing so
@@ -58,6 +58,9 @@ pub mod imports {
     /// operation on the chain's workspace, or a sleep) and stages an
     /// [`FsOutcome`](super::FsOutcome).
     pub const OS: &str = "os";
+    /// `load_artifact(ptr: i32, len: i32) -> i32`: given an artifact handle
+    /// (JSON), stages a [`CallOutcome`](super::CallOutcome) with the stored value.
+    pub const LOAD_ARTIFACT: &str = "load_artifact";
     /// `stdout(ptr: i32, len: i32)`: appends UTF-8 `print` output.
     pub const STDOUT: &str = "stdout";
     /// `finish(ptr: i32, len: i32)`: delivers the [`Finish`](super::Finish) message.
@@ -76,6 +79,9 @@ pub struct RunRequest {
     /// Interpreter limits applied inside the guest.
     pub limits: GuestLimits,
 }
+
+/// The guest's built-in function that loads an offloaded result's full value.
+pub const LOAD_ARTIFACT_FN: &str = "load_artifact";
 
 /// A tool as the guest needs to know it: its name and the order of its
 /// parameters, so positional arguments can be mapped onto names.

@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, PROTOCOL_VERSION, RunRequest, ScriptError, ToolCall, ToolDecl,
+    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, PROTOCOL_VERSION, RunRequest, ScriptError, ToolCall, ToolDecl,
     decode, encode,
 };
 use monty::{MontyRun, RunProgress};
@@ -40,6 +40,7 @@ mod ffi {
         pub fn start(id: i32, ptr: *const u8, len: i32);
         pub fn wait(ptr: *const u8, len: i32) -> i32;
         pub fn os(ptr: *const u8, len: i32) -> i32;
+        pub fn load_artifact(ptr: *const u8, len: i32) -> i32;
         pub fn stdout(ptr: *const u8, len: i32);
         pub fn finish(ptr: *const u8, len: i32);
     }
@@ -81,6 +82,12 @@ fn host_wait(ids: &[u32]) -> Vec<u8> {
 fn host_os(msg: &[u8]) -> Vec<u8> {
     // SAFETY: `msg` is a live slice for the duration of the call.
     let len = unsafe { ffi::os(msg.as_ptr(), msg.len() as i32) };
+    take_staged(len)
+}
+
+fn host_load_artifact(msg: &[u8]) -> Vec<u8> {
+    // SAFETY: `msg` is a live slice for the duration of the call.
+    let len = unsafe { ffi::load_artifact(msg.as_ptr(), msg.len() as i32) };
     take_staged(len)
 }
 
@@ -236,11 +243,25 @@ impl Chain {
             progress = match progress? {
                 RunProgress::Complete(value) => return Ok(value),
                 RunProgress::NameLookup(lookup) => {
-                    let answer = match self.tools.iter().find(|t| t.name == lookup.name) {
-                        Some(tool) => NameLookupResult::Value(MontyObject::function(tool.name.clone(), None)),
-                        None => NameLookupResult::Undefined,
+                    let known = self.tools.iter().any(|t| t.name == lookup.name) || lookup.name == LOAD_ARTIFACT_FN;
+                    let answer = if known {
+                        NameLookupResult::Value(MontyObject::function(lookup.name.clone(), None))
+                    } else {
+                        NameLookupResult::Undefined
                     };
                     lookup.resume(answer, PrintWriter::Callback(&mut self.stdout))
+                }
+                RunProgress::FunctionCall(call)
+                    if call.function_name == LOAD_ARTIFACT_FN && !self.tools.iter().any(|t| t.name == LOAD_ARTIFACT_FN) =>
+                {
+                    // A plain function, not a tool: no await, no budget.
+                    self.stdout.flush();
+                    let result = load_artifact(&call.args);
+                    let print = PrintWriter::Callback(&mut self.stdout);
+                    match result {
+                        Ok(value) => call.resume(ExtFunctionResult::Return(value), print),
+                        Err(exc) => call.resume(ExtFunctionResult::Error(exc), print),
+                    }
                 }
                 RunProgress::FunctionCall(call) => {
                     let line = line_of(&self.line_starts, &call.position);
@@ -336,6 +357,16 @@ impl Chain {
             line,
         }))
     }
+}
+
+/// `load_artifact(handle)`: the full value behind an offloaded result.
+fn load_artifact(args: &monty_types::CallArgs) -> Result<MontyObject, MontyException> {
+    let handle = args
+        .arg(0)
+        .or_else(|| args.kwarg("handle"))
+        .ok_or_else(|| type_error("load_artifact() missing required argument: 'handle'".into()))?;
+    let handle = json::to_json(handle).map_err(type_error)?;
+    decode_outcome(&host_load_artifact(&encode(&handle)))
 }
 
 fn type_error(message: String) -> MontyException {

@@ -1,0 +1,296 @@
+//! Result shaping, the invoker's last gate: what a tool's answer becomes
+//! before the script sees it, and how artifact handles in arguments are
+//! resolved on the way in.
+//!
+//! - A result whose JSON is larger than `max_inline_result_bytes` is stored
+//!   in the artifact store; the script receives a handle
+//!   `{"artifact_ref": "sha256:<hex>", "media_type", "size", "preview"}`.
+//! - Media blocks (images, audio, PDFs) are stored as artifacts and written
+//!   to `/workspace/media/<tool>_<n>.<ext>`; the script receives
+//!   `{"text": ..., "files": [{"path", "media_type", "artifact_ref"}]}`.
+//! - A handle (or `{"$artifact": ref}`) inside tool arguments is replaced on
+//!   the host by the stored value, so large data flows tool to tool without
+//!   entering the sandbox. Only artifacts this chain produced resolve.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+use crate::artifacts::{ArtifactRef, ArtifactStore, extension_for_media_type};
+use crate::chain::{ArtifactInfo, ChainFile};
+use crate::tools::{ContentBlock, ToolExecutionResult};
+use crate::workspace::Workspace;
+
+/// Characters of a result kept in a handle's `preview`.
+pub const PREVIEW_CHARS: usize = 200;
+
+const JSON: &str = "application/json";
+
+/// The artifacts and files one chain produced, and where they go.
+pub struct Shaper {
+    chain_id: String,
+    store: Arc<dyn ArtifactStore>,
+    workspace: Arc<Mutex<Workspace>>,
+    inline_limit: usize,
+    produced: Mutex<Produced>,
+}
+
+#[derive(Default)]
+struct Produced {
+    refs: HashSet<ArtifactRef>,
+    artifacts: Vec<ArtifactInfo>,
+    files: Vec<ChainFile>,
+    media_count: u32,
+}
+
+impl Shaper {
+    /// A shaper for one chain.
+    pub fn new(
+        chain_id: String,
+        store: Arc<dyn ArtifactStore>,
+        workspace: Arc<Mutex<Workspace>>,
+        inline_limit: u64,
+    ) -> Self {
+        Shaper {
+            chain_id,
+            store,
+            workspace,
+            inline_limit: usize::try_from(inline_limit).unwrap_or(usize::MAX),
+            produced: Mutex::new(Produced::default()),
+        }
+    }
+
+    fn produced(&self) -> std::sync::MutexGuard<'_, Produced> {
+        self.produced.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stores `bytes` for this chain and remembers it.
+    fn store(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, String> {
+        let r = self
+            .store
+            .put_pinned(&self.chain_id, bytes, media_type)
+            .map_err(|e| format!("could not store the result: {e}"))?;
+        let mut produced = self.produced();
+        if produced.refs.insert(r) {
+            produced.artifacts.push(ArtifactInfo {
+                artifact_ref: r.to_string(),
+                media_type: media_type.to_owned(),
+                size: bytes.len() as u64,
+            });
+        }
+        Ok(r)
+    }
+
+    /// The value as the script will receive it: inline when small, else a
+    /// handle. Returns the artifact ref when it was offloaded.
+    pub fn inline_or_offload(&self, value: Value) -> Result<(Value, Option<String>), String> {
+        let text = serde_json::to_string(&value).map_err(|e| e.to_string())?;
+        if text.len() <= self.inline_limit {
+            return Ok((value, None));
+        }
+        let r = self.store(text.as_bytes(), JSON)?;
+        Ok((handle(&r, JSON, text.len(), &text), Some(r.to_string())))
+    }
+
+    /// Turns a content-block result into `{"text", "files"}`, writing media
+    /// blocks into the workspace.
+    pub fn media_result(&self, tool: &str, result: ToolExecutionResult) -> Result<Value, String> {
+        let mut files = Vec::new();
+        for block in &result.content {
+            let (media_type, data) = match block {
+                ContentBlock::Image { media_type, data } | ContentBlock::Media { media_type, data } => {
+                    (media_type, data)
+                }
+                _ => continue,
+            };
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|e| format!("tool {tool:?} returned {media_type} data that is not base64: {e}"))?;
+            let r = self.store(&bytes, media_type)?;
+            let n = {
+                let mut produced = self.produced();
+                produced.media_count += 1;
+                produced.media_count
+            };
+            let name = format!("media/{tool}_{n}.{}", extension_for_media_type(media_type));
+            let path = self
+                .workspace
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .write_file(&name, &bytes)?;
+            let file = ChainFile {
+                path,
+                media_type: media_type.clone(),
+                artifact_ref: r.to_string(),
+            };
+            files.push(json!({"path": file.path, "media_type": file.media_type, "artifact_ref": file.artifact_ref}));
+            self.produced().files.push(file);
+        }
+        let mut out = Map::new();
+        out.insert("text".into(), Value::String(result.text()));
+        out.insert("files".into(), Value::Array(files));
+        let json_blocks: Vec<Value> = result
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Json { json } => Some(json.clone()),
+                _ => None,
+            })
+            .collect();
+        if !json_blocks.is_empty() {
+            out.insert("json".into(), Value::Array(json_blocks));
+        }
+        if !result.structured_content.is_empty() {
+            out.insert("structured".into(), Value::Object(result.structured_content));
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// Replaces artifact handles in `value` by the stored values.
+    pub fn resolve_handles(&self, value: &mut Value) -> Result<(), String> {
+        if let Some(r) = handle_ref(value) {
+            *value = self.load(r, usize::MAX)?;
+            return Ok(());
+        }
+        match value {
+            Value::Array(items) => items.iter_mut().try_for_each(|v| self.resolve_handles(v)),
+            Value::Object(map) => map.values_mut().try_for_each(|v| self.resolve_handles(v)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The stored JSON value behind `handle` (a handle object, `{"$artifact": ref}`
+    /// or a bare ref string), if this chain produced it and it is at most `max` bytes.
+    pub fn load_handle(&self, handle: &Value, max: usize) -> Result<Value, String> {
+        let r = handle_ref(handle)
+            .or_else(|| handle.as_str())
+            .ok_or("load_artifact expects an artifact handle or an artifact_ref string")?;
+        self.load(r, max)
+    }
+
+    fn load(&self, r: &str, max: usize) -> Result<Value, String> {
+        let parsed = ArtifactRef::parse(r).map_err(|e| e.to_string())?;
+        if !self.produced().refs.contains(&parsed) {
+            return Err(format!("{parsed} is not an artifact of this chain"));
+        }
+        let artifact = self
+            .store
+            .get(&parsed)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{parsed} is no longer in the artifact store"))?;
+        if artifact.bytes.len() > max {
+            return Err(format!(
+                "{parsed} is {} bytes, over max_result_bytes = {max}",
+                artifact.bytes.len()
+            ));
+        }
+        if artifact.media_type != JSON {
+            return Err(format!(
+                "{parsed} is {}, not JSON: open its file in /workspace/media instead",
+                artifact.media_type
+            ));
+        }
+        serde_json::from_slice(&artifact.bytes).map_err(|e| format!("{parsed} does not hold JSON: {e}"))
+    }
+
+    /// Artifacts and files produced so far.
+    pub fn produced_lists(&self) -> (Vec<ArtifactInfo>, Vec<ChainFile>) {
+        let produced = self.produced();
+        (produced.artifacts.clone(), produced.files.clone())
+    }
+
+    /// Releases this chain's pins (the caller still holds the refs; the
+    /// store's `gc` may now reclaim them).
+    pub fn release(&self) {
+        let _ = self.store.unpin_chain(&self.chain_id);
+    }
+}
+
+/// The handle a script receives for an offloaded value.
+pub fn handle(r: &ArtifactRef, media_type: &str, size: usize, text: &str) -> Value {
+    json!({
+        "artifact_ref": r.to_string(),
+        "media_type": media_type,
+        "size": size,
+        "preview": preview(text),
+    })
+}
+
+/// The first [`PREVIEW_CHARS`] characters of `text`, with an ellipsis when cut.
+pub fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The ref of a handle object: `{"artifact_ref": ..., [media_type, size, preview]}`
+/// or `{"$artifact": ...}`.
+fn handle_ref(value: &Value) -> Option<&str> {
+    let map = value.as_object()?;
+    if map.len() == 1
+        && let Some(r) = map.get("$artifact")
+    {
+        return r.as_str();
+    }
+    let r = map.get("artifact_ref")?.as_str()?;
+    let handle_keys = ["artifact_ref", "media_type", "size", "preview"];
+    map.keys().all(|k| handle_keys.contains(&k.as_str())).then_some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifacts::MemoryArtifactStore;
+
+    fn shaper(limit: u64) -> Shaper {
+        Shaper::new(
+            "c1".into(),
+            Arc::new(MemoryArtifactStore::new()),
+            Arc::new(Mutex::new(Workspace::new(None))),
+            limit,
+        )
+    }
+
+    #[test]
+    fn small_values_stay_inline() {
+        let (v, r) = shaper(100).inline_or_offload(json!({"a": 1})).unwrap();
+        assert_eq!(v, json!({"a": 1}));
+        assert!(r.is_none());
+    }
+
+    #[test]
+    fn large_values_become_handles_that_resolve_back() {
+        let s = shaper(10);
+        let big = json!({"rows": (0..100).collect::<Vec<_>>()});
+        let (h, r) = s.inline_or_offload(big.clone()).unwrap();
+        assert_eq!(h["artifact_ref"].as_str(), r.as_deref());
+        assert_eq!(h["media_type"], "application/json");
+        let mut args = json!({"data": h, "other": {"$artifact": r.clone().unwrap()}});
+        s.resolve_handles(&mut args).unwrap();
+        assert_eq!(args["data"], big);
+        assert_eq!(args["other"], big);
+    }
+
+    #[test]
+    fn foreign_refs_do_not_resolve() {
+        let s = shaper(10);
+        let r = ArtifactRef::of(b"{}");
+        let err = s.load_handle(&json!(r.to_string()), usize::MAX).unwrap_err();
+        assert!(err.contains("not an artifact of this chain"), "{err}");
+    }
+
+    #[test]
+    fn load_is_bounded_by_max_bytes() {
+        let s = shaper(10);
+        let (h, _) = s.inline_or_offload(json!("x".repeat(100))).unwrap();
+        assert!(s.load_handle(&h, 50).unwrap_err().contains("max_result_bytes"));
+    }
+
+    #[test]
+    fn objects_with_other_keys_are_not_handles() {
+        assert!(handle_ref(&json!({"artifact_ref": "sha256:00", "user": 1})).is_none());
+    }
+}

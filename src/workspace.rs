@@ -1,0 +1,80 @@
+//! The chain's `/workspace`: the one directory a script can see. Created on
+//! first use (a temporary directory removed with the chain, unless the
+//! caller supplied one) and mounted through `monty-fs`, whose confinement is
+//! structural: every operation runs relative to the opened directory, so
+//! `..` and symlinks cannot leave it. Shared by the sandbox (the script's
+//! file calls) and the invoker (media results written as files).
+
+use std::path::PathBuf;
+
+use monty_fs::{MountMode, MountTable};
+
+/// The virtual path of the workspace inside the sandbox.
+pub const WORKSPACE: &str = "/workspace";
+
+/// The chain's `/workspace`: a directory created on first use (a temp dir
+/// removed with the chain, unless the caller supplied one) and mounted
+/// through `monty-fs`.
+pub struct Workspace {
+    supplied: Option<PathBuf>,
+    temp: Option<tempfile::TempDir>,
+    mounts: Option<MountTable>,
+}
+
+impl Workspace {
+    /// A workspace at `supplied`, or a temporary directory made on first use.
+    pub fn new(supplied: Option<PathBuf>) -> Self {
+        Workspace {
+            supplied,
+            temp: None,
+            mounts: None,
+        }
+    }
+
+    /// The host directory, creating it if needed.
+    pub fn dir(&mut self) -> Result<PathBuf, String> {
+        if let Some(dir) = &self.supplied {
+            std::fs::create_dir_all(dir).map_err(|e| format!("workspace unavailable: {}", e.kind()))?;
+            return Ok(dir.clone());
+        }
+        if self.temp.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix("chainbox-ws-")
+                .tempdir()
+                .map_err(|e| format!("workspace unavailable: {}", e.kind()))?;
+            self.temp = Some(dir);
+        }
+        Ok(self.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default())
+    }
+
+    /// The mount table serving the script's file calls.
+    pub fn mounts(&mut self) -> Result<&mut MountTable, String> {
+        if self.mounts.is_none() {
+            let dir = self.dir()?;
+            let mut table = MountTable::new();
+            table
+                .mount(WORKSPACE, &dir, MountMode::ReadWrite, None)
+                // The host path must not leak into the sandbox.
+                .map_err(|_| "workspace could not be mounted".to_owned())?;
+            self.mounts = Some(table);
+        }
+        Ok(self.mounts.as_mut().expect("set above"))
+    }
+
+    /// Writes `bytes` to `relative` (below the workspace root) on the host
+    /// side and returns the path the script sees.
+    pub fn write_file(&mut self, relative: &str, bytes: &[u8]) -> Result<String, String> {
+        if relative
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..")
+        {
+            return Err(format!("invalid workspace path {relative:?}"));
+        }
+        let path = self.dir()?.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("creating {relative}: {}", e.kind()))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| format!("writing {relative}: {}", e.kind()))?;
+        Ok(format!("{WORKSPACE}/{relative}"))
+    }
+}

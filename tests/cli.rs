@@ -1,0 +1,324 @@
+//! End-to-end tests of the `chainbox` binary: the real CLI, the real sandbox,
+//! and the real command tools of `examples/tools/manifest.toml` (python3
+//! scripts run as subprocesses).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chainbox::digest::args_digest;
+use serde_json::{Map, Value, json};
+
+/// Longest any one process may run before the test kills it and fails.
+const PROCESS_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What a finished process left behind.
+#[derive(Debug)]
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Finished {
+    /// Stdout parsed as the single JSON document it must be (serde_json
+    /// rejects anything but whitespace after the document).
+    fn json(&self) -> Value {
+        let value: Value = serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not exactly one JSON document ({e}): {self:#?}"));
+        assert!(value.is_object(), "the result is not a JSON object: {self:#?}");
+        value
+    }
+}
+
+/// Runs `cmd`, feeding it `stdin` (or nothing), and waits for it, killing it
+/// after [`PROCESS_TIMEOUT`].
+fn run(mut cmd: Command, stdin: Option<&str>) -> Finished {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+
+    let input = stdin.unwrap_or_default().to_owned();
+    let mut child_stdin = child.stdin.take().expect("piped stdin");
+    let writer = thread::spawn(move || {
+        // A process that exits without reading its stdin closes the pipe:
+        // ignore the broken-pipe error that causes.
+        let _ = child_stdin.write_all(input.as_bytes());
+    });
+    let read_all = |mut pipe: Box<dyn Read + Send>| {
+        thread::spawn(move || {
+            let mut text = String::new();
+            pipe.read_to_string(&mut text).expect("reading a child's output");
+            text
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+
+    let deadline = Instant::now() + PROCESS_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for a child") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {PROCESS_TIMEOUT:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    writer.join().expect("stdin writer");
+    Finished {
+        code: status.code(),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+/// A file of this crate, by its path from the crate root.
+fn crate_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// The example tools manifest, as an argument.
+fn manifest() -> String {
+    crate_path("examples/tools/manifest.toml").display().to_string()
+}
+
+/// Runs `chainbox ARGS...` from the crate root.
+fn chainbox(args: &[&str], stdin: Option<&str>) -> Finished {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
+    cmd.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    run(cmd, stdin)
+}
+
+/// `chainbox run SCRIPT --tools examples/tools/manifest.toml --json EXTRA...`.
+fn run_json(script: &str, extra: &[&str], stdin: Option<&str>) -> Finished {
+    let manifest = manifest();
+    let mut args = vec!["run", script, "--tools", manifest.as_str(), "--json"];
+    args.extend_from_slice(extra);
+    chainbox(&args, stdin)
+}
+
+/// The `call_trace` records of a result.
+fn trace(result: &Value) -> &Vec<Value> {
+    result["call_trace"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no call_trace array: {result:#}"))
+}
+
+/// The `status` of every record of the trace, in order.
+fn trace_statuses(result: &Value) -> Vec<&str> {
+    trace(result)
+        .iter()
+        .map(|r| r["status"].as_str().expect("record status"))
+        .collect()
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+#[test]
+fn run_json_prints_one_result_with_a_digested_record_per_call() {
+    let script = crate_path("examples/chains/add.py").display().to_string();
+    let out = run_json(&script, &[], None);
+    let result = out.json();
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert_eq!(result["output"], json!({"x": 3, "y": 13, "z": 13.5}), "{result:#}");
+    assert_eq!(result["tool_calls"], 3, "{result:#}");
+    assert_eq!(trace_statuses(&result), ["ok", "ok", "ok"], "{result:#}");
+
+    // The arguments add.py passes, positional ones mapped onto the schema's
+    // properties in order (a, b).
+    let passed = [
+        json!({"a": 1, "b": 2}),
+        json!({"a": 3, "b": 10}),
+        json!({"a": 13, "b": 0.5}),
+    ];
+    for (record, args) in trace(&result).iter().zip(passed) {
+        assert_eq!(record["tool"], "add", "{record:#}");
+        assert_eq!(
+            record["args_digest"].as_str(),
+            Some(args_digest(&object(args.clone())).as_str()),
+            "digest of {args} in {record:#}"
+        );
+    }
+}
+
+#[test]
+fn run_dash_reads_the_script_from_stdin() {
+    let out = run_json(
+        "-",
+        &[],
+        Some("reply = await echo(text=\"from stdin\")\nreply[\"text\"]\n"),
+    );
+    let result = out.json();
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert_eq!(result["output"], "from stdin", "{result:#}");
+    assert_eq!(trace_statuses(&result), ["ok"], "{result:#}");
+    assert_eq!(
+        trace(&result)[0]["args_digest"].as_str(),
+        Some(args_digest(&object(json!({"text": "from stdin"}))).as_str())
+    );
+}
+
+#[test]
+fn run_json_on_a_failing_script_exits_1_with_an_error_result_and_its_trace() {
+    let script = "total = await add(a=2, b=2)\nraise ValueError(f\"bad total {total}\")\n";
+    let out = run_json("-", &[], Some(script));
+    let result = out.json();
+
+    assert_eq!(out.code, Some(1), "{out:#?}");
+    assert_eq!(result["status"], "error", "{result:#}");
+    assert_eq!(result["error"]["kind"], "script", "{result:#}");
+    assert_eq!(result["error"]["type"], "ValueError", "{result:#}");
+    assert_eq!(result["error"]["message"], "bad total 4", "{result:#}");
+    assert_eq!(result["error"]["line"], 2, "{result:#}");
+    assert_eq!(result["tool_calls"], 1, "{result:#}");
+    assert_eq!(trace_statuses(&result), ["ok"], "{result:#}");
+}
+
+#[test]
+fn approve_deny_denies_a_high_risk_call_and_the_script_catches_permission_error() {
+    let script = crate_path("examples/chains/send_email.py").display().to_string();
+    let out = run_json(&script, &["--approve", "deny"], None);
+    let result = out.json();
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert_eq!(result["output"], "caught", "{result:#}");
+    assert_eq!(trace_statuses(&result), ["denied"], "{result:#}");
+    assert_eq!(trace(&result)[0]["tool"], "send_email", "{result:#}");
+}
+
+#[test]
+fn approve_auto_runs_a_high_risk_call() {
+    let script = crate_path("examples/chains/send_email.py").display().to_string();
+    let out = run_json(&script, &["--approve", "auto"], None);
+    let result = out.json();
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert_eq!(result["output"], "sent", "{result:#}");
+    assert_eq!(trace_statuses(&result), ["ok"], "{result:#}");
+    assert_eq!(
+        trace(&result)[0]["args_digest"].as_str(),
+        Some(args_digest(&object(json!({"to": "ops@example.com", "subject": "Nightly report"}))).as_str())
+    );
+}
+
+/// Runs a trivial chain under a policy file holding `policy`.
+fn run_with_policy(policy: &str) -> Finished {
+    let mut file = tempfile::Builder::new()
+        .suffix(".toml")
+        .tempfile()
+        .expect("temp policy");
+    file.write_all(policy.as_bytes()).expect("writing the policy");
+    let path = file.path().display().to_string();
+    run_json("-", &["--policy", &path], Some("1 + 1\n"))
+}
+
+#[test]
+fn policy_with_approval_timeout_not_below_call_timeout_exits_2_naming_the_field() {
+    let out = run_with_policy("approval_timeout_s = 70\ncall_timeout_s = 60\n");
+
+    assert_eq!(out.code, Some(2), "{out:#?}");
+    assert!(out.stderr.contains("approval_timeout_s"), "{out:#?}");
+}
+
+#[test]
+fn policy_with_an_unknown_field_exits_2_naming_the_field() {
+    let out = run_with_policy("max_tool_calls = 5\nmax_coffee_breaks = 3\n");
+
+    assert_eq!(out.code, Some(2), "{out:#?}");
+    assert!(out.stderr.contains("max_coffee_breaks"), "{out:#?}");
+}
+
+#[test]
+fn stubs_print_async_defs_that_parse_as_python() {
+    let manifest = manifest();
+    let out = chainbox(&["stubs", "--tools", &manifest], None);
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    for tool in ["add", "echo", "slow_echo", "fail", "chart", "send_email"] {
+        assert!(
+            out.stdout.contains(&format!("async def {tool}(")),
+            "{tool} missing: {}",
+            out.stdout
+        );
+    }
+    let mut python = Command::new("python3");
+    python.args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"]);
+    let parsed = run(python, Some(&out.stdout));
+    assert_eq!(
+        parsed.code,
+        Some(0),
+        "stubs do not parse as Python: {parsed:#?}\n{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn demo_prints_its_output_and_trace() {
+    let out = chainbox(&["demo"], None);
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert!(out.stdout.contains("trace"), "{out:#?}");
+    assert!(out.stdout.contains("get_weather"), "{out:#?}");
+}
+
+#[test]
+fn failing_tool_gives_an_error_record_and_a_catchable_runtime_error() {
+    let script = "\
+try:
+    await fail(message=\"disk on fire\")
+    outcome = \"no error\"
+except RuntimeError as e:
+    outcome = \"RuntimeError: \" + str(e)
+outcome
+";
+    let out = run_json("-", &[], Some(script));
+    let result = out.json();
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(result["status"], "ok", "{result:#}");
+    let output = result["output"].as_str().unwrap_or_default();
+    assert!(output.starts_with("RuntimeError: "), "{result:#}");
+    assert!(output.contains("disk on fire"), "{result:#}");
+    assert_eq!(trace_statuses(&result), ["error"], "{result:#}");
+    assert_eq!(trace(&result)[0]["tool"], "fail", "{result:#}");
+}
+
+#[test]
+fn gather_example_runs_its_calls_concurrently() {
+    let script = crate_path("examples/chains/gather.py").display().to_string();
+    let out = run_json(&script, &[], None);
+    let result = out.json();
+
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert_eq!(result["output"], json!(["alpha", "beta", "gamma"]), "{result:#}");
+    assert_eq!(trace_statuses(&result), ["ok", "ok", "ok"], "{result:#}");
+
+    // Each call sleeps 0.5 s; run one after another the chain would take at
+    // least the sum of the calls' durations, overlapping it takes less.
+    let calls_ms: f64 = trace(&result)
+        .iter()
+        .map(|r| r["duration_ms"].as_f64().expect("duration_ms"))
+        .sum();
+    let chain_ms = result["duration_ms"].as_f64().expect("duration_ms");
+    assert!(calls_ms >= 1500.0, "{result:#}");
+    assert!(
+        chain_ms < calls_ms * 0.8,
+        "chain took {chain_ms} ms for {calls_ms} ms of calls: {result:#}"
+    );
+}
