@@ -6,7 +6,8 @@
 //! 1. **budget**: counted before lookup, so unknown tools spend it too; the
 //!    call past `max_tool_calls` ends the chain (`tool_budget`).
 //! 2. **lookup**: exact name, no case folding, trimming or look-alikes.
-//! 3. **kind**: only local tools run; hosted and provider-defined tools are refused.
+//! 3. **kind**: only local tools run; hosted and provider-defined tools, and
+//!    `run_chain` itself, are refused.
 //! 4. **arguments**: size against `max_arg_bytes`, then the tool's JSON Schema
 //!    (compiled once, when the registry was built); a rejected call never
 //!    reaches the tool and the script gets a `ValueError` naming the field.
@@ -35,6 +36,10 @@ use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ToolContext, ToolOutput, ToolRegistry};
+
+/// The name of the one tool an agent sees for chainbox itself; refused
+/// inside chains.
+pub const RUN_CHAIN: &str = "run_chain";
 
 /// The call past the budget: it ends the chain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -210,8 +215,13 @@ impl InvokerSession {
             .registry
             .get(name)
             .ok_or_else(|| refuse(CallStatus::Error, not_found(format!("no tool named {name:?}"))))?;
-        // Gate 3: kind.
+        // Gate 3: kind. Only local tools run, and never `run_chain` itself:
+        // a chain starting chains would escape its own budget and deadline.
         let tool = match tool {
+            AnyTool::Local(_) if name == RUN_CHAIN => {
+                let why = format!("{RUN_CHAIN} cannot be called from inside a chain");
+                return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
+            }
             AnyTool::Local(tool) => tool.clone(),
             AnyTool::Hosted(_) | AnyTool::ProviderDefined(_) => {
                 let why = format!("tool {name:?} runs at the model provider and cannot be called from a chain");

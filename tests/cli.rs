@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use chainbox::digest::args_digest;
 use serde_json::{Map, Value, json};
 
-/// Longest any one process may run before the test kills it and fails.
-const PROCESS_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest any one process may run before the test kills it and fails. Generous:
+/// on a cold module cache every test process compiles the guest at once.
+const PROCESS_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What a finished process left behind.
 #[derive(Debug)]
