@@ -386,12 +386,10 @@ impl ApprovalOutcome {
 pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration) -> ApprovalOutcome {
     let h = Arc::clone(&handler.0);
     let req = req.clone();
-    let mut task = tokio::spawn(async move { h.request(&req).await });
-    match tokio::time::timeout(timeout, &mut task).await {
-        Err(_elapsed) => {
-            task.abort();
-            ApprovalOutcome::failed(ApprovalFailure::TimedOut(timeout))
-        }
+    // Aborted when this future is dropped (the chain ended) or times out.
+    let task = crate::task::AbortOnDrop::spawn(async move { h.request(&req).await });
+    match tokio::time::timeout(timeout, task).await {
+        Err(_elapsed) => ApprovalOutcome::failed(ApprovalFailure::TimedOut(timeout)),
         Ok(Ok(Ok(decision))) => ApprovalOutcome::decided(decision),
         Ok(Ok(Err(e))) => ApprovalOutcome::failed(ApprovalFailure::HandlerFailed(e)),
         Ok(Err(join)) if join.is_panic() => {

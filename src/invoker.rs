@@ -36,6 +36,7 @@ use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ToolContext, ToolOutput, ToolRegistry};
+use futures::FutureExt;
 
 /// The name of the one tool an agent sees for chainbox itself; refused
 /// inside chains.
@@ -165,6 +166,8 @@ impl InvokerSession {
             started,
             slot,
         } = admitted;
+        // Raw arguments may hold secrets: only at debug level.
+        tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
         let (status, outcome, artifact_ref) = self.gates(call_id, &call.tool, call.args, arg_bytes).await;
         let record = ChainCallRecord {
             tool: call.tool,
@@ -181,6 +184,13 @@ impl InvokerSession {
                 | CallOutcome::NotFound { message } => Some(message.clone()),
             },
         };
+        // Measured only when someone listens: it costs a serialisation.
+        let result_bytes = match &outcome {
+            CallOutcome::Ok { value } if tracing::enabled!(target: "chainbox::audit", tracing::Level::INFO) => {
+                serde_json::to_string(value).map_or(0, |s| s.len())
+            }
+            _ => 0,
+        };
         tracing::info!(
             target: "chainbox::audit",
             run_id = %self.run_id,
@@ -188,6 +198,8 @@ impl InvokerSession {
             args_digest = %record.args_digest,
             status = ?record.status,
             duration_ms = record.duration_ms,
+            result_bytes,
+            artifact_ref = record.artifact_ref.as_deref().unwrap_or(""),
             "tool call"
         );
         self.close_slot(slot, record);
@@ -269,18 +281,16 @@ impl InvokerSession {
             call_id: u64::from(call_id),
             deadline: Instant::now() + timeout,
         };
-        let task = tokio::spawn(async move { tool.execute(ctx, args).await });
-        let abort = task.abort_handle();
+        // Polled in place, not spawned: most tools answer at once, and a
+        // spawned task would cost a thread hop per call. Dropping this call
+        // (the chain ended) drops the tool's future with it.
+        let task = std::panic::AssertUnwindSafe(tool.execute(ctx, args)).catch_unwind();
         let output = match tokio::time::timeout(timeout, task).await {
             Err(_) => {
-                abort.abort();
                 let message = format!("tool {name:?} timed out after {}", secs(timeout));
                 return Err(refuse(CallStatus::Timeout, CallOutcome::Timeout { message }));
             }
-            Ok(Err(join)) => {
-                let why = if join.is_panic() { "panicked" } else { "was cancelled" };
-                return Err(tool_error(format!("tool {name:?} {why}")));
-            }
+            Ok(Err(_panic)) => return Err(tool_error(format!("tool {name:?} panicked"))),
             Ok(Ok(Err(e))) => return Err(tool_error(e.message)),
             Ok(Ok(Ok(output))) => output,
         };

@@ -47,6 +47,7 @@ pub mod policy;
 mod sandbox;
 pub mod shaping;
 pub mod stubs;
+mod task;
 pub mod tools;
 pub mod workspace;
 

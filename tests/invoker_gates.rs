@@ -1,0 +1,1228 @@
+//! Unit-level tests of the invoker's gates: `InvokerSession` driven directly
+//! with fake tools and fake approval handlers, no sandbox. One behaviour per
+//! test, in gate order (see the top of `src/invoker.rs`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chainbox::approval::{Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest};
+use chainbox::artifacts::{ArtifactStore, MemoryArtifactStore};
+use chainbox::chain::{CallStatus, ChainCallRecord};
+use chainbox::digest::args_digest;
+use chainbox::invoker::{BudgetExceeded, InvokerSession, RUN_CHAIN};
+use chainbox::policy::{ChainPolicy, ToolOverride};
+use chainbox::shaping::Shaper;
+use chainbox::tools::{
+    AnyTool, ContentBlock, HostedTool, ProviderDefinedTool, Tool, ToolContext, ToolError, ToolExecutionResult,
+    ToolOutput, ToolRegistry, ToolRisk,
+};
+use chainbox::workspace::Workspace;
+use chainbox_protocol::{CallOutcome, ToolCall};
+use serde_json::{Map, Value, json};
+
+const RUN_ID: &str = "run-gates";
+
+// ---------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------
+
+/// A tool's per-call risk rating.
+type Classify = fn(&Map<String, Value>) -> ToolRisk;
+
+type Body = dyn Fn(Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync;
+
+/// A fake local tool: counts its runs, remembers the arguments and call ids
+/// it saw, optionally sleeps first, then answers with `body`.
+struct FakeTool {
+    name: String,
+    schema: Value,
+    risk: ToolRisk,
+    classify: Option<Classify>,
+    delay: Duration,
+    body: Arc<Body>,
+    runs: Arc<AtomicUsize>,
+    finished: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Vec<Map<String, Value>>>>,
+}
+
+impl FakeTool {
+    /// A safe tool with a permissive object schema that echoes its arguments.
+    fn new(name: &str) -> Self {
+        FakeTool {
+            name: name.to_owned(),
+            schema: json!({"type": "object"}),
+            risk: ToolRisk::Safe,
+            classify: None,
+            delay: Duration::ZERO,
+            body: Arc::new(|args| Ok(ToolOutput::Value(Value::Object(args)))),
+            runs: Arc::new(AtomicUsize::new(0)),
+            finished: Arc::new(AtomicUsize::new(0)),
+            seen: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn schema(mut self, schema: Value) -> Self {
+        self.schema = schema;
+        self
+    }
+
+    fn risk(mut self, risk: ToolRisk) -> Self {
+        self.risk = risk;
+        self
+    }
+
+    fn classify(mut self, f: Classify) -> Self {
+        self.classify = Some(f);
+        self
+    }
+
+    fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    fn body(mut self, f: impl Fn(Map<String, Value>) -> Result<ToolOutput, ToolError> + Send + Sync + 'static) -> Self {
+        self.body = Arc::new(f);
+        self
+    }
+
+    /// Handles to observe the tool once it has moved into a registry.
+    fn probe(&self) -> Probe {
+        Probe {
+            runs: Arc::clone(&self.runs),
+            finished: Arc::clone(&self.finished),
+            seen: Arc::clone(&self.seen),
+        }
+    }
+
+    fn any(self) -> AnyTool {
+        AnyTool::Local(Arc::new(self))
+    }
+}
+
+#[async_trait]
+impl Tool for FakeTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "a fake tool"
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn risk(&self) -> ToolRisk {
+        self.risk
+    }
+    fn classify(&self, args: &Map<String, Value>) -> ToolRisk {
+        match self.classify {
+            Some(f) => f(args),
+            None => self.risk,
+        }
+    }
+    async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        self.seen.lock().unwrap().push(args.clone());
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        let out = (self.body)(args);
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        out
+    }
+}
+
+/// What a [`FakeTool`] observed.
+#[derive(Clone)]
+struct Probe {
+    runs: Arc<AtomicUsize>,
+    finished: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Vec<Map<String, Value>>>>,
+}
+
+impl Probe {
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+    fn finished(&self) -> usize {
+        self.finished.load(Ordering::SeqCst)
+    }
+    fn seen(&self) -> Vec<Map<String, Value>> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// A strict schema: `city` (string, required), `days` (integer ≥ 1).
+fn forecast_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer", "minimum": 1}
+        },
+        "required": ["city"],
+        "additionalProperties": false
+    })
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+fn call(tool: &str, a: Value) -> ToolCall {
+    ToolCall {
+        tool: tool.to_owned(),
+        args: args(a),
+        line: 1,
+    }
+}
+
+fn session_with(registry: ToolRegistry, policy: ChainPolicy, approval: Approval) -> InvokerSession {
+    let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new());
+    let workspace = Arc::new(Mutex::new(Workspace::new(None)));
+    let shaper = Shaper::new(RUN_ID.to_owned(), store, workspace, policy.max_inline_result_bytes);
+    InvokerSession::new(RUN_ID.to_owned(), registry, Arc::new(policy), approval, shaper)
+}
+
+fn session(tools: Vec<AnyTool>, policy: ChainPolicy, approval: Approval) -> InvokerSession {
+    session_with(ToolRegistry::from_tools(tools).expect("registry"), policy, approval)
+}
+
+/// A policy with a tool override.
+fn with_override(mut policy: ChainPolicy, tool: &str, o: ToolOverride) -> ChainPolicy {
+    policy.tools.insert(tool.to_owned(), o);
+    policy
+}
+
+/// Asserts the outcome is `Ok` and returns its value.
+fn ok_value(outcome: CallOutcome) -> Value {
+    match outcome {
+        CallOutcome::Ok { value } => value,
+        other => panic!("expected Ok, got {other:?}"),
+    }
+}
+
+fn not_found_message(outcome: CallOutcome) -> String {
+    match outcome {
+        CallOutcome::NotFound { message } => message,
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+}
+
+fn denied_message(outcome: CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Denied { message } => message,
+        other => panic!("expected Denied, got {other:?}"),
+    }
+}
+
+fn invalid_message(outcome: CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Invalid { message } => message,
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+fn error_message(outcome: CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Error { message } => message,
+        other => panic!("expected Error, got {other:?}"),
+    }
+}
+
+fn timeout_message(outcome: CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Timeout { message } => message,
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+/// The only record of a session that made one call.
+fn only_record(s: &InvokerSession) -> ChainCallRecord {
+    let trace = s.trace(CallStatus::Error, "interrupted");
+    assert_eq!(trace.len(), 1, "{trace:?}");
+    trace.into_iter().next().unwrap()
+}
+
+/// Approval handlers with every kind of answer.
+enum Handler {
+    Approve,
+    Deny,
+    Fail,
+    Panic,
+    Hang,
+    Modify(Map<String, Value>),
+}
+
+/// A handler that answers per [`Handler`] and remembers what it was asked.
+struct Recording {
+    answer: Handler,
+    asked: Arc<Mutex<Vec<ApprovalRequest>>>,
+}
+
+#[async_trait]
+impl ApprovalHandler for Recording {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        self.asked.lock().unwrap().push(req.clone());
+        match &self.answer {
+            Handler::Approve => Ok(ApprovalDecision::Approved),
+            Handler::Deny => Ok(ApprovalDecision::Denied {
+                reason: Some("the human said no".into()),
+            }),
+            Handler::Fail => Err("approval backend down".into()),
+            Handler::Panic => panic!("approval handler bug"),
+            Handler::Hang => std::future::pending().await,
+            Handler::Modify(arguments) => Ok(ApprovalDecision::Modified {
+                arguments: arguments.clone(),
+            }),
+        }
+    }
+}
+
+/// An approval handler and the requests it received.
+fn handler(answer: Handler) -> (Approval, Arc<Mutex<Vec<ApprovalRequest>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let approval = Approval::new(Recording {
+        answer,
+        asked: Arc::clone(&asked),
+    });
+    (approval, asked)
+}
+
+/// Default policy with short approval and call timeouts (approval below call).
+fn quick_policy() -> ChainPolicy {
+    ChainPolicy {
+        call_timeout_s: 0.3,
+        approval_timeout_s: 0.1,
+        ..ChainPolicy::default()
+    }
+}
+
+/// What one high-risk call ended as: the outcome, its record, the tool's
+/// probe and the approval requests made.
+type HighRiskCall = (CallOutcome, ChainCallRecord, Probe, Vec<ApprovalRequest>);
+
+/// A high-risk tool under the default `max_risk_unapproved = safe`, asked
+/// through `answer`. The default (long) approval timeout, so a slow answer
+/// (a panic printing a backtrace under `RUST_BACKTRACE=1` can take over
+/// 100 ms) is never mistaken for silence.
+async fn high_risk_call(answer: Handler) -> HighRiskCall {
+    high_risk_call_under(ChainPolicy::default(), answer).await
+}
+
+async fn high_risk_call_under(policy: ChainPolicy, answer: Handler) -> HighRiskCall {
+    let tool = FakeTool::new("send_email").risk(ToolRisk::High);
+    let probe = tool.probe();
+    let (approval, asked) = handler(answer);
+    let s = session(vec![tool.any()], policy, approval);
+    let outcome = s
+        .invoke(call("send_email", json!({"to": "a@example.com"})))
+        .await
+        .unwrap();
+    let record = only_record(&s);
+    let asked = asked.lock().unwrap().clone();
+    (outcome, record, probe, asked)
+}
+
+// ---------------------------------------------------------------------------
+// Gate 1: budget
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn unknown_tool_spends_the_budget() {
+    let add = FakeTool::new("add");
+    let probe = add.probe();
+    let policy = ChainPolicy {
+        max_tool_calls: 1,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![add.any()], policy, Approval::deny_all());
+    let first = s.invoke(call("nope", json!({}))).await.expect("within budget");
+    not_found_message(first);
+    let second = s.invoke(call("add", json!({}))).await;
+    assert_eq!(second, Err(BudgetExceeded { attempted: 2, limit: 1 }));
+    assert_eq!(probe.runs(), 0, "the call past the budget never ran");
+}
+
+#[tokio::test]
+async fn call_past_the_budget_is_budget_exceeded_and_adds_no_record() {
+    let add = FakeTool::new("add");
+    let probe = add.probe();
+    let policy = ChainPolicy {
+        max_tool_calls: 2,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![add.any()], policy, Approval::deny_all());
+    ok_value(s.invoke(call("add", json!({"a": 1}))).await.unwrap());
+    ok_value(s.invoke(call("add", json!({"a": 2}))).await.unwrap());
+    let err = s.invoke(call("add", json!({"a": 3}))).await.unwrap_err();
+    assert_eq!(err, BudgetExceeded { attempted: 3, limit: 2 });
+    assert!(err.to_string().contains("max_tool_calls = 2"), "{err}");
+    assert_eq!(probe.runs(), 2);
+    let trace = s.trace(CallStatus::Error, "interrupted");
+    assert_eq!(trace.len(), 2, "{trace:?}");
+    assert!(trace.iter().all(|r| r.status == CallStatus::Ok));
+}
+
+#[tokio::test]
+async fn zero_budget_refuses_the_first_call() {
+    let add = FakeTool::new("add");
+    let probe = add.probe();
+    let policy = ChainPolicy {
+        max_tool_calls: 0,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![add.any()], policy, Approval::deny_all());
+    let err = s.invoke(call("add", json!({}))).await.unwrap_err();
+    assert_eq!(err, BudgetExceeded { attempted: 1, limit: 0 });
+    assert_eq!(probe.runs(), 0);
+    assert!(s.trace(CallStatus::Error, "interrupted").is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Gate 2: exact-name lookup
+// ---------------------------------------------------------------------------
+
+/// Calls `name` against a registry holding only `add`: NotFound, never ran,
+/// recorded as an error under the name the script used.
+async fn assert_not_found(name: &str) {
+    let add = FakeTool::new("add");
+    let probe = add.probe();
+    let s = session(vec![add.any()], ChainPolicy::default(), Approval::deny_all());
+    let message = not_found_message(s.invoke(call(name, json!({"a": 1}))).await.unwrap());
+    assert!(message.contains(&format!("{name:?}")), "{message}");
+    assert_eq!(probe.runs(), 0);
+    let record = only_record(&s);
+    assert_eq!(record.tool, name);
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test]
+async fn lookup_is_case_sensitive() {
+    assert_not_found("Add").await;
+}
+
+#[tokio::test]
+async fn lookup_does_not_trim_whitespace() {
+    assert_not_found("add ").await;
+}
+
+#[tokio::test]
+async fn lookup_refuses_a_cyrillic_look_alike() {
+    let look_alike = "\u{0430}dd"; // CYRILLIC SMALL LETTER A, then "dd"
+    assert_ne!(look_alike, "add");
+    assert_not_found(look_alike).await;
+}
+
+#[tokio::test]
+async fn exact_name_is_found() {
+    let add = FakeTool::new("add");
+    let probe = add.probe();
+    let s = session(vec![add.any()], ChainPolicy::default(), Approval::deny_all());
+    let value = ok_value(s.invoke(call("add", json!({"a": 1}))).await.unwrap());
+    assert_eq!(value, json!({"a": 1}));
+    assert_eq!(probe.runs(), 1);
+    assert_eq!(only_record(&s).status, CallStatus::Ok);
+}
+
+// ---------------------------------------------------------------------------
+// Gate 3: kind
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn hosted_tool_is_denied() {
+    let hosted = AnyTool::Hosted(HostedTool {
+        name: "web_search".into(),
+        description: "searches the web at the provider".into(),
+        provider_specs: Default::default(),
+    });
+    let s = session(vec![hosted], ChainPolicy::default(), Approval::auto(ToolRisk::Critical));
+    let message = denied_message(s.invoke(call("web_search", json!({"q": "x"}))).await.unwrap());
+    assert!(message.contains("web_search"), "{message}");
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Denied);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test]
+async fn provider_defined_tool_is_denied() {
+    let shell = AnyTool::ProviderDefined(ProviderDefinedTool {
+        name: "shell".into(),
+        description: "a provider-shaped shell".into(),
+        provider_specs: Default::default(),
+        call_types: vec!["shell_call".into()],
+    });
+    let s = session(vec![shell], ChainPolicy::default(), Approval::auto(ToolRisk::Critical));
+    let message = denied_message(s.invoke(call("shell", json!({"cmd": "ls"}))).await.unwrap());
+    assert!(message.contains("shell"), "{message}");
+    assert_eq!(only_record(&s).status, CallStatus::Denied);
+}
+
+#[tokio::test]
+async fn local_tool_named_run_chain_is_denied_and_never_runs() {
+    assert_eq!(RUN_CHAIN, "run_chain");
+    let recursive = FakeTool::new(RUN_CHAIN);
+    let probe = recursive.probe();
+    let s = session(
+        vec![recursive.any()],
+        ChainPolicy::default(),
+        Approval::auto(ToolRisk::Critical),
+    );
+    let message = denied_message(s.invoke(call("run_chain", json!({"script": "1"}))).await.unwrap());
+    assert!(message.contains("run_chain"), "{message}");
+    assert_eq!(probe.runs(), 0);
+    assert_eq!(only_record(&s).status, CallStatus::Denied);
+}
+
+// ---------------------------------------------------------------------------
+// Gate 4: arguments
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn oversize_args_are_invalid_and_the_tool_never_runs() {
+    let echo = FakeTool::new("echo");
+    let probe = echo.probe();
+    let policy = ChainPolicy {
+        max_arg_bytes: 32,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![echo.any()], policy, Approval::deny_all());
+    let message = invalid_message(s.invoke(call("echo", json!({"text": "x".repeat(100)}))).await.unwrap());
+    assert!(message.contains("max_arg_bytes = 32"), "{message}");
+    assert_eq!(probe.runs(), 0);
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test]
+async fn args_exactly_at_max_arg_bytes_pass() {
+    // Canonical JSON `{"text":"xxxxxxxxxxxxxxxxxxxxx"}` is 11 + 21 = 32 bytes.
+    let a = json!({"text": "x".repeat(21)});
+    assert_eq!(chainbox::digest::canonical_args(&args(a.clone())).len(), 32);
+    let echo = FakeTool::new("echo");
+    let policy = ChainPolicy {
+        max_arg_bytes: 32,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![echo.any()], policy.clone(), Approval::deny_all());
+    ok_value(s.invoke(call("echo", a)).await.unwrap());
+    let s = session(vec![FakeTool::new("echo").any()], policy, Approval::deny_all());
+    invalid_message(s.invoke(call("echo", json!({"text": "x".repeat(22)}))).await.unwrap());
+}
+
+#[tokio::test]
+async fn schema_violation_is_invalid_naming_the_field_and_the_tool_never_runs() {
+    let forecast = FakeTool::new("forecast").schema(forecast_schema());
+    let probe = forecast.probe();
+    let s = session(vec![forecast.any()], ChainPolicy::default(), Approval::deny_all());
+    let outcome = s
+        .invoke(call("forecast", json!({"city": "Paris", "days": 0})))
+        .await
+        .unwrap();
+    let message = invalid_message(outcome);
+    assert!(message.contains("`days`"), "{message}");
+    assert!(message.contains("forecast"), "{message}");
+    assert_eq!(probe.runs(), 0);
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test]
+async fn missing_required_argument_is_invalid_naming_the_field() {
+    let forecast = FakeTool::new("forecast").schema(forecast_schema());
+    let probe = forecast.probe();
+    let s = session(vec![forecast.any()], ChainPolicy::default(), Approval::deny_all());
+    let message = invalid_message(s.invoke(call("forecast", json!({"days": 2}))).await.unwrap());
+    assert!(message.contains("city"), "{message}");
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test]
+async fn unexpected_argument_is_invalid_under_a_strict_schema() {
+    let forecast = FakeTool::new("forecast").schema(forecast_schema());
+    let probe = forecast.probe();
+    let s = session(vec![forecast.any()], ChainPolicy::default(), Approval::deny_all());
+    let outcome = s
+        .invoke(call("forecast", json!({"city": "Paris", "units": "metric"})))
+        .await;
+    let message = invalid_message(outcome.unwrap());
+    assert!(message.contains("units"), "{message}");
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test]
+async fn artifact_handle_in_args_is_resolved_on_the_host() {
+    let rows = FakeTool::new("rows").body(|_| Ok(ToolOutput::Value(json!((0..50).collect::<Vec<_>>()))));
+    let count = FakeTool::new("count");
+    let probe = count.probe();
+    let policy = ChainPolicy {
+        max_inline_result_bytes: 16,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![rows.any(), count.any()], policy, Approval::deny_all());
+    let handle = ok_value(s.invoke(call("rows", json!({}))).await.unwrap());
+    assert!(handle.get("artifact_ref").is_some(), "{handle}");
+    ok_value(s.invoke(call("count", json!({"data": handle}))).await.unwrap());
+    assert_eq!(probe.seen()[0]["data"], json!((0..50).collect::<Vec<_>>()));
+}
+
+#[tokio::test]
+async fn foreign_artifact_handle_in_args_is_invalid() {
+    let count = FakeTool::new("count");
+    let probe = count.probe();
+    let s = session(vec![count.any()], ChainPolicy::default(), Approval::deny_all());
+    let foreign = chainbox::artifacts::ArtifactRef::of(b"[1,2,3]").to_string();
+    let outcome = s.invoke(call("count", json!({"data": {"$artifact": foreign}}))).await;
+    let message = invalid_message(outcome.unwrap());
+    assert!(message.contains("not an artifact of this chain"), "{message}");
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test]
+async fn policy_deny_override_is_denied_and_the_tool_never_runs() {
+    let wipe = FakeTool::new("wipe");
+    let probe = wipe.probe();
+    let policy = with_override(
+        ChainPolicy::default(),
+        "wipe",
+        ToolOverride {
+            deny: true,
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![wipe.any()], policy, Approval::auto(ToolRisk::Critical));
+    let message = denied_message(s.invoke(call("wipe", json!({}))).await.unwrap());
+    assert!(message.contains("denied by policy"), "{message}");
+    assert_eq!(probe.runs(), 0);
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Denied);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test]
+async fn schema_is_checked_before_the_policy_deny() {
+    let forecast = FakeTool::new("forecast").schema(forecast_schema());
+    let policy = with_override(
+        ChainPolicy::default(),
+        "forecast",
+        ToolOverride {
+            deny: true,
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![forecast.any()], policy, Approval::deny_all());
+    invalid_message(s.invoke(call("forecast", json!({"days": "two"}))).await.unwrap());
+}
+
+// ---------------------------------------------------------------------------
+// Gate 5: risk and approval
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn safe_tool_runs_without_asking_for_approval() {
+    let echo = FakeTool::new("echo");
+    let (approval, asked) = handler(Handler::Deny);
+    let s = session(vec![echo.any()], ChainPolicy::default(), approval);
+    ok_value(s.invoke(call("echo", json!({}))).await.unwrap());
+    assert!(asked.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn risk_at_max_risk_unapproved_needs_no_approval() {
+    let send = FakeTool::new("send_email").risk(ToolRisk::High);
+    let (approval, asked) = handler(Handler::Deny);
+    let policy = ChainPolicy {
+        max_risk_unapproved: ToolRisk::High,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![send.any()], policy, approval);
+    ok_value(s.invoke(call("send_email", json!({}))).await.unwrap());
+    assert!(asked.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn approved_high_risk_call_runs() {
+    let (outcome, record, probe, asked) = high_risk_call(Handler::Approve).await;
+    assert_eq!(ok_value(outcome), json!({"to": "a@example.com"}));
+    assert_eq!(record.status, CallStatus::Ok);
+    assert_eq!(probe.runs(), 1);
+    assert_eq!(asked.len(), 1);
+}
+
+#[tokio::test]
+async fn approval_request_names_the_call_the_tool_the_risk_and_the_args() {
+    let (_, _, _, asked) = high_risk_call(Handler::Approve).await;
+    let req = &asked[0];
+    assert_eq!(req.run_id, RUN_ID);
+    assert_eq!(req.call_id, 1);
+    assert_eq!(req.tool, "send_email");
+    assert_eq!(req.risk, ToolRisk::High);
+    assert_eq!(req.arguments, args(json!({"to": "a@example.com"})));
+}
+
+#[tokio::test]
+async fn denied_high_risk_call_is_denied_and_never_runs() {
+    let (outcome, record, probe, _) = high_risk_call(Handler::Deny).await;
+    let message = denied_message(outcome);
+    assert!(message.contains("the human said no"), "{message}");
+    assert!(message.contains("high"), "{message}");
+    assert_eq!(record.status, CallStatus::Denied);
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test]
+async fn skipped_high_risk_call_is_denied() {
+    struct Skip;
+    #[async_trait]
+    impl ApprovalHandler for Skip {
+        async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+            Ok(ApprovalDecision::Skipped)
+        }
+    }
+    let send = FakeTool::new("send_email").risk(ToolRisk::High);
+    let probe = send.probe();
+    let s = session(vec![send.any()], ChainPolicy::default(), Approval::new(Skip));
+    let message = denied_message(s.invoke(call("send_email", json!({}))).await.unwrap());
+    assert!(message.contains("skipped"), "{message}");
+    assert_eq!(only_record(&s).status, CallStatus::Denied);
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test]
+async fn approval_handler_error_is_denied() {
+    let (outcome, record, probe, _) = high_risk_call(Handler::Fail).await;
+    let message = denied_message(outcome);
+    assert!(message.contains("approval backend down"), "{message}");
+    assert_eq!(record.status, CallStatus::Denied);
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_handler_panic_is_denied() {
+    let (outcome, record, probe, _) = high_risk_call(Handler::Panic).await;
+    let message = denied_message(outcome);
+    assert!(message.contains("panicked"), "{message}");
+    assert_eq!(record.status, CallStatus::Denied);
+    assert_eq!(probe.runs(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_silent_past_approval_timeout_is_denied() {
+    let started = Instant::now();
+    let (outcome, record, probe, asked) = high_risk_call_under(quick_policy(), Handler::Hang).await;
+    let elapsed = started.elapsed();
+    let message = denied_message(outcome);
+    assert!(message.contains("timed out"), "{message}");
+    assert_eq!(
+        record.status,
+        CallStatus::Denied,
+        "a silent human is a denial, not a timeout"
+    );
+    assert_eq!(probe.runs(), 0);
+    assert_eq!(asked.len(), 1);
+    assert!(elapsed >= Duration::from_millis(100), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn modified_args_are_what_the_tool_sees() {
+    let new_args = args(json!({"to": "b@example.com"}));
+    let (outcome, record, probe, _) = high_risk_call(Handler::Modify(new_args.clone())).await;
+    assert_eq!(ok_value(outcome), json!({"to": "b@example.com"}));
+    assert_eq!(record.status, CallStatus::Ok);
+    assert_eq!(probe.seen(), vec![new_args]);
+}
+
+#[tokio::test]
+async fn modified_args_keep_the_digest_of_the_args_the_script_sent() {
+    let new_args = args(json!({"to": "b@example.com"}));
+    let (_, record, _, _) = high_risk_call(Handler::Modify(new_args)).await;
+    assert_eq!(record.args_digest, args_digest(&args(json!({"to": "a@example.com"}))));
+}
+
+#[tokio::test]
+async fn modified_args_that_break_the_schema_are_invalid_and_never_run() {
+    let forecast = FakeTool::new("forecast").schema(forecast_schema()).risk(ToolRisk::High);
+    let probe = forecast.probe();
+    let (approval, _) = handler(Handler::Modify(args(json!({"city": "Paris", "days": -3}))));
+    let s = session(vec![forecast.any()], ChainPolicy::default(), approval);
+    let outcome = s
+        .invoke(call("forecast", json!({"city": "Paris", "days": 3})))
+        .await
+        .unwrap();
+    let message = invalid_message(outcome);
+    assert!(message.contains("`days`"), "{message}");
+    assert_eq!(probe.runs(), 0);
+    assert_eq!(only_record(&s).status, CallStatus::Error);
+}
+
+/// `DELETE …` is critical, anything else is what the tool declares (safe).
+fn sql_risk(args: &Map<String, Value>) -> ToolRisk {
+    let query = args.get("query").and_then(Value::as_str).unwrap_or("");
+    if query.trim_start().to_ascii_uppercase().starts_with("DELETE") {
+        ToolRisk::Critical
+    } else {
+        ToolRisk::Safe
+    }
+}
+
+#[tokio::test]
+async fn per_call_classify_critical_needs_approval_although_risk_is_safe() {
+    let sql = FakeTool::new("sql").classify(sql_risk);
+    assert_eq!(Tool::risk(&sql), ToolRisk::Safe);
+    let probe = sql.probe();
+    let (approval, asked) = handler(Handler::Deny);
+    let s = session(vec![sql.any()], ChainPolicy::default(), approval);
+    let select = s.invoke(call("sql", json!({"query": "SELECT 1"}))).await.unwrap();
+    ok_value(select);
+    let delete = s.invoke(call("sql", json!({"query": "DELETE FROM t"}))).await.unwrap();
+    denied_message(delete);
+    assert_eq!(probe.runs(), 1, "only the SELECT ran");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "only the DELETE was asked about");
+    assert_eq!(asked[0].risk, ToolRisk::Critical);
+    assert_eq!(asked[0].call_id, 2);
+}
+
+#[tokio::test]
+async fn policy_risk_override_lowers_the_risk_so_no_approval_is_needed() {
+    let send = FakeTool::new("send_email").risk(ToolRisk::High);
+    let probe = send.probe();
+    let (approval, asked) = handler(Handler::Deny);
+    let policy = with_override(
+        ChainPolicy::default(),
+        "send_email",
+        ToolOverride {
+            risk: Some(ToolRisk::Safe),
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![send.any()], policy, approval);
+    ok_value(s.invoke(call("send_email", json!({}))).await.unwrap());
+    assert_eq!(probe.runs(), 1);
+    assert!(asked.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn policy_risk_override_raises_the_risk_so_approval_is_needed() {
+    let echo = FakeTool::new("echo");
+    let probe = echo.probe();
+    let (approval, asked) = handler(Handler::Deny);
+    let policy = with_override(
+        ChainPolicy::default(),
+        "echo",
+        ToolOverride {
+            risk: Some(ToolRisk::Critical),
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![echo.any()], policy, approval);
+    denied_message(s.invoke(call("echo", json!({}))).await.unwrap());
+    assert_eq!(probe.runs(), 0);
+    assert_eq!(asked.lock().unwrap()[0].risk, ToolRisk::Critical);
+}
+
+#[tokio::test]
+async fn policy_risk_override_wins_over_per_call_classify() {
+    let sql = FakeTool::new("sql").classify(sql_risk);
+    let probe = sql.probe();
+    let (approval, asked) = handler(Handler::Deny);
+    let policy = with_override(
+        ChainPolicy::default(),
+        "sql",
+        ToolOverride {
+            risk: Some(ToolRisk::Safe),
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![sql.any()], policy, approval);
+    ok_value(s.invoke(call("sql", json!({"query": "DELETE FROM t"}))).await.unwrap());
+    assert_eq!(probe.runs(), 1);
+    assert!(asked.lock().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Gate 6: execution
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_timeout_is_a_timeout_outcome_and_a_timeout_record() {
+    let slow = FakeTool::new("slow").delay(Duration::from_secs(10));
+    let probe = slow.probe();
+    let policy = ChainPolicy {
+        call_timeout_s: 0.1,
+        approval_timeout_s: 0.05,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![slow.any()], policy, Approval::deny_all());
+    let started = Instant::now();
+    let message = timeout_message(s.invoke(call("slow", json!({}))).await.unwrap());
+    let elapsed = started.elapsed();
+    assert!(message.contains("timed out"), "{message}");
+    assert!(elapsed >= Duration::from_millis(100), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert_eq!(probe.runs(), 1);
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Timeout);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+    assert!(record.duration_ms >= 100.0, "{record:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_tool_is_aborted() {
+    let slow = FakeTool::new("slow").delay(Duration::from_millis(250));
+    let probe = slow.probe();
+    let policy = ChainPolicy {
+        call_timeout_s: 0.05,
+        approval_timeout_s: 0.01,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![slow.any()], policy, Approval::deny_all());
+    timeout_message(s.invoke(call("slow", json!({}))).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(probe.runs(), 1);
+    assert_eq!(probe.finished(), 0, "the tool kept running after its timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_tool_call_timeout_override_shortens_the_leash() {
+    let slow = FakeTool::new("slow").delay(Duration::from_secs(10));
+    let policy = with_override(
+        ChainPolicy {
+            call_timeout_s: 30.0,
+            approval_timeout_s: 25.0,
+            ..ChainPolicy::default()
+        },
+        "slow",
+        ToolOverride {
+            call_timeout_s: Some(0.05),
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![slow.any()], policy, Approval::deny_all());
+    let started = Instant::now();
+    let message = timeout_message(s.invoke(call("slow", json!({}))).await.unwrap());
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(message.contains("0.05s"), "{message}");
+    assert_eq!(only_record(&s).status, CallStatus::Timeout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_tool_call_timeout_override_lengthens_the_leash() {
+    let patient = FakeTool::new("patient").delay(Duration::from_millis(100));
+    let hasty = FakeTool::new("hasty").delay(Duration::from_millis(100));
+    let policy = with_override(
+        ChainPolicy {
+            call_timeout_s: 0.03,
+            approval_timeout_s: 0.01,
+            ..ChainPolicy::default()
+        },
+        "patient",
+        ToolOverride {
+            call_timeout_s: Some(0.3),
+            ..ToolOverride::default()
+        },
+    );
+    let s = session(vec![patient.any(), hasty.any()], policy, Approval::deny_all());
+    ok_value(s.invoke(call("patient", json!({}))).await.unwrap());
+    timeout_message(s.invoke(call("hasty", json!({}))).await.unwrap());
+    let statuses: Vec<_> = s.trace(CallStatus::Error, "x").into_iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [CallStatus::Ok, CallStatus::Timeout]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panicking_tool_is_an_error() {
+    let boom = FakeTool::new("boom").body(|_| panic!("tool bug"));
+    let s = session(vec![boom.any()], ChainPolicy::default(), Approval::deny_all());
+    let message = error_message(s.invoke(call("boom", json!({}))).await.unwrap());
+    assert!(message.contains("panicked"), "{message}");
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.error.as_deref(), Some(message.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_keeps_working_after_a_tool_panics() {
+    let boom = FakeTool::new("boom").body(|_| panic!("tool bug"));
+    let echo = FakeTool::new("echo");
+    let s = session(
+        vec![boom.any(), echo.any()],
+        ChainPolicy::default(),
+        Approval::deny_all(),
+    );
+    error_message(s.invoke(call("boom", json!({}))).await.unwrap());
+    ok_value(s.invoke(call("echo", json!({"x": 1}))).await.unwrap());
+    assert_eq!(s.trace(CallStatus::Error, "x").len(), 2);
+}
+
+#[tokio::test]
+async fn tool_error_is_an_error_with_its_message() {
+    let fail = FakeTool::new("fail").body(|_| Err(ToolError::new("disk full")));
+    let s = session(vec![fail.any()], ChainPolicy::default(), Approval::deny_all());
+    let message = error_message(s.invoke(call("fail", json!({}))).await.unwrap());
+    assert_eq!(message, "disk full");
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.error.as_deref(), Some("disk full"));
+}
+
+#[tokio::test]
+async fn tool_context_carries_the_run_id_and_the_call_number_counting_refused_calls() {
+    struct Ctx;
+    #[async_trait]
+    impl Tool for Ctx {
+        fn name(&self) -> &str {
+            "ctx"
+        }
+        fn description(&self) -> &str {
+            "reports its context"
+        }
+        fn input_schema(&self) -> &Value {
+            static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+            S.get_or_init(|| json!({"type": "object"}))
+        }
+        async fn execute(&self, ctx: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::Value(json!({"run_id": ctx.run_id, "call_id": ctx.call_id})))
+        }
+    }
+    let s = session(
+        vec![AnyTool::Local(Arc::new(Ctx))],
+        ChainPolicy::default(),
+        Approval::deny_all(),
+    );
+    not_found_message(s.invoke(call("missing", json!({}))).await.unwrap());
+    let value = ok_value(s.invoke(call("ctx", json!({}))).await.unwrap());
+    assert_eq!(value, json!({"run_id": RUN_ID, "call_id": 2}));
+}
+
+// ---------------------------------------------------------------------------
+// Gate 7: result shaping
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn result_with_is_error_is_an_error_with_its_text() {
+    let flaky = FakeTool::new("flaky").body(|_| {
+        Ok(ToolOutput::Result(ToolExecutionResult {
+            content: vec![
+                ContentBlock::Text {
+                    text: "quota exceeded".into(),
+                },
+                ContentBlock::Text {
+                    text: "retry tomorrow".into(),
+                },
+            ],
+            is_error: true,
+            ..ToolExecutionResult::default()
+        }))
+    });
+    let s = session(vec![flaky.any()], ChainPolicy::default(), Approval::deny_all());
+    let message = error_message(s.invoke(call("flaky", json!({}))).await.unwrap());
+    assert_eq!(message, "quota exceeded\nretry tomorrow");
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.artifact_ref, None);
+}
+
+#[tokio::test]
+async fn text_result_becomes_text_and_files() {
+    let hello = FakeTool::new("hello").body(|_| {
+        Ok(ToolOutput::Result(ToolExecutionResult {
+            content: vec![ContentBlock::Text { text: "hi".into() }],
+            ..ToolExecutionResult::default()
+        }))
+    });
+    let s = session(vec![hello.any()], ChainPolicy::default(), Approval::deny_all());
+    let value = ok_value(s.invoke(call("hello", json!({}))).await.unwrap());
+    assert_eq!(value, json!({"text": "hi", "files": []}));
+}
+
+#[tokio::test]
+async fn result_over_max_inline_result_bytes_becomes_a_handle_recorded_in_the_trace() {
+    let big = json!({"rows": (0..200).map(|i| format!("row {i}")).collect::<Vec<_>>()});
+    let returned = big.clone();
+    let rows = FakeTool::new("rows").body(move |_| Ok(ToolOutput::Value(returned.clone())));
+    let policy = ChainPolicy {
+        max_inline_result_bytes: 256,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![rows.any()], policy, Approval::deny_all());
+    let handle = ok_value(s.invoke(call("rows", json!({}))).await.unwrap());
+    let artifact_ref = handle["artifact_ref"].as_str().expect("a handle").to_owned();
+    assert!(artifact_ref.starts_with("sha256:"), "{artifact_ref}");
+    assert_eq!(handle["media_type"], "application/json");
+    assert_eq!(handle["size"], json!(serde_json::to_string(&big).unwrap().len()));
+    let record = only_record(&s);
+    assert_eq!(record.status, CallStatus::Ok);
+    assert_eq!(record.artifact_ref.as_deref(), Some(artifact_ref.as_str()));
+    assert_eq!(s.load_artifact(&handle), CallOutcome::Ok { value: big });
+}
+
+#[tokio::test]
+async fn result_at_max_inline_result_bytes_stays_inline() {
+    let value = json!("x".repeat(30)); // 32 bytes of JSON with the quotes
+    let returned = value.clone();
+    let tool = FakeTool::new("t").body(move |_| Ok(ToolOutput::Value(returned.clone())));
+    let policy = ChainPolicy {
+        max_inline_result_bytes: 32,
+        ..ChainPolicy::default()
+    };
+    let s = session(vec![tool.any()], policy, Approval::deny_all());
+    assert_eq!(ok_value(s.invoke(call("t", json!({}))).await.unwrap()), value);
+    assert_eq!(only_record(&s).artifact_ref, None);
+}
+
+// ---------------------------------------------------------------------------
+// The trace
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn trace_records_args_digest_of_each_call_in_call_order() {
+    let echo = FakeTool::new("echo");
+    let s = session(vec![echo.any()], ChainPolicy::default(), Approval::deny_all());
+    let calls = [
+        ("echo", json!({"city": "Paris", "days": 3})),
+        ("missing", json!({"b": [1, 2], "a": null})),
+        ("echo", json!({})),
+        ("echo", json!({"days": 3, "city": "Paris"})),
+    ];
+    for (tool, a) in &calls {
+        s.invoke(call(tool, a.clone())).await.unwrap();
+    }
+    let trace = s.trace(CallStatus::Error, "interrupted");
+    let got: Vec<(&str, &str)> = trace
+        .iter()
+        .map(|r| (r.tool.as_str(), r.args_digest.as_str()))
+        .collect();
+    let want_digests: Vec<String> = calls.iter().map(|(_, a)| args_digest(&args(a.clone()))).collect();
+    let want: Vec<(&str, &str)> = calls
+        .iter()
+        .zip(&want_digests)
+        .map(|((tool, _), d)| (*tool, d.as_str()))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(trace[0].args_digest, trace[3].args_digest, "key order does not matter");
+    assert_eq!(trace[1].status, CallStatus::Error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_still_running_when_the_trace_is_taken_shows_the_interrupted_status() {
+    let slow = FakeTool::new("slow").delay(Duration::from_millis(300));
+    let probe = slow.probe();
+    let echo = FakeTool::new("echo");
+    let s = Arc::new(session(
+        vec![slow.any(), echo.any()],
+        ChainPolicy::default(),
+        Approval::deny_all(),
+    ));
+    ok_value(s.invoke(call("echo", json!({"n": 1}))).await.unwrap());
+    let running = tokio::spawn({
+        let s = Arc::clone(&s);
+        async move { s.invoke(call("slow", json!({"n": 2}))).await }
+    });
+    while probe.runs() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let trace = s.trace(CallStatus::Timeout, "chain deadline hit");
+    assert_eq!(trace.len(), 2, "{trace:?}");
+    assert_eq!(trace[0].status, CallStatus::Ok);
+    assert_eq!(trace[0].error, None);
+    assert_eq!(trace[1].tool, "slow");
+    assert_eq!(trace[1].args_digest, args_digest(&args(json!({"n": 2}))));
+    assert_eq!(trace[1].status, CallStatus::Timeout);
+    assert_eq!(trace[1].error.as_deref(), Some("chain deadline hit"));
+    assert_eq!(trace[1].artifact_ref, None);
+    // Once the call ends, its real record replaces the interrupted one.
+    ok_value(running.await.unwrap().unwrap());
+    let trace = s.trace(CallStatus::Timeout, "chain deadline hit");
+    assert_eq!(trace[1].status, CallStatus::Ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_dropped_mid_run_stays_interrupted_in_the_trace() {
+    let slow = FakeTool::new("slow").delay(Duration::from_secs(10));
+    let probe = slow.probe();
+    let s = session(vec![slow.any()], ChainPolicy::default(), Approval::deny_all());
+    let cut = tokio::time::timeout(Duration::from_millis(50), s.invoke(call("slow", json!({})))).await;
+    assert!(cut.is_err(), "the chain was killed while the call ran");
+    assert_eq!(probe.runs(), 1);
+    let record = only_record_with(&s, CallStatus::Error, "chain killed");
+    assert_eq!(record.status, CallStatus::Error);
+    assert_eq!(record.error.as_deref(), Some("chain killed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_running_call_aborts_the_tool() {
+    let slow = FakeTool::new("slow").delay(Duration::from_millis(150));
+    let probe = slow.probe();
+    let s = session(vec![slow.any()], ChainPolicy::default(), Approval::deny_all());
+    let cut = tokio::time::timeout(Duration::from_millis(30), s.invoke(call("slow", json!({})))).await;
+    assert!(cut.is_err());
+    assert_eq!(probe.runs(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        probe.finished(),
+        0,
+        "the tool kept running after the chain dropped its call"
+    );
+}
+
+fn only_record_with(s: &InvokerSession, interrupted: CallStatus, why: &str) -> ChainCallRecord {
+    let trace = s.trace(interrupted, why);
+    assert_eq!(trace.len(), 1, "{trace:?}");
+    trace.into_iter().next().unwrap()
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Never answers; its pending future holds a [`DropFlag`].
+struct SilentHuman {
+    asked: Arc<AtomicUsize>,
+    dropped: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl ApprovalHandler for SilentHuman {
+    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        let _flag = DropFlag(Arc::clone(&self.dropped));
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_call_waiting_for_approval_abandons_the_request() {
+    let send = FakeTool::new("send_email").risk(ToolRisk::High);
+    let probe = send.probe();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let approval = Approval::new(SilentHuman {
+        asked: Arc::clone(&asked),
+        dropped: Arc::clone(&dropped),
+    });
+    let s = session(vec![send.any()], ChainPolicy::default(), approval);
+    let cut = tokio::time::timeout(Duration::from_millis(50), s.invoke(call("send_email", json!({})))).await;
+    assert!(cut.is_err());
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert_eq!(probe.runs(), 0);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the approval handler kept waiting after the chain dropped its call"
+    );
+}
