@@ -40,6 +40,13 @@ pub const STUBS_PREAMBLE: &str = r#"# Tools you can call from a chain script.
 #   ValueError       the arguments do not match the tool's parameters
 # Exceeding the call budget, memory or time ends the script; that cannot be caught.
 #
+# Large results arrive as a handle instead of the value:
+#     {"artifact_ref": "sha256:...", "media_type": ..., "size": ..., "preview": ...}
+# Pass the handle straight to another tool (it is resolved outside the sandbox),
+# or call load_artifact(handle) (a plain function, no await) for the full value.
+# Images and other media arrive as {"text": ..., "files": [{"path", "media_type",
+# "artifact_ref"}]}; the files are under /workspace/media and open() reads them.
+#
 # The Python subset has gaps; avoid:
 #   - generators and `yield` (generator expressions like sum(x for x in xs) are fine)
 #   - class inheritance, so no custom exception classes: raise built-in ones
