@@ -42,6 +42,11 @@ const MAX_RECURSION_DEPTH: u32 = 1000;
 /// `MemoryError` limit; the rest is headroom before the hard wasm cap traps.
 const SOFT_MEMORY_SHARE: f64 = 0.75;
 
+/// A CPU-bound chain yields its thread every this many epoch ticks
+/// (`engine::EPOCH_TICK` each): often enough for fairness and for the total
+/// deadline to fire promptly, rarely enough not to slow the script down.
+const TICKS_PER_YIELD: u64 = 5;
+
 /// Per-chain state held by the wasmtime `Store`.
 pub(crate) struct ChainState {
     wasi: WasiP1Ctx,
@@ -163,6 +168,8 @@ pub(crate) struct CpuClock {
     /// Nanoseconds of guest time before the current stretch.
     used: AtomicU64,
     exceeded: std::sync::atomic::AtomicBool,
+    /// Epoch ticks seen while the guest ran.
+    ticks: AtomicU64,
 }
 
 impl CpuClock {
@@ -173,6 +180,7 @@ impl CpuClock {
             segment_start: AtomicU64::new(0),
             used: AtomicU64::new(0),
             exceeded: std::sync::atomic::AtomicBool::new(false),
+            ticks: AtomicU64::new(0),
         }
     }
 
@@ -262,7 +270,13 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
             clock.exceeded.store(true, Ordering::Relaxed);
             return Err(wasmtime::Error::msg("cpu limit exceeded"));
         }
-        // Let other chains on this thread run, then count time again.
+        // Every few ticks, let other chains on this thread run (and the
+        // outer deadline fire); yielding on every tick costs CPU-bound
+        // scripts dearly, so most ticks only count time.
+        if clock.ticks.fetch_add(1, Ordering::Relaxed) % TICKS_PER_YIELD != 0 {
+            clock.resume();
+            return Ok(UpdateDeadline::Continue(1));
+        }
         Ok(UpdateDeadline::YieldCustom(
             1,
             Box::pin(async move {
