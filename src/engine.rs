@@ -287,7 +287,8 @@ impl Engine {
                 });
                 result.call_trace = session.trace(CallStatus::Error, "interrupted: the script failed first");
             }
-            (None, None) => unreachable!("sandbox::ending reports a missing finish as an error"),
+            // `sandbox::ending` reports a missing finish as an error; never panic here regardless.
+            (None, None) => return crash(&session, "the sandbox ended without reporting a result"),
         }
         result
     }

@@ -186,3 +186,22 @@ async fn unknown_name_is_a_name_error() {
     let e = r.error.as_ref().expect("error");
     assert_eq!(e.error_type, "NameError", "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn total_timeout_stops_a_cpu_bound_script_even_below_the_cpu_limit() {
+    let policy = ChainPolicy {
+        total_timeout_s: 0.3,
+        max_cpu_s: 30.0,
+        ..ChainPolicy::default()
+    };
+    let started = Instant::now();
+    let r = run_with("await noop()\nwhile True:\n    pass", &policy).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(r.status, ChainStatus::Timeout, "{r:?}");
+    assert_eq!(r.tool_calls, 1);
+    assert_eq!(r.call_trace[0].status, CallStatus::Ok);
+}
