@@ -1,0 +1,2 @@
+# One awaited call of a no-op host tool.
+await noop()
