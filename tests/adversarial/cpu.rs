@@ -1,0 +1,130 @@
+//! CPU attacks: scripts that never stop computing, in Python bytecode and
+//! inside native builtins (`sorted`, `str.join`, `"x" * n`), and scripts that
+//! sleep instead of computing.
+
+use std::time::{Duration, Instant};
+
+use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
+
+use crate::support::{assert_ended, assert_next_chain_ok, assert_trace, run, run_with, tight};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tight_loop_is_stopped_by_cpu_limit_with_earlier_records_intact() {
+    let r = run("await add(a=1, b=2)\nawait echo(text='before')\nwhile True:\n    pass").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_trace(&r, &[("add", CallStatus::Ok), ("echo", CallStatus::Ok)]);
+    assert!(r.usage.cpu_ms >= 1000.0, "{:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_range_loop_is_stopped_by_cpu_limit() {
+    let r = run("await noop()\nx = 0\nfor i in range(10**15):\n    x += i\nx").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sorted_of_a_huge_range_ends_with_memory_not_a_hang() {
+    let started = Instant::now();
+    let r = run("sorted(range(10**9))").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sorting_repeatedly_in_native_code_is_stopped_by_cpu_limit() {
+    let r = run("xs = list(range(200000, 0, -1))\nwhile True:\n    ys = sorted(xs)\n    xs = sorted(ys, reverse=True)")
+        .await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn join_of_a_billion_strings_is_refused_as_memory() {
+    let r = run("','.join(['x'] * 10**9)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_join_in_native_code_is_stopped_by_cpu_limit() {
+    let r = run("parts = ['abc'] * 100000\nwhile True:\n    s = ','.join(parts)\n    n = len(s.split(','))").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn string_repetition_of_a_gigabyte_is_refused_as_memory() {
+    let r = run("len('x' * 10**9)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn time_sleep_is_bounded_by_the_total_timeout_and_costs_no_cpu() {
+    let started = Instant::now();
+    let r = run("import time\nawait noop()\ntime.sleep(10**6)\n'woke'").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_ended(&r, ChainStatus::Timeout, ErrorKind::Timeout);
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert!(r.usage.cpu_ms < 500.0, "sleeping is not CPU: {:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn asyncio_sleep_is_bounded_by_the_total_timeout() {
+    let r = run("import asyncio\nawait asyncio.sleep(10**6)\n'woke'").await;
+    assert_ended(&r, ChainStatus::Timeout, ErrorKind::Timeout);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sleep_with_absurd_durations_is_a_script_error_not_a_crash() {
+    for (arg, expected) in [
+        ("-1", "ValueError"),
+        ("float('nan')", "ValueError"),
+        ("float('inf')", ""),
+    ] {
+        let script = format!(
+            "import time\ntry:\n    time.sleep({arg})\n    r = 'slept'\nexcept Exception as e:\n    r = type(e).__name__\nr"
+        );
+        let r = run(&script).await;
+        // inf may either be refused or sleep until the total timeout; it must never crash.
+        if expected.is_empty() {
+            assert!(
+                matches!(r.status, ChainStatus::Ok | ChainStatus::Timeout),
+                "{arg}: {r:#?}"
+            );
+            assert_ne!(r.error_kind(), Some(ErrorKind::Crash), "{arg}: {r:#?}");
+        } else {
+            assert_eq!(r.status, ChainStatus::Ok, "{arg}: {r:#?}");
+            assert_eq!(r.output, serde_json::json!(expected), "{arg}");
+        }
+    }
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cpu_limit_fires_even_when_the_total_timeout_is_generous() {
+    let policy = ChainPolicy {
+        max_cpu_s: 0.3,
+        total_timeout_s: 30.0,
+        ..tight()
+    };
+    let started = Instant::now();
+    let r = run_with("while True:\n    x = [i * i for i in range(1000)]", &policy).await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_next_chain_ok().await;
+}

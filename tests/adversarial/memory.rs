@@ -1,0 +1,83 @@
+//! Memory attacks: strings, lists, dicts and big ints that grow without
+//! bound, and structures nested far deeper than anything sane. The hard cap
+//! is the wasm linear memory (`max_memory_bytes`); the interpreter's own
+//! `MemoryError` fires first at a share of it.
+
+use chainbox::{CallStatus, ChainStatus, ErrorKind};
+use serde_json::json;
+
+use crate::support::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doubling_string_is_stopped_with_kind_memory_and_the_trace_kept() {
+    let r = run("await echo(text='a')\ns = 'x' * 1024\nwhile True:\n    s = s + s").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert_trace(&r, &[("echo", CallStatus::Ok)]);
+    assert!(r.usage.peak_memory_bytes <= 64 * MIB, "{:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn growing_list_is_stopped_with_kind_memory() {
+    let r = run("l = []\nwhile True:\n    l.append('abcdefgh' * 100)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert!(r.usage.peak_memory_bytes <= 64 * MIB, "{:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn growing_dict_is_stopped_with_kind_memory() {
+    let r = run("d = {}\ni = 0\nwhile True:\n    d[i] = str(i)\n    i += 1").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert!(r.usage.peak_memory_bytes <= 64 * MIB, "{:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doubling_big_int_is_stopped_with_kind_memory() {
+    let r = run("x = 3\nn = 2\nwhile True:\n    x = (x << n) | x\n    n = n * 2").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gigantic_power_is_refused_before_it_is_computed() {
+    let r = run("x = 10 ** (10 ** 9)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert!(r.duration_ms < 1000.0, "refused up front, not after computing: {r:?}");
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_error_cannot_be_caught_to_keep_allocating() {
+    let r = run(
+        "keep = []\nwhile True:\n    try:\n        keep.append('x' * 10**6)\n    except MemoryError:\n        pass",
+    )
+    .await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hundred_thousand_deep_nested_lists_are_fine_in_memory() {
+    let r = run("x = []\nfor i in range(100000):\n    x = [x]\nd = 0\nwhile x:\n    x = x[0]\n    d += 1\nd").await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(100000));
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repr_of_a_deeply_nested_dict_does_not_crash_the_sandbox() {
+    let r = run("x = {}\nfor i in range(100000):\n    x = {'a': x}\ns = repr(x)\nlen(s) > 0").await;
+    // Either repr copes or the script gets a Python error; never a crash.
+    assert_ne!(r.error_kind(), Some(ErrorKind::Crash), "{r:#?}");
+    assert!(matches!(r.status, ChainStatus::Ok | ChainStatus::Error), "{r:#?}");
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn returning_a_deeply_nested_value_as_output_is_not_a_crash() {
+    let r = run("x = []\nfor i in range(10000):\n    x = [x]\nx").await;
+    assert_ne!(r.error_kind(), Some(ErrorKind::Crash), "{r:#?}");
+    assert_next_chain_ok().await;
+}

@@ -1,0 +1,83 @@
+//! Output attacks: floods of `print`, a final value larger than allowed,
+//! and text that is not valid UTF-8 (lone surrogates) or full of control
+//! characters, which must come back as valid, escaped JSON.
+
+use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
+use serde_json::json;
+
+use crate::support::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run, run_with, tight};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdout_flood_is_capped_and_counted_until_the_cpu_limit() {
+    let r = run("await noop()\nwhile True:\n    print('x' * 1000)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert!(r.stdout.len() <= 4096, "{}", r.stdout.len());
+    assert!(r.usage.stdout_truncated);
+    assert!(r.usage.stdout_bytes > 1_000_000, "{:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_huge_print_without_newline_is_capped() {
+    let r = run("print('y' * (8 * 1024 * 1024), end='')\n'done'").await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("done"));
+    assert_eq!(r.stdout.len(), 4096);
+    assert!(r.usage.stdout_truncated);
+    assert_eq!(r.usage.stdout_bytes, 8 * MIB);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multibyte_output_is_cut_on_a_character_boundary() {
+    let r = run("print('é' * 10000)\n1").await;
+    assert_ok(&r);
+    assert!(r.stdout.len() <= 4096 && r.stdout.len() >= 4094, "{}", r.stdout.len());
+    assert!(r.stdout.chars().all(|c| c == 'é'));
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lone_surrogates_in_output_and_stdout_become_valid_utf8() {
+    let r = run("print('a\\ud800b\\udfff')\ns = '\\ud800'\n{'k\\udc00': s, 'list': [s]}").await;
+    assert_ok(&r);
+    let text = serde_json::to_string(&r).expect("valid JSON");
+    let back: serde_json::Value = serde_json::from_str(&text).expect("round-trips");
+    assert_eq!(back["status"], "ok");
+    assert!(r.stdout.starts_with('a') && r.stdout.ends_with('\n'), "{:?}", r.stdout);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn control_characters_in_output_are_escaped_in_the_json() {
+    let r = run("print('\\x00\\x1b[2J\\x07\\r')\n'\\x00\\x1b]0;pwned\\x07'").await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("\u{0}\u{1b}]0;pwned\u{7}"));
+    assert_eq!(r.stdout, "\u{0}\u{1b}[2J\u{7}\r\n");
+    let text = serde_json::to_string(&r).expect("valid JSON");
+    assert!(!text.bytes().any(|b| b < 0x20), "raw control bytes in the JSON");
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_above_max_result_bytes_is_an_output_limit_error_with_the_trace() {
+    let policy = ChainPolicy {
+        max_result_bytes: 100_000,
+        max_inline_result_bytes: 4096,
+        ..tight()
+    };
+    let r = run_with("await noop()\n'z' * 1000000", &policy).await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::OutputLimit);
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_that_is_not_json_comes_back_as_its_repr() {
+    let r = run("[float('nan'), 2 ** 200, b'\\xff\\x00', lambda: 1, {1, 2}]").await;
+    assert_ok(&r);
+    assert!(!r.output_text.is_empty());
+    serde_json::to_string(&r).expect("valid JSON");
+    assert_next_chain_ok().await;
+}

@@ -1,0 +1,101 @@
+//! Stack attacks: unbounded Python recursion, recursion through builtins,
+//! and source code nested so deeply that a recursive parser would overflow.
+
+use chainbox::{CallStatus, ChainStatus, ErrorKind};
+use serde_json::json;
+
+use crate::support::{assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unbounded_recursion_is_a_recursion_error_with_earlier_records_intact() {
+    let r = run("await noop()\ndef f(n):\n    return f(n + 1)\nf(0)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+    assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("RecursionError"));
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn recursion_error_is_catchable_and_the_chain_goes_on() {
+    let r = run("def f(n):\n    return f(n + 1)\ntry:\n    f(0)\nexcept RecursionError:\n    r = 'caught'\n[r, await add(a=1, b=1)]").await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["caught", 2.0]));
+    assert_trace(&r, &[("add", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutual_recursion_through_lambdas_and_builtins_is_a_recursion_error() {
+    let r = run("def f(n):\n    return sorted([n], key=lambda x: f(x + 1))\nf(0)").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_call_at_maximum_recursion_depth_works() {
+    let r = run(
+        "async def f(n):\n    if n == 0:\n        return await add(a=1, b=1)\n    return await f(n - 1)\nawait f(900)",
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(2.0));
+    assert_trace(&r, &[("add", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_thousand_nested_brackets_are_a_compile_error() {
+    let script = format!("await noop()\nx = {}{}\n1", "[".repeat(10_000), "]".repeat(10_000));
+    let r = run(&script).await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Compile);
+    assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("SyntaxError"));
+    assert_trace(&r, &[]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_thousand_nested_parentheses_dicts_and_calls_are_compile_errors() {
+    for script in [
+        format!("x = {}1{}", "(".repeat(10_000), ")".repeat(10_000)),
+        format!("x = {}1{}", "{'a':".repeat(10_000), "}".repeat(10_000)),
+        format!("x = {}1{}", "abs(".repeat(10_000), ")".repeat(10_000)),
+        format!("x = {}1", "-".repeat(100_000)),
+        format!("x = {}1", "not ".repeat(10_000)),
+    ] {
+        let r = run(&script).await;
+        assert_ended(&r, ChainStatus::Error, ErrorKind::Compile);
+    }
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deeply_nested_blocks_are_a_compile_error() {
+    let mut script = String::new();
+    for depth in 0..2_000 {
+        script.push_str(&" ".repeat(depth));
+        script.push_str("if True:\n");
+    }
+    script.push_str(&" ".repeat(2_000));
+    script.push_str("x = 1\n");
+    let r = run(&script).await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Compile);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hundred_thousand_term_expression_ends_typed_and_the_engine_survives() {
+    let script = format!("x = {}\nx", vec!["1"; 100_000].join("+"));
+    let r = run(&script).await;
+    assert_eq!(r.status, ChainStatus::Error, "{r:#?}");
+    // Monty's compiler recurses on the left-deep tree and overflows the wasm
+    // stack: wasmtime traps, the host classifies it. Any typed ending other
+    // than a hang or a dead process is acceptable; see the report.
+    assert!(
+        matches!(
+            r.error_kind(),
+            Some(ErrorKind::Compile | ErrorKind::Crash | ErrorKind::Memory)
+        ),
+        "{r:#?}"
+    );
+    assert_next_chain_ok().await;
+}

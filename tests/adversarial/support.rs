@@ -1,0 +1,309 @@
+//! What every adversarial case shares: one engine for the whole test binary,
+//! tight limits, a registry of hostile and well-behaved tools, and the
+//! checks each case ends with (typed ending, complete trace, the engine
+//! still serving the next chain).
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chainbox::tools::command::CommandTool;
+use chainbox::{
+    Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, Engine, ErrorKind, RunOptions, Tool, ToolContext,
+    ToolError, ToolOutput, ToolRegistry, ToolRisk,
+};
+use serde_json::{Map, Value, json};
+
+/// One engine for the whole binary: every case runs on it, so a case that
+/// damaged it would make the next one fail.
+pub fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::new().expect("engine"))
+}
+
+pub const MIB: u64 = 1024 * 1024;
+
+/// Tight limits so every attack ends fast: 64 MiB, 1 s CPU, 2 s in total,
+/// 1 s per call, 20 calls.
+pub fn tight() -> ChainPolicy {
+    ChainPolicy {
+        max_tool_calls: 20,
+        call_timeout_s: 1.0,
+        approval_timeout_s: 0.5,
+        total_timeout_s: 2.0,
+        max_memory_bytes: 64 * MIB,
+        max_cpu_s: 1.0,
+        max_stdout_bytes: 4096,
+        ..ChainPolicy::default()
+    }
+}
+
+/// Runs `script` against [`registry`] under `policy`, auto-approving safe calls.
+pub async fn run_with(script: &str, policy: &ChainPolicy) -> ChainRunResult {
+    engine()
+        .run(script, &registry(), policy, &Approval::auto(ToolRisk::Safe))
+        .await
+}
+
+/// Runs `script` against [`registry`] under [`tight`] limits.
+pub async fn run(script: &str) -> ChainRunResult {
+    run_with(script, &tight()).await
+}
+
+/// Runs `script` against `registry` under `policy` with `approval`.
+pub async fn run_full(
+    script: &str,
+    registry: &ToolRegistry,
+    policy: &ChainPolicy,
+    approval: &Approval,
+) -> ChainRunResult {
+    engine().run(script, registry, policy, approval).await
+}
+
+/// Runs `script` with `dir` as its `/workspace`.
+pub async fn run_in_workspace(script: &str, dir: &Path) -> ChainRunResult {
+    let options = RunOptions {
+        workspace: Some(dir.to_path_buf()),
+        ..RunOptions::default()
+    };
+    engine()
+        .run_with(script, &registry(), &tight(), &Approval::auto(ToolRisk::Safe), options)
+        .await
+}
+
+/// The engine survived: a fresh chain with a tool call, a gathered pair and
+/// a little computation succeeds on it, with a clean trace.
+pub async fn assert_next_chain_ok() {
+    let r = run("import asyncio\na = await add(a=1, b=2)\nb = await asyncio.gather(add(a=a, b=1), echo(text='ok'))\n[a, b, sum(range(100))]").await;
+    assert_eq!(r.status, ChainStatus::Ok, "the next chain failed: {r:?}");
+    assert_eq!(r.error, None);
+    assert_eq!(r.output, json!([3.0, [4.0, "ok"], 4950]), "{r:?}");
+    assert_eq!(r.tool_calls, 3);
+    assert!(r.call_trace.iter().all(|c| c.status == CallStatus::Ok), "{r:?}");
+}
+
+/// The chain ended with this status and error kind.
+#[track_caller]
+pub fn assert_ended(r: &ChainRunResult, status: ChainStatus, kind: ErrorKind) {
+    assert_eq!(r.status, status, "{r:#?}");
+    assert_eq!(r.error_kind(), Some(kind), "{r:#?}");
+}
+
+/// The chain completed; its error is null.
+#[track_caller]
+pub fn assert_ok(r: &ChainRunResult) {
+    assert_eq!(r.status, ChainStatus::Ok, "{r:#?}");
+    assert_eq!(r.error, None, "{r:#?}");
+}
+
+/// The trace holds exactly these calls, in order, and agrees with `tool_calls`.
+#[track_caller]
+pub fn assert_trace(r: &ChainRunResult, expected: &[(&str, CallStatus)]) {
+    let got: Vec<(&str, CallStatus)> = r.call_trace.iter().map(|c| (c.tool.as_str(), c.status)).collect();
+    assert_eq!(got, expected, "{r:#?}");
+    assert_eq!(r.tool_calls as usize, r.call_trace.len());
+    for c in &r.call_trace {
+        assert_eq!(c.args_digest.len(), 64, "{c:?}");
+    }
+}
+
+/// Every call in the trace is `tool` with `status`, and there are `n` of them.
+#[track_caller]
+pub fn assert_trace_all(r: &ChainRunResult, tool: &str, status: CallStatus, n: usize) {
+    assert_eq!(r.call_trace.len(), n, "{r:#?}");
+    assert_eq!(r.tool_calls as usize, n);
+    for c in &r.call_trace {
+        assert_eq!((c.tool.as_str(), c.status), (tool, status), "{r:#?}");
+    }
+}
+
+/// The result, as the JSON a caller would see, mentions none of `needles`.
+#[track_caller]
+pub fn assert_json_lacks(r: &ChainRunResult, needles: &[&str]) {
+    let text = serde_json::to_string(r).expect("result serializes");
+    for needle in needles.iter().filter(|n| !n.is_empty()) {
+        assert!(!text.contains(needle), "the result leaks {needle:?}: {text}");
+    }
+}
+
+/// The script's output as a string (caught error messages, mostly).
+pub fn output_str(r: &ChainRunResult) -> &str {
+    r.output.as_str().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------- tools
+
+type Body = Box<dyn Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync>;
+
+/// A tool defined by a closure, with an open schema over `params`.
+pub struct FnTool {
+    name: &'static str,
+    schema: Value,
+    risk: ToolRisk,
+    f: Body,
+}
+
+#[async_trait]
+impl Tool for FnTool {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "adversarial test tool"
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    fn risk(&self) -> ToolRisk {
+        self.risk
+    }
+    async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        (self.f)(args).map(ToolOutput::Value).map_err(ToolError::new)
+    }
+}
+
+pub fn fn_tool(
+    name: &'static str,
+    params: &[&str],
+    f: impl Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static,
+) -> Arc<dyn Tool> {
+    Arc::new(FnTool {
+        name,
+        schema: schema(params),
+        risk: ToolRisk::Safe,
+        f: Box::new(f),
+    })
+}
+
+pub fn risky_tool(
+    name: &'static str,
+    risk: ToolRisk,
+    f: impl Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static,
+) -> Arc<dyn Tool> {
+    Arc::new(FnTool {
+        name,
+        schema: schema(&[]),
+        risk,
+        f: Box::new(f),
+    })
+}
+
+fn schema(params: &[&str]) -> Value {
+    let props: Map<String, Value> = params.iter().map(|p| (p.to_string(), json!({}))).collect();
+    json!({"type": "object", "properties": props})
+}
+
+/// A tool that sleeps on the host (`tokio::time::sleep`): a well-behaved
+/// slow tool.
+pub struct Sleep;
+
+#[async_trait]
+impl Tool for Sleep {
+    fn name(&self) -> &str {
+        "sleep"
+    }
+    fn description(&self) -> &str {
+        "sleeps asynchronously"
+    }
+    fn input_schema(&self) -> &Value {
+        static S: OnceLock<Value> = OnceLock::new();
+        S.get_or_init(|| schema(&["seconds"]))
+    }
+    async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        let s = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
+        tokio::time::sleep(Duration::from_secs_f64(s.clamp(0.0, 3600.0))).await;
+        Ok(ToolOutput::Value(json!(s)))
+    }
+}
+
+/// A tool with a visible side effect while it runs: it bumps a counter
+/// every 5 ms until `seconds` have passed, so a test can see whether it was
+/// stopped.
+pub struct Ticker {
+    pub ticks: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Tool for Ticker {
+    fn name(&self) -> &str {
+        "ticker"
+    }
+    fn description(&self) -> &str {
+        "ticks while it runs"
+    }
+    fn input_schema(&self) -> &Value {
+        static S: OnceLock<Value> = OnceLock::new();
+        S.get_or_init(|| schema(&["seconds"]))
+    }
+    async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        let s = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
+        let until = tokio::time::Instant::now() + Duration::from_secs_f64(s.clamp(0.0, 3600.0));
+        while tokio::time::Instant::now() < until {
+            self.ticks.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(ToolOutput::Value(json!("done")))
+    }
+}
+
+/// A tool that blocks its thread (`std::thread::sleep` inside `execute`):
+/// a badly written tool the engine cannot preempt.
+pub fn blocking_tool() -> Arc<dyn Tool> {
+    fn_tool("block", &["seconds"], |a| {
+        let s = a.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
+        std::thread::sleep(Duration::from_secs_f64(s.clamp(0.0, 10.0)));
+        Ok(json!(s))
+    })
+}
+
+/// A command tool running `sh -c script`, open schema.
+pub fn sh_tool(name: &str, script: &str) -> Arc<dyn Tool> {
+    let command = vec!["sh".to_owned(), "-c".to_owned(), script.to_owned()];
+    Arc::new(CommandTool::new(
+        name,
+        "adversarial command tool",
+        json!({"type": "object"}),
+        command,
+    ))
+}
+
+/// The standard registry: `add(a, b)`, `echo(text)`, `noop()`, `sleep(seconds)`,
+/// `explode()` (panics), `block(seconds)` (blocks its thread), `big(n)`
+/// (returns an `n`-byte string), `deep(n)` (returns an `n`-deep list).
+pub fn registry() -> ToolRegistry {
+    ToolRegistry::from_local([
+        fn_tool("add", &["a", "b"], |a| {
+            let x = a.get("a").and_then(Value::as_f64).ok_or("a must be a number")?;
+            let y = a.get("b").and_then(Value::as_f64).ok_or("b must be a number")?;
+            Ok(json!(x + y))
+        }),
+        fn_tool("echo", &["text"], |a| Ok(a.get("text").cloned().unwrap_or(Value::Null))),
+        fn_tool("noop", &[], |_| Ok(Value::Null)),
+        Arc::new(Sleep),
+        fn_tool("explode", &[], |_| panic!("tool bug: index out of bounds")),
+        blocking_tool(),
+        fn_tool("big", &["n"], |a| {
+            let n = a.get("n").and_then(Value::as_u64).unwrap_or(0) as usize;
+            Ok(Value::String("x".repeat(n)))
+        }),
+        fn_tool("deep", &["n"], |a| {
+            let n = a.get("n").and_then(Value::as_u64).unwrap_or(0);
+            let mut v = json!(0);
+            for _ in 0..n {
+                v = json!([v]);
+            }
+            Ok(v)
+        }),
+    ])
+    .expect("registry")
+}
+
+/// `registry()` plus `extra`.
+pub fn registry_with(extra: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolRegistry {
+    let mut tools: Vec<Arc<dyn Tool>> = registry().iter().filter_map(|t| t.as_local().cloned()).collect();
+    tools.extend(extra);
+    ToolRegistry::from_local(tools).expect("registry")
+}
