@@ -95,7 +95,8 @@ def main() -> None:
         lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
     lines += [
         '',
-        '¹ (100-call chain − start) / 100.',
+        '¹ (100-call chain − start) / 100. In the subprocess rows this is mostly the one-time'
+        ' `import asyncio` that only scripts which await pay, not the calls.',
         *(f'² {n}.' for n in notes),
         '',
         '| peer | version | what one chain is |',
