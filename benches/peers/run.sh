@@ -42,15 +42,16 @@ STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 echo "== chainbox and native monty (cargo bench --bench peers)" >&2
 cargo bench --bench peers -q >"$RAW/rust.json"
 # Python peers run isolated (-I: no environment variables, no user site; -S
-# where no installed package is needed) so nothing but the peer is timed.
+# where no installed package is needed) so nothing but the peer is timed;
+# -B keeps __pycache__ out of the source tree.
 echo "== CPython exec and subprocess" >&2
-"$PY" -I -S benches/peers/cpython_runner.py "$PY" >"$RAW/cpython.json"
+"$PY" -B -I -S benches/peers/cpython_runner.py "$PY" >"$RAW/cpython.json"
 echo "== pydantic-monty" >&2
-"$PY" -I benches/peers/pydantic_monty_runner.py >"$RAW/pydantic_monty.json"
+"$PY" -B -I benches/peers/pydantic_monty_runner.py >"$RAW/pydantic_monty.json"
 echo "== Pyodide in Node" >&2
 env -u NODE_OPTIONS node benches/peers/pyodide_runner.mjs "$OUT/node" >"$RAW/pyodide.json"
 echo "== smolagents" >&2
-"$PY" -I benches/peers/smolagents_runner.py >"$RAW/smolagents.json"
+"$PY" -B -I benches/peers/smolagents_runner.py >"$RAW/smolagents.json"
 
 cat >"$RAW/machine.json" <<JSON
 {"started": "$STARTED", "finished": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "cpus": $(nproc),
@@ -59,4 +60,4 @@ cat >"$RAW/machine.json" <<JSON
  "rustc": "$(rustc --version)", "node": "$(node --version)"}
 JSON
 
-"$PY" -I -S benches/peers/report.py "$RAW" "$OUT/results.md" "$OUT/results.json"
+"$PY" -B -I -S benches/peers/report.py "$RAW" "$OUT/results.md" "$OUT/results.json"
