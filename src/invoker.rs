@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chainbox_protocol::{CallOutcome, ToolCall};
+use chainbox_protocol::{CallOutcome, MAX_VALUE_DEPTH, ToolCall};
 use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
@@ -35,7 +35,7 @@ use crate::chain::{CallStatus, ChainCallRecord, millis};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
-use crate::tools::{AnyTool, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{AnyTool, ContentBlock, ToolContext, ToolOutput, ToolRegistry};
 use futures::FutureExt;
 
 /// The name of the one tool an agent sees for chainbox itself; refused
@@ -294,6 +294,12 @@ impl InvokerSession {
             Ok(Ok(Err(e))) => return Err(tool_error(e.message)),
             Ok(Ok(Ok(output))) => output,
         };
+        // A Rust tool can return a value of any depth, and everything below
+        // (serialising, cloning, dropping) recurses on the chain's fiber
+        // stack: a 10,000-deep result overflowed it and aborted the host.
+        // Refuse such results before touching them; the sandbox could not
+        // take a value deeper than MAX_VALUE_DEPTH anyway.
+        let output = refuse_too_deep(name, output)?;
         // Gate 7: result shaping: media to files, large values to artifacts.
         let value = match output {
             ToolOutput::Value(value) => value,
@@ -371,6 +377,70 @@ fn tool_error(message: String) -> Refusal {
 fn denied(name: &str, risk: crate::tools::ToolRisk, reason: &str) -> Refusal {
     let message = format!("call to {name:?} ({risk} risk) was denied: {reason}");
     (CallStatus::Denied, CallOutcome::Denied { message })
+}
+
+/// `output` if no JSON value in it nests deeper than [`MAX_VALUE_DEPTH`];
+/// otherwise a tool error, with the value taken apart without recursion.
+fn refuse_too_deep(name: &str, output: ToolOutput) -> Result<ToolOutput, Refusal> {
+    let values: Vec<&Value> = match &output {
+        ToolOutput::Value(value) => vec![value],
+        ToolOutput::Result(result) => result
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Json { json } => Some(json),
+                _ => None,
+            })
+            .chain(result.metadata.values())
+            .chain(result.structured_content.values())
+            .collect(),
+    };
+    if !values.into_iter().any(|v| deeper_than(v, MAX_VALUE_DEPTH)) {
+        return Ok(output);
+    }
+    let mut pending: Vec<Value> = match output {
+        ToolOutput::Value(value) => vec![value],
+        ToolOutput::Result(result) => result
+            .content
+            .into_iter()
+            .filter_map(|b| match b {
+                ContentBlock::Json { json } => Some(json),
+                _ => None,
+            })
+            .chain(result.metadata.into_iter().map(|(_, v)| v))
+            .chain(result.structured_content.into_iter().map(|(_, v)| v))
+            .collect(),
+    };
+    // Dropped one level at a time: a recursive drop would overflow too.
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+    Err(tool_error(format!(
+        "tool {name:?} returned a value nested deeper than {MAX_VALUE_DEPTH} levels"
+    )))
+}
+
+/// Whether `value` nests deeper than `max` levels, checked without recursion.
+fn deeper_than(value: &Value, max: usize) -> bool {
+    let mut pending = vec![(value, 0usize)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        for child in children {
+            if depth + 1 > max {
+                return true;
+            }
+            pending.push((child, depth + 1));
+        }
+    }
+    false
 }
 
 fn secs(d: Duration) -> String {

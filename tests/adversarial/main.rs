@@ -12,3 +12,5 @@ mod cpu;
 mod memory;
 mod output;
 mod stack;
+mod tool_calls;
+mod tool_results;

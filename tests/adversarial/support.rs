@@ -293,7 +293,7 @@ pub fn registry() -> ToolRegistry {
             let n = a.get("n").and_then(Value::as_u64).unwrap_or(0);
             let mut v = json!(0);
             for _ in 0..n {
-                v = json!([v]);
+                v = Value::Array(vec![v]);
             }
             Ok(v)
         }),
