@@ -296,7 +296,7 @@ impl InvokerSession {
         };
         // A Rust tool can return a value of any depth, and everything below
         // (serialising, cloning, dropping) recurses on the chain's fiber
-        // stack: a 10,000-deep result overflowed it and aborted the host.
+        // stack: a 200,000-deep result overflowed it and aborted the host.
         // Refuse such results before touching them; the sandbox could not
         // take a value deeper than MAX_VALUE_DEPTH anyway.
         let output = refuse_too_deep(name, output)?;

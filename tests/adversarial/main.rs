@@ -9,7 +9,9 @@
 mod support;
 
 mod cpu;
+mod escapes;
 mod memory;
+mod names;
 mod output;
 mod stack;
 mod tool_calls;
