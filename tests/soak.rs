@@ -6,7 +6,9 @@
 //! ```
 //!
 //! `CHAINBOX_SOAK_CHAINS` (default 100000) sets how many chains run after a
-//! warm-up, `CHAINBOX_SOAK_CONCURRENCY` (default 32) how many are in flight.
+//! warm-up (`CHAINBOX_SOAK_WARMUP`, default 6000), `CHAINBOX_SOAK_CONCURRENCY`
+//! (default 32) how many are in flight, `CHAINBOX_SOAK_SLOTS` the engine's
+//! pool size (default: the concurrency).
 //! The mix covers success, script and compile errors, tool errors, denials,
 //! workspace files, media files, offloaded results, and every limit kill
 //! (memory, CPU, total timeout, output, tool budget). Each chain's outcome is
@@ -30,9 +32,14 @@ use common::{FnTool, SleepTool, tool};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
-/// Chains run before the first measurement, so pools, caches and the
-/// allocator reach their steady state.
-const WARM_UP: usize = 500;
+/// Chains run before the first measurement (override: `CHAINBOX_SOAK_WARMUP`).
+/// Each pool slot keeps what its chains touched resident (up to the
+/// engine's `linear_memory_keep_resident`, plus its fiber stack) and
+/// wasmtime keeps unused slots warm, so RSS climbs in steps until every slot
+/// has hosted the hungriest kinds of chain: measured flat after ~6000 chains
+/// with 32 slots, still stepping at 10k with the default 1000 slots (+19 MB).
+/// The warm-up covers that, so growth after it means a leak.
+const WARM_UP: usize = 6000;
 
 /// `chart()`: a media result, written into the chain's workspace.
 struct ChartTool;
@@ -399,6 +406,16 @@ fn soak_many_chains_leak_nothing() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(32);
+    // Pool slots sized to the concurrency, as a server would size them;
+    // `CHAINBOX_SOAK_SLOTS` tries other pool sizes.
+    let slots: u32 = std::env::var("CHAINBOX_SOAK_SLOTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(concurrency as u32);
+    let warm_up: usize = std::env::var("CHAINBOX_SOAK_WARMUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(WARM_UP);
 
     // A private temp dir, so leftover workspaces are ours to count and
     // other processes' temp files do not blur the figure.
@@ -418,6 +435,7 @@ fn soak_many_chains_leak_nothing() {
     let soak = Arc::new(Soak {
         engine: Engine::with_config(EngineConfig {
             artifacts: Some(store.clone()),
+            max_concurrent_chains: slots,
             ..EngineConfig::default()
         })
         .expect("engine"),
@@ -448,14 +466,14 @@ fn soak_many_chains_leak_nothing() {
         s
     };
 
-    runtime.block_on(soak.run(0..WARM_UP));
+    runtime.block_on(soak.run(0..warm_up));
     let warm = snapshot(0);
     // Ten steps, so progress (and any trend) shows while it runs.
     let mut done = 0;
     let mut middle = warm;
     for step in 1..=10 {
         let next = chains * step / 10;
-        runtime.block_on(soak.run(WARM_UP + done..WARM_UP + next));
+        runtime.block_on(soak.run(warm_up + done..warm_up + next));
         done = next;
         let s = snapshot(done);
         if step == 5 {
@@ -465,7 +483,7 @@ fn soak_many_chains_leak_nothing() {
     let end = snapshot(done);
     let elapsed = end.secs - warm.secs;
     println!(
-        "soak: {chains} chains in {elapsed:.1} s ({:.0} chains/s, {concurrency} in flight)",
+        "soak: {chains} chains in {elapsed:.1} s ({:.0} chains/s, {concurrency} in flight, {slots} slots, {warm_up} warm-up)",
         chains as f64 / elapsed.max(1e-9)
     );
     for (s, n) in soak.scenarios.iter().zip(&soak.counts) {
