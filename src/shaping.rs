@@ -208,6 +208,15 @@ impl Shaper {
     }
 }
 
+/// Released on drop too: a chain whose future the caller dropped never
+/// reaches `Engine::run`'s own `release`, and its pins kept every artifact
+/// it had offloaded out of the store's `gc` forever. Releasing twice is harmless.
+impl Drop for Shaper {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// The handle a script receives for an offloaded value.
 pub fn handle(r: &ArtifactRef, media_type: &str, size: usize, text: &str) -> Value {
     json!({

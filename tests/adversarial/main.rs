@@ -8,8 +8,10 @@
 
 mod support;
 
+mod cancellation;
 mod cpu;
 mod escapes;
+mod handlers;
 mod memory;
 mod names;
 mod output;

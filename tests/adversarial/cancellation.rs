@@ -1,0 +1,279 @@
+//! Cancellation: the caller drops a chain's future mid-CPU, mid-call,
+//! mid-gather, mid-approval, mid-subprocess and mid-sleep (a
+//! `tokio::time::timeout` or `select!` around `Engine::run`). The drop must
+//! be prompt, stop the chain's side effects, free its slot, and leave the
+//! engine serving the next chain.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chainbox::{
+    Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, CallStatus, ChainPolicy, Engine, EngineConfig,
+    ToolRisk,
+};
+use serde_json::json;
+
+use crate::support::{
+    Ticker, assert_next_chain_ok, assert_ok, assert_trace, engine, registry, registry_with, risky_tool, sh_tool, tight,
+};
+
+/// Drops `script`'s chain after `after`; says whether it was still running.
+async fn run_and_drop(script: &str, registry: &chainbox::ToolRegistry, approval: &Approval, after: Duration) -> bool {
+    let policy = ChainPolicy {
+        total_timeout_s: 30.0,
+        max_cpu_s: 30.0,
+        call_timeout_s: 30.0,
+        approval_timeout_s: 20.0,
+        ..tight()
+    };
+    let started = Instant::now();
+    let dropped = tokio::time::timeout(after, engine().run(script, registry, &policy, approval))
+        .await
+        .is_err();
+    assert!(
+        started.elapsed() < after + Duration::from_millis(500),
+        "the chain took {:?} to let go",
+        started.elapsed()
+    );
+    dropped
+}
+
+/// Ticks of a [`Ticker`] stay put once its chain is dropped.
+async fn assert_ticks_stop(ticks: &AtomicUsize) {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let at_drop = ticks.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        ticks.load(Ordering::SeqCst),
+        at_drop,
+        "the tool kept running after its chain was dropped"
+    );
+}
+
+fn ticker() -> (Arc<dyn chainbox::Tool>, Arc<AtomicUsize>) {
+    let ticks = Arc::new(AtomicUsize::new(0));
+    (Arc::new(Ticker { ticks: ticks.clone() }), ticks)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_chain_mid_cpu_lets_go_promptly() {
+    let dropped = run_and_drop(
+        "await noop()\nwhile True:\n    pass",
+        &registry(),
+        &Approval::auto(ToolRisk::Safe),
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(dropped);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_chain_mid_call_stops_the_tool() {
+    let (tool, ticks) = ticker();
+    let dropped = run_and_drop(
+        "await ticker(seconds=30)",
+        &registry_with([tool]),
+        &Approval::auto(ToolRisk::Safe),
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(dropped);
+    assert!(ticks.load(Ordering::SeqCst) > 0, "the tool never ran");
+    assert_ticks_stop(&ticks).await;
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_chain_mid_gather_stops_every_gathered_tool() {
+    let (tool, ticks) = ticker();
+    let dropped = run_and_drop(
+        "import asyncio\nawait asyncio.gather(*[ticker(seconds=30) for i in range(8)])",
+        &registry_with([tool]),
+        &Approval::auto(ToolRisk::Safe),
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(dropped);
+    assert!(ticks.load(Ordering::SeqCst) >= 8, "the tools never ran");
+    assert_ticks_stop(&ticks).await;
+    assert_next_chain_ok().await;
+}
+
+/// Waits forever; records that it was asked and when it was dropped.
+struct Pondering {
+    asked: Arc<AtomicBool>,
+    dropped: Arc<AtomicBool>,
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl ApprovalHandler for Pondering {
+    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        let _guard = SetOnDrop(self.dropped.clone());
+        self.asked.store(true, Ordering::SeqCst);
+        std::future::pending::<()>().await;
+        Ok(ApprovalDecision::Approved)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_chain_mid_approval_abandons_the_approval_and_the_call() {
+    let (asked, abandoned) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let launched = Arc::new(AtomicUsize::new(0));
+    let counter = launched.clone();
+    let launch = risky_tool("launch", ToolRisk::Critical, move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(json!("launched"))
+    });
+    let approval = Approval::new(Pondering {
+        asked: asked.clone(),
+        dropped: abandoned.clone(),
+    });
+    let dropped = run_and_drop(
+        "await launch()",
+        &registry_with([launch]),
+        &approval,
+        Duration::from_millis(200),
+    )
+    .await;
+    assert!(dropped);
+    assert!(asked.load(Ordering::SeqCst), "the approval was never requested");
+    let started = Instant::now();
+    while !abandoned.load(Ordering::SeqCst) {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the approval outlived its chain"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(launched.load(Ordering::SeqCst), 0);
+    assert_next_chain_ok().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_chain_mid_subprocess_kills_the_process() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("pid");
+    let script = format!(
+        "echo $$ > '{0}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 30",
+        pid_file.display()
+    );
+    let dropped = run_and_drop(
+        "await hang()",
+        &registry_with([sh_tool("hang", &script)]),
+        &Approval::auto(ToolRisk::Safe),
+        Duration::from_millis(400),
+    )
+    .await;
+    assert!(dropped);
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the tool started")
+        .trim()
+        .parse()
+        .expect("a pid");
+    crate::tool_results::assert_process_gone(pid).await;
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_chain_mid_sleep_lets_go_promptly() {
+    let dropped = run_and_drop(
+        "import time\ntime.sleep(60)",
+        &registry(),
+        &Approval::auto(ToolRisk::Safe),
+        Duration::from_millis(100),
+    )
+    .await;
+    assert!(dropped);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn select_between_two_chains_keeps_the_winner_and_stops_the_loser() {
+    let (tool, ticks) = ticker();
+    let registry = registry_with([tool]);
+    let policy = tight();
+    let approval = Approval::auto(ToolRisk::Safe);
+    let r = tokio::select! {
+        r = engine().run("await ticker(seconds=30)", &registry, &policy, &approval) => r,
+        r = engine().run("await sleep(seconds=0.1)\n'fast'", &registry, &policy, &approval) => r,
+    };
+    assert_ok(&r);
+    assert_eq!(r.output, json!("fast"), "{r:#?}");
+    assert_trace(&r, &[("sleep", CallStatus::Ok)]);
+    assert_ticks_stop(&ticks).await;
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelled_chains_give_back_their_slot() {
+    // A one-slot engine: a leaked slot would make the last chain wait forever.
+    let engine = Engine::with_config(EngineConfig {
+        max_concurrent_chains: 1,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let registry = registry();
+    let policy = tight();
+    let approval = Approval::auto(ToolRisk::Safe);
+    for script in [
+        "while True:\n    pass",
+        "await sleep(seconds=30)",
+        "import time\ntime.sleep(30)",
+    ] {
+        for _ in 0..5 {
+            let run = engine.run(script, &registry, &policy, &approval);
+            assert!(tokio::time::timeout(Duration::from_millis(30), run).await.is_err());
+        }
+    }
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        engine.run("await add(a=1, b=2)", &registry, &policy, &approval),
+    )
+    .await
+    .expect("the slot was given back");
+    assert_ok(&r);
+    assert_eq!(r.output, json!(3.0));
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelled_chains_do_not_pin_their_artifacts_forever() {
+    let store: Arc<dyn chainbox::ArtifactStore> = Arc::new(chainbox::MemoryArtifactStore::new());
+    let engine = Engine::with_config(EngineConfig {
+        artifacts: Some(store.clone()),
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let registry = registry();
+    let policy = tight();
+    let approval = Approval::auto(ToolRisk::Safe);
+    let run = engine.run(
+        "h = await big(n=100000)\nawait sleep(seconds=30)",
+        &registry,
+        &policy,
+        &approval,
+    );
+    assert!(tokio::time::timeout(Duration::from_millis(300), run).await.is_err());
+    // The chain is gone: nothing holds its offloaded result any more.
+    let started = Instant::now();
+    while store.gc().expect("gc") == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the cancelled chain's artifact stayed pinned"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_next_chain_ok().await;
+}
