@@ -1,24 +1,42 @@
-//! Call overhead of chainbox against native monty, measured in one run:
+//! The engine's hot paths, each next to native monty in the same run:
 //! - `start`: a trivial chain (`1 + 1`) from nothing to result;
-//! - `calls_100`: 100 sequential awaited calls of a no-op tool;
-//! - `fib25`: CPU-bound Python.
+//! - `call_1`: a chain making one awaited call of a no-op tool;
+//! - `calls_100`: 100 sequential awaited calls (per-call overhead is
+//!   `(calls_100 - start) / 100`);
+//! - `fib25` and `loop_1e6`: CPU-bound Python, with the CPU limit on;
+//! - `gather_10x50ms`: ten gathered calls of a tool sleeping 50 ms
+//!   (concurrency: ideal is 50 ms);
+//! - `invoker_call`: one call through the invoker alone (budget, digest,
+//!   schema check, policy, record, shaping), no sandbox.
 //!
-//! Each workload also runs in native monty (the same script through the
-//! `monty` crate in-process, external calls answered inline), the floor for
-//! this interpreter.
+//! Native monty runs the same script through the `monty` crate in-process,
+//! external calls answered inline: the floor for this interpreter. It has no
+//! host-side concurrency, so `gather_10x50ms` and `invoker_call` are chainbox
+//! only.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use chainbox::{Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk};
+use chainbox::invoker::InvokerSession;
+use chainbox::shaping::Shaper;
+use chainbox::workspace::Workspace;
+use chainbox::{
+    Approval, ChainPolicy, Engine, MemoryArtifactStore, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    ToolRisk,
+};
+use chainbox_protocol::{CallOutcome, ToolCall};
 use criterion::{Criterion, criterion_group, criterion_main};
 use monty::{MontyRun, RunProgress};
 use monty_types::{CompileOptions, MontyObject, NameLookupResult, PrintWriter, ResourceTracker};
 use serde_json::{Map, Value, json};
 
 const TRIVIAL: &str = "1 + 1";
+const CALL_1: &str = "await noop()";
 const CALLS_100: &str = "for i in range(100):\n    await noop()\n'done'";
 const FIB_25: &str = "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\nfib(25)";
+const LOOP_1E6: &str = "total = 0\nfor i in range(1000000):\n    total += i\ntotal";
+const GATHER_10: &str = "import asyncio\nr = await asyncio.gather(*[nap() for _ in range(10)])\nlen(r)";
 
 struct Noop(Value);
 
@@ -34,6 +52,26 @@ impl Tool for Noop {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Value(Value::Null))
+    }
+}
+
+/// Sleeps 50 ms on the host's timer.
+struct Nap(Value);
+
+#[async_trait]
+impl Tool for Nap {
+    fn name(&self) -> &str {
+        "nap"
+    }
+    fn description(&self) -> &str {
+        "Sleeps 50 ms."
+    }
+    fn input_schema(&self) -> &Value {
+        &self.0
+    }
+    async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        tokio::time::sleep(Duration::from_millis(50)).await;
         Ok(ToolOutput::Value(Value::Null))
     }
 }
@@ -66,28 +104,85 @@ fn benches(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let engine = Engine::new().expect("engine");
-    let registry =
-        ToolRegistry::from_local([Arc::new(Noop(json!({"type": "object", "properties": {}}))) as Arc<dyn Tool>])
-            .expect("registry");
+    let empty = json!({"type": "object", "properties": {}});
+    let registry = ToolRegistry::from_local([
+        Arc::new(Noop(empty.clone())) as Arc<dyn Tool>,
+        Arc::new(Nap(empty)) as Arc<dyn Tool>,
+    ])
+    .expect("registry");
     let policy = ChainPolicy {
         max_tool_calls: 1000,
         ..ChainPolicy::default()
     };
     let approval = Approval::auto(ToolRisk::Safe);
-    for (name, script) in [("start", TRIVIAL), ("calls_100", CALLS_100), ("fib25", FIB_25)] {
+    let workloads = [
+        ("start", TRIVIAL),
+        ("call_1", CALL_1),
+        ("calls_100", CALLS_100),
+        ("fib25", FIB_25),
+        ("loop_1e6", LOOP_1E6),
+        ("gather_10x50ms", GATHER_10),
+    ];
+    for (name, script) in workloads {
         let r = runtime.block_on(engine.run(script, &registry, &policy, &approval));
         assert!(r.is_ok(), "{name}: {r:?}");
         let mut group = c.benchmark_group(name);
-        if name == "fib25" {
+        if matches!(name, "fib25" | "loop_1e6" | "gather_10x50ms") {
             group.sample_size(10);
         }
         group.bench_function("chainbox", |b| {
             b.to_async(&runtime)
                 .iter(|| engine.run(script, &registry, &policy, &approval))
         });
-        group.bench_function("native_monty", |b| b.iter(|| native(script)));
+        if name != "gather_10x50ms" {
+            group.bench_function("native_monty", |b| b.iter(|| native(script)));
+        }
         group.finish();
     }
+    invoker_call(c, &runtime);
+}
+
+/// One call through the invoker alone: budget, args digest, schema check,
+/// policy and risk gates, the no-op tool, shaping and the trace record.
+fn invoker_call(c: &mut Criterion, runtime: &tokio::runtime::Runtime) {
+    let schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+        "additionalProperties": false
+    });
+    let registry = ToolRegistry::from_local([Arc::new(Noop(schema)) as Arc<dyn Tool>]).expect("registry");
+    let policy = Arc::new(ChainPolicy::default());
+    let approval = Approval::auto(ToolRisk::Safe);
+    let store = Arc::new(MemoryArtifactStore::new());
+    let session = || {
+        let workspace = Arc::new(Mutex::new(Workspace::new(None)));
+        let shaper = Shaper::new("bench".into(), store.clone(), workspace, policy.max_inline_result_bytes);
+        InvokerSession::new(
+            "bench".into(),
+            registry.clone(),
+            policy.clone(),
+            approval.clone(),
+            shaper,
+        )
+    };
+    let call = || ToolCall {
+        tool: "noop".into(),
+        args: json!({"city": "Paris", "days": 3})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        line: 1,
+    };
+    let outcome = runtime.block_on(session().invoke(call()));
+    assert!(matches!(outcome, Ok(CallOutcome::Ok { .. })), "{outcome:?}");
+    c.bench_function("invoker_call", |b| {
+        b.to_async(runtime).iter_batched(
+            || (session(), call()),
+            |(session, call)| async move { session.invoke(call).await.expect("within budget") },
+            criterion::BatchSize::SmallInput,
+        )
+    });
 }
 
 criterion_group!(chain, benches);

@@ -1,0 +1,131 @@
+//! Memory at scale: resident memory with 1,000 and 10,000 chains parked at
+//! once on a slow tool (each chain's guest is alive, mid-call).
+//!
+//! `cargo bench --bench parked` prints, per level, the process RSS before
+//! the chains start, while all of them are parked, and after they finished,
+//! plus the increase per parked chain. Not a criterion bench: the figure is
+//! a size, not a time. `CHAINBOX_PARKED=1000,10000` picks the levels.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chainbox::{
+    Approval, ChainPolicy, Engine, EngineConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+/// Parks until released, counting the chains that reached it.
+struct Park {
+    schema: Value,
+    arrived: AtomicUsize,
+    release: Notify,
+}
+
+#[async_trait]
+impl Tool for Park {
+    fn name(&self) -> &str {
+        "park"
+    }
+    fn description(&self) -> &str {
+        "Waits until the bench releases it."
+    }
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+    async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        let released = self.release.notified();
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        released.await;
+        Ok(ToolOutput::Value(json!("released")))
+    }
+}
+
+/// Resident set size of this process, in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// A script that does a little work before and after its parked call, so
+/// the guest's interpreter state is that of a real chain.
+const SCRIPT: &str = "data = [i * i for i in range(100)]\nr = await park()\nf'{r} {sum(data)}'";
+
+async fn level(chains: usize) {
+    let engine = Engine::with_config(EngineConfig {
+        max_concurrent_chains: chains as u32,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let park = Arc::new(Park {
+        schema: json!({"type": "object", "properties": {}}),
+        arrived: AtomicUsize::new(0),
+        release: Notify::new(),
+    });
+    let registry = ToolRegistry::from_local([park.clone() as Arc<dyn Tool>]).expect("registry");
+    let policy = ChainPolicy {
+        total_timeout_s: 600.0,
+        call_timeout_s: 600.0,
+        ..ChainPolicy::default()
+    };
+    let approval = Approval::auto(ToolRisk::Safe);
+    // Warm up the engine so its one-time costs are not counted per chain.
+    let warm = engine.run("1", &registry, &policy, &approval).await;
+    assert!(warm.is_ok(), "{warm:?}");
+    let before = rss();
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..chains {
+        let (engine, registry, policy, approval) = (engine.clone(), registry.clone(), policy.clone(), approval.clone());
+        tasks.spawn(async move { engine.run(SCRIPT, &registry, &policy, &approval).await });
+    }
+    while park.arrived.load(Ordering::SeqCst) < chains {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let parked_after = started.elapsed();
+    let parked = rss();
+    park.release.notify_waiters();
+    let mut ok = 0;
+    while let Some(result) = tasks.join_next().await {
+        if result.expect("chain task").is_ok() {
+            ok += 1;
+        }
+    }
+    let after = rss();
+    println!(
+        "{chains:>6} parked chains: RSS before {:.0} MiB, parked {:.0} MiB (+{:.0} KiB per chain), \
+         after {:.0} MiB; all parked after {:.2?}; {ok}/{chains} ok",
+        mib(before),
+        mib(parked),
+        (parked.saturating_sub(before)) as f64 / 1024.0 / chains as f64,
+        mib(after),
+        parked_after,
+    );
+    assert_eq!(ok, chains, "every chain finishes once released");
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument, if any, is ignored.
+    let levels: Vec<usize> = std::env::var("CHAINBOX_PARKED")
+        .unwrap_or_else(|_| "1000,10000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for chains in levels {
+        runtime.block_on(level(chains));
+    }
+}
