@@ -12,6 +12,13 @@ use monty_fs::{MountMode, MountTable};
 /// The virtual path of the workspace inside the sandbox.
 pub const WORKSPACE: &str = "/workspace";
 
+/// Most bytes a chain's script may write into its workspace, in total
+/// (rewrites count again); past it writes raise `OSError`. Without a cap a
+/// script wrote ~300 MB of host disk per CPU-second (file I/O does not count
+/// as script CPU), i.e. tens of GB within the default limits. Media files the
+/// host writes for tool results are not counted.
+pub const MAX_WORKSPACE_WRITE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// The chain's `/workspace`: a directory created on first use (a temp dir
 /// removed with the chain, unless the caller supplied one) and mounted
 /// through `monty-fs`.
@@ -53,7 +60,7 @@ impl Workspace {
             let dir = self.dir()?;
             let mut table = MountTable::new();
             table
-                .mount(WORKSPACE, &dir, MountMode::ReadWrite, None)
+                .mount(WORKSPACE, &dir, MountMode::ReadWrite, Some(MAX_WORKSPACE_WRITE_BYTES))
                 // The host path must not leak into the sandbox.
                 .map_err(|_| "workspace could not be mounted".to_owned())?;
             self.mounts = Some(table);

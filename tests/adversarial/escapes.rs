@@ -4,6 +4,7 @@
 //! telling the script where the host keeps its files.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use chainbox::{CallStatus, ChainStatus, ErrorKind};
 use serde_json::json;
@@ -245,5 +246,55 @@ async fn tool_calls_made_after_a_refused_escape_are_still_recorded() {
     assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
     assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("PermissionError"));
     assert_trace(&r, &[("echo", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filling_the_host_disk_through_the_workspace_is_capped() {
+    // File I/O is not script CPU: without a quota this loop wrote ~300 MB of
+    // host disk per CPU-second (fixed: a per-chain workspace write quota).
+    let policy = chainbox::ChainPolicy {
+        max_cpu_s: 5.0,
+        total_timeout_s: 10.0,
+        ..crate::support::tight()
+    };
+    for script in [
+        "from pathlib import Path\nchunk = 'x' * (4 * 1024 * 1024)\ni = 0\nwhile True:\n    Path('/workspace/f' + str(i)).write_text(chunk)\n    i += 1",
+        "chunk = 'x' * (4 * 1024 * 1024)\nwhile True:\n    with open('/workspace/log', 'a') as f:\n        f.write(chunk)",
+        "chunk = 'x' * (4 * 1024 * 1024)\nwhile True:\n    with open('/workspace/same', 'w') as f:\n        f.write(chunk)",
+    ] {
+        let workspace = tempfile::tempdir().expect("temp dir");
+        let ws = workspace.path();
+        let options = chainbox::RunOptions {
+            workspace: Some(ws.to_path_buf()),
+            ..chainbox::RunOptions::default()
+        };
+        let started = Instant::now();
+        let r = crate::support::engine()
+            .run_with(
+                script,
+                &crate::support::registry(),
+                &policy,
+                &chainbox::Approval::auto(chainbox::ToolRisk::Safe),
+                options,
+            )
+            .await;
+        assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+        assert_eq!(
+            r.error.as_ref().map(|e| e.error_type.as_str()),
+            Some("OSError"),
+            "{r:#?}"
+        );
+        assert!(
+            r.error.as_ref().is_some_and(|e| e.message.contains("write limit")),
+            "{r:#?}"
+        );
+        let on_disk: u64 = std::fs::read_dir(ws)
+            .expect("workspace")
+            .map(|e| e.and_then(|e| e.metadata()).map_or(0, |m| m.len()))
+            .sum();
+        assert!(on_disk <= 256 * 1024 * 1024, "{on_disk} bytes written");
+        assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+    }
     assert_next_chain_ok().await;
 }

@@ -9,6 +9,7 @@
 mod support;
 
 mod cancellation;
+mod concurrency;
 mod cpu;
 mod escapes;
 mod handlers;
