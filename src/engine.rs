@@ -246,6 +246,7 @@ impl Engine {
             Ok(instance) => instance,
             Err(e) => return crash(&session, &format!("could not start the sandbox: {e}")),
         };
+        store.data_mut().guest_memory = instance.get_memory(&mut store, "memory");
         let start = match instance.get_typed_func::<(), ()>(&mut store, "_start") {
             Ok(f) => f,
             Err(e) => return crash(&session, &format!("the guest has no entry point: {e}")),

@@ -66,6 +66,10 @@ pub(crate) struct ChainState {
     /// Why the host ended the chain, if it did.
     fatal: Option<Fatal>,
     memory: MemoryLimiter,
+    /// The guest's exported linear memory, looked up once after
+    /// instantiation (a by-name export lookup per host call showed up in
+    /// profiles).
+    pub(crate) guest_memory: Option<wasmtime::Memory>,
     clock: Arc<CpuClock>,
     workspace: Arc<Mutex<Workspace>>,
 }
@@ -257,6 +261,7 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
             peak: 0,
             hit: false,
         },
+        guest_memory: None,
         clock: clock.clone(),
         workspace: setup.workspace,
     };
@@ -360,37 +365,44 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
     ChainError::new(ErrorKind::Crash, "SandboxCrash", message)
 }
 
-/// Reads `len` bytes at `ptr` from guest memory, refusing oversize or
-/// out-of-bounds requests.
-fn read_guest(caller: &mut Caller<'_, ChainState>, ptr: i32, len: i32) -> wasmtime::Result<Vec<u8>> {
+/// Runs `f` on the `len` bytes at `ptr` in guest memory, in place (no copy),
+/// refusing oversize or out-of-bounds requests.
+fn with_guest_bytes<R>(
+    caller: &mut Caller<'_, ChainState>,
+    ptr: i32,
+    len: i32,
+    f: impl FnOnce(&[u8]) -> R,
+) -> wasmtime::Result<R> {
     let (ptr, len) = (ptr as u32 as usize, len as u32 as usize);
     if len > MAX_GUEST_MESSAGE_BYTES {
         let e = format!("guest message of {len} bytes exceeds the {MAX_GUEST_MESSAGE_BYTES}-byte limit");
         return Err(caller.data_mut().fail(Fatal::Protocol(e)));
     }
-    let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
+    let Some(memory) = caller.data().guest_memory else {
         return Err(caller
             .data_mut()
             .fail(Fatal::Protocol("guest exports no memory".into())));
     };
-    let bytes = ptr
+    let result = ptr
         .checked_add(len)
         .and_then(|end| memory.data(&caller).get(ptr..end))
-        .map(<[u8]>::to_vec);
-    match bytes {
-        Some(bytes) => Ok(bytes),
-        None => Err(caller
+        .map(f);
+    result.ok_or_else(|| {
+        caller
             .data_mut()
-            .fail(Fatal::Protocol("guest passed an out-of-bounds buffer".into()))),
-    }
+            .fail(Fatal::Protocol("guest passed an out-of-bounds buffer".into()))
+    })
 }
 
-fn decode_or_fail<'a, T: serde::Deserialize<'a>>(
+/// Decodes the guest's `what` message at `ptr`, straight from its memory.
+fn decode_guest<T: serde::de::DeserializeOwned>(
     caller: &mut Caller<'_, ChainState>,
     what: &'static str,
-    bytes: &'a [u8],
+    ptr: i32,
+    len: i32,
 ) -> wasmtime::Result<T> {
-    decode(what, bytes).map_err(|e| caller.data_mut().fail(Fatal::Protocol(e.to_string())))
+    let decoded = with_guest_bytes(caller, ptr, len, |bytes| decode::<T>(what, bytes))?;
+    decoded.map_err(|e| caller.data_mut().fail(Fatal::Protocol(e.to_string())))
 }
 
 /// Registers the `chainbox` host imports (and the WASI preview 1 functions)
@@ -415,7 +427,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
                     .data_mut()
                     .fail(Fatal::Protocol("guest asked for the wrong message length".into())));
             }
-            let Some(memory) = caller.get_export("memory").and_then(|e| e.into_memory()) else {
+            let Some(memory) = caller.data().guest_memory else {
                 return Err(caller
                     .data_mut()
                     .fail(Fatal::Protocol("guest exports no memory".into())));
@@ -434,8 +446,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         imports::CALL,
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
-                let bytes = read_guest(&mut caller, ptr, len)?;
-                let call: ToolCall = decode_or_fail(&mut caller, "tool call", &bytes)?;
+                let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
                 let state = caller.data_mut();
                 let session = state.session.clone();
                 let clock = state.clock.clone();
@@ -454,8 +465,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         m,
         imports::START,
         |mut caller: Caller<'_, ChainState>, id: i32, ptr: i32, len: i32| -> wasmtime::Result<()> {
-            let bytes = read_guest(&mut caller, ptr, len)?;
-            let call: ToolCall = decode_or_fail(&mut caller, "tool call", &bytes)?;
+            let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
             let state = caller.data_mut();
             let session = state.session.clone();
             let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
@@ -471,8 +481,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         imports::WAIT,
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
-                let bytes = read_guest(&mut caller, ptr, len)?;
-                let ids: Vec<u32> = decode_or_fail(&mut caller, "wait ids", &bytes)?;
+                let ids: Vec<u32> = decode_guest(&mut caller, "wait ids", ptr, len)?;
                 let clock = caller.data().clock.clone();
                 clock.pause();
                 let done = collect(caller.data_mut(), &ids).await;
@@ -487,8 +496,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         imports::OS,
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
-                let bytes = read_guest(&mut caller, ptr, len)?;
-                let call: OsFunctionCall = decode_or_fail(&mut caller, "os call", &bytes)?;
+                let call: OsFunctionCall = decode_guest(&mut caller, "os call", ptr, len)?;
                 let clock = caller.data().clock.clone();
                 clock.pause();
                 let outcome = os_call(caller.data_mut(), call).await;
@@ -502,8 +510,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         m,
         imports::LOAD_ARTIFACT,
         |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
-            let bytes = read_guest(&mut caller, ptr, len)?;
-            let handle: serde_json::Value = decode_or_fail(&mut caller, "artifact handle", &bytes)?;
+            let handle: serde_json::Value = decode_guest(&mut caller, "artifact handle", ptr, len)?;
             let state = caller.data_mut();
             let outcome = state.session.load_artifact(&handle);
             Ok(state.stage(encode(&outcome)))
@@ -514,8 +521,10 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         m,
         imports::STDOUT,
         |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
-            let bytes = read_guest(&mut caller, ptr, len)?;
-            caller.data_mut().stdout.push(&String::from_utf8_lossy(&bytes));
+            let text = with_guest_bytes(&mut caller, ptr, len, |bytes| {
+                String::from_utf8_lossy(bytes).into_owned()
+            })?;
+            caller.data_mut().stdout.push(&text);
             Ok(())
         },
     )?;
@@ -524,8 +533,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         m,
         imports::FINISH,
         |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
-            let bytes = read_guest(&mut caller, ptr, len)?;
-            let finish: Finish = decode_or_fail(&mut caller, "finish", &bytes)?;
+            let finish: Finish = decode_guest(&mut caller, "finish", ptr, len)?;
             caller.data_mut().finish = Some(finish);
             Ok(())
         },
