@@ -10,7 +10,8 @@
 //! Invariants:
 //! - The child never outlives its call: it is spawned with `kill_on_drop`, so
 //!   when the invoker drops the call's future (timeout, cancelled chain) the
-//!   process is killed.
+//!   process is killed; on Unix it leads its own process group, killed when
+//!   the call ends, so nothing it started in the background survives either.
 //! - Everything read from the child is bounded ([`CommandTool::max_output_bytes`]
 //!   for stdout, [`MAX_STDERR_BYTES`] for stderr), so a runaway tool cannot
 //!   exhaust host memory.
@@ -137,6 +138,9 @@ impl CommandTool {
         if let Some(dir) = &self.working_dir {
             cmd.current_dir(dir);
         }
+        // Its own process group, killed with the call (see `ProcessGroup`).
+        #[cfg(unix)]
+        cmd.process_group(0);
         cmd.spawn()
             .map_err(|e| ToolError::new(format!("tool `{}`: cannot start `{program}`: {e}", self.name)))
     }
@@ -168,6 +172,10 @@ impl Tool for CommandTool {
         let request = serde_json::json!({"name": self.name, "arguments": args});
         let payload = serde_json::to_vec(&request).map_err(|e| ToolError::new(e.to_string()))?;
         let mut child = self.spawn()?;
+        // Declared after `child`, so dropped first: however the call ends,
+        // whatever the tool started in the background dies with it.
+        #[cfg(unix)]
+        let _group = child.id().map(ProcessGroup);
         tracing::debug!(tool = %self.name, run_id = %ctx.run_id, call_id = ctx.call_id, pid = ?child.id(), "command tool started");
 
         let stdin = child.stdin.take();
@@ -237,6 +245,24 @@ impl Tool for CommandTool {
                     self.name
                 )))
             }
+        }
+    }
+}
+
+/// A call's process group, the child its leader (`process_group(0)`).
+/// Killing only the child (`kill_on_drop`) left anything the tool had
+/// backgrounded running after the call, its timeout and its chain; the whole
+/// group is killed when the call ends or is dropped.
+#[cfg(unix)]
+struct ProcessGroup(u32);
+
+#[cfg(unix)]
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Ok(pgid) = libc::pid_t::try_from(self.0) {
+            // SAFETY: killpg only sends a signal; a group that is already
+            // gone makes it fail with ESRCH, which is fine.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
         }
     }
 }

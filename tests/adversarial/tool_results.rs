@@ -355,3 +355,73 @@ pub async fn assert_process_gone(pid: u32) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn command_tool_whose_background_child_holds_stdout_open_is_cut_by_the_call_timeout() {
+    // The tool exits at once, but a child it left behind keeps the stdout
+    // pipe open: no end of output ever comes, so the call timeout decides.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("pid");
+    let script = format!(
+        "cat >/dev/null; sleep 5 & echo $! > '{0}.tmp' && mv '{0}.tmp' '{0}'; echo '\"done\"'",
+        pid_file.display()
+    );
+    let tool = sh_tool("daemonizer", &script);
+    let policy = ChainPolicy {
+        call_timeout_s: 0.5,
+        approval_timeout_s: 0.1,
+        ..tight()
+    };
+    let started = Instant::now();
+    let r = run_extra(&catching("daemonizer()"), [tool], &policy).await;
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_ok(&r);
+    assert_eq!(r.output[0], json!("TimeoutError"), "{r:#?}");
+    assert_trace(&r, &[("daemonizer", CallStatus::Timeout)]);
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the tool started")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let killed = scopeguard_kill(pid);
+    assert_process_gone(pid).await;
+    drop(killed);
+    assert_next_chain_ok().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn command_tool_background_children_do_not_outlive_the_call() {
+    // They did: only the direct child was killed (fixed: a process group per call).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("pid");
+    let script = format!(
+        "cat >/dev/null; sleep 30 >/dev/null 2>&1 </dev/null & echo $! > '{0}.tmp' && mv '{0}.tmp' '{0}'; echo 42",
+        pid_file.display()
+    );
+    let r = run_extra(&catching("spawner()"), [sh_tool("spawner", &script)], &tight()).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["ok", 42]), "{r:#?}");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the tool started")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let killed = scopeguard_kill(pid);
+    assert_process_gone(pid).await;
+    drop(killed);
+}
+
+/// Kills `pid` when dropped, so a failing test leaves no stray process.
+fn scopeguard_kill(pid: u32) -> impl Drop {
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .arg("-9")
+                .arg(self.0.to_string())
+                .status();
+        }
+    }
+    Kill(pid)
+}
