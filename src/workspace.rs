@@ -77,7 +77,16 @@ impl Workspace {
         {
             return Err(format!("invalid workspace path {relative:?}"));
         }
-        let path = self.dir()?.join(relative);
+        // Written on the host, so not confined by monty-fs: a symlink planted
+        // in a supplied workspace (`media -> ~/.ssh`, or a file link) made
+        // this write, or overwrite, a file outside it. Refuse to pass one.
+        let mut path = self.dir()?;
+        for part in relative.split('/') {
+            path.push(part);
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!("writing {relative}: a symlink is in the way"));
+            }
+        }
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("creating {relative}: {}", e.kind()))?;
         }

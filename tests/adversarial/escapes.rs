@@ -218,7 +218,11 @@ async fn the_clock_can_be_read_but_not_used_to_outlive_the_chain() {
     let r = run("import time\nimport datetime\na = time.monotonic()\nb = time.monotonic()\n[time.time() > 1.6e9, b >= a, datetime.datetime.now().year >= 2024]").await;
     assert_ok(&r);
     assert_eq!(r.output, json!([true, true, true]), "{r:#?}");
-    let r = run("import time\nt = time.time()\nwhile time.time() - t < 3600:\n    pass").await;
+    let r = crate::support::run_with(
+        "import time\nt = time.time()\nwhile time.time() - t < 3600:\n    pass",
+        &crate::support::cpu_capped(),
+    )
+    .await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
     assert_next_chain_ok().await;
 }
@@ -260,7 +264,6 @@ async fn filling_the_host_disk_through_the_workspace_is_capped() {
     };
     for script in [
         "from pathlib import Path\nchunk = 'x' * (4 * 1024 * 1024)\ni = 0\nwhile True:\n    Path('/workspace/f' + str(i)).write_text(chunk)\n    i += 1",
-        "chunk = 'x' * (4 * 1024 * 1024)\nwhile True:\n    with open('/workspace/log', 'a') as f:\n        f.write(chunk)",
         "chunk = 'x' * (4 * 1024 * 1024)\nwhile True:\n    with open('/workspace/same', 'w') as f:\n        f.write(chunk)",
     ] {
         let workspace = tempfile::tempdir().expect("temp dir");
@@ -296,5 +299,65 @@ async fn filling_the_host_disk_through_the_workspace_is_capped() {
         assert!(on_disk <= 256 * 1024 * 1024, "{on_disk} bytes written");
         assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
     }
+    assert_next_chain_ok().await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn media_results_are_not_written_through_symlinks_planted_in_a_supplied_workspace() {
+    // The host writes media files itself, outside monty-fs: it followed a
+    // planted `media` link out of the workspace, and overwrote the target
+    // of a planted file link (fixed in `Workspace::write_file`).
+    let chart = crate::support::sh_tool(
+        "chart",
+        r#"cat >/dev/null; echo '{"content": [{"type": "image", "media_type": "image/png", "data": "aGVsbG8="}]}'"#,
+    );
+    let registry = crate::support::registry_with([chart]);
+    let outside = tempfile::tempdir().expect("temp dir");
+    let victim = outside.path().join("victim.txt");
+    std::fs::write(&victim, "precious").expect("write");
+
+    let dir_link = tempfile::tempdir().expect("temp dir");
+    std::os::unix::fs::symlink(outside.path(), dir_link.path().join("media")).expect("symlink");
+    let file_link = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(file_link.path().join("media")).expect("mkdir");
+    std::os::unix::fs::symlink(&victim, file_link.path().join("media/chart_1.png")).expect("symlink");
+
+    for ws in [dir_link.path(), file_link.path()] {
+        let options = chainbox::RunOptions {
+            workspace: Some(ws.to_path_buf()),
+            ..chainbox::RunOptions::default()
+        };
+        let r = crate::support::engine()
+            .run_with(
+                "try:\n    r = await chart()\nexcept RuntimeError as e:\n    r = 'refused: ' + str(e)\nr",
+                &registry,
+                &crate::support::tight(),
+                &chainbox::Approval::auto(chainbox::ToolRisk::Safe),
+                options,
+            )
+            .await;
+        assert_ok(&r);
+        assert!(r.output.as_str().is_some_and(|s| s.starts_with("refused")), "{r:#?}");
+        assert_trace(&r, &[("chart", CallStatus::Error)]);
+        let needles = host_paths(&[ws, outside.path()]);
+        assert_json_lacks(&r, &needles.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    let names: Vec<_> = std::fs::read_dir(outside.path())
+        .expect("outside")
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .expect("list");
+    assert_eq!(names, ["victim.txt"], "a media file landed outside the workspace");
+    assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "precious");
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_artifact_refs_in_load_artifact_are_value_errors() {
+    let r = run("out = []\nfor h in ['sha256:' + 'a' * 64, 'sha256:../../etc/passwd', '../../etc/passwd', {'artifact_ref': 1}, {'$artifact': None}, None, 12, 'x' * 100000]:\n    try:\n        load_artifact(h)\n        out.append('loaded')\n    except ValueError:\n        out.append('refused')\nout").await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(vec!["refused"; 8]), "{r:#?}");
+    assert_trace(&r, &[]);
     assert_next_chain_ok().await;
 }

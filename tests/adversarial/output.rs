@@ -5,16 +5,18 @@
 use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
 use serde_json::json;
 
-use crate::support::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run, run_with, tight};
+use crate::support::{
+    MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, cpu_capped, run, run_with, tight,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stdout_flood_is_capped_and_counted_until_the_cpu_limit() {
-    let r = run("await noop()\nwhile True:\n    print('x' * 1000)").await;
+    let r = run_with("await noop()\nwhile True:\n    print('x' * 1000)", &cpu_capped()).await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
     assert_trace(&r, &[("noop", CallStatus::Ok)]);
     assert!(r.stdout.len() <= 4096, "{}", r.stdout.len());
     assert!(r.usage.stdout_truncated);
-    assert!(r.usage.stdout_bytes > 1_000_000, "{:?}", r.usage);
+    assert!(r.usage.stdout_bytes > 100_000, "{:?}", r.usage);
     assert_next_chain_ok().await;
 }
 

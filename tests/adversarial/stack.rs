@@ -4,7 +4,7 @@
 use chainbox::{CallStatus, ChainStatus, ErrorKind};
 use serde_json::json;
 
-use crate::support::{assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run};
+use crate::support::{assert_ended, assert_next_chain_ok, assert_ok, assert_trace, cpu_capped, run, run_with};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unbounded_recursion_is_a_recursion_error_with_earlier_records_intact() {
@@ -97,5 +97,23 @@ async fn a_hundred_thousand_term_expression_ends_typed_and_the_engine_survives()
         ),
         "{r:#?}"
     );
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_multi_megabyte_script_is_bounded_by_the_sandbox_limits() {
+    // Nothing caps the script's size up front; parsing it is guest CPU.
+    for script in [
+        format!("{}1", "x = 1\n".repeat(1_500_000)),
+        format!("x = '{}'\nlen(x)", "a".repeat(10_000_000)),
+    ] {
+        let r = run_with(&script, &cpu_capped()).await;
+        assert_eq!(r.status, ChainStatus::Error, "{:?}", r.error);
+        assert!(
+            matches!(r.error_kind(), Some(ErrorKind::Cpu | ErrorKind::Memory)),
+            "{:?}",
+            r.error
+        );
+    }
     assert_next_chain_ok().await;
 }

@@ -41,6 +41,15 @@ pub fn tight() -> ChainPolicy {
     }
 }
 
+/// [`tight`] with a smaller CPU limit, for scripts that are meant to hit it:
+/// an endless loop proves nothing more by burning a whole second.
+pub fn cpu_capped() -> ChainPolicy {
+    ChainPolicy {
+        max_cpu_s: 0.3,
+        ..tight()
+    }
+}
+
 /// Runs `script` against [`registry`] under `policy`, auto-approving safe calls.
 pub async fn run_with(script: &str, policy: &ChainPolicy) -> ChainRunResult {
     engine()

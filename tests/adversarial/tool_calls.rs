@@ -275,7 +275,7 @@ async fn nul_keys_and_huge_arguments_sent_straight_to_the_invoker_are_gated() {
     let outcome = s.invoke(call("echo", args)).await.expect("within budget");
     assert!(matches!(outcome, CallOutcome::Ok { .. }), "{outcome:?}");
     let mut huge = Map::new();
-    huge.insert("text".into(), Value::String("x".repeat(100 * 1024 * 1024)));
+    huge.insert("text".into(), Value::String("x".repeat(16 * 1024 * 1024)));
     let outcome = s.invoke(call("echo", huge)).await.expect("within budget");
     assert!(
         matches!(&outcome, CallOutcome::Invalid { message } if message.contains("max_arg_bytes")),
