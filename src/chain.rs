@@ -81,6 +81,36 @@ impl ChainError {
     }
 }
 
+/// Longest `message` of a script error, in characters.
+pub const MAX_ERROR_MESSAGE_CHARS: usize = 2000;
+
+/// Longest `traceback` of a script error, in characters (its head and its
+/// tail are kept).
+pub const MAX_TRACEBACK_CHARS: usize = 16_000;
+
+impl ChainError {
+    /// This error with its message and traceback cut to
+    /// [`MAX_ERROR_MESSAGE_CHARS`] and [`MAX_TRACEBACK_CHARS`]: both come from
+    /// the script, which could otherwise put megabytes into the result (and
+    /// the model's context) with `raise ValueError('x' * 10**6)`.
+    pub fn bounded(mut self) -> Self {
+        if let Some((cut, _)) = self.message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
+            self.message.truncate(cut);
+            self.message.push('…');
+        }
+        if let Some(tb) = &mut self.traceback {
+            let chars = tb.chars().count();
+            if chars > MAX_TRACEBACK_CHARS {
+                let half = MAX_TRACEBACK_CHARS / 2;
+                let head: String = tb.chars().take(half).collect();
+                let tail: String = tb.chars().skip(chars - half).collect();
+                *tb = format!("{head}\n… ({} characters cut) …\n{tail}", chars - 2 * half);
+            }
+        }
+        self
+    }
+}
+
 /// How one tool call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

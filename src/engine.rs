@@ -284,13 +284,16 @@ impl Engine {
                 } else {
                     ErrorKind::Script
                 };
-                result.error = Some(ChainError {
-                    kind,
-                    error_type: e.exc_type,
-                    message: e.message,
-                    line: e.line,
-                    traceback: Some(e.traceback).filter(|t| !t.is_empty()),
-                });
+                result.error = Some(
+                    ChainError {
+                        kind,
+                        error_type: e.exc_type,
+                        message: e.message,
+                        line: e.line,
+                        traceback: Some(e.traceback).filter(|t| !t.is_empty()),
+                    }
+                    .bounded(),
+                );
                 result.call_trace = session.trace(CallStatus::Error, "interrupted: the script failed first");
             }
             // `sandbox::ending` reports a missing finish as an error; never panic here regardless.

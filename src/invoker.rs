@@ -35,6 +35,7 @@ use crate::chain::{CallStatus, ChainCallRecord, millis};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
+use crate::tools::command::MAX_ERROR_MESSAGE_CHARS;
 use crate::tools::{AnyTool, ContentBlock, ToolContext, ToolOutput, ToolRegistry};
 use futures::FutureExt;
 
@@ -370,7 +371,16 @@ fn invalid(message: String) -> Refusal {
     (CallStatus::Error, CallOutcome::Invalid { message })
 }
 
-fn tool_error(message: String) -> Refusal {
+fn tool_error(mut message: String) -> Refusal {
+    // A tool's error text reaches the script, the trace and so the model's
+    // context: bounded like a command tool's stderr (a Rust tool's 10 MB
+    // error message went through whole, into every one of them).
+    if message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS).is_some()
+        && let Some((cut, _)) = message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS - 1)
+    {
+        message.truncate(cut);
+        message.push('…');
+    }
     (CallStatus::Error, CallOutcome::Error { message })
 }
 

@@ -277,3 +277,30 @@ async fn cancelled_chains_do_not_pin_their_artifacts_forever() {
     }
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unawaited_call_is_cut_off_when_the_script_ends_and_recorded_as_interrupted() {
+    // Calling a tool without `await` starts it on the host; when the script
+    // ends first, the call must stop with it and say so in the trace.
+    let (tool, ticks) = ticker();
+    let r = crate::support::run_full(
+        "t = ticker(seconds=30)\nawait sleep(seconds=0.1)\n'done'",
+        &registry_with([tool]),
+        &tight(),
+        &Approval::auto(ToolRisk::Safe),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("done"));
+    assert_trace(&r, &[("ticker", CallStatus::Error), ("sleep", CallStatus::Ok)]);
+    assert!(
+        r.call_trace[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("interrupted")),
+        "{r:#?}"
+    );
+    assert!(ticks.load(Ordering::SeqCst) > 0, "the unawaited call never started");
+    assert_ticks_stop(&ticks).await;
+    assert_next_chain_ok().await;
+}

@@ -425,3 +425,20 @@ fn scopeguard_kill(pid: u32) -> impl Drop {
     }
     Kill(pid)
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_error_message_from_an_in_process_tool_is_cut_like_a_command_tools() {
+    // A Rust tool's 10 MB error went whole into the script, the trace and
+    // the result (fixed in the invoker; command tools already cut stderr).
+    let verbose = crate::support::fn_tool("verbose_fail", &["n"], |a| {
+        Err("E".repeat(a.get("n").and_then(Value::as_u64).unwrap_or(0) as usize))
+    });
+    let r = run_extra(&catching("verbose_fail(n=10**7)"), [verbose], &tight()).await;
+    assert_ok(&r);
+    assert_eq!(r.output[0], json!("RuntimeError"), "{r:#?}");
+    assert_eq!(r.output[1].as_str().map(|s| s.chars().count()), Some(2000));
+    assert_trace(&r, &[("verbose_fail", CallStatus::Error)]);
+    assert_eq!(r.call_trace[0].error.as_ref().map(|e| e.chars().count()), Some(2000));
+    assert!(serde_json::to_string(&r).expect("valid JSON").len() < 16 * 1024);
+    assert_next_chain_ok().await;
+}
