@@ -177,3 +177,35 @@ async fn a_thousand_hostile_chains_at_once_each_end_with_their_own_typed_outcome
     assert!(elapsed < Duration::from_secs(60), "1,000 chains took {elapsed:?}");
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_chains_never_see_each_others_workspace_files() {
+    let registry = crate::support::registry();
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let script = format!(
+                    "from pathlib import Path\nimport os\nPath('/workspace/mine.txt').write_text('{i}')\nawait sleep(seconds=0.05)\n[Path('/workspace/mine.txt').read_text(), sorted(os.listdir('/workspace'))]"
+                );
+                let policy = ChainPolicy {
+                    total_timeout_s: 30.0,
+                    max_cpu_s: 10.0,
+                    ..crate::support::tight()
+                };
+                engine().run(&script, &registry, &policy, &Approval::auto(ToolRisk::Safe)).await
+            })
+        })
+        .collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        let r = task.await.expect("a chain task panicked");
+        assert_eq!(r.status, ChainStatus::Ok, "chain {i}: {r:#?}");
+        assert_eq!(
+            r.output,
+            json!([i.to_string(), ["mine.txt"]]),
+            "chain {i} saw another workspace"
+        );
+        assert_eq!(r.call_trace.len(), 1);
+    }
+    assert_next_chain_ok().await;
+}

@@ -102,6 +102,9 @@ async fn sleep_with_absurd_durations_is_a_script_error_not_a_crash() {
     for (arg, expected) in [
         ("-1", "ValueError"),
         ("float('nan')", "ValueError"),
+        ("1e308", "OverflowError"),
+        ("2 ** 64", "OverflowError"),
+        ("10 ** 400", "OverflowError"),
         ("float('inf')", ""),
     ] {
         let script = format!(

@@ -361,3 +361,31 @@ async fn hostile_artifact_refs_in_load_artifact_are_value_errors() {
     assert_trace(&r, &[]);
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_workspace_root_cannot_be_removed_renamed_or_emptied_out_of_it() {
+    let parent = tempfile::tempdir().expect("temp dir");
+    let ws = parent.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    for script in [
+        "from pathlib import Path\nPath('/workspace').rmdir()",
+        "from pathlib import Path\nPath('/workspace').unlink()",
+        "from pathlib import Path\nPath('/workspace').rename('/workspace/b')",
+        "from pathlib import Path\nPath('/workspace/a').write_text('x')\nPath('/workspace/a').rename('/etc/stolen')",
+        "from pathlib import Path\nPath('/workspace/a').write_text('x')\nPath('/workspace/a').rename('/workspace/../a')",
+    ] {
+        let r = run_in_workspace(script, &ws).await;
+        assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+        let needles = host_paths(&[&ws, parent.path()]);
+        assert_json_lacks(&r, &needles.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(ws.is_dir(), "the workspace root went away: {script}");
+    }
+    let siblings: Vec<_> = std::fs::read_dir(parent.path())
+        .expect("parent")
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .expect("list");
+    assert_eq!(siblings, ["ws"], "a file was moved out of the workspace");
+    assert!(!Path::new("/etc/stolen").exists());
+    assert_next_chain_ok().await;
+}
