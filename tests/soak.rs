@@ -6,9 +6,9 @@
 //! ```
 //!
 //! `CHAINBOX_SOAK_CHAINS` (default 100000) sets how many chains run after a
-//! warm-up (`CHAINBOX_SOAK_WARMUP`, default 6000), `CHAINBOX_SOAK_CONCURRENCY`
+//! warm-up (`CHAINBOX_SOAK_WARMUP`, default 1000), `CHAINBOX_SOAK_CONCURRENCY`
 //! (default 32) how many are in flight, `CHAINBOX_SOAK_SLOTS` the engine's
-//! pool size (default: the concurrency).
+//! pool size (default: the engine's default).
 //! The mix covers success, script and compile errors, tool errors, denials,
 //! workspace files, media files, offloaded results, and every limit kill
 //! (memory, CPU, total timeout, output, tool budget). Each chain's outcome is
@@ -32,14 +32,13 @@ use common::{FnTool, SleepTool, tool};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
-/// Chains run before the first measurement (override: `CHAINBOX_SOAK_WARMUP`).
-/// Each pool slot keeps what its chains touched resident (up to the
-/// engine's `linear_memory_keep_resident`, plus its fiber stack) and
-/// wasmtime keeps unused slots warm, so RSS climbs in steps until every slot
-/// has hosted the hungriest kinds of chain: measured flat after ~6000 chains
-/// with 32 slots, still stepping at 10k with the default 1000 slots (+19 MB).
-/// The warm-up covers that, so growth after it means a leak.
-const WARM_UP: usize = 6000;
+/// Chains run before the first measurement (override: `CHAINBOX_SOAK_WARMUP`),
+/// so code pages, the allocator and the pool slots in use are warm. A pool
+/// slot keeps whatever the engine tells it to keep resident: while the
+/// engine kept 1 MiB of linear memory per warm slot, RSS climbed in steps
+/// for tens of thousands of chains (71 → 90 MB over 100k with 1000 slots)
+/// as new slots got picked; without it, RSS is flat after the warm-up.
+const WARM_UP: usize = 1000;
 
 /// `chart()`: a media result, written into the chain's workspace.
 struct ChartTool;
@@ -294,13 +293,18 @@ fn pick(scenarios: &[Scenario], i: usize) -> usize {
     unreachable!("k < total")
 }
 
-fn rss_kib() -> u64 {
+/// A field of /proc/self/status, in KiB.
+fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
+}
+
+fn rss_kib() -> u64 {
+    status_kib("VmRSS")
 }
 
 fn open_fds() -> usize {
@@ -406,12 +410,11 @@ fn soak_many_chains_leak_nothing() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(32);
-    // Pool slots sized to the concurrency, as a server would size them;
-    // `CHAINBOX_SOAK_SLOTS` tries other pool sizes.
+    // The engine's default pool unless `CHAINBOX_SOAK_SLOTS` says otherwise.
     let slots: u32 = std::env::var("CHAINBOX_SOAK_SLOTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(concurrency as u32);
+        .unwrap_or(EngineConfig::default().max_concurrent_chains);
     let warm_up: usize = std::env::var("CHAINBOX_SOAK_WARMUP")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -459,9 +462,20 @@ fn soak_many_chains_leak_nothing() {
             ws_dirs,
             other_files,
         };
+        // The split says where growth is: heap and pool slots (anon), the
+        // mapped guest code (file), copy-on-write memory images (shmem).
         println!(
-            "soak: {:>7} chains  {:>8.1} s  RSS {:>7} KiB  fds {:>4}  workspace dirs left {}  other temp entries {}",
-            s.chains, s.secs, s.rss_kib, s.fds, s.ws_dirs, s.other_files
+            "soak: {:>7} chains  {:>8.1} s  RSS {:>7} KiB (anon {}, file {}, shmem {})  fds {:>4}  \
+             workspace dirs left {}  other temp entries {}",
+            s.chains,
+            s.secs,
+            s.rss_kib,
+            status_kib("RssAnon"),
+            status_kib("RssFile"),
+            status_kib("RssShmem"),
+            s.fds,
+            s.ws_dirs,
+            s.other_files
         );
         s
     };
