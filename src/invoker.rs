@@ -258,7 +258,16 @@ impl InvokerSession {
             return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
         }
         // Gate 5: risk above the unapproved maximum needs approval (fail closed).
-        let risk = self.policy.effective_risk(name, tool.classify(&args));
+        // `classify` is the tool's own code, run outside `execute`'s panic
+        // guard: a panic in it (say `args["sql"]` on a call without `sql`)
+        // unwound through the sandbox and out of `Engine::run`. Fail closed.
+        let classified = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.classify(&args)));
+        let Ok(classified) = classified else {
+            return Err(tool_error(format!(
+                "tool {name:?} panicked while rating the call's risk"
+            )));
+        };
+        let risk = self.policy.effective_risk(name, classified);
         if risk > self.policy.max_risk_unapproved {
             let request = ApprovalRequest::new(self.run_id.clone(), u64::from(call_id), name, args.clone(), risk);
             let outcome = decide(&self.approval, &request, self.policy.approval_timeout()).await;

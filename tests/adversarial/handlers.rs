@@ -303,3 +303,62 @@ async fn tool_blocking_its_thread_does_not_stall_other_chains() {
     assert_ok(&r);
     assert_trace(&r, &[("block", CallStatus::Ok)]);
 }
+
+/// `query(sql)` whose per-call risk rating indexes `args["sql"]`: it panics
+/// on a call without `sql`, before `execute` ever runs.
+struct PanickyClassifier;
+
+#[async_trait]
+impl chainbox::Tool for PanickyClassifier {
+    fn name(&self) -> &str {
+        "query"
+    }
+    fn description(&self) -> &str {
+        "runs SQL"
+    }
+    fn input_schema(&self) -> &Value {
+        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        S.get_or_init(|| json!({"type": "object"}))
+    }
+    fn classify(&self, args: &Map<String, Value>) -> ToolRisk {
+        if args["sql"].as_str().unwrap_or_default().starts_with("DELETE") {
+            ToolRisk::Critical
+        } else {
+            ToolRisk::Safe
+        }
+    }
+    async fn execute(
+        &self,
+        _: chainbox::ToolContext,
+        _: Map<String, Value>,
+    ) -> Result<chainbox::ToolOutput, chainbox::ToolError> {
+        Ok(chainbox::ToolOutput::Value(json!("rows")))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_panicking_while_rating_a_calls_risk_is_a_runtime_error_not_a_host_panic() {
+    // The panic unwound out of `Engine::run` into the caller's task (fixed
+    // in the invoker: `classify` runs under a panic guard, failing closed).
+    let registry = registry_with([Arc::new(PanickyClassifier) as Arc<dyn chainbox::Tool>]);
+    let chain = tokio::spawn(async move {
+        run_full(
+            "import asyncio\nout = []\ntry:\n    await query(table='users')\nexcept RuntimeError:\n    out.append('refused')\ntry:\n    await asyncio.gather(query(table='a'), query(sql='SELECT 1'))\nexcept RuntimeError:\n    out.append('refused')\n[out, await query(sql='SELECT 1')]",
+            &registry,
+            &tight(),
+            &Approval::auto(ToolRisk::Safe),
+        )
+        .await
+    });
+    let r = chain.await.expect("Engine::run panicked");
+    assert_ok(&r);
+    assert_eq!(r.output, json!([["refused", "refused"], "rows"]), "{r:#?}");
+    assert_eq!(r.call_trace.len(), 4, "{r:#?}");
+    assert_eq!(r.call_trace[0].status, CallStatus::Error);
+    assert!(
+        r.call_trace[0].error.as_deref().is_some_and(|e| e.contains("panicked")),
+        "{r:#?}"
+    );
+    assert_eq!(r.call_trace[3].status, CallStatus::Ok);
+    assert_next_chain_ok().await;
+}
