@@ -289,7 +289,12 @@ impl InvokerSession {
         let ctx = ToolContext {
             run_id: self.run_id.clone(),
             call_id: u64::from(call_id),
-            deadline: Instant::now() + timeout,
+            // Not `now + timeout`: a valid policy may say `call_timeout_s =
+            // 1e19` ("never"), and that overflowed `Instant` and panicked out
+            // of `Engine::run` on the first call. A century is "never" enough.
+            deadline: Instant::now()
+                .checked_add(timeout)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)),
         };
         // Polled in place, not spawned: most tools answer at once, and a
         // spawned task would cost a thread hop per call. Dropping this call

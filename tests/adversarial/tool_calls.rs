@@ -289,3 +289,49 @@ async fn nul_keys_and_huge_arguments_sent_straight_to_the_invoker_are_gated() {
     assert_eq!(statuses, [CallStatus::Ok, CallStatus::Error]);
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_timeouts_meaning_never_do_not_overflow_into_a_host_panic() {
+    // `call_timeout_s = 1e19` passes validation; the call's deadline
+    // (`now + timeout`) overflowed `Instant` and panicked out of
+    // `Engine::run` (fixed in the invoker). In-code policies may say inf.
+    for seconds in [1e19, f64::MAX, f64::INFINITY] {
+        let policy = ChainPolicy {
+            call_timeout_s: seconds,
+            approval_timeout_s: seconds / 2.0,
+            total_timeout_s: seconds,
+            max_cpu_s: seconds,
+            ..tight()
+        };
+        let chain = tokio::spawn(async move {
+            run_full(
+                "import asyncio\n[await add(a=1, b=2), await asyncio.gather(noop(), noop())]",
+                &registry(),
+                &policy,
+                &Approval::auto(ToolRisk::Safe),
+            )
+            .await
+        });
+        let r = chain.await.expect("Engine::run panicked");
+        assert_ok(&r);
+        assert_eq!(r.output, json!([3.0, [null, null]]), "{seconds}: {r:#?}");
+        assert_trace(
+            &r,
+            &[
+                ("add", CallStatus::Ok),
+                ("noop", CallStatus::Ok),
+                ("noop", CallStatus::Ok),
+            ],
+        );
+    }
+    assert!(
+        ChainPolicy {
+            call_timeout_s: 1e19,
+            approval_timeout_s: 1.0,
+            ..ChainPolicy::default()
+        }
+        .validate()
+        .is_ok()
+    );
+    assert_next_chain_ok().await;
+}
