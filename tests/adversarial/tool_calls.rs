@@ -335,3 +335,38 @@ async fn huge_timeouts_meaning_never_do_not_overflow_into_a_host_panic() {
     );
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_utf8_and_nul_bytes_on_the_wire_are_refused_by_the_host_decoder() {
+    // What a corrupted guest could send for a tool call: the host's decoder
+    // refuses it with a typed error (the sandbox then ends the chain as a
+    // protocol crash); it never panics and never yields a name to look up.
+    let mut hostile: Vec<Vec<u8>> = vec![
+        b"{\"tool\": \"ec\xffho\", \"args\": {}, \"line\": 1}".to_vec(),
+        b"{\"tool\": \"echo\", \"args\": {\"text\": \"\xc3\x28\"}, \"line\": 1}".to_vec(),
+        b"{\"tool\": \"echo\", \"args\": {\"te\xed\xa0\x80xt\": 1}, \"line\": 1}".to_vec(),
+        b"{\"tool\": \"echo\0\", \"args\": {}, \"line\": 1}".to_vec(),
+        b"{\"tool\": \"echo\", \"args\": {}, \"line\": 1}\0".to_vec(),
+        b"\xef\xbb\xbf{\"tool\": \"echo\", \"args\": {}, \"line\": 1}".to_vec(),
+        b"{\"tool\": \"echo\", \"args\": [], \"line\": -1}".to_vec(),
+        vec![0xff; 1024],
+        Vec::new(),
+    ];
+    let mut deep = b"{\"tool\": \"echo\", \"args\": {\"text\": ".to_vec();
+    deep.extend(std::iter::repeat_n(b'[', 100_000));
+    hostile.push(deep);
+    for bytes in &hostile {
+        assert!(
+            chainbox_protocol::decode::<ToolCall>("tool call", bytes).is_err(),
+            "accepted {:?}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(80)])
+        );
+    }
+    // An escaped NUL is valid JSON: it decodes, and the invoker finds no tool.
+    let call: ToolCall =
+        chainbox_protocol::decode("tool call", b"{\"tool\": \"echo\\u0000\", \"args\": {}, \"line\": 1}")
+            .expect("valid");
+    let outcome = session(tight()).invoke(call).await.expect("within budget");
+    assert!(matches!(outcome, CallOutcome::NotFound { .. }), "{outcome:?}");
+    assert_next_chain_ok().await;
+}
