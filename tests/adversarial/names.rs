@@ -170,3 +170,72 @@ async fn builtins_and_dunder_names_are_not_routes_to_tools() {
     }
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn look_alike_argument_names_do_not_bind_to_the_real_parameter() {
+    // Cyrillic е in `tеxt`: a different key. The open-schema `echo` gets no
+    // `text`; a strict schema refuses the call before the tool runs.
+    let strict = Arc::new(StrictEcho) as Arc<dyn Tool>;
+    let r = run_full(
+        "out = [await echo(t\u{435}xt='x')]\ntry:\n    await strict_echo(t\u{435}xt='x')\nexcept ValueError:\n    out.append('refused')\nout",
+        &crate::support::registry_with([strict]),
+        &tight(),
+        &Approval::auto(ToolRisk::Safe),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!([null, "refused"]), "{r:#?}");
+    assert_trace(&r, &[("echo", CallStatus::Ok), ("strict_echo", CallStatus::Error)]);
+    assert_next_chain_ok().await;
+}
+
+/// `strict_echo(text)`: no other argument allowed.
+struct StrictEcho;
+
+#[async_trait::async_trait]
+impl Tool for StrictEcho {
+    fn name(&self) -> &str {
+        "strict_echo"
+    }
+    fn description(&self) -> &str {
+        "echoes text"
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        S.get_or_init(|| {
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false})
+        })
+    }
+    async fn execute(
+        &self,
+        _: chainbox::ToolContext,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<chainbox::ToolOutput, chainbox::ToolError> {
+        Ok(chainbox::ToolOutput::Value(args["text"].clone()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn odd_bytes_in_the_source_are_compile_errors_or_harmless() {
+    for script in [
+        "x = 1\0\nx",
+        "\u{feff}x = 1\nx",
+        "x = 1\r\ny = 2\rx + y",
+        "x = 1\x0c\nx",
+        "if True:\n\tx = 1\n        y = 2\nx",
+        "x = '\u{202e}evil\u{202c}'\nx",
+        "\u{0}",
+    ] {
+        let r = run(script).await;
+        assert!(
+            matches!(r.status, ChainStatus::Ok | ChainStatus::Error),
+            "{script:?}: {r:#?}"
+        );
+        assert!(
+            matches!(r.error_kind(), None | Some(ErrorKind::Compile | ErrorKind::Script)),
+            "{script:?}: {r:#?}"
+        );
+        assert_trace(&r, &[]);
+    }
+    assert_next_chain_ok().await;
+}
