@@ -6,7 +6,20 @@
 use chainbox::{CallStatus, ChainStatus, ErrorKind};
 use serde_json::json;
 
-use crate::support::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run};
+use chainbox::{ChainPolicy, ChainRunResult};
+
+use crate::support::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run_with, tight};
+
+/// Runs `script` under [`tight`] limits but with CPU to spare: these cases
+/// are about memory, and a busy machine must not turn them into CPU cases.
+async fn run(script: &str) -> ChainRunResult {
+    let policy = ChainPolicy {
+        max_cpu_s: 10.0,
+        total_timeout_s: 10.0,
+        ..tight()
+    };
+    run_with(script, &policy).await
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn doubling_string_is_stopped_with_kind_memory_and_the_trace_kept() {
