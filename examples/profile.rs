@@ -3,8 +3,12 @@
 //! `perf record` or `valgrind --tool=callgrind` at when profiling.
 //!
 //! ```text
-//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native]
+//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare]
 //! ```
+//!
+//! `--compare` alternates chainbox and native runs in one process and prints
+//! both and their ratio: on a noisy machine, interleaving keeps drift from
+//! favouring either side.
 //!
 //! The script may call `noop()`, a tool that returns `None`.
 
@@ -71,37 +75,56 @@ fn main() {
     let path = args.first().expect("usage: profile SCRIPT.py [RUNS] [--native]");
     let script = std::fs::read_to_string(path).expect("readable script");
     let runs: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(100);
-    let mut times = Vec::with_capacity(runs);
-    if args.iter().any(|a| a == "--native") {
-        for _ in 0..runs {
-            let t = Instant::now();
-            native(&script);
-            times.push(t.elapsed());
+    let native_only = args.iter().any(|a| a == "--native");
+    let compare = args.iter().any(|a| a == "--compare");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = Engine::with_config(EngineConfig {
+        max_concurrent_chains: 4,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let noop = Noop(json!({"type": "object", "properties": {}}));
+    let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
+    let policy = ChainPolicy {
+        max_tool_calls: 100_000,
+        ..ChainPolicy::default()
+    };
+    let approval = Approval::auto(ToolRisk::Safe);
+    let chainbox = || {
+        let t = Instant::now();
+        let result = runtime.block_on(engine.run(&script, &registry, &policy, &approval));
+        let elapsed = t.elapsed();
+        assert!(result.is_ok(), "{result:?}");
+        elapsed
+    };
+    let native = || {
+        let t = Instant::now();
+        native(&script);
+        t.elapsed()
+    };
+    let (mut ours, mut theirs) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for _ in 0..runs {
+        if !native_only {
+            ours.push(chainbox());
         }
-    } else {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let engine = Engine::with_config(EngineConfig {
-            max_concurrent_chains: 4,
-            ..EngineConfig::default()
-        })
-        .expect("engine");
-        let noop = Noop(json!({"type": "object", "properties": {}}));
-        let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
-        let policy = ChainPolicy {
-            max_tool_calls: 100_000,
-            ..ChainPolicy::default()
-        };
-        let approval = Approval::auto(ToolRisk::Safe);
-        for _ in 0..runs {
-            let t = Instant::now();
-            let result = runtime.block_on(engine.run(&script, &registry, &policy, &approval));
-            times.push(t.elapsed());
-            assert!(result.is_ok(), "{result:?}");
+        if native_only || compare {
+            theirs.push(native());
         }
     }
+    if compare {
+        let ((om, omin), (tm, tmin)) = (summary(ours), summary(theirs));
+        println!(
+            "{runs} runs: chainbox median {om:?} min {omin:?}; native median {tm:?} min {tmin:?}; \
+             ratio median {:.2} min {:.2}",
+            om.as_secs_f64() / tm.as_secs_f64(),
+            omin.as_secs_f64() / tmin.as_secs_f64()
+        );
+        return;
+    }
+    let times = if native_only { theirs } else { ours };
     let (median, min) = summary(times);
     println!("{runs} runs, median {median:?}, min {min:?}");
 }
