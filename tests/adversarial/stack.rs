@@ -117,3 +117,23 @@ async fn a_multi_megabyte_script_is_bounded_by_the_sandbox_limits() {
     }
     assert_next_chain_ok().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn native_recursion_over_hundred_thousand_deep_values_is_a_recursion_error_not_a_stack_overflow() {
+    let policy = chainbox::ChainPolicy {
+        max_cpu_s: 10.0,
+        total_timeout_s: 10.0,
+        ..crate::support::tight()
+    };
+    let r = run_with(
+        "import json\nimport copy\nx = []\ny = []\nt = ()\nfor i in range(100000):\n    x = [x]\n    y = [y]\n    t = (t,)\nout = []\nfor f in [lambda: x == y, lambda: x < y, lambda: hash(t), lambda: json.dumps(x), lambda: copy.deepcopy(x), lambda: x in [y], lambda: sorted([x, y]), lambda: {t: 1}, lambda: len(repr(x)) < 10000]:\n    try:\n        f()\n        out.append('ok')\n    except RecursionError:\n        out.append('RecursionError')\nx = None\n[out, await noop()]",
+        &policy,
+    )
+    .await;
+    assert_ok(&r);
+    let out = r.output[0].as_array().cloned().unwrap_or_default();
+    assert_eq!(out.len(), 9, "{r:#?}");
+    assert!(out.iter().all(|v| v == "ok" || v == "RecursionError"), "{r:#?}");
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
