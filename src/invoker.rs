@@ -406,8 +406,8 @@ fn denied(name: &str, risk: crate::tools::ToolRisk, reason: &str) -> Refusal {
 /// `output` if no JSON value in it nests deeper than [`MAX_VALUE_DEPTH`];
 /// otherwise a tool error, with the value taken apart without recursion.
 fn refuse_too_deep(name: &str, output: ToolOutput) -> Result<ToolOutput, Refusal> {
-    let values: Vec<&Value> = match &output {
-        ToolOutput::Value(value) => vec![value],
+    let too_deep = match &output {
+        ToolOutput::Value(value) => deeper_than(value, MAX_VALUE_DEPTH),
         ToolOutput::Result(result) => result
             .content
             .iter()
@@ -417,9 +417,9 @@ fn refuse_too_deep(name: &str, output: ToolOutput) -> Result<ToolOutput, Refusal
             })
             .chain(result.metadata.values())
             .chain(result.structured_content.values())
-            .collect(),
+            .any(|v| deeper_than(v, MAX_VALUE_DEPTH)),
     };
-    if !values.into_iter().any(|v| deeper_than(v, MAX_VALUE_DEPTH)) {
+    if !too_deep {
         return Ok(output);
     }
     let mut pending: Vec<Value> = match output {
@@ -450,6 +450,10 @@ fn refuse_too_deep(name: &str, output: ToolOutput) -> Result<ToolOutput, Refusal
 
 /// Whether `value` nests deeper than `max` levels, checked without recursion.
 fn deeper_than(value: &Value, max: usize) -> bool {
+    // Most results are scalars or flat: no allocation for those.
+    if !matches!(value, Value::Array(_) | Value::Object(_)) {
+        return false;
+    }
     let mut pending = vec![(value, 0usize)];
     while let Some((value, depth)) = pending.pop() {
         let children: Box<dyn Iterator<Item = &Value>> = match value {
