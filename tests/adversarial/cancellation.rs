@@ -253,6 +253,7 @@ async fn cancelled_chains_do_not_pin_their_artifacts_forever() {
     let store: Arc<dyn chainbox::ArtifactStore> = Arc::new(chainbox::MemoryArtifactStore::new());
     let engine = Engine::with_config(EngineConfig {
         artifacts: Some(store.clone()),
+        max_concurrent_chains: 2,
         ..EngineConfig::default()
     })
     .expect("engine");
