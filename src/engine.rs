@@ -22,7 +22,7 @@ use crate::chain::{CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKin
 use crate::digest::sha256_hex;
 use crate::invoker::InvokerSession;
 use crate::policy::ChainPolicy;
-use crate::sandbox::{self, ChainSetup, ChainState};
+use crate::sandbox::{self, ChainSetup, ChainState, Meters};
 use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
@@ -203,7 +203,8 @@ impl Engine {
             shaper,
         ));
         let total = policy.total_timeout();
-        let run = self.run_guest(script, registry, &policy, session.clone(), workspace);
+        let meters = Meters::new(&policy);
+        let run = self.run_guest(script, registry, &policy, session.clone(), workspace, meters.clone());
         let mut result = match tokio::time::timeout(total, run).await {
             Ok(result) => result,
             Err(_) => {
@@ -211,6 +212,9 @@ impl Engine {
                 let mut r = empty_result(ChainStatus::Timeout);
                 r.call_trace = session.trace(CallStatus::Timeout, &message);
                 r.error = Some(ChainError::new(ErrorKind::Timeout, "TimeoutError", message));
+                // The store is gone with the dropped future; what it printed
+                // and used lives on in the shared meters.
+                (r.usage, r.stdout) = meters.take();
                 r
             }
         };
@@ -228,6 +232,7 @@ impl Engine {
         policy: &ChainPolicy,
         session: Arc<InvokerSession>,
         workspace: Arc<Mutex<Workspace>>,
+        meters: Arc<Meters>,
     ) -> ChainRunResult {
         let Ok(_slot) = self.inner.slots.acquire().await else {
             return crash(&session, "the engine is shutting down");
@@ -240,6 +245,7 @@ impl Engine {
                 policy,
                 session: session.clone(),
                 workspace,
+                meters,
             },
         );
         let instance = match self.inner.pre.instantiate_async(&mut store).await {

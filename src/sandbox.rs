@@ -13,7 +13,7 @@
 //!   chain's workspace directory, which is created on first use.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -61,7 +61,7 @@ pub(crate) struct ChainState {
     running_ids: HashMap<tokio::task::Id, u32>,
     /// Finished concurrent calls the guest has not collected yet.
     done: Vec<(u32, CallOutcome)>,
-    stdout: BoundedText,
+    meters: Arc<Meters>,
     finish: Option<Finish>,
     /// Why the host ended the chain, if it did.
     fatal: Option<Fatal>,
@@ -130,12 +130,52 @@ impl BoundedText {
     }
 }
 
+/// What a chain has printed and used so far. Shared between the store and
+/// the engine so that it outlives the store: when the total timeout drops a
+/// running chain, the stdout and usage up to that moment still reach the
+/// result.
+#[derive(Debug)]
+pub(crate) struct Meters {
+    clock: Arc<CpuClock>,
+    stdout: Mutex<BoundedText>,
+    peak_memory: AtomicU64,
+}
+
+impl Meters {
+    pub(crate) fn new(policy: &ChainPolicy) -> Arc<Self> {
+        Arc::new(Meters {
+            clock: Arc::new(CpuClock::new(policy.max_cpu())),
+            stdout: Mutex::new(BoundedText::new(
+                usize::try_from(policy.max_stdout_bytes).unwrap_or(usize::MAX),
+            )),
+            peak_memory: AtomicU64::new(0),
+        })
+    }
+
+    fn stdout(&self) -> std::sync::MutexGuard<'_, BoundedText> {
+        self.stdout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The usage so far, and the captured stdout (taken, so call it once).
+    pub(crate) fn take(&self) -> (Usage, String) {
+        self.clock.pause();
+        let mut stdout = self.stdout();
+        let usage = Usage {
+            peak_memory_bytes: self.peak_memory.load(Ordering::Relaxed),
+            cpu_ms: crate::chain::millis(self.clock.used()),
+            stdout_bytes: stdout.total,
+            stdout_truncated: stdout.truncated,
+        };
+        (usage, std::mem::take(&mut stdout.text))
+    }
+}
+
 /// Caps linear memory growth at the policy's `max_memory_bytes` and
-/// remembers the peak and whether the cap was hit.
+/// records the peak (in the chain's [`Meters`]) and whether the cap was hit.
 #[derive(Debug)]
 pub(crate) struct MemoryLimiter {
     limit: usize,
-    peak: usize,
+    meters: Arc<Meters>,
     hit: bool,
 }
 
@@ -152,7 +192,7 @@ impl ResourceLimiter for MemoryLimiter {
             self.hit = true;
             return Err(MemoryLimitExceeded { limit: self.limit }.into());
         }
-        self.peak = self.peak.max(desired);
+        self.meters.peak_memory.fetch_max(desired as u64, Ordering::Relaxed);
         Ok(true)
     }
 
@@ -171,7 +211,10 @@ pub(crate) struct CpuClock {
     segment_start: AtomicU64,
     /// Nanoseconds of guest time before the current stretch.
     used: AtomicU64,
-    exceeded: std::sync::atomic::AtomicBool,
+    exceeded: AtomicBool,
+    /// Whether a guest stretch is open; pausing twice must not count the
+    /// time in between (a host call) as CPU.
+    running: AtomicBool,
     /// Epoch ticks seen while the guest ran.
     ticks: AtomicU64,
 }
@@ -183,7 +226,8 @@ impl CpuClock {
             limit,
             segment_start: AtomicU64::new(0),
             used: AtomicU64::new(0),
-            exceeded: std::sync::atomic::AtomicBool::new(false),
+            exceeded: AtomicBool::new(false),
+            running: AtomicBool::new(true),
             ticks: AtomicU64::new(0),
         }
     }
@@ -194,6 +238,9 @@ impl CpuClock {
 
     /// The guest stops running (a host call or a yield).
     fn pause(&self) {
+        if !self.running.swap(false, Ordering::Relaxed) {
+            return;
+        }
         let now = self.now();
         let start = self.segment_start.swap(now, Ordering::Relaxed);
         self.used.fetch_add(now.saturating_sub(start), Ordering::Relaxed);
@@ -202,6 +249,7 @@ impl CpuClock {
     /// The guest runs again.
     fn resume(&self) {
         self.segment_start.store(self.now(), Ordering::Relaxed);
+        self.running.store(true, Ordering::Relaxed);
     }
 
     fn used(&self) -> Duration {
@@ -216,6 +264,7 @@ pub(crate) struct ChainSetup<'a> {
     pub policy: &'a ChainPolicy,
     pub session: Arc<InvokerSession>,
     pub workspace: Arc<Mutex<Workspace>>,
+    pub meters: Arc<Meters>,
 }
 
 /// Builds the store for one chain, with its limits armed.
@@ -244,7 +293,8 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
     };
     // No env, no args, no preopens, no network; stdio closed.
     let wasi = WasiCtxBuilder::new().build_p1();
-    let clock = Arc::new(CpuClock::new(policy.max_cpu()));
+    let meters = setup.meters;
+    let clock = meters.clock.clone();
     let state = ChainState {
         wasi,
         session: setup.session,
@@ -253,12 +303,12 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
         running: JoinSet::new(),
         running_ids: HashMap::new(),
         done: Vec::new(),
-        stdout: BoundedText::new(usize::try_from(policy.max_stdout_bytes).unwrap_or(usize::MAX)),
+        meters: meters.clone(),
         finish: None,
         fatal: None,
         memory: MemoryLimiter {
             limit: usize::try_from(policy.max_memory_bytes).unwrap_or(usize::MAX),
-            peak: 0,
+            meters,
             hit: false,
         },
         guest_memory: None,
@@ -304,14 +354,7 @@ pub(crate) struct Ending {
 /// Reads what the store learned once `_start` has returned (`trap` is its error, if any).
 pub(crate) fn ending(store: &mut Store<ChainState>, trap: Option<wasmtime::Error>) -> Ending {
     let state = store.data_mut();
-    state.clock.pause();
-    let usage = Usage {
-        peak_memory_bytes: state.memory.peak as u64,
-        cpu_ms: crate::chain::millis(state.clock.used()),
-        stdout_bytes: state.stdout.total,
-        stdout_truncated: state.stdout.truncated,
-    };
-    let stdout = std::mem::take(&mut state.stdout.text);
+    let (usage, stdout) = state.meters.take();
     let error = trap.map(|e| classify_trap(state, &e));
     let error = match (error, &state.finish) {
         (Some(e), _) => Some(e),
@@ -524,7 +567,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
             let text = with_guest_bytes(&mut caller, ptr, len, |bytes| {
                 String::from_utf8_lossy(bytes).into_owned()
             })?;
-            caller.data_mut().stdout.push(&text);
+            caller.data().meters.stdout().push(&text);
             Ok(())
         },
     )?;
