@@ -300,9 +300,20 @@ impl InvokerSession {
         // spawned task would cost a thread hop per call. Dropping this call
         // (the chain ended) drops the tool's future with it.
         let task = std::panic::AssertUnwindSafe(tool.execute(ctx, args)).catch_unwind();
+        let executing = Instant::now();
         let output = match tokio::time::timeout(timeout, task).await {
             Err(_) => {
                 let message = format!("tool {name:?} timed out after {}", secs(timeout));
+                return Err(refuse(CallStatus::Timeout, CallOutcome::Timeout { message }));
+            }
+            // A tool that blocks its thread cannot be preempted, so the timer
+            // above only fires at its next await. Its late answer still
+            // breaks the policy: the script gets the timeout, not the value.
+            Ok(_) if executing.elapsed() > timeout => {
+                let message = format!(
+                    "tool {name:?} timed out after {} (it blocked its thread; its late result was discarded)",
+                    secs(timeout)
+                );
                 return Err(refuse(CallStatus::Timeout, CallOutcome::Timeout { message }));
             }
             Ok(Err(_panic)) => return Err(tool_error(format!("tool {name:?} panicked"))),
