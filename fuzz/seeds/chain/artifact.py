@@ -1,0 +1,3 @@
+h = await big(n=5000)
+v = load_artifact(h)
+len(v)

@@ -1,0 +1,3 @@
+x = ["a" * 1000]
+while True:
+    x = x + x
