@@ -1,10 +1,12 @@
 //! Memory at scale: resident memory with 1,000 and 10,000 chains parked at
 //! once on a slow tool (each chain's guest is alive, mid-call).
 //!
-//! `cargo bench --bench parked` prints, per level, the process RSS before
-//! the chains start, while all of them are parked, and after they finished,
-//! plus the increase per parked chain. Not a criterion bench: the figure is
-//! a size, not a time. `CHAINBOX_PARKED=1000,10000` picks the levels.
+//! `cargo bench --bench parked` prints, per level, the process RSS and PSS
+//! before the chains start, while all of them are parked, and after they
+//! finished, plus the increase per parked chain. Not a criterion bench: the figure is
+//! a size, not a time. `CHAINBOX_PARKED=1000,10000` picks the levels;
+//! `CHAINBOX_PARKED_HOLD_S=30` keeps each level parked that long (to read
+//! `/proc/<pid>/smaps` meanwhile).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,14 +45,20 @@ impl Tool for Park {
     }
 }
 
-/// Resident set size of this process, in bytes.
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+/// Memory of this process, in bytes: (RSS, PSS). RSS counts the guest's
+/// data image, mapped copy-on-write from the same page-cache pages in every
+/// slot, once per chain; PSS divides shared pages among their users, so it
+/// is the memory the chains really take.
+fn memory() -> (u64, u64) {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    let field = |name: &str| {
+        rollup
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("Rss:"), field("Pss:"))
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -82,7 +90,7 @@ async fn level(chains: usize) {
     // Warm up the engine so its one-time costs are not counted per chain.
     let warm = engine.run("1", &registry, &policy, &approval).await;
     assert!(warm.is_ok(), "{warm:?}");
-    let before = rss();
+    let before = memory();
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..chains {
@@ -93,7 +101,14 @@ async fn level(chains: usize) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let parked_after = started.elapsed();
-    let parked = rss();
+    let parked = memory();
+    // Keep them parked a while for a look at /proc/<pid>/smaps.
+    if let Some(hold) = std::env::var("CHAINBOX_PARKED_HOLD_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        tokio::time::sleep(Duration::from_secs_f64(hold)).await;
+    }
     park.release.notify_waiters();
     let mut ok = 0;
     while let Some(result) = tasks.join_next().await {
@@ -101,15 +116,20 @@ async fn level(chains: usize) {
             ok += 1;
         }
     }
-    let after = rss();
+    let after = memory();
+    let per_chain = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1024.0 / chains as f64;
     println!(
-        "{chains:>6} parked chains: RSS before {:.0} MiB, parked {:.0} MiB (+{:.0} KiB per chain), \
-         after {:.0} MiB; all parked after {:.2?}; {ok}/{chains} ok",
-        mib(before),
-        mib(parked),
-        (parked.saturating_sub(before)) as f64 / 1024.0 / chains as f64,
-        mib(after),
-        parked_after,
+        "{chains:>6} parked chains (all parked after {parked_after:.2?}, {ok}/{chains} ok):\n\
+         \x20      RSS before {:.0} MiB, parked {:.0} MiB (+{:.0} KiB per chain), after {:.0} MiB\n\
+         \x20      PSS before {:.0} MiB, parked {:.0} MiB (+{:.0} KiB per chain), after {:.0} MiB",
+        mib(before.0),
+        mib(parked.0),
+        per_chain(parked.0, before.0),
+        mib(after.0),
+        mib(before.1),
+        mib(parked.1),
+        per_chain(parked.1, before.1),
+        mib(after.1),
     );
     assert_eq!(ok, chains, "every chain finishes once released");
 }
