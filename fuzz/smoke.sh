@@ -9,6 +9,11 @@
 # in tests/fuzz_regressions.rs. The working corpus is fuzz/corpus/<target>/
 # (not committed), seeded from fuzz/seeds/<target>/.
 #
+# The chain target's first run compiles the guest with the instrumented
+# Cranelift before fuzzing starts (several minutes on 2 cores); the result is
+# cached like any chainbox engine's (~/.cache/chainbox), so later runs start
+# at once.
+#
 # Toolchain: cargo-fuzz needs nightly features. The crate's rust-version
 # (1.99) can be newer than the installed nightly, so by default this uses
 # the pinned toolchain with RUSTC_BOOTSTRAP=1; set FUZZ_TOOLCHAIN=nightly to
