@@ -131,7 +131,11 @@ impl Engine {
             // really touches are cheaper to fault back in. The table is
             // small and always touched, so it stays resident.
             .linear_memory_keep_resident(0)
-            .table_keep_resident(64 << 10);
+            .table_keep_resident(64 << 10)
+            // Each decommit is an madvise whose TLB shootdown interrupts every
+            // CPU the runtime's threads ran on; batching 16 of them cut the
+            // trivial chain from ~100 to ~85 µs on a multi-thread runtime.
+            .decommit_batch_size(16);
         let mut wasm = wasmtime::Config::new();
         wasm.epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
