@@ -81,8 +81,19 @@ impl ChainError {
     }
 }
 
-/// Longest `message` of a script error, in characters.
+/// Longest error message a script, a tool or a tool's stderr may put into
+/// a result, in characters: it reaches the model's context.
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 2000;
+
+/// `text` cut to at most `max` characters, the last one an ellipsis when cut.
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
+    if text.chars().nth(max).is_none() {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
 
 /// Longest `traceback` of a script error, in characters (its head and its
 /// tail are kept).
@@ -94,10 +105,7 @@ impl ChainError {
     /// the script, which could otherwise put megabytes into the result (and
     /// the model's context) with `raise ValueError('x' * 10**6)`.
     pub fn bounded(mut self) -> Self {
-        if let Some((cut, _)) = self.message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
-            self.message.truncate(cut);
-            self.message.push('…');
-        }
+        self.message = truncate_chars(&self.message, MAX_ERROR_MESSAGE_CHARS);
         if let Some(tb) = &mut self.traceback {
             let chars = tb.chars().count();
             if chars > MAX_TRACEBACK_CHARS {

@@ -31,11 +31,10 @@ use chainbox_protocol::{CallOutcome, MAX_VALUE_DEPTH, ToolCall};
 use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
-use crate::chain::{CallStatus, ChainCallRecord, millis};
+use crate::chain::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, millis, truncate_chars};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
-use crate::tools::command::MAX_ERROR_MESSAGE_CHARS;
 use crate::tools::{AnyTool, ContentBlock, ToolContext, ToolOutput, ToolRegistry};
 use futures::FutureExt;
 
@@ -396,16 +395,11 @@ fn invalid(message: String) -> Refusal {
     (CallStatus::Error, CallOutcome::Invalid { message })
 }
 
-fn tool_error(mut message: String) -> Refusal {
+fn tool_error(message: String) -> Refusal {
     // A tool's error text reaches the script, the trace and so the model's
     // context: bounded like a command tool's stderr (a Rust tool's 10 MB
     // error message went through whole, into every one of them).
-    if message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS).is_some()
-        && let Some((cut, _)) = message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS - 1)
-    {
-        message.truncate(cut);
-        message.push('…');
-    }
+    let message = truncate_chars(&message, MAX_ERROR_MESSAGE_CHARS);
     (CallStatus::Error, CallOutcome::Error { message })
 }
 
@@ -467,16 +461,14 @@ fn deeper_than(value: &Value, max: usize) -> bool {
     }
     let mut pending = vec![(value, 0usize)];
     while let Some((value, depth)) = pending.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        for child in children {
-            if depth + 1 > max {
-                return true;
-            }
-            pending.push((child, depth + 1));
+        let before = pending.len();
+        match value {
+            Value::Array(items) => pending.extend(items.iter().map(|c| (c, depth + 1))),
+            Value::Object(map) => pending.extend(map.values().map(|c| (c, depth + 1))),
+            _ => {}
+        }
+        if pending.len() > before && depth + 1 > max {
+            return true;
         }
     }
     false

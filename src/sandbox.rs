@@ -70,7 +70,6 @@ pub(crate) struct ChainState {
     /// instantiation (a by-name export lookup per host call showed up in
     /// profiles).
     pub(crate) guest_memory: Option<wasmtime::Memory>,
-    clock: Arc<CpuClock>,
     workspace: Arc<Mutex<Workspace>>,
 }
 
@@ -294,7 +293,6 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
     // No env, no args, no preopens, no network; stdio closed.
     let wasi = WasiCtxBuilder::new().build_p1();
     let meters = setup.meters;
-    let clock = meters.clock.clone();
     let state = ChainState {
         wasi,
         session: setup.session,
@@ -312,14 +310,13 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
             hit: false,
         },
         guest_memory: None,
-        clock: clock.clone(),
         workspace: setup.workspace,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.memory);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |ctx| {
-        let clock = ctx.data().clock.clone();
+        let clock = ctx.data().meters.clock.clone();
         clock.pause();
         if clock.used() > clock.limit {
             clock.exceeded.store(true, Ordering::Relaxed);
@@ -380,13 +377,13 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
             Fatal::Protocol(m) => ChainError::new(ErrorKind::Crash, "ProtocolError", m.clone()),
         };
     }
-    if state.clock.exceeded.load(Ordering::Relaxed) {
+    if state.meters.clock.exceeded.load(Ordering::Relaxed) {
         return ChainError::new(
             ErrorKind::Cpu,
             "CpuLimitExceeded",
             format!(
                 "the script used more than {}s of CPU (max_cpu_s)",
-                state.clock.limit.as_secs_f64()
+                state.meters.clock.limit.as_secs_f64()
             ),
         );
     }
@@ -492,7 +489,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
                 let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
                 let state = caller.data_mut();
                 let session = state.session.clone();
-                let clock = state.clock.clone();
+                let clock = state.meters.clock.clone();
                 let admitted = session
                     .admit(call)
                     .map_err(|b| caller.data_mut().fail(Fatal::Budget(b)))?;
@@ -525,7 +522,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
                 let ids: Vec<u32> = decode_guest(&mut caller, "wait ids", ptr, len)?;
-                let clock = caller.data().clock.clone();
+                let clock = caller.data().meters.clock.clone();
                 clock.pause();
                 let done = collect(caller.data_mut(), &ids).await;
                 clock.resume();
@@ -540,7 +537,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
                 let call: OsFunctionCall = decode_guest(&mut caller, "os call", ptr, len)?;
-                let clock = caller.data().clock.clone();
+                let clock = caller.data().meters.clock.clone();
                 clock.pause();
                 let outcome = os_call(caller.data_mut(), call).await;
                 clock.resume();

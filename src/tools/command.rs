@@ -30,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::{Tool, ToolContext, ToolError, ToolOutput, ToolRisk};
+use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 
 /// Default cap on a command tool's stdout: 64 MiB. Large enough for media
 /// results (base64 images), small enough that a tool stuck in a print loop
@@ -40,11 +41,6 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 /// feeds error messages (themselves cut to [`MAX_ERROR_MESSAGE_CHARS`]); the
 /// rest is read and discarded so the child never blocks on a full pipe.
 pub const MAX_STDERR_BYTES: usize = 64 * 1024;
-
-/// Longest error message taken from a failing tool's stderr, in characters.
-/// The message reaches the script (and from there the model's context), so a
-/// tool that dumps a long traceback must not flood it.
-pub const MAX_ERROR_MESSAGE_CHARS: usize = 2000;
 
 /// How much of unparsable stdout is quoted back in the error message.
 const INVALID_OUTPUT_PREVIEW_CHARS: usize = 200;
@@ -310,16 +306,6 @@ fn failure_message(stderr: &[u8], status: ExitStatus) -> String {
         }
     }
     format!("exited with {status}")
-}
-
-/// `text` cut to at most `max` characters, the last one an ellipsis when cut.
-fn truncate_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]
