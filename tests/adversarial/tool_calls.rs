@@ -93,8 +93,12 @@ async fn hundred_megabyte_argument_hits_the_memory_cap_first_under_tight_limits(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hundred_megabyte_argument_with_room_to_build_it_costs_the_script_its_cpu_budget() {
-    // Converting 100 MB to JSON inside the sandbox takes seconds of guest
-    // CPU: the CPU limit ends the chain before the message is even complete.
+    // Building 100 MB and converting it to JSON costs guest CPU, and the
+    // host's decoding, canonicalising and hashing of the message is counted
+    // against the same budget (it is work the script caused). Depending on
+    // the machine the limit fires while the guest still builds the message,
+    // or right after the host refused the call by max_arg_bytes: either way
+    // the chain ends on the CPU limit and the tool never runs.
     let policy = ChainPolicy {
         max_memory_bytes: 1024 * MIB,
         max_cpu_s: 0.5,
@@ -109,7 +113,13 @@ async fn hundred_megabyte_argument_with_room_to_build_it_costs_the_script_its_cp
     )
     .await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
-    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    if r.call_trace.len() == 2 {
+        assert_trace(&r, &[("noop", CallStatus::Ok), ("sink", CallStatus::Error)]);
+        let refusal = r.call_trace[1].error.as_deref().unwrap_or_default();
+        assert!(refusal.contains("max_arg_bytes"), "{r:#?}");
+    } else {
+        assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    }
     assert!(!ran.load(Ordering::SeqCst), "the tool ran");
     assert_next_chain_ok().await;
 }
