@@ -19,6 +19,7 @@ fn main() {
         "runtime/Cargo.lock",
         "protocol/src",
         "protocol/Cargo.toml",
+        "vendor",
     ] {
         println!("cargo:rerun-if-changed={}", guest_dir.join(path).display());
     }

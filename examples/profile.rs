@@ -3,7 +3,7 @@
 //! `perf record` or `valgrind --tool=callgrind` at when profiling.
 //!
 //! ```text
-//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare]
+//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare] [--mt]
 //! ```
 //!
 //! `--compare` alternates chainbox and native runs in one process and prints
@@ -77,10 +77,14 @@ fn main() {
     let runs: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(100);
     let native_only = args.iter().any(|a| a == "--native");
     let compare = args.iter().any(|a| a == "--compare");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // `--mt`: a multi-thread runtime, as criterion's benches and most
+    // embedders use; the default is one thread, the engine's own floor.
+    let runtime = if args.iter().any(|a| a == "--mt") {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    }
+    .expect("runtime");
     let engine = Engine::with_config(EngineConfig {
         max_concurrent_chains: 4,
         ..EngineConfig::default()

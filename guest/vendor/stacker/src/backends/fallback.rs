@@ -1,0 +1,4 @@
+#[inline(always)]
+pub unsafe fn guess_os_stack_limit() -> Option<usize> {
+    None
+}
