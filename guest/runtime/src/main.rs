@@ -13,6 +13,7 @@
 //!   becomes a Python exception, never a panic.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, PROTOCOL_VERSION, RunRequest, ScriptError, ToolCall, ToolDecl,
@@ -207,16 +208,91 @@ fn resource_limits(limits: &GuestLimits) -> ResourceLimits {
 
 fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
     let line = exc.traceback().last().map(|frame| frame.start.line);
-    let mut message = exc.message().unwrap_or_default().to_owned();
+    let mut message = head(exc.message().unwrap_or_default(), MAX_REPORTED_BYTES);
     if is_missing_await(exc) {
         message.push_str(" (a tool call returns an awaitable: did you forget `await` before it?)");
     }
+    let mut traceback = HeadTail::new(MAX_REPORTED_BYTES);
+    // Writing into HeadTail cannot fail; a Display error would only cut the text short.
+    let _ = write!(traceback, "{exc}");
     ScriptError {
         compile: compile || exc.exc_type() == ExcType::SyntaxError,
         exc_type: exc.exc_type().to_string(),
         message,
         line,
-        traceback: exc.to_string(),
+        traceback: traceback.finish(),
+    }
+}
+
+/// Most bytes of an error message, and of each end of a traceback, the guest
+/// reports. The host cuts both much shorter (`chain::MAX_ERROR_MESSAGE_CHARS`,
+/// `MAX_TRACEBACK_CHARS`); cutting here first keeps a script that raises a
+/// huge message from running the guest out of memory while it copies,
+/// formats and encodes that message for the host.
+const MAX_REPORTED_BYTES: usize = 64 * 1024;
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn head(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// A `fmt::Write` sink that keeps the first and the last `max` bytes of what
+/// is written, so formatting a huge value costs no huge allocation.
+struct HeadTail {
+    max: usize,
+    head: String,
+    head_full: bool,
+    tail: std::collections::VecDeque<char>,
+    tail_bytes: usize,
+    dropped: bool,
+}
+
+impl HeadTail {
+    fn new(max: usize) -> Self {
+        HeadTail {
+            max,
+            head: String::new(),
+            head_full: false,
+            tail: std::collections::VecDeque::new(),
+            tail_bytes: 0,
+            dropped: false,
+        }
+    }
+
+    fn finish(self) -> String {
+        let mut out = self.head;
+        if self.dropped {
+            out.push_str("\n[...]\n");
+        }
+        out.extend(self.tail);
+        out
+    }
+}
+
+impl std::fmt::Write for HeadTail {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for c in s.chars() {
+            if !self.head_full {
+                if self.head.len() + c.len_utf8() <= self.max {
+                    self.head.push(c);
+                    continue;
+                }
+                self.head_full = true;
+            }
+            self.tail.push_back(c);
+            self.tail_bytes += c.len_utf8();
+            while self.tail_bytes > self.max {
+                if let Some(old) = self.tail.pop_front() {
+                    self.tail_bytes -= old.len_utf8();
+                    self.dropped = true;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
