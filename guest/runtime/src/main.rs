@@ -233,21 +233,26 @@ const MAX_REPORTED_BYTES: usize = 64 * 1024;
 
 /// The first `max` bytes of `text`, cut at a character boundary.
 fn head(text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
+    text[..floor_char_boundary(text, max)].to_owned()
+}
+
+/// The largest character boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut end = text.len().min(at);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    text[..end].to_owned()
+    end
 }
 
 /// A `fmt::Write` sink that keeps the first and the last `max` bytes of what
-/// is written, so formatting a huge value costs no huge allocation.
+/// is written, so formatting a huge value costs no huge allocation (at most
+/// ~3 × `max` bytes at any time).
 struct HeadTail {
     max: usize,
     head: String,
-    head_full: bool,
-    tail: std::collections::VecDeque<char>,
-    tail_bytes: usize,
+    /// Empty while the head still has room.
+    tail: String,
     dropped: bool,
 }
 
@@ -256,41 +261,45 @@ impl HeadTail {
         HeadTail {
             max,
             head: String::new(),
-            head_full: false,
-            tail: std::collections::VecDeque::new(),
-            tail_bytes: 0,
+            tail: String::new(),
             dropped: false,
         }
     }
 
-    fn finish(self) -> String {
-        let mut out = self.head;
-        if self.dropped {
-            out.push_str("\n[...]\n");
+    /// Keeps the last `max` bytes of the tail.
+    fn trim_tail(&mut self) {
+        if self.tail.len() > self.max {
+            let mut cut = self.tail.len() - self.max;
+            while !self.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.drain(..cut);
+            self.dropped = true;
         }
-        out.extend(self.tail);
-        out
+    }
+
+    fn finish(mut self) -> String {
+        self.trim_tail();
+        if self.dropped {
+            self.head.push_str("\n[...]\n");
+        }
+        self.head.push_str(&self.tail);
+        self.head
     }
 }
 
 impl std::fmt::Write for HeadTail {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        for c in s.chars() {
-            if !self.head_full {
-                if self.head.len() + c.len_utf8() <= self.max {
-                    self.head.push(c);
-                    continue;
-                }
-                self.head_full = true;
-            }
-            self.tail.push_back(c);
-            self.tail_bytes += c.len_utf8();
-            while self.tail_bytes > self.max {
-                if let Some(old) = self.tail.pop_front() {
-                    self.tail_bytes -= old.len_utf8();
-                    self.dropped = true;
-                }
-            }
+    fn write_str(&mut self, mut s: &str) -> std::fmt::Result {
+        if self.tail.is_empty() {
+            let fits = floor_char_boundary(s, self.max - self.head.len());
+            self.head.push_str(&s[..fits]);
+            s = &s[fits..];
+        }
+        self.tail.push_str(s);
+        // Trimming on every write would move the tail each time: let it
+        // grow to twice its size first.
+        if self.tail.len() > 2 * self.max {
+            self.trim_tail();
         }
         Ok(())
     }
