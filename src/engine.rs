@@ -9,7 +9,7 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -22,6 +22,7 @@ use crate::chain::{CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKin
 use crate::digest::sha256_hex;
 use crate::invoker::InvokerSession;
 use crate::policy::ChainPolicy;
+use crate::prefault::HotPages;
 use crate::sandbox::{self, ChainSetup, ChainState, Meters};
 use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
@@ -101,6 +102,8 @@ struct Inner {
     slots: Semaphore,
     artifacts: Arc<dyn ArtifactStore>,
     stop_ticker: Arc<AtomicBool>,
+    /// Learned from the warm-up chain; mapped in before every chain.
+    hot_pages: OnceLock<HotPages>,
 }
 
 impl Drop for Inner {
@@ -149,15 +152,42 @@ impl Engine {
         let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), stop_ticker.clone());
-        Ok(Engine {
+        let engine = Engine {
             inner: Arc::new(Inner {
                 engine,
                 pre,
                 slots: Semaphore::new(slots as usize),
                 artifacts: config.artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
                 stop_ticker,
+                hot_pages: OnceLock::new(),
             }),
-        })
+        };
+        engine.warm_up();
+        Ok(engine)
+    }
+
+    /// Runs one trivial chain, the engine's first, from which it learns the
+    /// guest's hot pages (see [`crate::prefault`]). On its own thread and
+    /// runtime: the caller may be inside an async runtime, where blocking on
+    /// another is refused. If it fails, the first chain that completes
+    /// teaches instead (a hint either way).
+    fn warm_up(&self) {
+        let engine = self.clone();
+        let learned = std::thread::scope(|scope| {
+            let warm = scope.spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()?;
+                let (registry, policy) = (ToolRegistry::new(), ChainPolicy::default());
+                let result = runtime.block_on(engine.run("1 + 1", &registry, &policy, &Approval::deny_all()));
+                (result.status == ChainStatus::Ok).then_some(())
+            });
+            warm.join().ok().flatten()
+        });
+        if learned.is_none() {
+            tracing::warn!("chainbox: the warm-up chain failed; chains start without prefaulted pages");
+        }
     }
 
     /// The engine's default artifact store, where chains' offloaded results
@@ -256,12 +286,23 @@ impl Engine {
             Ok(instance) => instance,
             Err(e) => return crash(&session, &format!("could not start the sandbox: {e}")),
         };
-        store.data_mut().guest_memory = instance.get_memory(&mut store, "memory");
+        let memory = instance.get_memory(&mut store, "memory");
+        store.data_mut().guest_memory = memory;
+        if let (Some(hot), Some(memory)) = (self.inner.hot_pages.get(), memory) {
+            // SAFETY: the chain's own linear memory, live with `store`; the
+            // guest has not run yet, so nothing grows it meanwhile.
+            unsafe { hot.apply(memory.data_ptr(&store), memory.data_size(&store)) };
+        }
         let start = match instance.get_typed_func::<(), ()>(&mut store, "_start") {
             Ok(f) => f,
             Err(e) => return crash(&session, &format!("the guest has no entry point: {e}")),
         };
         let trap = start.call_async(&mut store, ()).await.err();
+        if let (None, Some(memory)) = (self.inner.hot_pages.get(), memory) {
+            let hot = HotPages::learn(memory.data_ptr(&store), memory.data_size(&store));
+            tracing::debug!("chainbox: {} hot guest pages learned", hot.pages());
+            let _ = self.inner.hot_pages.set(hot);
+        }
         let ending = sandbox::ending(&mut store, trap);
         let mut result = empty_result(ChainStatus::Ok);
         result.stdout = ending.stdout;

@@ -44,6 +44,7 @@ pub mod digest;
 pub mod engine;
 pub mod invoker;
 pub mod policy;
+mod prefault;
 mod sandbox;
 pub mod shaping;
 pub mod stubs;
