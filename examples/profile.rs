@@ -8,7 +8,8 @@
 //!
 //! `--compare` alternates chainbox and native runs in one process and prints
 //! both and their ratio: on a noisy machine, interleaving keeps drift from
-//! favouring either side.
+//! favouring either side. `--compare --no-prefault` alternates with an
+//! engine that does not prefault its hot pages instead of native monty.
 //!
 //! The script may call `noop()`, a tool that returns `None`.
 
@@ -85,11 +86,19 @@ fn main() {
         tokio::runtime::Builder::new_current_thread().enable_all().build()
     }
     .expect("runtime");
-    let engine = Engine::with_config(EngineConfig {
-        max_concurrent_chains: 4,
-        ..EngineConfig::default()
-    })
-    .expect("engine");
+    // `--no-prefault`: chains fault their pages in one by one; with
+    // `--compare`, alternate an engine without prefaulting instead of native.
+    let no_prefault = args.iter().any(|a| a == "--no-prefault");
+    let new_engine = |prefault| {
+        Engine::with_config(EngineConfig {
+            max_concurrent_chains: 4,
+            prefault,
+            ..EngineConfig::default()
+        })
+        .expect("engine")
+    };
+    let engine = new_engine(!(no_prefault && !compare));
+    let other = (no_prefault && compare).then(|| new_engine(false));
     let noop = Noop(json!({"type": "object", "properties": {}}));
     let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
     let policy = ChainPolicy {
@@ -106,7 +115,13 @@ fn main() {
     };
     let native = || {
         let t = Instant::now();
-        native(&script);
+        match &other {
+            Some(engine) => {
+                let result = runtime.block_on(engine.run(&script, &registry, &policy, &approval));
+                assert!(result.is_ok(), "{result:?}");
+            }
+            None => native(&script),
+        }
         t.elapsed()
     };
     let (mut ours, mut theirs) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
@@ -120,8 +135,9 @@ fn main() {
     }
     if compare {
         let ((om, omin), (tm, tmin)) = (summary(ours), summary(theirs));
+        let theirs = if other.is_some() { "no-prefault" } else { "native" };
         println!(
-            "{runs} runs: chainbox median {om:?} min {omin:?}; native median {tm:?} min {tmin:?}; \
+            "{runs} runs: chainbox median {om:?} min {omin:?}; {theirs} median {tm:?} min {tmin:?}; \
              ratio median {:.2} min {:.2}",
             om.as_secs_f64() / tm.as_secs_f64(),
             omin.as_secs_f64() / tmin.as_secs_f64()

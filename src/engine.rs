@@ -57,6 +57,10 @@ pub struct EngineConfig {
     /// Where offloaded results and media go unless a run says otherwise;
     /// an in-memory store by default.
     pub artifacts: Option<Arc<dyn ArtifactStore>>,
+    /// Map the guest pages every chain touches in before it starts (see
+    /// [`crate::prefault`]); on by default. Off: no warm-up chain at
+    /// creation, and each chain faults its pages in one by one.
+    pub prefault: bool,
 }
 
 impl Default for EngineConfig {
@@ -65,6 +69,7 @@ impl Default for EngineConfig {
             cache_dir: None,
             max_concurrent_chains: 1000,
             artifacts: None,
+            prefault: true,
         }
     }
 }
@@ -162,7 +167,11 @@ impl Engine {
                 hot_pages: OnceLock::new(),
             }),
         };
-        engine.warm_up();
+        if config.prefault {
+            engine.warm_up();
+        } else {
+            let _ = engine.inner.hot_pages.set(HotPages::default());
+        }
         Ok(engine)
     }
 

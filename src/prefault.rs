@@ -7,15 +7,16 @@
 //! image for written statics, a page-cache mapping for read-only data. A
 //! trivial chain takes ~20 of them, and in a VM each fault is an exception
 //! round trip; they were ~40 % of a chain's start. One
-//! `madvise(MADV_POPULATE_WRITE / MADV_POPULATE_READ)` per span maps the same
-//! pages in a few system calls instead (measured: start 66 → 49 µs, faults
-//! per chain 20 → 0; see BENCHMARKS.md).
+//! `madvise(MADV_POPULATE_WRITE)` per span maps the written pages in a few
+//! system calls instead. Read-only pages are left to the fault handler: its
+//! fault-around already maps 16 of them per fault, and populating them too
+//! measured slower (see BENCHMARKS.md, session 4).
 //!
 //! The set is learned from the engine's own warm-up chain (`1 + 1`): after it
 //! ran, `/proc/self/pagemap` says which pages of its linear memory are mapped
 //! and whether they are private (written) or still the image's page cache
-//! (only read). That is the common prefix of every chain, so parked chains
-//! hold no more memory than they would have touched anyway.
+//! (only read). Written pages are the common prefix of every chain, so parked
+//! chains hold no more memory than they would have touched anyway.
 //!
 //! Prefaulting never changes memory contents (populating is what the first
 //! access would have done), so it is only a hint: where it is unsupported
@@ -23,20 +24,15 @@
 
 use std::ops::Range;
 
-/// Page spans (byte offsets into linear memory) to map in before a chain.
+/// Page spans (byte offsets into linear memory) the warm-up chain wrote;
+/// mapped in writable (private copies) before each chain.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct HotPages {
-    /// Pages the warm-up chain wrote: populated writable (private copies).
     write: Vec<Range<usize>>,
-    /// Pages it only read from the image: populated read-only (shared).
-    read: Vec<Range<usize>>,
 }
 
-/// Read spans closer than this are merged: mapping a few extra page-cache
-/// pages is cheaper than another system call.
-const READ_GAP_PAGES: usize = 32;
-/// Written spans closer than this are merged; each extra page here is a
-/// zeroed or copied page, so the gap is small.
+/// Spans closer than this are merged: each extra page is a zeroed or copied
+/// page, so the gap is small, but a system call costs about as much.
 const WRITE_GAP_PAGES: usize = 2;
 /// More spans than this and the system calls would cost what they save.
 const MAX_SPANS: usize = 16;
@@ -52,21 +48,16 @@ impl HotPages {
             return HotPages::default();
         };
         let page = sys::page_size();
-        let spans = |want: fn(sys::PageState) -> bool, gap: usize| {
-            let mut spans: Vec<Range<usize>> = Vec::new();
-            for (i, _) in flags.iter().enumerate().filter(|(_, s)| want(**s)) {
-                match spans.last_mut() {
-                    Some(last) if i * page <= last.end + gap * page => last.end = (i + 1) * page,
-                    _ => spans.push(i * page..(i + 1) * page),
-                }
+        let mut write: Vec<Range<usize>> = Vec::new();
+        let written = flags.iter().enumerate().filter(|(_, s)| **s == sys::PageState::Private);
+        for (i, _) in written {
+            match write.last_mut() {
+                Some(last) if i * page <= last.end + WRITE_GAP_PAGES * page => last.end = (i + 1) * page,
+                _ => write.push(i * page..(i + 1) * page),
             }
-            spans
-        };
-        let hot = HotPages {
-            write: spans(|s| s == sys::PageState::Private, WRITE_GAP_PAGES),
-            read: spans(|s| s == sys::PageState::Shared, READ_GAP_PAGES),
-        };
-        if hot.write.len() + hot.read.len() > MAX_SPANS || hot.pages() > MAX_PAGES {
+        }
+        let hot = HotPages { write };
+        if hot.write.len() > MAX_SPANS || hot.pages() > MAX_PAGES {
             return HotPages::default();
         }
         hot
@@ -78,16 +69,11 @@ impl HotPages {
     /// `base..base + len` must be one live, accessible mapping (a chain's
     /// linear memory) that nothing else is resizing meanwhile.
     pub(crate) unsafe fn apply(&self, base: *mut u8, len: usize) {
-        for (span, writable) in self
-            .write
-            .iter()
-            .map(|s| (s, true))
-            .chain(self.read.iter().map(|s| (s, false)))
-        {
+        for span in &self.write {
             let end = span.end.min(len);
             if span.start < end {
                 // SAFETY: within the caller's mapping, by the clamp above.
-                unsafe { sys::populate(base.add(span.start), end - span.start, writable) };
+                unsafe { sys::populate_write(base.add(span.start), end - span.start) };
             }
         }
     }
@@ -95,7 +81,7 @@ impl HotPages {
     /// Pages this will map in per chain.
     pub(crate) fn pages(&self) -> usize {
         let page = sys::page_size();
-        self.write.iter().chain(&self.read).map(|s| s.len() / page).sum()
+        self.write.iter().map(|s| s.len() / page).sum()
     }
 }
 
@@ -150,17 +136,12 @@ mod sys {
 
     /// # Safety
     /// `ptr..ptr + len` lies within one live mapping.
-    pub(super) unsafe fn populate(ptr: *mut u8, len: usize, writable: bool) {
+    pub(super) unsafe fn populate_write(ptr: *mut u8, len: usize) {
         if UNSUPPORTED.load(Ordering::Relaxed) {
             return;
         }
-        let advice = if writable {
-            libc::MADV_POPULATE_WRITE
-        } else {
-            libc::MADV_POPULATE_READ
-        };
         // SAFETY: the caller's range; populating does not change contents.
-        if unsafe { libc::madvise(ptr.cast(), len, advice) } != 0
+        if unsafe { libc::madvise(ptr.cast(), len, libc::MADV_POPULATE_WRITE) } != 0
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
         {
             UNSUPPORTED.store(true, Ordering::Relaxed);
@@ -173,7 +154,6 @@ mod sys {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub(super) enum PageState {
         Private,
-        Shared,
     }
 
     pub(super) fn page_size() -> usize {
@@ -184,7 +164,7 @@ mod sys {
         None
     }
 
-    pub(super) unsafe fn populate(_ptr: *mut u8, _len: usize, _writable: bool) {}
+    pub(super) unsafe fn populate_write(_ptr: *mut u8, _len: usize) {}
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -230,8 +210,36 @@ mod tests {
         }
         let hot = HotPages::learn(m.0, m.1);
         assert_eq!(hot.write, vec![0..3 * page, 40 * page..41 * page]);
-        assert!(hot.read.is_empty());
         assert_eq!(hot.pages(), 4);
+    }
+
+    #[test]
+    fn pages_only_read_from_a_file_image_are_not_learned() {
+        use std::os::fd::AsRawFd;
+        let page = sys::page_size();
+        let file = tempfile::tempfile().expect("temp file");
+        file.set_len((4 * page) as u64).expect("sized");
+        // SAFETY: a private mapping of our own file, unmapped below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4 * page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        let base: *mut u8 = ptr.cast();
+        // SAFETY: inside the mapping.
+        let read = unsafe { base.read_volatile() };
+        // SAFETY: inside the mapping.
+        unsafe { base.add(2 * page).write(read + 1) };
+        let hot = HotPages::learn(base, 4 * page);
+        // SAFETY: our own mapping.
+        unsafe { libc::munmap(ptr, 4 * page) };
+        assert_eq!(hot.write, vec![2 * page..3 * page]);
     }
 
     #[test]
