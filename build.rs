@@ -15,6 +15,7 @@ fn main() {
     let guest_dir = manifest_dir.join("guest");
     for path in [
         "runtime/src",
+        "runtime/build.rs",
         "runtime/Cargo.toml",
         "runtime/Cargo.lock",
         "protocol/src",

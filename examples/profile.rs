@@ -89,9 +89,16 @@ fn main() {
     // `--no-prefault`: chains fault their pages in one by one; with
     // `--compare`, alternate an engine without prefaulting instead of native.
     let no_prefault = args.iter().any(|a| a == "--no-prefault");
+    // `--slots N`: pool slots (default 4; criterion's benches use the
+    // engine's default, 1,000).
+    let slots = args
+        .iter()
+        .position(|a| a == "--slots")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(4);
     let new_engine = |prefault| {
         Engine::with_config(EngineConfig {
-            max_concurrent_chains: 4,
+            max_concurrent_chains: slots,
             prefault,
             ..EngineConfig::default()
         })

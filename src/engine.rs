@@ -434,32 +434,66 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
     }
 }
 
-/// Loads the guest module from the on-disk cache, compiling and caching it
-/// on a miss. The cache key covers the guest bytes and the engine's
-/// compatibility hash, so a stale or foreign file is never loaded.
+/// The module chains start from: the pre-initialised guest (see
+/// [`crate::snapshot`]), from the on-disk cache or built and cached on a
+/// miss. Building it needs the original guest compiled too (to run its
+/// warm-up), so a cold cache costs two compilations, once per machine. If
+/// pre-initialising fails, the original guest is used (and nothing is
+/// cached as the snapshot, so the next process tries again).
 fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<Module, EngineError> {
+    let dir = cache_dir.unwrap_or_else(default_cache_dir);
+    let warm_path = cache_path(engine, &dir, "chainbox-guest-warm");
+    if let Some(module) = load_cached(engine, &warm_path) {
+        return Ok(module);
+    }
+    let plain_path = cache_path(engine, &dir, "chainbox-guest");
+    let plain = match load_cached(engine, &plain_path) {
+        Some(module) => module,
+        None => compile_and_cache(engine, &dir, &plain_path, GUEST_WASM)?,
+    };
+    match crate::snapshot::pre_initialise(engine, &plain, GUEST_WASM) {
+        Ok(wasm) => compile_and_cache(engine, &dir, &warm_path, &wasm),
+        Err(e) => {
+            tracing::warn!("chainbox: chains start from the plain guest: {e}");
+            Ok(plain)
+        }
+    }
+}
+
+/// `{dir}/{name}-{key}.cwasm`: the key covers the guest bytes and the
+/// engine's compatibility hash, so a stale or foreign file is never loaded.
+fn cache_path(engine: &wasmtime::Engine, dir: &Path, name: &str) -> PathBuf {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let key = format!("{}-{:016x}", &sha256_hex(GUEST_WASM)[..16], hasher.finish());
-    let dir = cache_dir.unwrap_or_else(default_cache_dir);
-    let path = dir.join(format!("chainbox-guest-{key}.cwasm"));
-    if path.exists() {
-        // SAFETY: the file was written by `precompile_module` of an engine
-        // with this exact compatibility hash (it is in the name), atomically
-        // (temp file + rename), into a cache directory owned by this user.
-        match unsafe { Module::deserialize_file(engine, &path) } {
-            Ok(module) => return Ok(module),
-            Err(e) => tracing::warn!("chainbox: ignoring unreadable module cache {}: {e}", path.display()),
+    dir.join(format!("{name}-{key}.cwasm"))
+}
+
+fn load_cached(engine: &wasmtime::Engine, path: &Path) -> Option<Module> {
+    if !path.exists() {
+        return None;
+    }
+    // SAFETY: the file was written by `precompile_module` of an engine with
+    // this exact compatibility hash (it is in the name), atomically (temp
+    // file + rename), into a cache directory owned by this user.
+    match unsafe { Module::deserialize_file(engine, path) } {
+        Ok(module) => Some(module),
+        Err(e) => {
+            tracing::warn!("chainbox: ignoring unreadable module cache {}: {e}", path.display());
+            None
         }
     }
-    let compiled = engine.precompile_module(GUEST_WASM).map_err(wasmtime_err)?;
-    if let Err(e) = write_atomic(&dir, &path, &compiled) {
+}
+
+fn compile_and_cache(engine: &wasmtime::Engine, dir: &Path, path: &Path, wasm: &[u8]) -> Result<Module, EngineError> {
+    let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
+    if let Err(e) = write_atomic(dir, path, &compiled) {
         tracing::warn!("chainbox: could not cache the compiled guest: {e}");
         // SAFETY: `compiled` was produced just now by this engine.
         return unsafe { Module::deserialize(engine, &compiled) }.map_err(wasmtime_err);
     }
     // SAFETY: as above; the file holds exactly `compiled`.
-    unsafe { Module::deserialize_file(engine, &path) }.map_err(wasmtime_err)
+    unsafe { Module::deserialize_file(engine, path) }.map_err(wasmtime_err)
 }
 
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError> {

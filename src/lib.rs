@@ -47,6 +47,7 @@ pub mod policy;
 mod prefault;
 mod sandbox;
 pub mod shaping;
+mod snapshot;
 pub mod stubs;
 mod task;
 pub mod tools;

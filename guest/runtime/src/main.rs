@@ -153,6 +153,19 @@ fn main() {
     host_finish(&finish);
 }
 
+/// Pre-initialisation entry, called once by the host before any chain
+/// (see the host's `src/snapshot.rs`): runs a trivial script so that what
+/// monty builds lazily on first use (its table of interned core strings,
+/// hash seeds, allocator state) is in linear memory when the host writes
+/// that memory back into the module every chain then starts from. Calls no
+/// `chainbox` import; exported by `build.rs`.
+#[unsafe(no_mangle)]
+pub extern "C" fn chainbox_warm() {
+    if let Ok(runner) = MontyRun::new("1 + 1".to_owned(), "main.py", vec![], CompileOptions::default()) {
+        let _ = runner.start(vec![], ResourceTracker::default(), PrintWriter::Disabled);
+    }
+}
+
 fn internal_error(message: String) -> ScriptError {
     ScriptError {
         compile: false,
