@@ -80,14 +80,6 @@ fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
     let pages = u64::try_from(memory.len() / 65536).map_err(|_| layout("memory size"))?;
     let mut out = wasm_encoder::Module::new();
     let mut data_written = false;
-    let write_data = |out: &mut wasm_encoder::Module| {
-        let mut data = wasm_encoder::DataSection::new();
-        for (offset, bytes) in &segments {
-            let offset = i32::try_from(*offset).unwrap_or(i32::MAX);
-            data.active(0, &wasm_encoder::ConstExpr::i32_const(offset), bytes.iter().copied());
-        }
-        out.section(&data);
-    };
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload.map_err(|e| layout(&e.to_string()))?;
         match payload {
@@ -108,6 +100,9 @@ fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
                 let [only] = memories.as_slice() else {
                     return Err(layout("more than one memory"));
                 };
+                if only.memory64 {
+                    return Err(layout("a 64-bit memory"));
+                }
                 let mut section = wasm_encoder::MemorySection::new();
                 section.memory(wasm_encoder::MemoryType {
                     minimum: only.initial.max(pages),
@@ -130,7 +125,13 @@ fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
                         return Err(layout("a passive data segment"));
                     }
                 }
-                write_data(&mut out);
+                let mut data = wasm_encoder::DataSection::new();
+                for (offset, bytes) in &segments {
+                    // A 32-bit memory's offsets fit in u32; `i32.const` carries them wrapped.
+                    let offset = *offset as u32 as i32;
+                    data.active(0, &wasm_encoder::ConstExpr::i32_const(offset), bytes.iter().copied());
+                }
+                out.section(&data);
                 data_written = true;
             }
             _ => copy_raw(&mut out, &payload, wasm),
