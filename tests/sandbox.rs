@@ -221,3 +221,34 @@ async fn a_trivial_chain_does_not_grow_the_guest_memory() {
         r.usage.peak_memory_bytes
     );
 }
+
+#[test]
+fn a_new_engine_caches_the_pre_initialised_guest_it_starts_chains_from() {
+    // src/snapshot.rs: a cold cache compiles the plain guest, runs its
+    // `chainbox_warm` export and caches the rewritten module; if that
+    // silently failed, chains would start from the plain guest (slower).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = chainbox::Engine::with_config(chainbox::EngineConfig {
+        cache_dir: Some(dir.path().to_path_buf()),
+        max_concurrent_chains: 2,
+        ..Default::default()
+    })
+    .expect("engine");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("cache dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("chainbox-guest-warm-") && n.ends_with(".cwasm")),
+        "{names:?}"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (registry, policy) = (chainbox::ToolRegistry::new(), ChainPolicy::default());
+    let r = runtime.block_on(engine.run("sorted({3, 1, 2})", &registry, &policy, &chainbox::Approval::deny_all()));
+    assert_eq!(r.output, json!([1, 2, 3]), "{r:?}");
+}
