@@ -104,8 +104,10 @@ fn main() {
         })
         .expect("engine")
     };
-    let engine = new_engine(!(no_prefault && !compare));
-    let other = (no_prefault && compare).then(|| new_engine(false));
+    let (engine, other) = match (no_prefault, compare) {
+        (true, true) => (new_engine(true), Some(new_engine(false))),
+        (no_prefault, _) => (new_engine(!no_prefault), None),
+    };
     let noop = Noop(json!({"type": "object", "properties": {}}));
     let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
     let policy = ChainPolicy {

@@ -1,7 +1,8 @@
-//! Compile-once state: the wasmtime engine, the guest module (precompiled
-//! and cached on disk so a later process skips Cranelift), the linker with
-//! the host imports, the `InstancePre`, the pooling allocator, and the epoch
-//! ticker. One [`Engine`] per process serves any number of concurrent chains.
+//! Compile-once state: the wasmtime engine, the guest module (pre-initialised,
+//! precompiled and cached on disk so a later process skips Cranelift), the
+//! linker with the host imports, the `InstancePre`, the pooling allocator,
+//! the epoch ticker and the hot pages learned from the warm-up chain. One
+//! [`Engine`] per process serves any number of concurrent chains.
 //!
 //! Invariant: nothing here is per chain. Per-chain state lives in the
 //! `Store` built by `sandbox`.
@@ -107,7 +108,8 @@ struct Inner {
     slots: Semaphore,
     artifacts: Arc<dyn ArtifactStore>,
     stop_ticker: Arc<AtomicBool>,
-    /// Learned from the warm-up chain; mapped in before every chain.
+    /// Learned from the warm-up chain (set, possibly empty, before the
+    /// engine is returned); mapped in before every chain.
     hot_pages: OnceLock<HotPages>,
 }
 
@@ -169,17 +171,18 @@ impl Engine {
         };
         if config.prefault {
             engine.warm_up();
-        } else {
-            let _ = engine.inner.hot_pages.set(HotPages::default());
         }
+        // Whatever the warm-up learned, or nothing: no later chain learns
+        // (an arbitrary first chain could teach far more pages than all
+        // chains share).
+        let _ = engine.inner.hot_pages.set(HotPages::default());
         Ok(engine)
     }
 
     /// Runs one trivial chain, the engine's first, from which it learns the
     /// guest's hot pages (see [`crate::prefault`]). On its own thread and
     /// runtime: the caller may be inside an async runtime, where blocking on
-    /// another is refused. If it fails, the first chain that completes
-    /// teaches instead (a hint either way).
+    /// another is refused. If it fails, chains just start without them.
     fn warm_up(&self) {
         let engine = self.clone();
         let learned = std::thread::scope(|scope| {
@@ -307,6 +310,7 @@ impl Engine {
             Err(e) => return crash(&session, &format!("the guest has no entry point: {e}")),
         };
         let trap = start.call_async(&mut store, ()).await.err();
+        // Only the warm-up chain finds the hot pages unset (see `with_config`).
         if let (None, Some(memory)) = (self.inner.hot_pages.get(), memory) {
             let hot = HotPages::learn(memory.data_ptr(&store), memory.data_size(&store));
             tracing::debug!("chainbox: {} hot guest pages learned", hot.pages());
@@ -442,11 +446,12 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
 /// cached as the snapshot, so the next process tries again).
 fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<Module, EngineError> {
     let dir = cache_dir.unwrap_or_else(default_cache_dir);
-    let warm_path = cache_path(engine, &dir, "chainbox-guest-warm");
+    let key = cache_key(engine);
+    let warm_path = dir.join(format!("chainbox-guest-warm-{key}.cwasm"));
     if let Some(module) = load_cached(engine, &warm_path) {
         return Ok(module);
     }
-    let plain_path = cache_path(engine, &dir, "chainbox-guest");
+    let plain_path = dir.join(format!("chainbox-guest-{key}.cwasm"));
     let plain = match load_cached(engine, &plain_path) {
         Some(module) => module,
         None => compile_and_cache(engine, &dir, &plain_path, GUEST_WASM)?,
@@ -460,13 +465,12 @@ fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<
     }
 }
 
-/// `{dir}/{name}-{key}.cwasm`: the key covers the guest bytes and the
-/// engine's compatibility hash, so a stale or foreign file is never loaded.
-fn cache_path(engine: &wasmtime::Engine, dir: &Path, name: &str) -> PathBuf {
+/// The cache files' key: the guest bytes and the engine's compatibility
+/// hash, so a stale or foreign file is never loaded.
+fn cache_key(engine: &wasmtime::Engine) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    let key = format!("{}-{:016x}", &sha256_hex(GUEST_WASM)[..16], hasher.finish());
-    dir.join(format!("{name}-{key}.cwasm"))
+    format!("{}-{:016x}", &sha256_hex(GUEST_WASM)[..16], hasher.finish())
 }
 
 fn load_cached(engine: &wasmtime::Engine, path: &Path) -> Option<Module> {
@@ -519,4 +523,32 @@ fn default_cache_dir() -> PathBuf {
         return PathBuf::from(home).join(".cache").join("chainbox");
     }
     std::env::temp_dir().join("chainbox-cache")
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn hot_pages(prefault: bool) -> usize {
+        let engine = Engine::with_config(EngineConfig {
+            max_concurrent_chains: 1,
+            prefault,
+            ..EngineConfig::default()
+        })
+        .expect("engine");
+        engine.inner.hot_pages.get().expect("set at creation").pages()
+    }
+
+    #[test]
+    fn a_new_engine_learns_the_hot_pages_of_its_warm_up_chain() {
+        let pages = hot_pages(true);
+        // The shadow stack's top and the first heap/statics pages: a few, not
+        // the whole memory.
+        assert!((1..=64).contains(&pages), "{pages} pages");
+    }
+
+    #[test]
+    fn an_engine_without_prefault_learns_no_pages() {
+        assert_eq!(hot_pages(false), 0);
+    }
 }

@@ -214,6 +214,17 @@ mod tests {
     }
 
     #[test]
+    fn a_scattered_set_of_written_pages_is_not_learned() {
+        let page = sys::page_size();
+        let m = Mapping::new(4 * (MAX_SPANS + 1));
+        for i in 0..=MAX_SPANS {
+            // SAFETY: inside the mapping; 3-page gaps keep the spans apart.
+            unsafe { m.0.add(4 * i * page).write(1) };
+        }
+        assert_eq!(HotPages::learn(m.0, m.1), HotPages::default());
+    }
+
+    #[test]
     fn pages_only_read_from_a_file_image_are_not_learned() {
         use std::os::fd::AsRawFd;
         let page = sys::page_size();

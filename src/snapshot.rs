@@ -3,11 +3,11 @@
 //! its linear memory is written back into the module as data segments; that
 //! module is what the engine compiles, caches and starts every chain from.
 //!
-//! Why: monty builds some tables lazily on first use, once per process
+//! Why: monty initialises some state lazily on first use, once per process
 //! natively but once per *chain* in the sandbox (each chain is a fresh
-//! instance): the table of ~600 interned core strings alone, hashed one by
-//! one, was ~6 % of a chain's start, plus the page faults on the string data
-//! it reads. After the snapshot they are part of the memory image.
+//! instance): its interner's core-string table (`CORE_ENTRIES`), with the
+//! page faults on the static data it first reads, was ~6 % of the samples
+//! of a chain's start. After the snapshot it is part of the memory image.
 //!
 //! What the snapshot fixes for every chain: the state after one `1 + 1` run,
 //! including the hash seeds monty's maps drew at that point (set iteration
