@@ -134,6 +134,27 @@ pub enum CallStatus {
     Timeout,
 }
 
+/// Something Python would have warned about while the script ran. Today:
+/// a tool call whose coroutine was never awaited. Like CPython, chainbox
+/// runs a tool call only once the script awaits it, so such a call never
+/// ran (it has no record in the trace); the warning says where it was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainWarning {
+    /// e.g. `coroutine 'send_email' was never awaited`, as CPython words it.
+    pub message: String,
+    /// 1-based line of the script that caused it, when known.
+    pub line: Option<u32>,
+}
+
+impl From<chainbox_protocol::Warning> for ChainWarning {
+    fn from(w: chainbox_protocol::Warning) -> Self {
+        ChainWarning {
+            message: w.message,
+            line: w.line,
+        }
+    }
+}
+
 /// One audit entry per tool call the script made, returned on every outcome
 /// so the caller knows which side effects already happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +228,8 @@ pub struct ChainRunResult {
     pub duration_ms: f64,
     /// One record per tool call, in call order.
     pub call_trace: Vec<ChainCallRecord>,
+    /// What Python would have warned about (a never-awaited tool call), in order.
+    pub warnings: Vec<ChainWarning>,
     /// Artifacts stored during the chain.
     pub artifacts: Vec<ArtifactInfo>,
     /// Files written to the workspace for the caller.
@@ -259,6 +282,7 @@ mod tests {
             tool_calls: 0,
             duration_ms: 1.0,
             call_trace: vec![],
+            warnings: vec![],
             artifacts: vec![],
             files: vec![],
             usage: Usage::default(),
@@ -275,6 +299,7 @@ mod tests {
             "tool_calls",
             "duration_ms",
             "call_trace",
+            "warnings",
             "artifacts",
             "files",
             "usage",

@@ -240,5 +240,9 @@ pub fn readable(result: &ChainRunResult) -> String {
     for f in &result.files {
         let _ = writeln!(out, "file: {} ({})", f.path, f.media_type);
     }
+    for w in &result.warnings {
+        let line = w.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+        let _ = writeln!(out, "warning: {}{line}", w.message);
+    }
     out
 }

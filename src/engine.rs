@@ -19,7 +19,9 @@ use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingA
 
 use crate::approval::Approval;
 use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
-use crate::chain::{CallStatus, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions, Usage, millis};
+use crate::chain::{
+    CallStatus, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, RunOptions, Usage, millis,
+};
 use crate::digest::sha256_hex;
 use crate::invoker::InvokerSession;
 use crate::policy::ChainPolicy;
@@ -28,7 +30,7 @@ use crate::sandbox::{self, ChainSetup, ChainState, Meters};
 use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
-use chainbox_protocol::Finish;
+use chainbox_protocol::{Finish, ScriptResult};
 
 /// The guest module, built from `guest/` by build.rs.
 static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
@@ -320,13 +322,18 @@ impl Engine {
         let mut result = empty_result(ChainStatus::Ok);
         result.stdout = ending.stdout;
         result.usage = ending.usage;
-        match (ending.finish, ending.error) {
+        let (finish, warnings) = match ending.finish {
+            Some(Finish { result, warnings }) => (Some(result), warnings),
+            None => (None, Vec::new()),
+        };
+        result.warnings = warnings.into_iter().map(ChainWarning::from).collect();
+        match (finish, ending.error) {
             (_, Some(error)) => {
                 result.status = ChainStatus::Error;
                 result.call_trace = session.trace(CallStatus::Error, &format!("interrupted: {}", error.message));
                 result.error = Some(error);
             }
-            (Some(Finish::Ok { output, output_text }), None) => {
+            (Some(ScriptResult::Ok { output, output_text }), None) => {
                 result.call_trace = session.trace(CallStatus::Error, "interrupted: the script ended first");
                 match shape_output(&session, policy, output, output_text) {
                     Ok((output, output_text)) => {
@@ -339,7 +346,7 @@ impl Engine {
                     }
                 }
             }
-            (Some(Finish::Error(e)), None) => {
+            (Some(ScriptResult::Error(e)), None) => {
                 result.status = ChainStatus::Error;
                 let kind = if e.compile {
                     ErrorKind::Compile
@@ -404,6 +411,7 @@ fn empty_result(status: ChainStatus) -> ChainRunResult {
         tool_calls: 0,
         duration_ms: 0.0,
         call_trace: Vec::new(),
+        warnings: Vec::new(),
         artifacts: Vec::new(),
         files: Vec::new(),
         usage: Usage::default(),

@@ -57,7 +57,9 @@ pub use approval::{
     Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval, TerminalApproval,
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
-pub use chain::{CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ErrorKind, RunOptions};
+pub use chain::{
+    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, RunOptions,
+};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError};
 pub use tools::{

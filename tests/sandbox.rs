@@ -252,3 +252,109 @@ fn a_new_engine_caches_the_pre_initialised_guest_it_starts_chains_from() {
     let r = runtime.block_on(engine.run("sorted({3, 1, 2})", &registry, &policy, &chainbox::Approval::deny_all()));
     assert_eq!(r.output, json!([1, 2, 3]), "{r:?}");
 }
+
+// JSON crosses the boundary as Python's `json` would carry it: insertion
+// order kept, integers of any size exact. Compared as text, since
+// `serde_json::Value`'s `==` ignores key order.
+
+/// `data()`: a result in a non-sorted key order with integers beyond 64 bits.
+fn data_registry() -> chainbox::ToolRegistry {
+    let data = common::tool("data", &[], |_| {
+        serde_json::from_str(
+            r#"{"zeta": 1, "alpha": {"n": 1180591620717411303424, "m": -1180591620717411303424}, "f": 1.5}"#,
+        )
+        .map_err(|e| e.to_string())
+    });
+    let echo = common::tool("echo", &["text"], |a| Ok(a.get("text").cloned().unwrap_or_default()));
+    chainbox::ToolRegistry::from_local([
+        std::sync::Arc::new(data) as std::sync::Arc<dyn chainbox::Tool>,
+        std::sync::Arc::new(echo),
+    ])
+    .expect("registry")
+}
+
+async fn run_data(script: &str, policy: &ChainPolicy) -> chainbox::ChainRunResult {
+    common::engine()
+        .run(
+            script,
+            &data_registry(),
+            policy,
+            &chainbox::Approval::auto(chainbox::ToolRisk::Safe),
+        )
+        .await
+}
+
+fn json_text(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_result_keeps_its_key_order_and_exact_integers() {
+    let r = run_data(
+        "d = await data()\n[list(d), d['alpha']['n'] == 2**70, type(d['alpha']['n']).__name__, d]",
+        &ChainPolicy::default(),
+    )
+    .await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        json_text(&r.output),
+        r#"[["zeta","alpha","f"],true,"int",{"zeta":1,"alpha":{"n":1180591620717411303424,"m":-1180591620717411303424},"f":1.5}]"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_output_keeps_insertion_order_and_exact_integers() {
+    let r = run("{'b': 1, 'a': 2**70, 'c': [2**64, -2**63 - 1, 1.0]}").await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        json_text(&r.output),
+        r#"{"b":1,"a":1180591620717411303424,"c":[18446744073709551616,-9223372036854775809,1.0]}"#
+    );
+    assert_eq!(
+        r.output_text,
+        "{'b': 1, 'a': 1180591620717411303424, 'c': [18446744073709551616, -9223372036854775809, 1.0]}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn arguments_reach_the_tool_in_order_with_exact_integers() {
+    let r = run_data(
+        "await echo(text={'z': 1, 'a': 2**70, 'm': {'y': 2, 'b': 3}})",
+        &ChainPolicy::default(),
+    )
+    .await;
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        json_text(&r.output),
+        r#"{"z":1,"a":1180591620717411303424,"m":{"y":2,"b":3}}"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_offloaded_result_loads_back_in_order_and_offloaded_output_keeps_it() {
+    let policy = ChainPolicy {
+        max_inline_result_bytes: 16,
+        ..ChainPolicy::default()
+    };
+    let r = run_data(
+        "h = await data()\nv = load_artifact(h)\n[list(v), v['alpha']['m']]",
+        &policy,
+    )
+    .await;
+    assert!(r.is_ok(), "{r:?}");
+    // The output itself is over the inline limit: a handle, whose stored
+    // value keeps the order too.
+    let handle: chainbox::ArtifactRef = r.output["artifact_ref"]
+        .as_str()
+        .and_then(|h| h.parse().ok())
+        .expect("an offloaded output");
+    let stored = common::engine()
+        .artifacts()
+        .get(&handle)
+        .expect("store")
+        .expect("stored output");
+    assert_eq!(
+        String::from_utf8_lossy(&stored.bytes),
+        r#"[["zeta","alpha","f"],-1180591620717411303424]"#
+    );
+}

@@ -22,7 +22,9 @@ use chainbox::{
     Approval, ArtifactStore, ChainPolicy, MemoryArtifactStore, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
     ToolRisk,
 };
-use chainbox_protocol::{CallOutcome, Completions, Finish, FsOutcome, RunRequest, ToolCall, decode, encode};
+use chainbox_protocol::{
+    CallOutcome, Completions, Finish, FsOutcome, RunRequest, ScriptResult, ToolCall, decode, encode,
+};
 use libfuzzer_sys::fuzz_target;
 use monty_fs::MountCallOutcome;
 use monty_types::OsFunctionCall;
@@ -220,7 +222,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(finish) = decode::<Finish>("finish", payload) else {
                 return;
             };
-            if let Finish::Ok { output, output_text } = finish {
+            if let ScriptResult::Ok { output, output_text } = finish.result {
                 let session = session(f, workspace.clone());
                 let _ = serde_json::to_string(&output).expect("a decoded value serialises");
                 let _ = session.shaper().inline_or_offload(output);

@@ -280,9 +280,9 @@ async fn cancelled_chains_do_not_pin_their_artifacts_forever() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn unawaited_call_is_cut_off_when_the_script_ends_and_recorded_as_interrupted() {
-    // Calling a tool without `await` starts it on the host; when the script
-    // ends first, the call must stop with it and say so in the trace.
+async fn a_call_never_awaited_never_runs_and_is_warned_about() {
+    // As in CPython, calling a tool only creates a coroutine: without an
+    // `await` the tool never starts, has no record, and the result warns.
     let (tool, ticks) = ticker();
     let r = crate::support::run_full(
         "t = ticker(seconds=30)\nawait sleep(seconds=0.1)\n'done'",
@@ -293,7 +293,34 @@ async fn unawaited_call_is_cut_off_when_the_script_ends_and_recorded_as_interrup
     .await;
     assert_ok(&r);
     assert_eq!(r.output, json!("done"));
-    assert_trace(&r, &[("ticker", CallStatus::Error), ("sleep", CallStatus::Ok)]);
+    assert_trace(&r, &[("sleep", CallStatus::Ok)]);
+    assert_eq!(ticks.load(Ordering::SeqCst), 0, "the unawaited call ran");
+    assert_eq!(
+        r.warnings,
+        vec![chainbox::ChainWarning {
+            message: "coroutine 'ticker' was never awaited".into(),
+            line: Some(1),
+        }]
+    );
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gathered_call_still_running_when_the_script_ends_is_cut_off_and_recorded_as_interrupted() {
+    // One gathered call fails at once; the script catches the error and
+    // ends while the other is still running: that call stops with the chain.
+    let (tool, ticks) = ticker();
+    let script = "import asyncio\ntry:\n    await asyncio.gather(ticker(seconds=30), explode())\nexcept RuntimeError:\n    pass\n'done'";
+    let r = crate::support::run_full(
+        script,
+        &registry_with([tool]),
+        &tight(),
+        &Approval::auto(ToolRisk::Safe),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("done"));
+    assert_trace(&r, &[("ticker", CallStatus::Error), ("explode", CallStatus::Error)]);
     assert!(
         r.call_trace[0]
             .error
@@ -301,7 +328,7 @@ async fn unawaited_call_is_cut_off_when_the_script_ends_and_recorded_as_interrup
             .is_some_and(|e| e.contains("interrupted")),
         "{r:#?}"
     );
-    assert!(ticks.load(Ordering::SeqCst) > 0, "the unawaited call never started");
+    assert!(ticks.load(Ordering::SeqCst) > 0, "the gathered call never started");
     assert_ticks_stop(&ticks).await;
     assert_next_chain_ok().await;
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chainbox::tools::HostedTool;
-use chainbox::{AnyTool, Approval, CallStatus, ChainStatus, ErrorKind, Tool, ToolRegistry, ToolRisk};
+use chainbox::{AnyTool, Approval, CallStatus, ChainPolicy, ChainStatus, ErrorKind, Tool, ToolRegistry, ToolRisk};
 use serde_json::json;
 
 use crate::support::{
@@ -20,20 +20,27 @@ async fn unknown_tool_is_a_name_error_after_the_calls_before_it() {
     let r = run("await noop()\nawait delete_everything(confirm=True)").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
     assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("NameError"));
-    // The unknown name reached the invoker as a call (and spent budget), was
-    // not found, and is recorded as an error.
-    assert_trace(
-        &r,
-        &[("noop", CallStatus::Ok), ("delete_everything", CallStatus::Error)],
+    assert_eq!(
+        r.error.as_ref().map(|e| e.message.as_str()),
+        Some("name 'delete_everything' is not defined")
     );
-    assert!(
-        r.call_trace[1]
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("no tool named")),
-        "{r:#?}"
-    );
+    // As in Python, the name is undefined: it never becomes a call, so it
+    // has no record and spends no budget.
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
     assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_undefined_name_spends_no_call_budget() {
+    let policy = ChainPolicy {
+        max_tool_calls: 1,
+        ..ChainPolicy::default()
+    };
+    let script = "await noop()\ntry:\n    await nope()\nexcept NameError:\n    pass\n'still within budget'";
+    let r = run_full(script, &registry(), &policy, &Approval::auto(ToolRisk::Safe)).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("still within budget"), "{r:#?}");
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -49,8 +56,8 @@ async fn case_variants_of_a_tool_name_do_not_resolve() {
     let r = run(&script).await;
     assert_ok(&r);
     assert_eq!(r.output, json!(vec!["NameError"; 6]), "{r:#?}");
-    let expected: Vec<_> = names.iter().map(|n| (*n, CallStatus::Error)).collect();
-    assert_trace(&r, &expected);
+    // Looked up exactly, found nothing: no call was made.
+    assert_trace(&r, &[]);
     assert_next_chain_ok().await;
 }
 
@@ -62,10 +69,28 @@ async fn unicode_look_alikes_of_a_tool_name_do_not_resolve() {
         assert_eq!(r.status, ChainStatus::Error, "{name}: {r:#?}");
         assert_eq!(r.error_kind(), Some(ErrorKind::Script), "{name}: {r:#?}");
         assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("NameError"));
-        // Looked up exactly, found nothing, recorded as an error.
-        assert_trace(&r, &[(name, CallStatus::Error)]);
+        // Looked up exactly, found nothing: no call was made.
+        assert_trace(&r, &[]);
     }
     assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_close_to_a_tool_gets_pythons_hint() {
+    for script in [
+        "await ech(text='x')",
+        "f = ech",
+        "def g():\n    return ech(text='x')\nawait g()",
+    ] {
+        let r = run(script).await;
+        assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+        assert_eq!(
+            r.error.as_ref().map(|e| e.message.as_str()),
+            Some("name 'ech' is not defined. Did you mean: 'echo'?"),
+            "{script}: {r:#?}"
+        );
+        assert_trace(&r, &[]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,12 +16,17 @@
 //! 3. file access (`open`, `pathlib`) and sleeps go to the host through `os`;
 //!    `print` output streams out through `stdout`;
 //! 4. the guest ends by calling `finish` with a [`Finish`].
+//!
+//! A tool call the script makes without awaiting it at once is only recorded
+//! by the guest; it is started on the host (`start`) when the script awaits
+//! it, and a call never awaited never leaves the guest: it becomes a
+//! [`Warning`] in the [`Finish`], as CPython's never-awaited coroutine does.
 
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a message changes shape; the host refuses a guest whose
 /// [`RunRequest`] answer would not match.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest message the host accepts from the guest: a tool call's arguments
 /// or the chain's final output. Larger payloads are refused before parsing so
@@ -162,10 +167,29 @@ pub struct Completions {
 /// returns, or the exception it raises (`FileNotFoundError`, `PermissionError`…).
 pub type FsOutcome = Result<monty_types::MontyObject, monty_types::MontyException>;
 
-/// How the script ended.
+/// How the script ended, and what it left behind.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finish {
+    /// The script's value or error.
+    pub result: ScriptResult,
+    /// What Python would have warned about, in the order it happened: a tool
+    /// call whose coroutine was never awaited (and so never ran).
+    pub warnings: Vec<Warning>,
+}
+
+/// A warning the script caused, as Python's `warnings` module would show it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Warning {
+    /// e.g. `coroutine 'send_email' was never awaited`.
+    pub message: String,
+    /// 1-based line of the code that caused it, when known.
+    pub line: Option<u32>,
+}
+
+/// The script's value or error.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum Finish {
+pub enum ScriptResult {
     /// The script completed; its final expression's value.
     Ok {
         /// The value as JSON (non-JSON values are represented by their `repr`).

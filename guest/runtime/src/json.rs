@@ -5,6 +5,7 @@
 
 use chainbox_protocol::MAX_VALUE_DEPTH;
 use monty_types::{MontyObject, ObjectRef};
+use num_bigint::BigInt;
 use serde_json::{Map, Number, Value};
 
 /// Converts a Python value to JSON, or says why it cannot be.
@@ -22,10 +23,9 @@ fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
         "bool" => Value::Bool(value.as_bool().unwrap_or(false)),
         "int" => match value.as_int() {
             Some(i) => Value::Number(i.into()),
-            // Beyond 64 bits JSON consumers disagree anyway; keep the magnitude.
-            None => value.as_float().and_then(Number::from_f64).map(Value::Number).ok_or_else(|| {
-                "int too large to convert to JSON".to_owned()
-            })?,
+            // Beyond 64 bits: every digit, as Python's `json.dumps` writes it
+            // (serde_json's `arbitrary_precision` keeps the text).
+            None => Value::Number(big_int(&value.py_repr())?),
         },
         "float" => {
             let f = value.as_float().unwrap_or(f64::NAN);
@@ -53,6 +53,11 @@ fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
             None => return Err(not_serializable(type_name)),
         },
     })
+}
+
+/// An integer of any size from its decimal digits.
+fn big_int(digits: &str) -> Result<Number, String> {
+    serde_json::from_str(digits).map_err(|_| format!("int {digits} cannot be converted to JSON"))
 }
 
 fn not_serializable(type_name: &str) -> String {
@@ -92,17 +97,27 @@ pub fn from_json(value: &Value) -> MontyObject {
     match value {
         Value::Null => MontyObject::none(),
         Value::Bool(b) => MontyObject::bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => MontyObject::int(i),
-            None => match n.as_u64() {
-                Some(u) => MontyObject::bigint(u.into()),
-                None => MontyObject::float(n.as_f64().unwrap_or(f64::NAN)),
-            },
-        },
+        Value::Number(n) => number(n),
         Value::String(s) => MontyObject::string(s.clone()),
         Value::Array(items) => MontyObject::list(items.iter().map(from_json)),
         Value::Object(map) => {
             MontyObject::dict(map.iter().map(|(k, v)| (MontyObject::string(k.clone()), from_json(v))))
         }
     }
+}
+
+/// A JSON number as Python's `json.loads` reads it: digits alone are an
+/// `int` of any size, anything with a fraction or exponent a `float`
+/// (`1e400` is `inf`, as in Python).
+fn number(n: &Number) -> MontyObject {
+    if let Some(i) = n.as_i64() {
+        return MontyObject::int(i);
+    }
+    let text = n.as_str();
+    if !text.contains(['.', 'e', 'E']) {
+        if let Ok(big) = text.parse::<BigInt>() {
+            return MontyObject::bigint(big);
+        }
+    }
+    MontyObject::float(text.parse().unwrap_or(f64::NAN))
 }

@@ -15,9 +15,11 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
+
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, PROTOCOL_VERSION, RunRequest, ScriptError, ToolCall, ToolDecl,
-    decode, encode,
+    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, PROTOCOL_VERSION, RunRequest, ScriptError, ScriptResult,
+    ToolCall, ToolDecl, Warning, decode, encode,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
@@ -27,6 +29,7 @@ use monty_types::{
 use serde_json::{Map, Value};
 
 mod json;
+mod suggest;
 
 #[global_allocator]
 static ALLOC: monty_alloc::LimitedAllocator = monty_alloc::LimitedAllocator;
@@ -144,11 +147,11 @@ impl PrintWriterCallback for Stdout {
 fn main() {
     let finish = match decode::<RunRequest>("run request", &host_request()) {
         Ok(req) if req.version == PROTOCOL_VERSION => run(req),
-        Ok(req) => Finish::Error(internal_error(format!(
+        Ok(req) => internal_error(format!(
             "protocol version mismatch: host {}, guest {PROTOCOL_VERSION}",
             req.version
-        ))),
-        Err(e) => Finish::Error(internal_error(e.to_string())),
+        )),
+        Err(e) => internal_error(e.to_string()),
     };
     host_finish(&finish);
 }
@@ -166,13 +169,16 @@ pub extern "C" fn chainbox_warm() {
     }
 }
 
-fn internal_error(message: String) -> ScriptError {
-    ScriptError {
-        compile: false,
-        exc_type: "InternalError".into(),
-        message,
-        line: None,
-        traceback: String::new(),
+fn internal_error(message: String) -> Finish {
+    Finish {
+        result: ScriptResult::Error(ScriptError {
+            compile: false,
+            exc_type: "InternalError".into(),
+            message,
+            line: None,
+            traceback: String::new(),
+        }),
+        warnings: Vec::new(),
     }
 }
 
@@ -185,26 +191,36 @@ fn run(req: RunRequest) -> Finish {
     ));
     let runner = match MontyRun::new(req.script.clone(), "main.py", vec![], CompileOptions::default()) {
         Ok(runner) => runner,
-        Err(exc) => return Finish::Error(script_error(&exc, true)),
+        Err(exc) => {
+            return Finish {
+                result: ScriptResult::Error(script_error(&exc, true)),
+                warnings: Vec::new(),
+            };
+        }
     };
     let mut chain = Chain {
         line_starts: line_starts(&req.script),
         tools: req.tools,
         stdout: Stdout::default(),
+        unawaited: BTreeMap::new(),
     };
     let tracker = ResourceTracker::new(resource_limits(limits));
     let progress = runner.start(vec![], tracker, PrintWriter::Callback(&mut chain.stdout));
     let result = chain.drive(progress);
     chain.stdout.flush();
-    match result {
-        Ok(value) => Finish::Ok {
+    let result = match result {
+        Ok(value) => ScriptResult::Ok {
             output_text: match value.as_ref().as_str() {
                 Some(s) => s.to_owned(),
                 None => value.py_repr(),
             },
             output: json::to_json(value.as_ref()).unwrap_or_else(|_| Value::String(value.py_repr())),
         },
-        Err(exc) => Finish::Error(script_error(&exc, false)),
+        Err(exc) => ScriptResult::Error(script_error(&exc, false)),
+    };
+    Finish {
+        result,
+        warnings: chain.never_awaited(),
     }
 }
 
@@ -332,6 +348,20 @@ struct Chain {
     tools: Vec<ToolDecl>,
     line_starts: Vec<u32>,
     stdout: Stdout,
+    /// Tool calls made without an immediate `await`, by call id, not yet
+    /// started on the host. In CPython calling an `async def` only creates a
+    /// coroutine, which runs once awaited; so here a call is started only
+    /// when monty reports it awaited (`ResolveFutures`), and one never
+    /// awaited never reaches the host.
+    unawaited: BTreeMap<u32, Unawaited>,
+}
+
+/// A tool call whose coroutine exists but has not been awaited yet.
+struct Unawaited {
+    tool: String,
+    line: u32,
+    /// The encoded [`ToolCall`], ready for `start`.
+    message: Vec<u8>,
 }
 
 impl Chain {
@@ -341,16 +371,21 @@ impl Chain {
             progress = match progress? {
                 RunProgress::Complete(value) => return Ok(value),
                 RunProgress::NameLookup(lookup) => {
-                    let known = self.tools.iter().any(|t| t.name == lookup.name) || lookup.name == LOAD_ARTIFACT_FN;
+                    let known = self.is_tool(&lookup.name) || lookup.name == LOAD_ARTIFACT_FN;
                     let answer = if known {
                         NameLookupResult::Value(MontyObject::function(lookup.name.clone(), None))
                     } else {
-                        NameLookupResult::Undefined
+                        match self.close_tool(&lookup.name) {
+                            Some(close) if lookup.object_id().is_none() => {
+                                NameLookupResult::Error(name_error(&lookup.name, close))
+                            }
+                            _ => NameLookupResult::Undefined,
+                        }
                     };
                     lookup.resume(answer, PrintWriter::Callback(&mut self.stdout))
                 }
                 RunProgress::FunctionCall(call)
-                    if call.function_name == LOAD_ARTIFACT_FN && !self.tools.iter().any(|t| t.name == LOAD_ARTIFACT_FN) =>
+                    if call.function_name == LOAD_ARTIFACT_FN && !self.is_tool(LOAD_ARTIFACT_FN) =>
                 {
                     // A plain function, not a tool: no await, no budget.
                     self.stdout.flush();
@@ -360,6 +395,16 @@ impl Chain {
                         Ok(value) => call.resume(ExtFunctionResult::Return(value), print),
                         Err(exc) => call.resume(ExtFunctionResult::Error(exc), print),
                     }
+                }
+                RunProgress::FunctionCall(call) if !self.is_tool(&call.function_name) => {
+                    // monty calls a name the script never defined as a host
+                    // function; it is one only if it names a tool. Anything
+                    // else is Python's NameError, and never reaches the host.
+                    let answer = match self.close_tool(&call.function_name) {
+                        Some(close) => ExtFunctionResult::Error(name_error(&call.function_name, close)),
+                        None => ExtFunctionResult::NotFound(call.function_name.clone()),
+                    };
+                    call.resume(answer, PrintWriter::Callback(&mut self.stdout))
                 }
                 RunProgress::FunctionCall(call) => {
                     let line = line_of(&self.line_starts, &call.position);
@@ -376,18 +421,26 @@ impl Chain {
                             continue;
                         }
                     };
-                    self.stdout.flush();
                     if call.allow_eager_await {
+                        self.stdout.flush();
                         let outcome = decode_outcome(&host_call(&message));
                         call.resume_eager(outcome, PrintWriter::Callback(&mut self.stdout))
                     } else {
-                        host_start(call.call_id, &message);
+                        let tool = call.function_name.clone();
+                        self.unawaited.insert(call.call_id, Unawaited { tool, line, message });
                         call.resume_pending(PrintWriter::Callback(&mut self.stdout))
                     }
                 }
                 RunProgress::ResolveFutures(waiting) => {
                     self.stdout.flush();
+                    // Exactly the calls something awaits (the vendored
+                    // monty's `pending_call_ids`): start those not started yet.
                     let ids = waiting.pending_call_ids().to_vec();
+                    for id in &ids {
+                        if let Some(call) = self.unawaited.remove(id) {
+                            host_start(*id, &call.message);
+                        }
+                    }
                     let results = match decode::<Completions>("completions", &host_wait(&ids)) {
                         Ok(done) => done
                             .done
@@ -414,6 +467,27 @@ impl Chain {
                 }
             };
         }
+    }
+
+    fn is_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+
+    /// The tool (or `load_artifact`) CPython would suggest for a misspelled `name`.
+    fn close_tool(&self, name: &str) -> Option<&str> {
+        let candidates = self.tools.iter().map(|t| t.name.as_str()).chain([LOAD_ARTIFACT_FN]);
+        suggest::closest(name, candidates)
+    }
+
+    /// The calls whose coroutines were never awaited, as Python warns of them.
+    fn never_awaited(&self) -> Vec<Warning> {
+        self.unawaited
+            .values()
+            .map(|call| Warning {
+                message: format!("coroutine '{}' was never awaited", call.tool),
+                line: Some(call.line),
+            })
+            .collect()
     }
 
     /// Builds the host message for one tool call, mapping positional
@@ -455,6 +529,14 @@ impl Chain {
             line,
         }))
     }
+}
+
+/// CPython 3.12's `NameError` for an undefined name close to `close`.
+fn name_error(name: &str, close: &str) -> MontyException {
+    MontyException::new(
+        ExcType::NameError,
+        Some(format!("name '{name}' is not defined. Did you mean: '{close}'?")),
+    )
 }
 
 /// `load_artifact(handle)`: the full value behind an offloaded result.

@@ -413,7 +413,7 @@ impl<'h> VM<'h> {
             self.activate_task(next_task_id)?;
             Ok(AwaitResult::FramePushed)
         } else {
-            Ok(AwaitResult::Yield(self.scheduler.pending_call_ids()))
+            Ok(AwaitResult::Yield(self.scheduler.pending_call_ids(self.heap)))
         }
     }
 
@@ -452,7 +452,7 @@ impl<'h> VM<'h> {
         if self.resume_after_task_exit(delivery)? {
             Ok(AwaitResult::FramePushed)
         } else {
-            Ok(AwaitResult::Yield(self.scheduler.pending_call_ids()))
+            Ok(AwaitResult::Yield(self.scheduler.pending_call_ids(self.heap)))
         }
     }
 
@@ -933,7 +933,7 @@ impl<'h> VM<'h> {
             return self.run_external();
         }
 
-        let pending_call_ids = self.scheduler.pending_call_ids();
+        let pending_call_ids = self.scheduler.pending_call_ids(self.heap);
 
         if pending_call_ids.is_empty() {
             // A stalled turn loses one `feed_run`, aborting loses the session.

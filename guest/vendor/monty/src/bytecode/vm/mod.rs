@@ -2492,7 +2492,7 @@ impl<'h> VM<'h> {
     /// With no pending calls, report the stall now: resuming cannot progress
     /// and would obscure the discarded task that caused it.
     pub(super) fn pending_futures_exit(&self) -> Result<FrameExit, RunError> {
-        let pending_call_ids = self.scheduler.pending_call_ids();
+        let pending_call_ids = self.scheduler.pending_call_ids(self.heap);
         if pending_call_ids.is_empty() {
             Err(RunError::internal(
                 "asyncio scheduler stalled: no task to run and no pending external calls",

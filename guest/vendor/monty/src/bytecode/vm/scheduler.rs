@@ -12,7 +12,7 @@ use smallvec::{SmallVec, smallvec};
 
 use super::{FrameNamespace, exceptions::CaughtException};
 use crate::{
-    asyncio::{Awaiter, CallId, TaskId},
+    asyncio::{Awaiter, CallId, ExternalFutureState, TaskId},
     exception_private::RunResult,
     heap::{ContainsHeap, DropWithContext, Heap, HeapId, HeapReadOutput, HeapReader},
     intern::{FunctionId, StringId},
@@ -239,9 +239,28 @@ impl Scheduler {
         }
     }
 
-    /// Returns all pending (unresolved) CallIds.
-    pub fn pending_call_ids(&self) -> Vec<CallId> {
-        self.pending_externals.keys().copied().collect()
+    /// Returns the pending (unresolved) CallIds that something awaits: a task
+    /// blocked on the future, or a gather holding it.
+    ///
+    /// chainbox patch: upstream returns every pending CallId, including
+    /// futures the script created but never awaited. A host that starts an
+    /// external call only once it is awaited (as CPython runs a coroutine only
+    /// once awaited) must not be asked for those: a call never awaited never
+    /// runs. Sorted, so the host sees calls in the order they were made.
+    pub fn pending_call_ids(&self, heap: &HeapReader<'_>) -> Vec<CallId> {
+        let mut ids: Vec<CallId> = self
+            .pending_externals
+            .iter()
+            .filter(|&(_, &future_id)| match heap.read(future_id) {
+                HeapReadOutput::ExternalFuture(fut) => {
+                    matches!(fut.get(heap).state, ExternalFutureState::Pending { awaiter: Some(_) })
+                }
+                _ => true,
+            })
+            .map(|(&call_id, _)| call_id)
+            .collect();
+        ids.sort_unstable_by_key(|id| id.raw());
+        ids
     }
 
     /// Removes the queue entry when delivering directly to an exiting task's waiter.
