@@ -4,33 +4,26 @@
 //! the epoch ticker and the hot pages learned from the warm-up chain. One
 //! [`Engine`] per process serves any number of concurrent chains.
 //!
-//! Invariant: nothing here is per chain. Per-chain state lives in the
-//! `Store` built by `sandbox`.
+//! Invariant: nothing here is per chain. One chain's life is
+//! [`crate::chain`]; its state lives in the `Store` built by `sandbox`.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::Semaphore;
 use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingAllocationConfig};
 
 use crate::approval::Approval;
 use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
-use crate::chain::{
-    CallStatus, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, RunOptions, Usage, millis,
-};
+use crate::chain::{self, ChainRunResult, RunOptions};
 use crate::digest::sha256_hex;
-use crate::invoker::InvokerSession;
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
-use crate::sandbox::{self, ChainSetup, ChainState, Meters};
-use crate::shaping::{Shaper, preview};
+use crate::sandbox::{self, ChainState};
 use crate::tools::ToolRegistry;
-use crate::workspace::Workspace;
-use chainbox_protocol::{Finish, ScriptResult};
 
 /// The guest module, built from `guest/` by build.rs.
 static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
@@ -101,21 +94,23 @@ fn wasmtime_err(e: impl std::fmt::Display) -> EngineError {
 /// Runs chains. Build one per process and share it (it is cheap to clone).
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<Inner>,
+    inner: Arc<Core>,
 }
 
-struct Inner {
-    engine: wasmtime::Engine,
-    pre: InstancePre<ChainState>,
-    slots: Semaphore,
-    artifacts: Arc<dyn ArtifactStore>,
+/// What every chain of an engine runs on, built once.
+pub(crate) struct Core {
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) pre: InstancePre<ChainState>,
+    /// Pool slots: a chain waits here for one.
+    pub(crate) slots: Semaphore,
+    pub(crate) artifacts: Arc<dyn ArtifactStore>,
+    /// Learned from the warm-up chain before the engine exists (empty if
+    /// prefaulting is off or the warm-up failed); mapped in before every chain.
+    pub(crate) hot_pages: HotPages,
     stop_ticker: Arc<AtomicBool>,
-    /// Learned from the warm-up chain (set, possibly empty, before the
-    /// engine is returned); mapped in before every chain.
-    hot_pages: OnceLock<HotPages>,
 }
 
-impl Drop for Inner {
+impl Drop for Core {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
     }
@@ -161,47 +156,18 @@ impl Engine {
         let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), stop_ticker.clone());
-        let engine = Engine {
-            inner: Arc::new(Inner {
-                engine,
-                pre,
-                slots: Semaphore::new(slots as usize),
-                artifacts: config.artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
-                stop_ticker,
-                hot_pages: OnceLock::new(),
-            }),
+        let mut core = Core {
+            engine,
+            pre,
+            slots: Semaphore::new(slots as usize),
+            artifacts: config.artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
+            hot_pages: HotPages::default(),
+            stop_ticker,
         };
         if config.prefault {
-            engine.warm_up();
+            core.hot_pages = learn_hot_pages(&core);
         }
-        // Whatever the warm-up learned, or nothing: no later chain learns
-        // (an arbitrary first chain could teach far more pages than all
-        // chains share).
-        let _ = engine.inner.hot_pages.set(HotPages::default());
-        Ok(engine)
-    }
-
-    /// Runs one trivial chain, the engine's first, from which it learns the
-    /// guest's hot pages (see [`crate::prefault`]). On its own thread and
-    /// runtime: the caller may be inside an async runtime, where blocking on
-    /// another is refused. If it fails, chains just start without them.
-    fn warm_up(&self) {
-        let engine = self.clone();
-        let learned = std::thread::scope(|scope| {
-            let warm = scope.spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .ok()?;
-                let (registry, policy) = (ToolRegistry::new(), ChainPolicy::default());
-                let result = runtime.block_on(engine.run("1 + 1", &registry, &policy, &Approval::deny_all()));
-                (result.status == ChainStatus::Ok).then_some(())
-            });
-            warm.join().ok().flatten()
-        });
-        if learned.is_none() {
-            tracing::warn!("chainbox: the warm-up chain failed; chains start without prefaulted pages");
-        }
+        Ok(Engine { inner: Arc::new(core) })
     }
 
     /// The engine's default artifact store, where chains' offloaded results
@@ -222,8 +188,8 @@ impl Engine {
             .await
     }
 
-    /// Runs one chain. Never fails: every outcome is a [`ChainRunResult`]
-    /// with the trace of the calls made.
+    /// Runs one chain (see [`crate::chain`] for its life). Never fails:
+    /// every outcome is a [`ChainRunResult`] with the trace of the calls made.
     pub async fn run_with(
         &self,
         script: &str,
@@ -232,203 +198,33 @@ impl Engine {
         approval: &Approval,
         options: RunOptions,
     ) -> ChainRunResult {
-        let started = Instant::now();
-        let mut policy = policy.clone();
-        policy.max_memory_bytes = policy.max_memory_bytes.min(MAX_MEMORY_BYTES);
-        let policy = Arc::new(policy);
-        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
-        let workspace = Arc::new(Mutex::new(Workspace::new(options.workspace.clone())));
-        let store = options
-            .artifacts
-            .clone()
-            .unwrap_or_else(|| self.inner.artifacts.clone());
-        let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
-        let session = Arc::new(InvokerSession::new(
-            run_id,
-            registry.clone(),
-            policy.clone(),
-            approval.clone(),
-            shaper,
-        ));
-        let total = policy.total_timeout();
-        let meters = Meters::new(&policy);
-        let run = self.run_guest(script, registry, &policy, session.clone(), workspace, meters.clone());
-        let mut result = match tokio::time::timeout(total, run).await {
-            Ok(result) => result,
-            Err(_) => {
-                let message = format!("the chain ran past total_timeout_s = {}", total.as_secs_f64());
-                let mut r = empty_result(ChainStatus::Timeout);
-                r.call_trace = session.trace(CallStatus::Timeout, &message);
-                r.error = Some(ChainError::new(ErrorKind::Timeout, "TimeoutError", message));
-                // The store is gone with the dropped future; what it printed
-                // and used lives on in the shared meters.
-                (r.usage, r.stdout) = meters.take();
-                r
-            }
-        };
-        result.tool_calls = result.call_trace.len() as u32;
-        (result.artifacts, result.files) = session.shaper().produced_lists();
-        session.shaper().release();
-        result.duration_ms = millis(started.elapsed());
-        result
-    }
-
-    async fn run_guest(
-        &self,
-        script: &str,
-        registry: &ToolRegistry,
-        policy: &ChainPolicy,
-        session: Arc<InvokerSession>,
-        workspace: Arc<Mutex<Workspace>>,
-        meters: Arc<Meters>,
-    ) -> ChainRunResult {
-        let Ok(_slot) = self.inner.slots.acquire().await else {
-            return crash(&session, "the engine is shutting down");
-        };
-        let mut store = sandbox::new_store(
-            &self.inner.engine,
-            ChainSetup {
-                script,
-                registry,
-                policy,
-                session: session.clone(),
-                workspace,
-                meters,
-            },
-        );
-        let instance = match self.inner.pre.instantiate_async(&mut store).await {
-            Ok(instance) => instance,
-            Err(e) => return crash(&session, &format!("could not start the sandbox: {e}")),
-        };
-        let memory = instance.get_memory(&mut store, "memory");
-        store.data_mut().guest_memory = memory;
-        if let (Some(hot), Some(memory)) = (self.inner.hot_pages.get(), memory) {
-            // SAFETY: the chain's own linear memory, live with `store`; the
-            // guest has not run yet, so nothing grows it meanwhile.
-            unsafe { hot.apply(memory.data_ptr(&store), memory.data_size(&store)) };
-        }
-        let start = match instance.get_typed_func::<(), ()>(&mut store, "_start") {
-            Ok(f) => f,
-            Err(e) => return crash(&session, &format!("the guest has no entry point: {e}")),
-        };
-        let trap = start.call_async(&mut store, ()).await.err();
-        // Only the warm-up chain finds the hot pages unset (see `with_config`).
-        if let (None, Some(memory)) = (self.inner.hot_pages.get(), memory) {
-            let hot = HotPages::learn(memory.data_ptr(&store), memory.data_size(&store));
-            tracing::debug!("chainbox: {} hot guest pages learned", hot.pages());
-            let _ = self.inner.hot_pages.set(hot);
-        }
-        let ending = sandbox::ending(&mut store, trap);
-        let mut result = empty_result(ChainStatus::Ok);
-        result.stdout = ending.stdout;
-        result.usage = ending.usage;
-        let (finish, warnings) = match ending.finish {
-            Some(Finish { result, warnings }) => (Some(result), warnings),
-            None => (None, Vec::new()),
-        };
-        result.warnings = warnings.into_iter().map(ChainWarning::from).collect();
-        match (finish, ending.error) {
-            (_, Some(error)) => {
-                result.status = ChainStatus::Error;
-                result.call_trace = session.trace(CallStatus::Error, &format!("interrupted: {}", error.message));
-                result.error = Some(error);
-            }
-            (Some(ScriptResult::Ok { output, output_text }), None) => {
-                result.call_trace = session.trace(CallStatus::Error, "interrupted: the script ended first");
-                match shape_output(&session, policy, output, output_text) {
-                    Ok((output, output_text)) => {
-                        result.output = output;
-                        result.output_text = output_text;
-                    }
-                    Err(error) => {
-                        result.status = ChainStatus::Error;
-                        result.error = Some(error);
-                    }
-                }
-            }
-            (Some(ScriptResult::Error(e)), None) => {
-                result.status = ChainStatus::Error;
-                let kind = if e.compile {
-                    ErrorKind::Compile
-                } else if e.exc_type == "MemoryError" {
-                    ErrorKind::Memory
-                } else {
-                    ErrorKind::Script
-                };
-                result.error = Some(
-                    ChainError {
-                        kind,
-                        error_type: e.exc_type,
-                        message: e.message,
-                        line: e.line,
-                        traceback: Some(e.traceback).filter(|t| !t.is_empty()),
-                    }
-                    .bounded(),
-                );
-                result.call_trace = session.trace(CallStatus::Error, "interrupted: the script failed first");
-            }
-            // `sandbox::ending` reports a missing finish as an error; never panic here regardless.
-            (None, None) => return crash(&session, "the sandbox ended without reporting a result"),
-        }
-        result
+        chain::run(&self.inner, script, registry, policy, approval, options).await
     }
 }
 
-/// The chain's own output follows the result rule: above
-/// `max_result_bytes` it is refused (`output_limit`), above
-/// `max_inline_result_bytes` it is offloaded and `output_text` is a preview.
-fn shape_output(
-    session: &InvokerSession,
-    policy: &ChainPolicy,
-    output: Value,
-    output_text: String,
-) -> Result<(Value, String), ChainError> {
-    let size = serde_json::to_string(&output).map(|s| s.len()).unwrap_or(0);
-    if size as u64 > policy.max_result_bytes {
-        return Err(ChainError::new(
-            ErrorKind::OutputLimit,
-            "OutputLimitExceeded",
-            format!(
-                "the chain's output is {size} bytes, over max_result_bytes = {}",
-                policy.max_result_bytes
-            ),
-        ));
-    }
-    match session.shaper().inline_or_offload(output) {
-        Ok((output, None)) => Ok((output, output_text)),
-        Ok((handle, Some(_))) => Ok((handle, preview(&output_text))),
-        Err(message) => Err(ChainError::new(ErrorKind::Crash, "ArtifactStoreError", message)),
-    }
-}
-
-fn empty_result(status: ChainStatus) -> ChainRunResult {
-    ChainRunResult {
-        status,
-        output: Value::Null,
-        output_text: String::new(),
-        stdout: String::new(),
-        error: None,
-        tool_calls: 0,
-        duration_ms: 0.0,
-        call_trace: Vec::new(),
-        warnings: Vec::new(),
-        artifacts: Vec::new(),
-        files: Vec::new(),
-        usage: Usage::default(),
-    }
-}
-
-fn crash(session: &InvokerSession, message: &str) -> ChainRunResult {
-    let mut r = empty_result(ChainStatus::Error);
-    r.call_trace = session.trace(CallStatus::Error, message);
-    r.error = Some(ChainError::new(ErrorKind::Crash, "SandboxCrash", message));
-    r
-}
-
-fn new_run_id() -> String {
-    use std::sync::atomic::AtomicU64;
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("chain-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+/// Runs one trivial chain on `core` before the engine exists and learns the
+/// guest's hot pages from it (see [`crate::prefault`]). On its own thread
+/// and runtime: the caller may be inside an async runtime, where blocking on
+/// another is refused. If it fails, chains just start without them.
+fn learn_hot_pages(core: &Core) -> HotPages {
+    let learned = std::thread::scope(|scope| {
+        let warm = scope.spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(chain::run_for_memory(core, "1 + 1", |memory| {
+                HotPages::learn(memory.as_ptr(), memory.len())
+            }))
+        });
+        warm.join().ok().flatten()
+    });
+    let hot = learned.unwrap_or_else(|| {
+        tracing::warn!("chainbox: the warm-up chain failed; chains start without prefaulted pages");
+        HotPages::default()
+    });
+    tracing::debug!("chainbox: {} hot guest pages learned", hot.pages());
+    hot
 }
 
 /// Increments the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
@@ -544,7 +340,7 @@ mod tests {
             ..EngineConfig::default()
         })
         .expect("engine");
-        engine.inner.hot_pages.get().expect("set at creation").pages()
+        engine.inner.hot_pages.pages()
     }
 
     #[test]

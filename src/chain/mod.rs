@@ -1,0 +1,296 @@
+//! One chain's life, top to bottom: **start** (the policy, the workspace,
+//! the invoker session and the meters) → **run** (a store in a pool slot,
+//! the guest's `_start`, all under the total timeout) → **finish** (what the
+//! guest reported, or why it stopped) → **shape** (the output under the
+//! result rule, the trace closed, artifacts and files listed).
+//!
+//! The compile-once parts a chain runs on (the module, the linker, the
+//! slots, the hot pages) are the engine's ([`crate::engine`]); what happens
+//! inside the store during the run (host imports, limits, meters) is the
+//! sandbox's ([`crate::sandbox`]). What a chain returns, the JSON contract,
+//! is in [`result`] and re-exported here.
+//!
+//! Invariant: every path out of [`run`] is a [`ChainRunResult`] carrying a
+//! record for every call that passed the budget.
+
+mod result;
+
+pub use result::*;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chainbox_protocol::{Finish, ScriptResult};
+use serde_json::Value;
+use wasmtime::{Memory, Store};
+
+use crate::approval::Approval;
+use crate::engine::{Core, MAX_MEMORY_BYTES};
+use crate::invoker::InvokerSession;
+use crate::policy::ChainPolicy;
+use crate::sandbox::{self, ChainSetup, ChainState, Meters};
+use crate::shaping::{Shaper, preview};
+use crate::tools::ToolRegistry;
+use crate::workspace::Workspace;
+
+/// Runs one chain on `core`. Never fails: every outcome is a
+/// [`ChainRunResult`] with the trace of the calls made.
+pub(crate) async fn run(
+    core: &Core,
+    script: &str,
+    registry: &ToolRegistry,
+    policy: &ChainPolicy,
+    approval: &Approval,
+    options: RunOptions,
+) -> ChainRunResult {
+    let started = Instant::now();
+    let chain = Started::new(core, registry, policy, approval, options);
+    let total = chain.policy.total_timeout();
+    let mut result = match tokio::time::timeout(total, chain.run(core, script, registry)).await {
+        Ok(result) => result,
+        Err(_) => chain.timed_out(total),
+    };
+    chain.close(&mut result);
+    result.duration_ms = millis(started.elapsed());
+    result
+}
+
+/// Runs `script` once and hands back the guest's linear memory as the run
+/// left it, for the engine to learn the pages every chain touches (see
+/// [`crate::prefault`]). `None` if the chain did not complete.
+pub(crate) async fn run_for_memory<R>(core: &Core, script: &str, learn: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    let registry = ToolRegistry::new();
+    let chain = Started::new(
+        core,
+        &registry,
+        &ChainPolicy::default(),
+        &Approval::deny_all(),
+        RunOptions::default(),
+    );
+    let run = chain.execute(core, script, &registry).await.ok()?;
+    let learned = run.memory.map(|memory| learn(memory.data(&run.store)));
+    let ok = run.trap.is_none();
+    let mut result = chain.finish(run);
+    chain.close(&mut result);
+    learned.filter(|_| ok && result.is_ok())
+}
+
+/// A chain that has started: everything that outlives its store.
+struct Started {
+    policy: Arc<ChainPolicy>,
+    session: Arc<InvokerSession>,
+    workspace: Arc<Mutex<Workspace>>,
+    /// What it printed and used; shared with the store, so it survives a
+    /// store dropped by the total timeout.
+    meters: Arc<Meters>,
+}
+
+/// The guest has returned from `_start` (or trapped).
+struct Executed {
+    store: Store<ChainState>,
+    memory: Option<Memory>,
+    trap: Option<wasmtime::Error>,
+}
+
+impl Started {
+    fn new(
+        core: &Core,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+        options: RunOptions,
+    ) -> Self {
+        let mut policy = policy.clone();
+        policy.max_memory_bytes = policy.max_memory_bytes.min(MAX_MEMORY_BYTES);
+        let policy = Arc::new(policy);
+        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        let workspace = Arc::new(Mutex::new(Workspace::new(options.workspace.clone())));
+        let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
+        let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
+        let session = Arc::new(InvokerSession::new(
+            run_id,
+            registry.clone(),
+            policy.clone(),
+            approval.clone(),
+            shaper,
+        ));
+        let meters = Meters::new(&policy);
+        Started {
+            policy,
+            session,
+            workspace,
+            meters,
+        }
+    }
+
+    /// The guest runs in a pool slot and its ending becomes the result.
+    async fn run(&self, core: &Core, script: &str, registry: &ToolRegistry) -> ChainRunResult {
+        match self.execute(core, script, registry).await {
+            Ok(run) => self.finish(run),
+            Err(why) => self.crash(&why),
+        }
+    }
+
+    /// A store in a pool slot, the hot pages mapped in, the guest's `_start`
+    /// run to its end; or why the sandbox could not be started.
+    async fn execute(&self, core: &Core, script: &str, registry: &ToolRegistry) -> Result<Executed, String> {
+        let Ok(_slot) = core.slots.acquire().await else {
+            return Err("the engine is shutting down".into());
+        };
+        let setup = ChainSetup {
+            script,
+            registry,
+            policy: &self.policy,
+            session: self.session.clone(),
+            workspace: self.workspace.clone(),
+            meters: self.meters.clone(),
+        };
+        let mut store = sandbox::new_store(&core.engine, setup);
+        let instance = (core.pre.instantiate_async(&mut store).await)
+            .map_err(|e| format!("could not start the sandbox: {e}"))?;
+        let memory = instance.get_memory(&mut store, "memory");
+        store.data_mut().guest_memory = memory;
+        if let Some(memory) = memory {
+            // SAFETY: the chain's own linear memory, live with `store`; the
+            // guest has not run yet, so nothing grows it meanwhile.
+            unsafe { core.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
+        }
+        let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
+            .map_err(|e| format!("the guest has no entry point: {e}"))?;
+        let trap = start.call_async(&mut store, ()).await.err();
+        Ok(Executed { store, memory, trap })
+    }
+
+    /// What the guest reported, or why it stopped, as the chain's result.
+    fn finish(&self, mut run: Executed) -> ChainRunResult {
+        let ending = sandbox::ending(&mut run.store, run.trap);
+        let mut result = empty_result(ChainStatus::Ok);
+        result.stdout = ending.stdout;
+        result.usage = ending.usage;
+        let (script_result, warnings) = match ending.finish {
+            Some(Finish { result, warnings }) => (Some(result), warnings),
+            None => (None, Vec::new()),
+        };
+        result.warnings = warnings.into_iter().map(ChainWarning::from).collect();
+        match (script_result, ending.error) {
+            (_, Some(error)) => {
+                result.status = ChainStatus::Error;
+                result.call_trace = self.interrupted(&format!("interrupted: {}", error.message));
+                result.error = Some(error);
+            }
+            (Some(ScriptResult::Ok { output, output_text }), None) => {
+                result.call_trace = self.interrupted("interrupted: the script ended first");
+                match self.shape_output(output, output_text) {
+                    Ok((output, output_text)) => {
+                        result.output = output;
+                        result.output_text = output_text;
+                    }
+                    Err(error) => {
+                        result.status = ChainStatus::Error;
+                        result.error = Some(error);
+                    }
+                }
+            }
+            (Some(ScriptResult::Error(e)), None) => {
+                result.status = ChainStatus::Error;
+                let kind = if e.compile {
+                    ErrorKind::Compile
+                } else if e.exc_type == "MemoryError" {
+                    ErrorKind::Memory
+                } else {
+                    ErrorKind::Script
+                };
+                result.error = Some(
+                    ChainError {
+                        kind,
+                        error_type: e.exc_type,
+                        message: e.message,
+                        line: e.line,
+                        traceback: Some(e.traceback).filter(|t| !t.is_empty()),
+                    }
+                    .bounded(),
+                );
+                result.call_trace = self.interrupted("interrupted: the script failed first");
+            }
+            // `sandbox::ending` reports a missing finish as an error; never panic here regardless.
+            (None, None) => return self.crash("the sandbox ended without reporting a result"),
+        }
+        result
+    }
+
+    /// The chain's own output follows the result rule: above
+    /// `max_result_bytes` it is refused (`output_limit`), above
+    /// `max_inline_result_bytes` it is offloaded and `output_text` is a preview.
+    fn shape_output(&self, output: Value, output_text: String) -> Result<(Value, String), ChainError> {
+        let size = serde_json::to_string(&output).map(|s| s.len()).unwrap_or(0);
+        if size as u64 > self.policy.max_result_bytes {
+            return Err(ChainError::new(
+                ErrorKind::OutputLimit,
+                "OutputLimitExceeded",
+                format!(
+                    "the chain's output is {size} bytes, over max_result_bytes = {}",
+                    self.policy.max_result_bytes
+                ),
+            ));
+        }
+        match self.session.shaper().inline_or_offload(output) {
+            Ok((output, None)) => Ok((output, output_text)),
+            Ok((handle, Some(_))) => Ok((handle, preview(&output_text))),
+            Err(message) => Err(ChainError::new(ErrorKind::Crash, "ArtifactStoreError", message)),
+        }
+    }
+
+    /// The result when the total timeout dropped the running chain: its
+    /// store is gone, its meters and trace remain.
+    fn timed_out(&self, total: std::time::Duration) -> ChainRunResult {
+        let message = format!("the chain ran past total_timeout_s = {}", total.as_secs_f64());
+        let mut r = empty_result(ChainStatus::Timeout);
+        r.call_trace = self.session.trace(CallStatus::Timeout, &message);
+        r.error = Some(ChainError::new(ErrorKind::Timeout, "TimeoutError", message));
+        (r.usage, r.stdout) = self.meters.take();
+        r
+    }
+
+    fn crash(&self, message: &str) -> ChainRunResult {
+        let mut r = empty_result(ChainStatus::Error);
+        r.call_trace = self.interrupted(message);
+        r.error = Some(ChainError::new(ErrorKind::Crash, "SandboxCrash", message));
+        r
+    }
+
+    /// The trace, with calls still open closed as `error` for `why`.
+    fn interrupted(&self, why: &str) -> Vec<ChainCallRecord> {
+        self.session.trace(CallStatus::Error, why)
+    }
+
+    /// Whatever the ending: the trace counted, the artifacts and files the
+    /// chain produced listed, and its pins released.
+    fn close(&self, result: &mut ChainRunResult) {
+        result.tool_calls = result.call_trace.len() as u32;
+        (result.artifacts, result.files) = self.session.shaper().produced_lists();
+        self.session.shaper().release();
+    }
+}
+
+fn empty_result(status: ChainStatus) -> ChainRunResult {
+    ChainRunResult {
+        status,
+        output: Value::Null,
+        output_text: String::new(),
+        stdout: String::new(),
+        error: None,
+        tool_calls: 0,
+        duration_ms: 0.0,
+        call_trace: Vec::new(),
+        warnings: Vec::new(),
+        artifacts: Vec::new(),
+        files: Vec::new(),
+        usage: Usage::default(),
+    }
+}
+
+fn new_run_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("chain-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
