@@ -358,3 +358,35 @@ async fn an_offloaded_result_loads_back_in_order_and_offloaded_output_keeps_it()
         r#"[["zeta","alpha","f"],-1180591620717411303424]"#
     );
 }
+
+#[test]
+fn cpu_time_is_each_chains_own_when_more_chains_than_cores_run() {
+    // More threads than cores, each running one CPU-bound chain: the OS
+    // shares the cores among them, so wall time per chain grows with their
+    // number while each chain's own CPU time does not. `cpu_ms` (and
+    // `max_cpu_s`) must count the latter.
+    let script = "n = 0\nfor i in range(4_000_000):\n    n += i\nn";
+    let run_alone = || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(run(script))
+    };
+    let alone = run_alone();
+    assert!(alone.is_ok(), "{alone:?}");
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) * 2;
+    let together: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(run_alone)).collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    for r in together {
+        assert!(r.is_ok(), "{r:?}");
+        assert!(
+            r.usage.cpu_ms < alone.usage.cpu_ms * 1.5,
+            "{} ms of CPU with {threads} chains at once vs {} ms alone",
+            r.usage.cpu_ms,
+            alone.usage.cpu_ms
+        );
+    }
+}

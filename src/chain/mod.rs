@@ -146,8 +146,8 @@ impl Started {
             meters: self.meters.clone(),
         };
         let mut store = sandbox::new_store(&core.engine, setup);
-        let instance = (core.pre.instantiate_async(&mut store).await)
-            .map_err(|e| format!("could not start the sandbox: {e}"))?;
+        let instance =
+            (core.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
         let memory = instance.get_memory(&mut store, "memory");
         store.data_mut().guest_memory = memory;
         if let Some(memory) = memory {
@@ -157,6 +157,7 @@ impl Started {
         }
         let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
             .map_err(|e| format!("the guest has no entry point: {e}"))?;
+        self.meters.guest_starts();
         let trap = start.call_async(&mut store, ()).await.err();
         Ok(Executed { store, memory, trap })
     }

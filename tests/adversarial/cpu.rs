@@ -44,8 +44,11 @@ async fn sorted_of_a_huge_range_ends_with_memory_not_a_hang() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sorting_repeatedly_in_native_code_is_stopped_by_cpu_limit() {
-    let r = run("xs = list(range(200000, 0, -1))\nwhile True:\n    ys = sorted(xs)\n    xs = sorted(ys, reverse=True)")
-        .await;
+    let r = run_with(
+        "xs = list(range(200000, 0, -1))\nwhile True:\n    ys = sorted(xs)\n    xs = sorted(ys, reverse=True)",
+        &cpu_capped(),
+    )
+    .await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
     assert_next_chain_ok().await;
 }

@@ -1,0 +1,254 @@
+//! The host side of the guest contract: the `chainbox` imports
+//! (`chainbox_protocol::imports`) and the only code that touches guest
+//! memory.
+
+use chainbox_protocol::{
+    CallOutcome, Completions, Finish, FsOutcome, MAX_GUEST_MESSAGE_BYTES, ToolCall, decode, encode, imports,
+};
+use monty_fs::MountCallOutcome;
+use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
+use wasmtime::{Caller, Linker};
+
+use super::{ChainState, Fatal};
+
+/// Runs `f` on the `len` bytes at `ptr` in guest memory, in place (no copy),
+/// refusing oversize or out-of-bounds requests.
+fn with_guest_bytes<R>(
+    caller: &mut Caller<'_, ChainState>,
+    ptr: i32,
+    len: i32,
+    f: impl FnOnce(&[u8]) -> R,
+) -> wasmtime::Result<R> {
+    let (ptr, len) = (ptr as u32 as usize, len as u32 as usize);
+    if len > MAX_GUEST_MESSAGE_BYTES {
+        let e = format!("guest message of {len} bytes exceeds the {MAX_GUEST_MESSAGE_BYTES}-byte limit");
+        return Err(caller.data_mut().fail(Fatal::Protocol(e)));
+    }
+    let Some(memory) = caller.data().guest_memory else {
+        return Err(caller
+            .data_mut()
+            .fail(Fatal::Protocol("guest exports no memory".into())));
+    };
+    let result = ptr
+        .checked_add(len)
+        .and_then(|end| memory.data(&caller).get(ptr..end))
+        .map(f);
+    result.ok_or_else(|| {
+        caller
+            .data_mut()
+            .fail(Fatal::Protocol("guest passed an out-of-bounds buffer".into()))
+    })
+}
+
+/// Decodes the guest's `what` message at `ptr`, straight from its memory.
+fn decode_guest<T: serde::de::DeserializeOwned>(
+    caller: &mut Caller<'_, ChainState>,
+    what: &'static str,
+    ptr: i32,
+    len: i32,
+) -> wasmtime::Result<T> {
+    let decoded = with_guest_bytes(caller, ptr, len, |bytes| decode::<T>(what, bytes))?;
+    decoded.map_err(|e| caller.data_mut().fail(Fatal::Protocol(e.to_string())))
+}
+
+/// Registers the `chainbox` host imports (and the WASI preview 1 functions)
+/// on the engine's linker.
+pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p1::add_to_linker_async(linker, |s: &mut ChainState| &mut s.wasi)?;
+    let m = imports::MODULE;
+
+    linker.func_wrap(m, imports::REQUEST, |mut caller: Caller<'_, ChainState>| -> i32 {
+        let state = caller.data_mut();
+        let request = state.request.take().unwrap_or_default();
+        state.stage(request)
+    })?;
+
+    linker.func_wrap(
+        m,
+        imports::TAKE,
+        |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let staged = std::mem::take(&mut caller.data_mut().staged);
+            if len as u32 as usize != staged.len() {
+                return Err(caller
+                    .data_mut()
+                    .fail(Fatal::Protocol("guest asked for the wrong message length".into())));
+            }
+            let Some(memory) = caller.data().guest_memory else {
+                return Err(caller
+                    .data_mut()
+                    .fail(Fatal::Protocol("guest exports no memory".into())));
+            };
+            if memory.write(&mut caller, ptr as u32 as usize, &staged).is_err() {
+                return Err(caller
+                    .data_mut()
+                    .fail(Fatal::Protocol("guest passed an out-of-bounds buffer".into())));
+            }
+            Ok(())
+        },
+    )?;
+
+    linker.func_wrap_async(
+        m,
+        imports::CALL,
+        |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
+            Box::new(async move {
+                let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
+                let state = caller.data_mut();
+                let session = state.session.clone();
+                let clock = state.meters.clock.clone();
+                let admitted = session
+                    .admit(call)
+                    .map_err(|b| caller.data_mut().fail(Fatal::Budget(b)))?;
+                clock.pause();
+                let outcome = session.run(admitted).await;
+                clock.resume();
+                Ok(caller.data_mut().stage(encode(&outcome)))
+            })
+        },
+    )?;
+
+    linker.func_wrap(
+        m,
+        imports::START,
+        |mut caller: Caller<'_, ChainState>, id: i32, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
+            let state = caller.data_mut();
+            let session = state.session.clone();
+            let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+            let id = id as u32;
+            let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
+            state.running_ids.insert(handle.id(), id);
+            Ok(())
+        },
+    )?;
+
+    linker.func_wrap_async(
+        m,
+        imports::WAIT,
+        |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
+            Box::new(async move {
+                let ids: Vec<u32> = decode_guest(&mut caller, "wait ids", ptr, len)?;
+                let clock = caller.data().meters.clock.clone();
+                clock.pause();
+                let done = collect(caller.data_mut(), &ids).await;
+                clock.resume();
+                Ok(caller.data_mut().stage(encode(&Completions { done })))
+            })
+        },
+    )?;
+
+    linker.func_wrap_async(
+        m,
+        imports::OS,
+        |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
+            Box::new(async move {
+                let call: OsFunctionCall = decode_guest(&mut caller, "os call", ptr, len)?;
+                let clock = caller.data().meters.clock.clone();
+                clock.pause();
+                let outcome = os_call(caller.data_mut(), call).await;
+                clock.resume();
+                Ok(caller.data_mut().stage(encode(&outcome)))
+            })
+        },
+    )?;
+
+    linker.func_wrap(
+        m,
+        imports::LOAD_ARTIFACT,
+        |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
+            let handle: serde_json::Value = decode_guest(&mut caller, "artifact handle", ptr, len)?;
+            let state = caller.data_mut();
+            let outcome = state.session.load_artifact(&handle);
+            Ok(state.stage(encode(&outcome)))
+        },
+    )?;
+
+    linker.func_wrap(
+        m,
+        imports::STDOUT,
+        |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let text = with_guest_bytes(&mut caller, ptr, len, |bytes| {
+                String::from_utf8_lossy(bytes).into_owned()
+            })?;
+            caller.data().meters.stdout().push(&text);
+            Ok(())
+        },
+    )?;
+
+    linker.func_wrap(
+        m,
+        imports::FINISH,
+        |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<()> {
+            let finish: Finish = decode_guest(&mut caller, "finish", ptr, len)?;
+            caller.data_mut().finish = Some(finish);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// Waits until at least one of `ids` has finished and returns every one of
+/// them that has.
+async fn collect(state: &mut ChainState, ids: &[u32]) -> Vec<(u32, CallOutcome)> {
+    loop {
+        let (ready, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut state.done)
+            .into_iter()
+            .partition(|(id, _)| ids.contains(id));
+        state.done = rest;
+        if !ready.is_empty() {
+            return ready;
+        }
+        match state.running.join_next_with_id().await {
+            Some(Ok((task, (id, outcome)))) => {
+                state.running_ids.remove(&task);
+                state.done.push((id, outcome));
+            }
+            Some(Err(e)) => {
+                if let Some(id) = state.running_ids.remove(&e.id()) {
+                    let message = "the tool call's task failed".to_owned();
+                    state.done.push((id, CallOutcome::Error { message }));
+                }
+            }
+            None => {
+                // Nothing is running: the guest waits for calls it never
+                // started. Answer instead of hanging.
+                return ids
+                    .iter()
+                    .map(|id| {
+                        let message = format!("call {id} was never started");
+                        (*id, CallOutcome::Error { message })
+                    })
+                    .collect();
+            }
+        }
+    }
+}
+
+/// Serves one OS request of the interpreter: workspace files and sleeps.
+async fn os_call(state: &mut ChainState, call: OsFunctionCall) -> FsOutcome {
+    match call {
+        OsFunctionCall::Sleep(d) | OsFunctionCall::SystemSleep(d) | OsFunctionCall::AsyncSleep(d) => {
+            // Parks this chain only; the chain's deadline still bounds it.
+            tokio::time::sleep(d).await;
+            return Ok(MontyObject::none());
+        }
+        OsFunctionCall::AsyncSystemSleep(d) => {
+            tokio::time::sleep(d).await;
+            return Ok(MontyObject::none());
+        }
+        _ => {}
+    }
+    if call.fs_primary_path().is_none() {
+        return Err(call.on_no_handler());
+    }
+    let mut workspace = state.workspace.lock().unwrap_or_else(|p| p.into_inner());
+    let mounts = match workspace.mounts() {
+        Ok(m) => m,
+        Err(e) => return Err(MontyException::new(ExcType::OSError, Some(e))),
+    };
+    match mounts.handle_os_call(call) {
+        MountCallOutcome::Handled(Ok(value)) => Ok(value),
+        MountCallOutcome::Handled(Err(err)) => Err(err.into_exception()),
+        MountCallOutcome::NotHandled(call) => Err(call.on_no_handler()),
+    }
+}

@@ -1,0 +1,238 @@
+//! One chain inside wasmtime: its `Store` and how its run ended. The host
+//! side of the guest contract is [`imports`]; the chain's limits and what it
+//! used are [`meters`].
+//!
+//! Invariants:
+//! - Only [`imports`] reads or writes guest memory. Every read is
+//!   length-capped and bounds-checked before anything parses it.
+//! - Limits that end a chain are recorded (in [`ChainState`] or its
+//!   [`Meters`]) before the trap that enforces them, so the trap is
+//!   classified from facts, not from error strings.
+//! - The guest has no WASI capabilities beyond clocks and randomness: no
+//!   environment, no arguments, no preopened host paths, no sockets. Its
+//!   files are served through the `os` import by `monty-fs`, confined to the
+//!   chain's workspace directory, which is created on first use.
+
+mod imports;
+mod meters;
+
+pub(crate) use imports::add_to_linker;
+pub(crate) use meters::Meters;
+use meters::{MemoryLimiter, Tick};
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chainbox_protocol::{CallOutcome, Finish, GuestLimits, PROTOCOL_VERSION, RunRequest, ToolDecl, encode};
+use tokio::task::JoinSet;
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p1::WasiP1Ctx;
+
+use crate::chain::{ChainError, ErrorKind, Usage};
+use crate::invoker::{BudgetExceeded, InvokerSession};
+use crate::policy::ChainPolicy;
+use crate::tools::{ToolRegistry, schema_params};
+use crate::workspace::Workspace;
+
+/// Deepest Python recursion allowed in a script. Monty's default; the wasm
+/// stack (see `engine::MAX_WASM_STACK`) is sized to hold it.
+const MAX_RECURSION_DEPTH: u32 = 1000;
+
+/// Share of `max_memory_bytes` given to the interpreter's own (catchable)
+/// `MemoryError` limit; the rest is headroom before the hard wasm cap traps.
+const SOFT_MEMORY_SHARE: f64 = 0.75;
+
+/// A CPU-bound chain yields its thread every this many epoch ticks
+/// (`engine::EPOCH_TICK` each): often enough for fairness and for the total
+/// deadline to fire promptly, rarely enough not to slow the script down.
+const TICKS_PER_YIELD: u64 = 5;
+
+/// Per-chain state held by the wasmtime `Store`.
+pub(crate) struct ChainState {
+    wasi: WasiP1Ctx,
+    session: Arc<InvokerSession>,
+    /// The run request, handed to the guest once.
+    request: Option<Vec<u8>>,
+    /// The last message staged for the guest's `take`.
+    staged: Vec<u8>,
+    /// Calls started with `start`, running concurrently with the script.
+    running: JoinSet<(u32, CallOutcome)>,
+    /// Task id → the guest's id for that call, to report a crashed task.
+    running_ids: HashMap<tokio::task::Id, u32>,
+    /// Finished concurrent calls the guest has not collected yet.
+    done: Vec<(u32, CallOutcome)>,
+    meters: Arc<Meters>,
+    finish: Option<Finish>,
+    /// Why the host ended the chain, if it did.
+    fatal: Option<Fatal>,
+    memory: MemoryLimiter,
+    /// The guest's exported linear memory, looked up once after
+    /// instantiation (a by-name export lookup per host call showed up in
+    /// profiles).
+    pub(crate) guest_memory: Option<wasmtime::Memory>,
+    workspace: Arc<Mutex<Workspace>>,
+}
+
+/// A reason the host ended the chain from inside a host call.
+#[derive(Debug, Clone)]
+pub(crate) enum Fatal {
+    Budget(BudgetExceeded),
+    Protocol(String),
+}
+
+impl ChainState {
+    fn stage(&mut self, bytes: Vec<u8>) -> i32 {
+        self.staged = bytes;
+        self.staged.len() as i32
+    }
+
+    fn fail(&mut self, fatal: Fatal) -> wasmtime::Error {
+        let message = match &fatal {
+            Fatal::Budget(b) => b.to_string(),
+            Fatal::Protocol(m) => m.clone(),
+        };
+        self.fatal.get_or_insert(fatal);
+        wasmtime::Error::msg(message)
+    }
+}
+
+/// Everything a run needs that the engine does not own.
+pub(crate) struct ChainSetup<'a> {
+    pub script: &'a str,
+    pub registry: &'a ToolRegistry,
+    pub policy: &'a ChainPolicy,
+    pub session: Arc<InvokerSession>,
+    pub workspace: Arc<Mutex<Workspace>>,
+    pub meters: Arc<Meters>,
+}
+
+/// Builds the store for one chain, with its limits armed.
+pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Store<ChainState> {
+    let policy = setup.policy;
+    let tools = setup
+        .registry
+        .iter()
+        .map(|tool| ToolDecl {
+            name: tool.name().to_owned(),
+            params: tool
+                .as_local()
+                .map(|t| schema_params(t.input_schema()))
+                .unwrap_or_default(),
+        })
+        .collect();
+    let soft = (policy.max_memory_bytes as f64 * SOFT_MEMORY_SHARE) as u64;
+    let request = RunRequest {
+        version: PROTOCOL_VERSION,
+        script: setup.script.to_owned(),
+        tools,
+        limits: GuestLimits {
+            max_memory_bytes: soft,
+            max_recursion_depth: MAX_RECURSION_DEPTH,
+        },
+    };
+    // No env, no args, no preopens, no network; stdio closed.
+    let wasi = WasiCtxBuilder::new().build_p1();
+    let meters = setup.meters;
+    let state = ChainState {
+        wasi,
+        session: setup.session,
+        request: Some(encode(&request)),
+        staged: Vec::new(),
+        running: JoinSet::new(),
+        running_ids: HashMap::new(),
+        done: Vec::new(),
+        meters: meters.clone(),
+        finish: None,
+        fatal: None,
+        memory: MemoryLimiter::new(usize::try_from(policy.max_memory_bytes).unwrap_or(usize::MAX), meters),
+        guest_memory: None,
+        workspace: setup.workspace,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.memory);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |ctx| {
+        let clock = ctx.data().meters.clock.clone();
+        // Every few ticks, let other chains on this thread run (and the
+        // outer deadline fire); yielding on every tick costs CPU-bound
+        // scripts dearly, so most ticks only count time.
+        match clock.tick(TICKS_PER_YIELD) {
+            Tick::OverLimit => Err(wasmtime::Error::msg("cpu limit exceeded")),
+            Tick::Continue => Ok(UpdateDeadline::Continue(1)),
+            Tick::Yield => Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(async move {
+                    tokio::task::yield_now().await;
+                    clock.resume();
+                }),
+            )),
+        }
+    });
+    store
+}
+
+/// How the guest run ended, for the chain result.
+pub(crate) struct Ending {
+    pub finish: Option<Finish>,
+    pub error: Option<ChainError>,
+    pub stdout: String,
+    pub usage: Usage,
+}
+
+/// Reads what the store learned once `_start` has returned (`trap` is its error, if any).
+pub(crate) fn ending(store: &mut Store<ChainState>, trap: Option<wasmtime::Error>) -> Ending {
+    let state = store.data_mut();
+    let (usage, stdout) = state.meters.take();
+    let error = trap.map(|e| classify_trap(state, &e));
+    let error = match (error, &state.finish) {
+        (Some(e), _) => Some(e),
+        (None, None) => Some(ChainError::new(
+            ErrorKind::Crash,
+            "GuestError",
+            "the sandbox ended without reporting a result",
+        )),
+        (None, Some(_)) => None,
+    };
+    Ending {
+        finish: state.finish.take(),
+        error,
+        stdout,
+        usage,
+    }
+}
+
+fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
+    if let Some(fatal) = &state.fatal {
+        return match fatal {
+            Fatal::Budget(b) => ChainError::new(ErrorKind::ToolBudget, "ToolBudgetExceeded", b.to_string()),
+            Fatal::Protocol(m) => ChainError::new(ErrorKind::Crash, "ProtocolError", m.clone()),
+        };
+    }
+    if state.meters.clock.exceeded() {
+        return ChainError::new(
+            ErrorKind::Cpu,
+            "CpuLimitExceeded",
+            format!(
+                "the script used more than {}s of CPU (max_cpu_s)",
+                state.meters.clock.limit().as_secs_f64()
+            ),
+        );
+    }
+    if state.memory.hit() {
+        return ChainError::new(
+            ErrorKind::Memory,
+            "MemoryLimitExceeded",
+            format!(
+                "the script needed more than {} bytes of memory (max_memory_bytes)",
+                state.memory.limit()
+            ),
+        );
+    }
+    let message = match err.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::StackOverflow) => "the script overflowed the sandbox stack".to_owned(),
+        Some(trap) => format!("the sandbox trapped: {trap}"),
+        None => format!("the sandbox failed: {err}"),
+    };
+    ChainError::new(ErrorKind::Crash, "SandboxCrash", message)
+}
