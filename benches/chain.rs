@@ -172,7 +172,6 @@ fn invoker_call(c: &mut Criterion, runtime: &tokio::runtime::Runtime) {
             .as_object()
             .cloned()
             .unwrap_or_default(),
-        line: 1,
     };
     let outcome = runtime.block_on(session().invoke(call()));
     assert!(matches!(outcome, Ok(CallOutcome::Ok { .. })), "{outcome:?}");

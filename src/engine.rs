@@ -26,7 +26,7 @@ use crate::sandbox::{self, ChainState};
 use crate::tools::ToolRegistry;
 
 /// The guest module, built from `guest/` by build.rs.
-static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
+pub(crate) static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
 
 /// How often the epoch ticks. Bounds how late a CPU or time limit can fire
 /// and how often a running chain yields to others on its thread.

@@ -178,7 +178,6 @@ fn call(tool: &str, a: Value) -> ToolCall {
     ToolCall {
         tool: tool.to_owned(),
         args: args(a),
-        line: 1,
     }
 }
 

@@ -23,7 +23,8 @@ use chainbox::{
     ToolRisk,
 };
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, RunRequest, ScriptResult, ToolCall, decode, encode,
+    CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, RunRequest, ScriptResult, ToolCall, Wait, decode, encode,
+    sleep_of,
 };
 use libfuzzer_sys::fuzz_target;
 use monty_fs::MountCallOutcome;
@@ -178,7 +179,7 @@ fuzz_target!(|data: &[u8]| {
         }
         // `wait`: the list of started ids.
         1 => {
-            let _ = decode::<Vec<u32>>("wait ids", payload);
+            let _ = decode::<Wait>("wait", payload);
         }
         // `os`: a file operation served by monty-fs on the chain's workspace
         // (sleeps are skipped: they only park the chain).
@@ -186,14 +187,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(call) = decode::<OsFunctionCall>("os call", payload) else {
                 return;
             };
-            if matches!(
-                call,
-                OsFunctionCall::Sleep(_)
-                    | OsFunctionCall::SystemSleep(_)
-                    | OsFunctionCall::AsyncSleep(_)
-                    | OsFunctionCall::AsyncSystemSleep(_)
-            ) || call.fs_primary_path().is_none()
-            {
+            if sleep_of(&call).is_some() || call.fs_primary_path().is_none() {
                 return;
             }
             let outcome: FsOutcome = {
@@ -209,7 +203,7 @@ fuzz_target!(|data: &[u8]| {
         }
         // `load_artifact`: a handle, resolved against this chain's artifacts.
         3 => {
-            let Ok(handle) = decode::<Value>("artifact handle", payload) else {
+            let Ok(LoadArtifact { handle }) = decode::<LoadArtifact>("load_artifact", payload) else {
                 return;
             };
             let session = session(f, workspace.clone());

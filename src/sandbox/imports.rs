@@ -3,7 +3,8 @@
 //! memory.
 
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, MAX_GUEST_MESSAGE_BYTES, ToolCall, decode, encode, imports,
+    CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, MAX_GUEST_MESSAGE_BYTES, ToolCall, Wait, decode, encode,
+    imports, sleep_of,
 };
 use monty_fs::MountCallOutcome;
 use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
@@ -127,7 +128,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         imports::WAIT,
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
-                let ids: Vec<u32> = decode_guest(&mut caller, "wait ids", ptr, len)?;
+                let Wait { ids } = decode_guest(&mut caller, "wait", ptr, len)?;
                 let clock = caller.data().meters.clock.clone();
                 clock.pause();
                 let done = collect(caller.data_mut(), &ids).await;
@@ -156,7 +157,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         m,
         imports::LOAD_ARTIFACT,
         |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
-            let handle: serde_json::Value = decode_guest(&mut caller, "artifact handle", ptr, len)?;
+            let LoadArtifact { handle } = decode_guest(&mut caller, "load_artifact", ptr, len)?;
             let state = caller.data_mut();
             let outcome = state.session.load_artifact(&handle);
             Ok(state.stage(encode(&outcome)))
@@ -226,17 +227,10 @@ async fn collect(state: &mut ChainState, ids: &[u32]) -> Vec<(u32, CallOutcome)>
 
 /// Serves one OS request of the interpreter: workspace files and sleeps.
 async fn os_call(state: &mut ChainState, call: OsFunctionCall) -> FsOutcome {
-    match call {
-        OsFunctionCall::Sleep(d) | OsFunctionCall::SystemSleep(d) | OsFunctionCall::AsyncSleep(d) => {
-            // Parks this chain only; the chain's deadline still bounds it.
-            tokio::time::sleep(d).await;
-            return Ok(MontyObject::none());
-        }
-        OsFunctionCall::AsyncSystemSleep(d) => {
-            tokio::time::sleep(d).await;
-            return Ok(MontyObject::none());
-        }
-        _ => {}
+    if let Some(d) = sleep_of(&call) {
+        // Parks this chain only; the chain's deadline still bounds it.
+        tokio::time::sleep(d).await;
+        return Ok(MontyObject::none());
     }
     if call.fs_primary_path().is_none() {
         return Err(call.on_no_handler());
@@ -250,5 +244,35 @@ async fn os_call(state: &mut ChainState, call: OsFunctionCall) -> FsOutcome {
         MountCallOutcome::Handled(Ok(value)) => Ok(value),
         MountCallOutcome::Handled(Err(err)) => Err(err.into_exception()),
         MountCallOutcome::NotHandled(call) => Err(call.on_no_handler()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The names the guest module imports from `chainbox`.
+    fn guest_imports() -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for payload in wasmparser::Parser::new(0).parse_all(crate::engine::GUEST_WASM) {
+            if let Ok(wasmparser::Payload::ImportSection(section)) = payload {
+                for import in section.into_imports().flatten() {
+                    if import.module == imports::MODULE {
+                        names.insert(import.name.to_owned());
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    /// With `Engine::new` refusing a guest whose imports the linker does not
+    /// define (`instantiate_pre`), this pins the contract from both sides.
+    #[test]
+    fn the_guest_imports_exactly_the_protocols_imports() {
+        let protocol: BTreeSet<String> = imports::ALL.iter().map(|s| s.to_string()).collect();
+        assert_eq!(guest_imports(), protocol);
     }
 }

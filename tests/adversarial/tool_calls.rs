@@ -251,7 +251,6 @@ fn call(tool: &str, args: Map<String, Value>) -> ToolCall {
     ToolCall {
         tool: tool.to_owned(),
         args,
-        line: 1,
     }
 }
 

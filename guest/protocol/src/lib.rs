@@ -24,8 +24,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Bumped whenever a message changes shape; the host refuses a guest whose
-/// [`RunRequest`] answer would not match.
+/// Bumped whenever a message changes shape. The guest refuses: it checks the
+/// [`RunRequest`]'s `version` and, on a mismatch, ends the chain at once with
+/// an `InternalError` naming both versions (the host then reports a script
+/// error, and no tool call can have happened). The host needs no check of its
+/// own: it embeds the guest it was built with.
 pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest message the host accepts from the guest: a tool call's arguments
@@ -55,21 +58,27 @@ pub mod imports {
     /// `start(id: i32, ptr: i32, len: i32)`: starts a [`ToolCall`](super::ToolCall)
     /// that runs concurrently with the script; `id` names it in [`Completions`](super::Completions).
     pub const START: &str = "start";
-    /// `wait(ptr: i32, len: i32) -> i32`: given a JSON list of started ids, waits
-    /// until at least one has finished and stages a [`Completions`](super::Completions).
+    /// `wait(ptr: i32, len: i32) -> i32`: given a [`Wait`](super::Wait) naming
+    /// started calls, waits until at least one has finished and stages a
+    /// [`Completions`](super::Completions).
     pub const WAIT: &str = "wait";
     /// `os(ptr: i32, len: i32) -> i32`: serves one OS request of the
     /// interpreter (a serialized `monty_types::OsFunctionCall`: a file
     /// operation on the chain's workspace, or a sleep) and stages an
     /// [`FsOutcome`](super::FsOutcome).
     pub const OS: &str = "os";
-    /// `load_artifact(ptr: i32, len: i32) -> i32`: given an artifact handle
-    /// (JSON), stages a [`CallOutcome`](super::CallOutcome) with the stored value.
+    /// `load_artifact(ptr: i32, len: i32) -> i32`: given a
+    /// [`LoadArtifact`](super::LoadArtifact), stages a
+    /// [`CallOutcome`](super::CallOutcome) with the stored value.
     pub const LOAD_ARTIFACT: &str = "load_artifact";
     /// `stdout(ptr: i32, len: i32)`: appends UTF-8 `print` output.
     pub const STDOUT: &str = "stdout";
     /// `finish(ptr: i32, len: i32)`: delivers the [`Finish`](super::Finish) message.
     pub const FINISH: &str = "finish";
+
+    /// Every import, the whole list (a test checks the guest module imports
+    /// exactly these and the host's linker defines them).
+    pub const ALL: [&str; 9] = [REQUEST, TAKE, CALL, START, WAIT, OS, LOAD_ARTIFACT, STDOUT, FINISH];
 }
 
 /// What the host asks the guest to run.
@@ -116,8 +125,32 @@ pub struct ToolCall {
     pub tool: String,
     /// The arguments, positional ones already mapped onto parameter names.
     pub args: serde_json::Map<String, serde_json::Value>,
-    /// 1-based line of the call in the script.
-    pub line: u32,
+}
+
+/// The calls the script awaits, by the ids given to `start`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Wait {
+    /// Started calls; the host answers when at least one has finished.
+    pub ids: Vec<u32>,
+}
+
+/// `load_artifact(handle)`: the script wants the value behind a handle.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadArtifact {
+    /// The handle as the script holds it: the `{"artifact_ref": ...}` object
+    /// a tool call returned, or its `"sha256:..."` ref alone.
+    pub handle: serde_json::Value,
+}
+
+/// How long an OS request of the interpreter sleeps, if it is a sleep
+/// (`time.sleep`, `asyncio.sleep`, in their forms): the guest sends these to
+/// the host, which parks the chain for the duration.
+pub fn sleep_of(call: &monty_types::OsFunctionCall) -> Option<std::time::Duration> {
+    use monty_types::OsFunctionCall::{AsyncSleep, AsyncSystemSleep, Sleep, SystemSleep};
+    match call {
+        Sleep(d) | SystemSleep(d) | AsyncSleep(d) | AsyncSystemSleep(d) => Some(*d),
+        _ => None,
+    }
 }
 
 /// How one tool call ended, as the script will see it.

@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 use std::collections::BTreeMap;
 
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, PROTOCOL_VERSION, RunRequest, ScriptError, ScriptResult,
-    ToolCall, ToolDecl, Warning, decode, encode,
+    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, LoadArtifact, PROTOCOL_VERSION, RunRequest, ScriptError,
+    ScriptResult, ToolCall, ToolDecl, Wait, Warning, decode, encode, sleep_of,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
@@ -77,7 +77,7 @@ fn host_start(id: u32, msg: &[u8]) {
 }
 
 fn host_wait(ids: &[u32]) -> Vec<u8> {
-    let msg = encode(&ids);
+    let msg = encode(&Wait { ids: ids.to_vec() });
     // SAFETY: `msg` is a live slice for the duration of the call.
     let len = unsafe { ffi::wait(msg.as_ptr(), msg.len() as i32) };
     take_staged(len)
@@ -408,7 +408,7 @@ impl Chain {
                 }
                 RunProgress::FunctionCall(call) => {
                     let line = line_of(&self.line_starts, &call.position);
-                    let message = self.tool_call(&call.function_name, &call.args, line);
+                    let message = self.tool_call(&call.function_name, &call.args);
                     let message = match message {
                         Ok(message) => message,
                         Err(exc) => {
@@ -492,7 +492,7 @@ impl Chain {
 
     /// Builds the host message for one tool call, mapping positional
     /// arguments onto the tool's parameter names.
-    fn tool_call(&self, name: &str, args: &monty_types::CallArgs, line: u32) -> Result<Vec<u8>, MontyException> {
+    fn tool_call(&self, name: &str, args: &monty_types::CallArgs) -> Result<Vec<u8>, MontyException> {
         let params: &[String] = self
             .tools
             .iter()
@@ -526,7 +526,6 @@ impl Chain {
         Ok(encode(&ToolCall {
             tool: name.to_owned(),
             args: map,
-            line,
         }))
     }
 }
@@ -546,7 +545,7 @@ fn load_artifact(args: &monty_types::CallArgs) -> Result<MontyObject, MontyExcep
         .or_else(|| args.kwarg("handle"))
         .ok_or_else(|| type_error("load_artifact() missing required argument: 'handle'".into()))?;
     let handle = json::to_json(handle).map_err(type_error)?;
-    decode_outcome(&host_load_artifact(&encode(&handle)))
+    decode_outcome(&host_load_artifact(&encode(&LoadArtifact { handle })))
 }
 
 fn type_error(message: String) -> MontyException {
@@ -595,11 +594,7 @@ fn ext_result(result: Result<MontyObject, MontyException>) -> ExtFunctionResult 
 /// Answers one OS-level request of the interpreter: files and sleeps go to
 /// the host; the environment is empty; everything else is refused.
 fn os_call(call: OsFunctionCall) -> ExtFunctionResult {
-    let to_host = call.fs_primary_path().is_some()
-        || matches!(
-            call,
-            OsFunctionCall::Sleep(_) | OsFunctionCall::SystemSleep(_) | OsFunctionCall::AsyncSleep(_) | OsFunctionCall::AsyncSystemSleep(_)
-        );
+    let to_host = call.fs_primary_path().is_some() || sleep_of(&call).is_some();
     if to_host {
         return ext_result(os_on_host(&call));
     }
