@@ -172,7 +172,11 @@ fn every_guest_message_seed_decodes_as_its_message() {
     for entry in std::fs::read_dir(&seeds).expect("seeds").flatten() {
         let bytes = std::fs::read(entry.path()).expect("seed");
         let (&selector, payload) = bytes.split_first().expect("a seed has a selector byte");
-        assert!(decodes(selector, payload), "{} no longer decodes", entry.path().display());
+        assert!(
+            decodes(selector, payload),
+            "{} no longer decodes",
+            entry.path().display()
+        );
         seen += 1;
     }
     assert!(seen > 0);
