@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::tools::ToolRisk;
 
@@ -387,7 +388,7 @@ pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration
     let h = Arc::clone(&handler.0);
     let req = req.clone();
     // Aborted when this future is dropped (the chain ended) or times out.
-    let task = crate::task::AbortOnDrop::spawn(async move { h.request(&req).await });
+    let task = AbortOnDropHandle::new(tokio::spawn(async move { h.request(&req).await }));
     match tokio::time::timeout(timeout, task).await {
         Err(_elapsed) => ApprovalOutcome::failed(ApprovalFailure::TimedOut(timeout)),
         Ok(Ok(Ok(decision))) => ApprovalOutcome::decided(decision),
@@ -405,37 +406,15 @@ pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds, e.g.
-/// `2024-02-29T13:05:09.042Z`. Times before 1970 work too.
+/// `2024-02-29T13:05:09.042Z`. Times before 1970 work too; times beyond
+/// the years -9999 and 9999 are clamped to them.
 pub fn rfc3339_utc(time: SystemTime) -> String {
-    let millis: i128 = match time.duration_since(UNIX_EPOCH) {
-        Ok(after) => after.as_millis() as i128,
-        Err(before) => -(before.duration().as_millis() as i128),
-    };
-    let days = millis.div_euclid(86_400_000);
-    let ms_of_day = millis.rem_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
-    let (h, m, s, ms) = (
-        ms_of_day / 3_600_000,
-        ms_of_day / 60_000 % 60,
-        ms_of_day / 1000 % 60,
-        ms_of_day % 1000,
-    );
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
-}
-
-/// The proleptic Gregorian (year, month, day) of a day count since
-/// 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i128) -> (i128, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32; // [1, 31]
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32; // [1, 12]
-    let year = yoe + era * 400 + i128::from(month <= 2);
-    (year, month, day)
+    let timestamp = jiff::Timestamp::try_from(time).unwrap_or(if time < UNIX_EPOCH {
+        jiff::Timestamp::MIN
+    } else {
+        jiff::Timestamp::MAX
+    });
+    format!("{timestamp:.3}")
 }
 
 #[cfg(test)]
@@ -665,11 +644,19 @@ mod tests {
     }
 
     #[test]
-    fn civil_from_days_matches_known_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(-719_468), (0, 3, 1));
-        assert_eq!(civil_from_days(2_932_896), (9999, 12, 31));
+    fn rfc3339_keeps_milliseconds_only() {
+        let t = UNIX_EPOCH + Duration::from_nanos(1_709_211_909_042_999_999);
+        assert_eq!(rfc3339_utc(t), "2024-02-29T13:05:09.042Z");
+    }
+
+    #[test]
+    fn rfc3339_far_from_now_is_clamped_to_the_years_9999() {
+        let late = UNIX_EPOCH + Duration::from_secs(253_402_128_000); // 9999-12-30T00:00:00Z
+        assert_eq!(rfc3339_utc(late), "9999-12-30T00:00:00.000Z");
+        let too_late = UNIX_EPOCH + Duration::from_secs(1 << 40);
+        assert!(rfc3339_utc(too_late).starts_with("9999-12-30T"));
+        let too_early = UNIX_EPOCH - Duration::from_secs(1 << 40);
+        assert!(rfc3339_utc(too_early).starts_with("-009999-01-0"));
     }
 
     #[test]

@@ -23,11 +23,14 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
+use crate::chain::truncate_chars;
+
 /// The prefix of every artifact ref.
 const PREFIX: &str = "sha256:";
 
-/// How much of a rejected ref string an error repeats: refs may come from
-/// the untrusted guest, and an error message must stay small.
+/// How much of a rejected ref string an error repeats, in characters (the
+/// last an ellipsis when cut): refs may come from the untrusted guest, and
+/// an error message must stay small.
 const MAX_ECHOED_CHARS: usize = 80;
 
 /// The name of an artifact: the SHA-256 of its bytes, shown as
@@ -43,7 +46,7 @@ impl ArtifactRef {
 
     /// Parses `sha256:<64 lowercase hex>`; anything else is an error.
     pub fn parse(text: &str) -> Result<Self, ArtifactRefError> {
-        let echo = || echo(text);
+        let echo = || truncate_chars(text, MAX_ECHOED_CHARS);
         let hex = text
             .strip_prefix(PREFIX)
             .ok_or_else(|| ArtifactRefError::MissingPrefix(echo()))?;
@@ -71,13 +74,7 @@ impl ArtifactRef {
 
     /// The digest as 64 lowercase hex digits, without the prefix.
     pub fn hex(&self) -> String {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = String::with_capacity(64);
-        for b in self.0 {
-            out.push(char::from(DIGITS[usize::from(b >> 4)]));
-            out.push(char::from(DIGITS[usize::from(b & 0xf)]));
-        }
-        out
+        crate::digest::hex(&self.0)
     }
 }
 
@@ -87,14 +84,6 @@ fn nibble(c: u8) -> Option<u8> {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),
         _ => None,
-    }
-}
-
-/// At most [`MAX_ECHOED_CHARS`] of `text`, marked when cut.
-fn echo(text: &str) -> String {
-    match text.char_indices().nth(MAX_ECHOED_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
     }
 }
 

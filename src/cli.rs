@@ -194,19 +194,10 @@ pub fn readable(result: &ChainRunResult) -> String {
         }
         Some(e) => {
             let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-            let kind = serde_json::to_value(e.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned));
             let _ = writeln!(
                 out,
                 "── {} [{}] ──\n{}: {}{line}",
-                serde_json::to_value(result.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                kind.unwrap_or_default(),
-                e.error_type,
-                e.message
+                result.status, e.kind, e.error_type, e.message
             );
         }
     }
@@ -222,16 +213,12 @@ pub fn readable(result: &ChainRunResult) -> String {
             "#", "tool", "status", "ms"
         );
         for (i, r) in result.call_trace.iter().enumerate() {
-            let status = serde_json::to_value(r.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "{:>3}  {:<20} {:<8} {:>10.3}  {}…",
                 i + 1,
                 r.tool,
-                status,
+                r.status,
                 r.duration_ms,
                 &r.args_digest[..r.args_digest.len().min(16)]
             );

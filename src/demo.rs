@@ -2,7 +2,7 @@
 //!
 //! The tools are deterministic, in-memory Rust tools (no network, no
 //! clock): weather from a small table, currency conversion at fixed rates,
-//! a customer's orders, and a bar chart rendered as a real PNG. The script
+//! a customer's orders, and a bar chart drawn as SVG. The script
 //! ([`DEMO_SCRIPT`]) is the kind of chain a model writes: concurrent calls
 //! with `asyncio.gather`, data from one tool feeding the next, and a dict
 //! summary as its final expression.
@@ -138,7 +138,7 @@ impl DemoTool {
             ),
             Demo::Chart => (
                 "render_chart",
-                "Renders a bar chart as a PNG image (returned as a file) with a one-line text summary.",
+                "Renders a bar chart as an SVG image (returned as a file) with a one-line text summary.",
                 json!({
                     "type": "object",
                     "properties": {
@@ -398,8 +398,7 @@ fn get_order(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
 
 /// Most bars a chart draws: beyond this they would be under 4 pixels wide.
 const MAX_BARS: usize = 64;
-/// Chart size in pixels: small enough to stay well under inline-result limits
-/// once compressed by the viewer, large enough to read.
+/// Chart size in pixels: large enough to read.
 const CHART_WIDTH: usize = 320;
 const CHART_HEIGHT: usize = 200;
 
@@ -415,13 +414,12 @@ fn render_chart(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
     if values.is_empty() || values.len() > MAX_BARS {
         return Err(ToolError::new(format!("`values` must hold 1 to {MAX_BARS} numbers")));
     }
-    let canvas = bar_chart(&values, CHART_WIDTH, CHART_HEIGHT);
-    let png = canvas.to_png();
+    let svg = bar_chart(&values, CHART_WIDTH, CHART_HEIGHT);
     let (min, max) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(*v), hi.max(*v))
     });
     let summary = format!(
-        "bar chart {title:?}: {} bars from {min} to {max} ({CHART_WIDTH}x{CHART_HEIGHT} PNG)",
+        "bar chart {title:?}: {} bars from {min} to {max} ({CHART_WIDTH}x{CHART_HEIGHT} SVG)",
         values.len()
     );
     let mut structured = Map::new();
@@ -433,8 +431,8 @@ fn render_chart(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
         content: vec![
             ContentBlock::Text { text: summary },
             ContentBlock::Image {
-                media_type: "image/png".into(),
-                data: base64::engine::general_purpose::STANDARD.encode(png),
+                media_type: "image/svg+xml".into(),
+                data: base64::engine::general_purpose::STANDARD.encode(svg),
             },
         ],
         structured_content: structured,
@@ -442,46 +440,14 @@ fn render_chart(args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
     }))
 }
 
-/// An RGB image, row by row.
-struct Canvas {
-    width: usize,
-    height: usize,
-    rgb: Vec<u8>,
-}
-
-impl Canvas {
-    fn new(width: usize, height: usize, background: [u8; 3]) -> Self {
-        Canvas {
-            width,
-            height,
-            rgb: background.repeat(width * height),
-        }
-    }
-
-    /// Fills `x0..x1` × `y0..y1`, clipped to the canvas.
-    fn fill(&mut self, x0: usize, y0: usize, x1: usize, y1: usize, color: [u8; 3]) {
-        for y in y0..y1.min(self.height) {
-            for x in x0..x1.min(self.width) {
-                let at = (y * self.width + x) * 3;
-                self.rgb[at..at + 3].copy_from_slice(&color);
-            }
-        }
-    }
-
-    fn to_png(&self) -> Vec<u8> {
-        png::encode(self.width, self.height, &self.rgb)
-    }
-}
-
-/// Bars from a zero baseline (up for positive values, down for negative).
-fn bar_chart(values: &[f64], width: usize, height: usize) -> Canvas {
+/// An SVG bar chart: bars from a zero baseline (up for positive values,
+/// down for negative) on a white background, in whole pixels.
+fn bar_chart(values: &[f64], width: usize, height: usize) -> String {
     const MARGIN: usize = 12;
-    const BACKGROUND: [u8; 3] = [255, 255, 255];
-    const BAR: [u8; 3] = [66, 133, 244];
-    const NEGATIVE: [u8; 3] = [219, 68, 55];
-    const AXIS: [u8; 3] = [120, 120, 120];
+    const BAR: &str = "#4285f4";
+    const NEGATIVE: &str = "#db4437";
+    const AXIS: &str = "#787878";
 
-    let mut canvas = Canvas::new(width, height, BACKGROUND);
     let plot_w = width.saturating_sub(2 * MARGIN).max(1);
     let plot_h = height.saturating_sub(2 * MARGIN).max(1);
     let lo = values.iter().copied().fold(0.0_f64, f64::min);
@@ -497,110 +463,22 @@ fn bar_chart(values: &[f64], width: usize, height: usize) -> Canvas {
     let baseline = row(0.0);
     let slot = plot_w / values.len();
     let bar_w = (slot * 7 / 10).max(1);
+    let rect = |x: usize, y: usize, w: usize, h: usize, fill: &str| {
+        format!(r#"<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="{fill}"/>"#)
+    };
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">"#
+    );
+    svg += &rect(0, 0, width, height, "#ffffff");
     for (i, v) in values.iter().enumerate() {
-        let x0 = MARGIN + i * slot + (slot - bar_w) / 2;
+        let x = MARGIN + i * slot + (slot - bar_w) / 2;
         let y = row(*v);
-        let (top, bottom, color) = if *v >= 0.0 {
-            (y, baseline, BAR)
-        } else {
-            (baseline, y, NEGATIVE)
-        };
-        canvas.fill(x0, top, x0 + bar_w, bottom, color);
+        let fill = if *v >= 0.0 { BAR } else { NEGATIVE };
+        svg += &rect(x, y.min(baseline), bar_w, y.abs_diff(baseline), fill);
     }
-    canvas.fill(MARGIN, baseline, MARGIN + plot_w, baseline + 1, AXIS);
-    canvas
-}
-
-/// A minimal PNG encoder: 8-bit RGB, no filtering, zlib "stored"
-/// (uncompressed) deflate blocks. Enough for small generated images without
-/// a compression dependency.
-mod png {
-    const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
-    /// Largest payload of one stored deflate block.
-    const MAX_STORED_BLOCK: usize = 65_535;
-
-    /// Encodes `rgb` (`width * height * 3` bytes, row by row) as a PNG.
-    pub(super) fn encode(width: usize, height: usize, rgb: &[u8]) -> Vec<u8> {
-        let stride = width * 3;
-        let mut raw = Vec::with_capacity((stride + 1) * height);
-        for row in rgb.chunks(stride.max(1)).take(height) {
-            raw.push(0); // filter type: none
-            raw.extend_from_slice(row);
-        }
-
-        let mut ihdr = Vec::with_capacity(13);
-        ihdr.extend_from_slice(&dimension(width));
-        ihdr.extend_from_slice(&dimension(height));
-        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit depth, RGB, deflate, no filter, no interlace
-
-        let mut png = SIGNATURE.to_vec();
-        chunk(&mut png, b"IHDR", &ihdr);
-        chunk(&mut png, b"IDAT", &zlib_stored(&raw));
-        chunk(&mut png, b"IEND", &[]);
-        png
-    }
-
-    fn dimension(n: usize) -> [u8; 4] {
-        u32::try_from(n).unwrap_or(u32::MAX).to_be_bytes()
-    }
-
-    /// A zlib stream holding `data` in stored (uncompressed) deflate blocks.
-    fn zlib_stored(data: &[u8]) -> Vec<u8> {
-        let blocks = data.len().div_ceil(MAX_STORED_BLOCK).max(1);
-        let mut out = Vec::with_capacity(data.len() + blocks * 5 + 6);
-        out.extend_from_slice(&[0x78, 0x01]); // deflate, 32 KiB window, no dictionary
-        let mut pieces = data.chunks(MAX_STORED_BLOCK).peekable();
-        if pieces.peek().is_none() {
-            out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]); // one empty final block
-        }
-        while let Some(piece) = pieces.next() {
-            let last = pieces.peek().is_none();
-            out.push(u8::from(last)); // BFINAL, BTYPE = 00 (stored)
-            let len = u16::try_from(piece.len()).unwrap_or(u16::MAX);
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&(!len).to_le_bytes());
-            out.extend_from_slice(piece);
-        }
-        out.extend_from_slice(&adler32(data).to_be_bytes());
-        out
-    }
-
-    fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        png.extend_from_slice(&len.to_be_bytes());
-        let start = png.len();
-        png.extend_from_slice(kind);
-        png.extend_from_slice(data);
-        let crc = crc32(&png[start..]);
-        png.extend_from_slice(&crc.to_be_bytes());
-    }
-
-    /// CRC-32 (IEEE, reflected), as PNG chunks use.
-    pub(super) fn crc32(bytes: &[u8]) -> u32 {
-        let mut crc = !0u32;
-        for &byte in bytes {
-            crc ^= u32::from(byte);
-            for _ in 0..8 {
-                crc = if crc & 1 == 1 {
-                    0xEDB8_8320 ^ (crc >> 1)
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        !crc
-    }
-
-    /// Adler-32, as zlib streams end with.
-    pub(super) fn adler32(bytes: &[u8]) -> u32 {
-        const MOD: u32 = 65_521;
-        let (mut a, mut b) = (1u32, 0u32);
-        for &byte in bytes {
-            a = (a + u32::from(byte)) % MOD;
-            b = (b + a) % MOD;
-        }
-        (b << 16) | a
-    }
+    svg += &rect(MARGIN, baseline, plot_w, 1, AXIS);
+    svg += "</svg>\n";
+    svg
 }
 
 #[cfg(test)]
@@ -704,7 +582,7 @@ mod tests {
         assert_eq!(err.message, "unknown order \"O-1\"");
     }
 
-    async fn chart_png() -> Vec<u8> {
+    async fn chart_svg() -> String {
         let out = call("render_chart", json!({"title": "t", "values": [3, -1.5, 7]})).await;
         let Ok(ToolOutput::Result(result)) = out else {
             panic!("render_chart: {out:?}")
@@ -715,77 +593,49 @@ mod tests {
             result.text()
         );
         let data = result.content.iter().find_map(|b| match b {
-            ContentBlock::Image { media_type, data } if media_type == "image/png" => Some(data.clone()),
+            ContentBlock::Image { media_type, data } if media_type == "image/svg+xml" => Some(data.clone()),
             _ => None,
         });
-        let data = data.expect("an image/png block");
-        base64::engine::general_purpose::STANDARD.decode(data).expect("base64")
+        let data = data.expect("an image/svg+xml block");
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data).expect("base64");
+        String::from_utf8(bytes).expect("UTF-8")
     }
 
     #[tokio::test]
-    async fn chart_is_a_png_of_the_chart_size() {
-        let png = chart_png().await;
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-        assert_eq!(&png[12..16], b"IHDR");
-        assert_eq!(u32::from_be_bytes([png[16], png[17], png[18], png[19]]), 320);
-        assert_eq!(u32::from_be_bytes([png[20], png[21], png[22], png[23]]), 200);
-    }
-
-    #[tokio::test]
-    async fn chart_chunks_have_valid_crcs() {
-        let png = chart_png().await;
-        let mut at = 8;
-        let mut kinds = Vec::new();
-        while at < png.len() {
-            let len = u32::from_be_bytes([png[at], png[at + 1], png[at + 2], png[at + 3]]) as usize;
-            let body = &png[at + 4..at + 8 + len];
-            let crc = &png[at + 8 + len..at + 12 + len];
-            assert_eq!(
-                png::crc32(body).to_be_bytes(),
-                crc,
-                "chunk {:?}",
-                String::from_utf8_lossy(&body[..4])
-            );
-            kinds.push(String::from_utf8_lossy(&body[..4]).into_owned());
-            at += 12 + len;
-        }
-        assert_eq!(kinds, ["IHDR", "IDAT", "IEND"]);
-    }
-
-    #[tokio::test]
-    async fn chart_png_decodes_in_python() {
-        // Python's zlib checks the deflate blocks and the Adler-32 sum.
-        let png = chart_png().await;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("chart.png");
-        std::fs::write(&path, &png).expect("write png");
-        let script = "import struct, sys, zlib\n\
-            data = open(sys.argv[1], 'rb').read()\n\
-            w, h = struct.unpack('>II', data[16:24])\n\
-            idat_len = struct.unpack('>I', data[33:37])[0]\n\
-            assert data[37:41] == b'IDAT'\n\
-            raw = zlib.decompress(data[41:41 + idat_len])\n\
-            assert len(raw) == h * (1 + 3 * w), len(raw)\n\
-            rows = [raw[r * (1 + 3 * w) + 1:(r + 1) * (1 + 3 * w)] for r in range(h)]\n\
-            colors = {row[i:i + 3] for row in rows for i in range(0, 3 * w, 3)}\n\
-            print(w, h, len(colors))\n";
-        let output = std::process::Command::new("python3")
+    async fn chart_svg_is_well_formed_xml_with_a_bar_per_value() {
+        // Python's XML parser checks the markup; the chart has the chart
+        // size, a background, three bars and an axis in four colours.
+        let svg = chart_svg().await;
+        let script = "import sys, xml.etree.ElementTree as ET\n\
+            root = ET.fromstring(sys.stdin.read())\n\
+            assert root.tag == '{http://www.w3.org/2000/svg}svg', root.tag\n\
+            rects = list(root)\n\
+            assert all(r.tag.endswith('rect') for r in rects)\n\
+            print(root.get('width'), root.get('height'), len(rects), len({r.get('fill') for r in rects}))\n";
+        let mut child = std::process::Command::new("python3")
             .args(["-c", script])
-            .arg(&path)
-            .output()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .expect("python3 runs");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), svg.as_bytes()).expect("write svg");
+        let output = child.wait_with_output().expect("python3 ends");
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "320 200 4");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "320 200 5 4");
     }
 
     #[test]
-    fn adler32_matches_the_reference_value() {
-        assert_eq!(png::adler32(b"Wikipedia"), 0x11E6_0398);
-    }
-
-    #[test]
-    fn crc32_matches_the_reference_value() {
-        assert_eq!(png::crc32(b"123456789"), 0xCBF4_3926);
+    fn chart_bars_stand_on_the_zero_baseline() {
+        // 10 up, 10 down: the baseline is mid-plot (row 100), each bar 88 px.
+        let svg = bar_chart(&[10.0, -10.0], 320, 200);
+        for rect in [
+            r##"<rect x="34" y="12" width="103" height="88" fill="#4285f4"/>"##,
+            r##"<rect x="182" y="100" width="103" height="88" fill="#db4437"/>"##,
+            r##"<rect x="12" y="100" width="296" height="1" fill="#787878"/>"##,
+        ] {
+            assert!(svg.contains(rect), "{rect} not in {svg}");
+        }
     }
 
     #[tokio::test]

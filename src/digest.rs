@@ -16,16 +16,19 @@ pub fn canonical_json(value: &Value) -> String {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    hex(&Sha256::digest(bytes))
+}
+
+/// `bytes` as lowercase hex, two digits a byte.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
     }
     out
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// The canonical JSON bytes of one call's arguments.
 pub fn canonical_args(args: &Map<String, Value>) -> Vec<u8> {

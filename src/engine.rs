@@ -45,8 +45,8 @@ pub const MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 #[derive(Clone)]
 pub struct EngineConfig {
     /// Where the precompiled guest is cached. Default: `$CHAINBOX_CACHE_DIR`,
-    /// else `$XDG_CACHE_HOME/chainbox`, else `~/.cache/chainbox`, else the
-    /// system temp dir.
+    /// else the platform's per-user cache directory + `chainbox`
+    /// (`$XDG_CACHE_HOME` or `~/.cache` on Linux), else the system temp dir.
     pub cache_dir: Option<PathBuf>,
     /// Chains that may run at once (pool slots); more wait for a slot.
     pub max_concurrent_chains: u32,
@@ -249,7 +249,7 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
 /// pre-initialising fails, the original guest is used (and nothing is
 /// cached as the snapshot, so the next process tries again).
 fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<Module, EngineError> {
-    let dir = cache_dir.unwrap_or_else(default_cache_dir);
+    let dir = cache_dir.unwrap_or_else(crate::snapshot::default_cache_dir);
     let key = cache_key(engine);
     let warm_path = dir.join(format!("chainbox-guest-warm-{key}.cwasm"));
     if let Some(module) = load_cached(engine, &warm_path) {
@@ -314,19 +314,6 @@ fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError
     std::io::Write::write_all(&mut tmp, bytes).map_err(cache_err)?;
     tmp.persist(path).map_err(|e| cache_err(e.error))?;
     Ok(())
-}
-
-fn default_cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CHAINBOX_CACHE_DIR") {
-        return PathBuf::from(dir);
-    }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(dir).join("chainbox");
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        return PathBuf::from(home).join(".cache").join("chainbox");
-    }
-    std::env::temp_dir().join("chainbox-cache")
 }
 
 #[cfg(all(test, target_os = "linux"))]

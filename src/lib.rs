@@ -49,7 +49,6 @@ mod sandbox;
 pub mod shaping;
 mod snapshot;
 pub mod stubs;
-mod task;
 pub mod tools;
 pub mod workspace;
 

@@ -153,13 +153,20 @@ impl ChainPolicy {
     /// Parses and validates a policy from TOML text. Fields left out keep
     /// their defaults.
     pub fn from_toml_str(text: &str) -> Result<ChainPolicy, PolicyError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| PolicyError::Syntax {
+        let toml = toml::de::Deserializer::parse(text).map_err(|e| PolicyError::Syntax {
             message: e.to_string().trim_end().to_owned(),
         })?;
-        let policy = match toml::Value::Table(table.clone()).try_into::<ChainPolicy>() {
-            Ok(policy) => policy,
-            Err(e) => return Err(locate_field_error(&table, &e)),
-        };
+        let policy: ChainPolicy = serde_path_to_error::deserialize(toml).map_err(|e| {
+            let message = e.inner().message().trim_end().to_owned();
+            match e.path().iter().next() {
+                // `tools.send_email.call_timeout_s`, `tools.send_email` when the entry is not a table.
+                Some(_) => PolicyError::Field {
+                    field: e.path().to_string(),
+                    message,
+                },
+                None => PolicyError::Syntax { message },
+            }
+        })?;
         policy.validate()?;
         Ok(policy)
     }
@@ -283,63 +290,6 @@ fn seconds(value: f64) -> Duration {
         Duration::ZERO
     } else {
         Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX)
-    }
-}
-
-/// Names the field behind a deserialization error. serde's message says
-/// what is wrong but not where, so deserialize each field on its own (every
-/// field has a default, so one alone is a whole policy) and report the first
-/// that fails; per-tool overrides are probed key by key.
-fn locate_field_error(table: &toml::Table, whole: &toml::de::Error) -> PolicyError {
-    for (key, value) in table {
-        let Some(err) = probe(single(key, value.clone())) else {
-            continue;
-        };
-        if let (Some(tools), "tools") = (value.as_table(), key.as_str()) {
-            return locate_tool_error(tools).unwrap_or_else(|| field_error(key.clone(), &err));
-        }
-        return field_error(key.clone(), &err);
-    }
-    PolicyError::Syntax {
-        message: whole.message().trim_end().to_owned(),
-    }
-}
-
-/// Names the per-tool override field behind an error in `tools`:
-/// `tools.<name>.<field>`, or `tools.<name>` when the entry is not a table.
-fn locate_tool_error(tools: &toml::Table) -> Option<PolicyError> {
-    let in_tools = |name: &str, v: toml::Value| probe(single("tools", single(name, v)));
-    for (name, tool) in tools {
-        let Some(err) = in_tools(name, tool.clone()) else {
-            continue;
-        };
-        for (field, v) in tool.as_table().into_iter().flatten() {
-            if let Some(e) = in_tools(name, single(field, v.clone())) {
-                return Some(field_error(format!("tools.{name}.{field}"), &e));
-            }
-        }
-        return Some(field_error(format!("tools.{name}"), &err));
-    }
-    None
-}
-
-/// A one-key table.
-fn single(key: &str, value: toml::Value) -> toml::Value {
-    let mut t = toml::Table::new();
-    t.insert(key.to_owned(), value);
-    toml::Value::Table(t)
-}
-
-/// The error deserializing this table as a policy, if any.
-fn probe(value: toml::Value) -> Option<toml::de::Error> {
-    value.try_into::<ChainPolicy>().err()
-}
-
-/// A [`PolicyError::Field`] from a deserialization error.
-fn field_error(field: String, err: &toml::de::Error) -> PolicyError {
-    PolicyError::Field {
-        field,
-        message: err.message().trim_end().to_owned(),
     }
 }
 

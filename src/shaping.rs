@@ -19,11 +19,11 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use crate::artifacts::{ArtifactRef, ArtifactStore, extension_for_media_type};
-use crate::chain::{ArtifactInfo, ChainFile};
+use crate::chain::{ArtifactInfo, ChainFile, truncate_chars};
 use crate::tools::{ContentBlock, ToolExecutionResult};
 use crate::workspace::Workspace;
 
-/// Characters of a result kept in a handle's `preview`.
+/// Longest `preview` of a handle, in characters (the last an ellipsis when cut).
 pub const PREVIEW_CHARS: usize = 200;
 
 const JSON: &str = "application/json";
@@ -227,12 +227,9 @@ pub fn handle(r: &ArtifactRef, media_type: &str, size: usize, text: &str) -> Val
     })
 }
 
-/// The first [`PREVIEW_CHARS`] characters of `text`, with an ellipsis when cut.
+/// `text` cut to [`PREVIEW_CHARS`] characters.
 pub fn preview(text: &str) -> String {
-    match text.char_indices().nth(PREVIEW_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    truncate_chars(text, PREVIEW_CHARS)
 }
 
 /// The ref of a handle object: `{"artifact_ref": ..., [media_type, size, preview]}`

@@ -17,6 +17,8 @@
 //! If anything is off (no `chainbox_warm` export, an imported or second
 //! memory, passive data segments, a trap), the original module is used.
 
+use std::path::PathBuf;
+
 use wasmparser::{Parser, Payload};
 use wasmtime::{Linker, Module, Store};
 use wasmtime_wasi::WasiCtxBuilder;
@@ -28,6 +30,20 @@ pub(crate) const WARM_EXPORT: &str = "chainbox_warm";
 /// Zero runs shorter than this stay inside a data segment: fewer, larger
 /// segments; the memory image is the same either way.
 const MERGE_ZEROS: usize = 1024;
+
+/// Where the compiled guest and its snapshot are cached unless the engine
+/// is told otherwise: `$CHAINBOX_CACHE_DIR`, else the platform's per-user
+/// cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux) + `chainbox`,
+/// else the system temp dir.
+pub(crate) fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CHAINBOX_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    dirs::cache_dir().map_or_else(
+        || std::env::temp_dir().join("chainbox-cache"),
+        |dir| dir.join("chainbox"),
+    )
+}
 
 /// Errors pre-initialising the guest (each means: use the original module).
 #[derive(Debug, thiserror::Error)]

@@ -390,3 +390,17 @@ fn cpu_time_is_each_chains_own_when_more_chains_than_cores_run() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_in_code_policy_is_refused_naming_the_field() {
+    let policy = ChainPolicy {
+        call_timeout_s: -1.0,
+        ..ChainPolicy::default()
+    };
+    let r = run_with("await noop()", &policy).await;
+    assert_eq!(r.status, ChainStatus::Error);
+    let e = r.error.as_ref().expect("error");
+    assert_eq!(e.kind, ErrorKind::Policy, "{e:?}");
+    assert!(e.message.contains("call_timeout_s"), "{e:?}");
+    assert!(r.call_trace.is_empty(), "nothing ran");
+}

@@ -44,6 +44,13 @@ pub(crate) async fn run(
     options: RunOptions,
 ) -> ChainRunResult {
     let started = Instant::now();
+    if let Err(e) = policy.validate() {
+        // The same field-naming errors as a policy file gets; nothing runs.
+        let mut result = empty_result(ChainStatus::Error);
+        result.error = Some(ChainError::new(ErrorKind::Policy, "PolicyError", e.to_string()));
+        result.duration_ms = millis(started.elapsed());
+        return result;
+    }
     let chain = Started::new(core, registry, policy, approval, options);
     let total = chain.policy.total_timeout();
     let mut result = match tokio::time::timeout(total, chain.run(core, script, registry)).await {

@@ -48,7 +48,46 @@ pub enum ErrorKind {
     Cancelled,
     /// The sandbox itself failed (a guest trap or an engine error).
     Crash,
+    /// The [`ChainPolicy`](crate::ChainPolicy) given to the run is invalid
+    /// (the message names the field); nothing ran.
+    Policy,
 }
+
+/// `as_str` (the name the JSON contract uses) and `Display` for a
+/// unit-variant enum, without a JSON round trip.
+macro_rules! contract_names {
+    ($ty:ty { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            /// The name the JSON contract uses for this value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+
+contract_names!(ChainStatus { Ok => "ok", Error => "error", Timeout => "timeout" });
+
+contract_names!(ErrorKind {
+    Compile => "compile",
+    Script => "script",
+    ToolBudget => "tool_budget",
+    Memory => "memory",
+    Cpu => "cpu",
+    OutputLimit => "output_limit",
+    Timeout => "timeout",
+    Cancelled => "cancelled",
+    Crash => "crash",
+    Policy => "policy",
+});
 
 /// The error part of a [`ChainRunResult`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,6 +172,8 @@ pub enum CallStatus {
     /// It ran past its call timeout, or the chain's deadline hit while it ran.
     Timeout,
 }
+
+contract_names!(CallStatus { Ok => "ok", Error => "error", Denied => "denied", Timeout => "timeout" });
 
 /// Something Python would have warned about while the script ran. Today:
 /// a tool call whose coroutine was never awaited. Like CPython, chainbox
@@ -270,6 +311,36 @@ pub(crate) fn millis(d: std::time::Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn as_str_is_the_name_serde_writes() {
+        use ErrorKind::*;
+        for kind in [
+            Compile,
+            Script,
+            ToolBudget,
+            Memory,
+            Cpu,
+            OutputLimit,
+            Timeout,
+            Cancelled,
+            Crash,
+            Policy,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        for status in [ChainStatus::Ok, ChainStatus::Error, ChainStatus::Timeout] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.to_string());
+        }
+        for status in [
+            CallStatus::Ok,
+            CallStatus::Error,
+            CallStatus::Denied,
+            CallStatus::Timeout,
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+    }
 
     #[test]
     fn result_serializes_with_contract_field_names() {

@@ -214,7 +214,11 @@ impl CpuClock {
             self.exceeded.store(true, Ordering::Relaxed);
             return Tick::OverLimit;
         }
-        if self.ticks.fetch_add(1, Ordering::Relaxed) % ticks_per_yield == 0 {
+        if self
+            .ticks
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(ticks_per_yield)
+        {
             Tick::Yield
         } else {
             self.resume();

@@ -245,17 +245,14 @@ impl Manifest {
     }
 }
 
-/// Deserializes an entry, rewording serde's error to lead with the field.
+/// Deserializes an entry, rewording serde's error to lead with the field
+/// (an unknown or missing field is named by serde's message itself).
 fn entry<T: DeserializeOwned>(table: toml::Table) -> Result<T, String> {
-    toml::Value::Table(table).try_into::<T>().map_err(|e| {
-        // The error's text ends with "in `field`" when it is about one field.
-        let shown = e.to_string();
-        let field = shown
-            .lines()
-            .find_map(|l| l.strip_prefix("in `").and_then(|rest| rest.strip_suffix('`')));
-        match field {
-            Some(field) => format!("`{field}`: {}", e.message().trim()),
-            None => e.message().trim().to_owned(),
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let message = e.inner().message().trim();
+        match e.path().iter().next() {
+            Some(_) if !message.starts_with("unknown field") => format!("`{}`: {message}", e.path()),
+            _ => message.to_owned(),
         }
     })
 }
@@ -585,6 +582,15 @@ enum = ["c", "f"]
         let message = error("[[mcp]]\nname = \"files\"\ncommand = [\"x\"]\nargs = []");
         assert!(
             message.starts_with("mcp server #1 (`files`): unknown field `args`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn nested_field_errors_name_the_whole_path() {
+        let message = error("[[mcp]]\nname = \"files\"\ncommand = [\"x\"]\nenv = { ROOT = 1 }");
+        assert!(
+            message.starts_with("mcp server #1 (`files`): `env.ROOT`: invalid type: integer `1`"),
             "{message}"
         );
     }

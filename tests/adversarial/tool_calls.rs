@@ -303,8 +303,9 @@ async fn nul_keys_and_huge_arguments_sent_straight_to_the_invoker_are_gated() {
 async fn huge_timeouts_meaning_never_do_not_overflow_into_a_host_panic() {
     // `call_timeout_s = 1e19` passes validation; the call's deadline
     // (`now + timeout`) overflowed `Instant` and panicked out of
-    // `Engine::run` (fixed in the invoker). In-code policies may say inf.
-    for seconds in [1e19, f64::MAX, f64::INFINITY] {
+    // `Engine::run` (fixed in the invoker). Larger values (f64::MAX, inf)
+    // are refused up front, as in a policy file (see the next test).
+    for seconds in [1e19, 1.8e19] {
         let policy = ChainPolicy {
             call_timeout_s: seconds,
             approval_timeout_s: seconds / 2.0,
@@ -343,6 +344,23 @@ async fn huge_timeouts_meaning_never_do_not_overflow_into_a_host_panic() {
         .is_ok()
     );
     assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_in_code_policy_with_infinite_timeouts_is_refused_like_a_policy_file() {
+    for seconds in [f64::MAX, f64::INFINITY, f64::NAN] {
+        let policy = ChainPolicy {
+            call_timeout_s: seconds,
+            ..tight()
+        };
+        let r = run_full("await noop()", &registry(), &policy, &Approval::auto(ToolRisk::Safe)).await;
+        assert_ended(&r, ChainStatus::Error, ErrorKind::Policy);
+        assert!(
+            r.error.as_ref().is_some_and(|e| e.message.contains("call_timeout_s")),
+            "{seconds}: {r:#?}"
+        );
+        assert_trace(&r, &[]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
