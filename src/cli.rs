@@ -2,16 +2,17 @@
 //! knows about argv, stdout formatting and exit codes.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::approval::Approval;
-use crate::chain::ChainRunResult;
+use crate::chain::{ChainRunResult, RunOptions};
 use crate::policy::ChainPolicy;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
+use crate::workspace::WORKSPACE;
 use crate::{Engine, ToolRegistry, demo, stubs};
 
 /// Code mode for agents: run a model-written Python chain in a wasm sandbox.
@@ -29,6 +30,10 @@ enum Command {
         /// Print the ChainRunResult JSON instead of the readable report.
         #[arg(long)]
         json: bool,
+        /// Copy the files the chain made (its workspace: media, written
+        /// files) into this directory after the run.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Run a chain script against the tools of a manifest.
     Run {
@@ -46,6 +51,10 @@ enum Command {
         /// Print exactly one ChainRunResult JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Copy the files the chain made (its workspace: media, written
+        /// files) into this directory after the run.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Print the Python stubs (signatures and docstrings) a model should be shown.
     Stubs {
@@ -82,15 +91,16 @@ pub fn main() -> ExitCode {
 
 fn execute(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
-        Command::Demo { json } => {
+        Command::Demo { json, out } => {
             let registry = demo::demo_registry();
-            let result = run_chain(
+            let (result, saved) = run_chain(
                 demo::DEMO_SCRIPT,
                 &registry,
                 &ChainPolicy::default(),
                 &Approval::auto(ToolRisk::Critical),
+                out.as_deref(),
             )?;
-            Ok(report(&result, json))
+            Ok(report(&result, &saved, json))
         }
         Command::Run {
             script,
@@ -98,6 +108,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             policy,
             approve,
             json,
+            out,
         } => {
             let source = read_script(&script)?;
             let registry = match tools {
@@ -113,8 +124,8 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 ApproveMode::Deny => Approval::deny_all(),
                 ApproveMode::Ask => Approval::terminal(),
             };
-            let result = run_chain(&source, &registry, &policy, &approval)?;
-            Ok(report(&result, json))
+            let (result, saved) = run_chain(&source, &registry, &policy, &approval, out.as_deref())?;
+            Ok(report(&result, &saved, json))
         }
         Command::Stubs { tools } => {
             let registry = match tools {
@@ -144,24 +155,87 @@ fn load_registry(path: &std::path::Path) -> Result<ToolRegistry, String> {
     manifest.registry().map_err(|e| e.to_string())
 }
 
+/// A workspace file copied out by `--out`: where the script saw it, and
+/// where it is now on the host.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SavedFile {
+    /// Its path inside the sandbox, under `/workspace`.
+    pub path: String,
+    /// The copy on the host.
+    pub host_path: PathBuf,
+}
+
+/// Runs the chain; with `out`, in a workspace whose files are copied into
+/// `out` after the run (the workspace itself is removed either way).
 fn run_chain(
     script: &str,
     registry: &ToolRegistry,
     policy: &ChainPolicy,
     approval: &Approval,
-) -> Result<ChainRunResult, String> {
+    out: Option<&Path>,
+) -> Result<(ChainRunResult, Vec<SavedFile>), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))?;
     let engine = Engine::new().map_err(|e| e.to_string())?;
-    Ok(runtime.block_on(engine.run(script, registry, policy, approval)))
+    let workspace = match out {
+        Some(_) => Some(tempfile::tempdir().map_err(|e| format!("creating a workspace for --out: {e}"))?),
+        None => None,
+    };
+    let options = RunOptions {
+        workspace: workspace.as_ref().map(|w| w.path().to_path_buf()),
+        ..RunOptions::default()
+    };
+    let result = runtime.block_on(engine.run_with(script, registry, policy, approval, options));
+    let saved = match (out, &workspace) {
+        (Some(out), Some(workspace)) => {
+            copy_out(workspace.path(), out).map_err(|e| format!("--out {}: {e}", out.display()))?
+        }
+        _ => Vec::new(),
+    };
+    Ok((result, saved))
 }
 
-/// Prints the result and picks the exit code.
-fn report(result: &ChainRunResult, json: bool) -> ExitCode {
+/// Copies the regular files under `workspace` into `out`, keeping their
+/// relative paths. Symlinks a script made are not followed.
+fn copy_out(workspace: &Path, out: &Path) -> std::io::Result<Vec<SavedFile>> {
+    let mut saved = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(workspace.join(&rel))?.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let rel = rel.join(entry.file_name());
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                dirs.push(rel);
+            } else if kind.is_file() {
+                let host_path = out.join(&rel);
+                if let Some(parent) = host_path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::copy(entry.path(), &host_path)?;
+                let path = format!("{WORKSPACE}/{}", rel.to_string_lossy());
+                saved.push(SavedFile { path, host_path });
+            }
+        }
+    }
+    saved.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(saved)
+}
+
+/// Prints the result and picks the exit code. With `--json`, stdout is one
+/// `ChainRunResult`, plus `saved_files` when `--out` copied any.
+fn report(result: &ChainRunResult, saved: &[SavedFile], json: bool) -> ExitCode {
     if json {
-        match serde_json::to_string(result) {
+        let encoded = serde_json::to_value(result).and_then(|mut value| {
+            if let (false, Some(object)) = (saved.is_empty(), value.as_object_mut()) {
+                object.insert("saved_files".into(), serde_json::to_value(saved)?);
+            }
+            serde_json::to_string(&value)
+        });
+        match encoded {
             Ok(text) => println!("{text}"),
             Err(e) => {
                 eprintln!("chainbox: could not encode the result: {e}");
@@ -170,6 +244,9 @@ fn report(result: &ChainRunResult, json: bool) -> ExitCode {
         }
     } else {
         print!("{}", readable(result));
+        for file in saved {
+            println!("saved: {} -> {}", file.path, file.host_path.display());
+        }
     }
     if result.is_ok() {
         ExitCode::SUCCESS

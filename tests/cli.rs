@@ -323,3 +323,36 @@ fn gather_example_runs_its_calls_concurrently() {
         "chain took {chain_ms} ms for {calls_ms} ms of calls: {result:#}"
     );
 }
+
+#[test]
+fn out_copies_the_files_a_chain_wrote_and_json_lists_their_host_paths() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let out_dir = out.path().join("made");
+    let script = "with open('/workspace/notes/report.txt', 'w') as f:\n    f.write('hello')\n'done'";
+    // The directory must exist for `open` to create the file in it.
+    let script = format!("import os\nos.makedirs('/workspace/notes', exist_ok=True)\n{script}");
+    let done = chainbox(
+        &["run", "-", "--json", "--out", out_dir.to_str().expect("utf-8")],
+        Some(&script),
+    );
+    assert_eq!(done.code, Some(0), "{done:#?}");
+    let result = done.json();
+    let host_path = out_dir.join("notes/report.txt");
+    assert_eq!(
+        result["saved_files"],
+        json!([{"path": "/workspace/notes/report.txt", "host_path": host_path}]),
+        "{done:#?}"
+    );
+    assert_eq!(std::fs::read_to_string(host_path).expect("copied"), "hello");
+}
+
+#[test]
+fn demo_out_saves_its_chart_and_prints_where() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let done = chainbox(&["demo", "--out", out.path().to_str().expect("utf-8")], None);
+    assert_eq!(done.code, Some(0), "{done:#?}");
+    let chart = out.path().join("media/render_chart_1.svg");
+    let svg = std::fs::read_to_string(&chart).expect("the chart was saved");
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(done.stdout.contains(&format!("-> {}", chart.display())), "{done:#?}");
+}

@@ -393,6 +393,13 @@ fn islice_index(value: &Value, vm: &mut VM<'_>) -> RunResult<IsliceBound> {
             Err(e) => return Err(e),
         },
     };
+    // chainbox patch: on a 32-bit target an index between `usize::MAX` and
+    // `sys.maxsize` saturates rather than being refused as out of
+    // `0 <= x <= sys.maxsize` (`islice(it, 10**10)`); no iterator here yields
+    // that many items.
+    if index > 0 && usize::try_from(index).is_err() {
+        return Ok(IsliceBound::Index(usize::MAX));
+    }
     Ok(usize::try_from(index).map_or(IsliceBound::Invalid, IsliceBound::Index))
 }
 
@@ -594,7 +601,15 @@ fn ssize_arg(value: &Value, vm: &mut VM<'_>) -> RunResult<isize> {
         Value::Bool(b) => i64::from(*b),
         other => other.as_int(vm)?,
     };
-    isize::try_from(n).map_err(|_| ExcType::overflow_c_ssize_t())
+    // chainbox patch: saturate instead of raising `OverflowError` for the
+    // range between `isize` and `i64` that only a 32-bit target has. Monty
+    // reports the 64-bit `sys.maxsize`, and every caller treats a count this
+    // large as a 64-bit build does: no pool or allocation can reach it
+    // (`combinations([1], 2**40)` is empty, `tee([1], 2**62)` a
+    // `MemoryError`, `product([1], repeat=2**62)` "repeat argument too
+    // large", `product(repeat=2**62)` `[()]`, `batched('AB', 2**40)` one
+    // batch), as `repeat_times` above already does for `repeat`.
+    Ok(isize::try_from(n).unwrap_or(if n < 0 { isize::MIN } else { isize::MAX }))
 }
 
 /// Argument shape for `zip_longest(*iterables, fillvalue=None)`.

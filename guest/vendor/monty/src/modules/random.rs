@@ -562,14 +562,17 @@ fn randbytes(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResul
     defer_drop!(n, vm);
     // `getrandbits(n * 8)` is what rejects a negative or oversized count.
     let n = n.as_int_with_overflow(vm, ExcType::overflow_c_uint64)?;
-    let n = usize::try_from(n).map_err(|_| ExcType::value_error_negative_int())?;
+    // chainbox patch: the sign and the bit count are checked in `u64`, as on
+    // a 64-bit target; upstream converted to `usize` first, so on wasm32 a
+    // count from 2**32 up was reported as `ValueError: Cannot convert
+    // negative int`. A count no allocation here can hold is a `MemoryError`,
+    // as the memory preflight below gives it on a 64-bit target.
+    let n = u64::try_from(n).map_err(|_| ExcType::value_error_negative_int())?;
     if n == 0 {
         return Ok(allocate_bytes(Vec::new(), vm.heap));
     }
-    let bits = u64::try_from(n)
-        .ok()
-        .and_then(|n| n.checked_mul(8))
-        .ok_or_else(ExcType::overflow_c_uint64)?;
+    let bits = n.checked_mul(8).ok_or_else(ExcType::overflow_c_uint64)?;
+    let n = usize::try_from(n).map_err(|_| ExcType::allocation_too_large())?;
     // The word buffer plus the exactly-sized byte buffer built from it.
     let words = n.div_ceil(4);
     vm.heap
@@ -1102,6 +1105,27 @@ fn is_sequence(ty: Type) -> bool {
 /// `len(value)`, with `len()`'s own `TypeError` for unsized values and its
 /// `OverflowError` for a `range` longer than `ssize_t`.
 fn len_of(value: &Value, vm: &VM<'_>) -> RunResult<usize> {
+    // chainbox patch: a range's exact length. On a 32-bit target (wasm32)
+    // `py_len` saturates, so `choice(range(-(2**63), 2**63 - 1))` drew where
+    // it must overflow, and `choice(range(2**40))` never left the first
+    // 2**32 - 1 items. The draws index in `usize`, so a range longer than that
+    // is refused, naming the limit.
+    if let Some(HeapReadOutput::Range(range)) = value.read_heap(vm) {
+        let len = range.get(vm.heap).len_i128();
+        if i64::try_from(len).is_err() {
+            return Err(ExcType::overflow_c_ssize_t());
+        }
+        return usize::try_from(len).map_err(|_| {
+            SimpleException::new_msg(
+                ExcType::OverflowError,
+                format!(
+                    "range has more than {} items, too many for random in this 32-bit sandbox",
+                    usize::MAX
+                ),
+            )
+            .into()
+        });
+    }
     let len = value
         .py_len(vm)
         .ok_or_else(|| ExcType::type_error(format!("object of type '{}' has no len()", value.py_type_name(vm))))?;

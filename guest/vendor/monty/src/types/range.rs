@@ -151,8 +151,9 @@ impl Range {
     /// Returns a new range object representing the sliced view.
     /// The new range has computed start, stop, and step values.
     fn getitem_slice(&self, slice: &super::Slice, heap: &Heap) -> RunResult<Value> {
-        let range_len = self.len();
-        let (start, stop, step) = slice.indices(range_len)?;
+        // chainbox patch: the exact length (`len()` saturates on 32-bit).
+        let range_len = i64::try_from(self.len_i128()).unwrap_or(i64::MAX);
+        let (start, stop, step) = slice.indices_i64(range_len)?;
 
         // All intermediate arithmetic is done in `i128` to avoid saturating during
         // calculation. If any of the resulting `start`, `stop`, or `step`
@@ -274,8 +275,10 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Range> {
         let b = other.get(vm.heap);
         // Compare ranges by their actual sequences, not parameters.
         // Two ranges are equal if they produce the same elements.
-        let len1 = a.len();
-        let len2 = b.len();
+        // chainbox patch: exact lengths; on 32-bit `len()` saturates, and
+        // `range(2**33) == range(2**34)` was True.
+        let len1 = a.len_i128();
+        let len2 = b.len_i128();
         Ok(Some(if len1 != len2 {
             false
         } else if len1 == 0 {
@@ -297,7 +300,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Range> {
         // would break `hash(a) == hash(b)` for equal ranges like `range(0, 1, 1)`
         // and `range(0, 2, 2)`.
         let r = self.get(vm.heap);
-        let len = r.len();
+        // chainbox patch: the exact length, as `py_eq_impl` compares it.
+        let len = u64::try_from(r.len_i128()).unwrap_or(u64::MAX);
         let mut hasher = DefaultHasher::new();
         len.hash(&mut hasher);
         if len > 0 {
@@ -334,7 +338,9 @@ impl HeapItem for Range {
 pub(crate) struct RangeIterator {
     next: i64,
     step: i64,
-    remaining: usize,
+    /// chainbox patch: `u64`, not `usize`, so iterating a range longer than
+    /// 2**32 - 1 on a 32-bit target does not stop early.
+    remaining: u64,
 }
 
 impl RangeIterator {
@@ -343,13 +349,13 @@ impl RangeIterator {
         Value::Ref(vm.heap.allocate(HeapData::RangeIterator(Self {
             next: range.start,
             step: range.step,
-            remaining: range.len(),
+            remaining: u64::try_from(range.len_i128()).unwrap_or(u64::MAX),
         })))
     }
 
-    /// Returns the exact number of values not yet yielded.
+    /// Returns the number of values not yet yielded (saturating at `usize::MAX`).
     pub(crate) fn size_hint(&self) -> usize {
-        self.remaining
+        usize::try_from(self.remaining).unwrap_or(usize::MAX)
     }
 }
 

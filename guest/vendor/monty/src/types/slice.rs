@@ -102,12 +102,18 @@ impl Slice {
     /// - start defaults to length-1, stop defaults to -1 (before beginning)
     /// - start is clamped to [-1, length-1], stop to [-1, length-1]
     pub fn indices(&self, length: usize) -> RunResult<(i64, i64, i64)> {
+        self.indices_i64(i64::try_from(length).unwrap_or(i64::MAX))
+    }
+
+    /// [`indices`](Self::indices) for a length given as `i64`.
+    ///
+    /// chainbox patch: a range's length can exceed `usize` on a 32-bit
+    /// target (wasm32), where `indices` would see it saturated.
+    pub(crate) fn indices_i64(&self, len: i64) -> RunResult<(i64, i64, i64)> {
         let step = self.step.unwrap_or(1);
         if step == 0 {
             return Err(ExcType::value_error_slice_step_zero());
         }
-
-        let len = i64::try_from(length).unwrap_or(i64::MAX);
 
         if step > 0 {
             // Positive step: iterate forward
