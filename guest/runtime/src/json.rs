@@ -114,10 +114,78 @@ fn number(n: &Number) -> MontyObject {
         return MontyObject::int(i);
     }
     let text = n.as_str();
-    if !text.contains(['.', 'e', 'E']) {
-        if let Ok(big) = text.parse::<BigInt>() {
-            return MontyObject::bigint(big);
-        }
+    if !text.contains(['.', 'e', 'E'])
+        && let Ok(big) = text.parse::<BigInt>()
+    {
+        return MontyObject::bigint(big);
     }
     MontyObject::float(text.parse().unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(text: &str) -> String {
+        let value: Value = serde_json::from_str(text).unwrap();
+        let object = from_json(&value);
+        serde_json::to_string(&to_json(object.as_ref()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn objects_keep_their_key_order_both_ways() {
+        assert_eq!(
+            round_trip(r#"{"zeta":1,"alpha":{"b":2,"a":3},"mid":[]}"#),
+            r#"{"zeta":1,"alpha":{"b":2,"a":3},"mid":[]}"#
+        );
+    }
+
+    #[test]
+    fn integers_of_any_size_stay_integers() {
+        assert_eq!(
+            round_trip("[1180591620717411303424,-1180591620717411303424,18446744073709551615,-9223372036854775808]"),
+            "[1180591620717411303424,-1180591620717411303424,18446744073709551615,-9223372036854775808]"
+        );
+        let value: Value = serde_json::from_str("1180591620717411303424").unwrap();
+        assert_eq!(from_json(&value).as_ref().type_name(), "int");
+    }
+
+    #[test]
+    fn numbers_with_a_fraction_or_exponent_are_floats() {
+        for text in ["1.0", "1e3", "2.5E-3"] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(from_json(&value).as_ref().type_name(), "float", "{text}");
+        }
+        assert_eq!(round_trip("[1.5,1.0]"), "[1.5,1.0]");
+    }
+
+    #[test]
+    fn a_python_big_int_becomes_its_digits() {
+        let big = MontyObject::bigint("-123456789012345678901234567890".parse().unwrap());
+        assert_eq!(
+            serde_json::to_string(&to_json(big.as_ref()).unwrap()).unwrap(),
+            "-123456789012345678901234567890"
+        );
+    }
+
+    #[test]
+    fn dict_keys_are_spelled_as_json_dumps_spells_them() {
+        let dict = MontyObject::dict([
+            (MontyObject::bool(true), MontyObject::int(1)),
+            (MontyObject::none(), MontyObject::int(2)),
+            (MontyObject::int(3), MontyObject::int(3)),
+            (MontyObject::float(1.5), MontyObject::int(4)),
+        ]);
+        assert_eq!(
+            serde_json::to_string(&to_json(dict.as_ref()).unwrap()).unwrap(),
+            r#"{"true":1,"null":2,"3":3,"1.5":4}"#
+        );
+    }
+
+    #[test]
+    fn non_finite_floats_and_other_types_are_refused() {
+        assert!(to_json(MontyObject::float(f64::NAN).as_ref()).is_err());
+        let key = MontyObject::dict([(MontyObject::list([]), MontyObject::none())]);
+        assert!(to_json(key.as_ref()).is_err());
+    }
 }

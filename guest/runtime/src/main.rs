@@ -18,13 +18,13 @@ use std::fmt::Write as _;
 use std::collections::BTreeMap;
 
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, LoadArtifact, PROTOCOL_VERSION, RunRequest, ScriptError,
-    ScriptResult, ToolCall, ToolDecl, Wait, Warning, decode, encode, sleep_of,
+    CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, LoadArtifact, PROTOCOL_VERSION,
+    RunRequest, ScriptError, ScriptResult, ToolCall, ToolDecl, Wait, Warning, decode, encode, sleep_of,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult,
-    OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
+    PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Value};
 
@@ -35,6 +35,7 @@ mod suggest;
 static ALLOC: monty_alloc::LimitedAllocator = monty_alloc::LimitedAllocator;
 
 /// Raw host imports. Only `host_*` wrappers below call them.
+#[cfg(target_arch = "wasm32")]
 mod ffi {
     #[link(wasm_import_module = "chainbox")]
     unsafe extern "C" {
@@ -47,6 +48,43 @@ mod ffi {
         pub fn load_artifact(ptr: *const u8, len: i32) -> i32;
         pub fn stdout(ptr: *const u8, len: i32);
         pub fn finish(ptr: *const u8, len: i32);
+    }
+}
+
+/// Off wasm there is no host: the guest's unit tests run natively and never
+/// reach these.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(clippy::missing_safety_doc)]
+mod ffi {
+    fn no_host() -> ! {
+        unreachable!("the chainbox imports exist only in the wasm guest")
+    }
+    pub unsafe fn request() -> i32 {
+        no_host()
+    }
+    pub unsafe fn take(_: *mut u8, _: i32) {
+        no_host()
+    }
+    pub unsafe fn call(_: *const u8, _: i32) -> i32 {
+        no_host()
+    }
+    pub unsafe fn start(_: i32, _: *const u8, _: i32) {
+        no_host()
+    }
+    pub unsafe fn wait(_: *const u8, _: i32) -> i32 {
+        no_host()
+    }
+    pub unsafe fn os(_: *const u8, _: i32) -> i32 {
+        no_host()
+    }
+    pub unsafe fn load_artifact(_: *const u8, _: i32) -> i32 {
+        no_host()
+    }
+    pub unsafe fn stdout(_: *const u8, _: i32) {
+        no_host()
+    }
+    pub unsafe fn finish(_: *const u8, _: i32) {
+        no_host()
     }
 }
 
@@ -610,5 +648,45 @@ fn os_on_host(call: &OsFunctionCall) -> Result<MontyObject, MontyException> {
     match decode::<FsOutcome>("os outcome", &host_os(&encode(call))) {
         Ok(outcome) => outcome,
         Err(e) => Err(MontyException::runtime_error(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_keeps_both_ends_of_a_long_text() {
+        let mut text = HeadTail::new(8);
+        for i in 0..100 {
+            let _ = write!(text, "{i},");
+        }
+        let kept = text.finish();
+        assert!(kept.starts_with("0,1,2,3,"), "{kept}");
+        assert!(kept.ends_with(",98,99,"), "{kept}");
+        assert!(kept.contains("\n[...]\n"), "{kept}");
+    }
+
+    #[test]
+    fn head_tail_of_a_short_text_is_the_text() {
+        let mut text = HeadTail::new(64);
+        let _ = text.write_str("Traceback: short");
+        assert_eq!(text.finish(), "Traceback: short");
+    }
+
+    #[test]
+    fn head_tail_never_splits_a_character() {
+        let mut text = HeadTail::new(5);
+        let _ = write!(text, "{}", "é".repeat(50));
+        let kept = text.finish();
+        assert!(kept.chars().all(|c| c == 'é' || "\n[.]".contains(c)), "{kept}");
+    }
+
+    #[test]
+    fn a_name_close_to_a_tool_gets_cpythons_hint() {
+        assert_eq!(
+            name_error("get_wether", "get_weather").message(),
+            Some("name 'get_wether' is not defined. Did you mean: 'get_weather'?")
+        );
     }
 }

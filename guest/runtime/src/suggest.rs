@@ -98,3 +98,27 @@ fn levenshtein<'a>(mut a: &'a [char], mut b: &'a [char], max: usize) -> usize {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::closest;
+
+    // Expectations from CPython 3.11/3.12: `echo = 1` then the misspelled name.
+    #[test]
+    fn suggests_what_cpython_suggests() {
+        let tools = ["echo", "get_weather", "list_orders", "load_artifact"];
+        assert_eq!(closest("ech", tools), Some("echo"));
+        assert_eq!(closest("get_wether", tools), Some("get_weather"));
+        assert_eq!(closest("Echo", tools), Some("echo"));
+        assert_eq!(closest("list_order", tools), Some("list_orders"));
+    }
+
+    #[test]
+    fn suggests_nothing_when_nothing_is_close() {
+        let tools = ["echo", "get_weather"];
+        assert_eq!(closest("ehco", tools), None);
+        assert_eq!(closest("ECHO", tools), None);
+        assert_eq!(closest("delete_everything", tools), None);
+        assert_eq!(closest("echo", ["echo"]), None);
+    }
+}
