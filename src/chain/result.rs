@@ -58,6 +58,9 @@ pub enum ErrorKind {
 macro_rules! contract_names {
     ($ty:ty { $($variant:ident => $name:literal),+ $(,)? }) => {
         impl $ty {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
             /// The name the JSON contract uses for this value.
             pub fn as_str(self) -> &'static str {
                 match self {
@@ -314,30 +317,13 @@ mod tests {
 
     #[test]
     fn as_str_is_the_name_serde_writes() {
-        use ErrorKind::*;
-        for kind in [
-            Compile,
-            Script,
-            ToolBudget,
-            Memory,
-            Cpu,
-            OutputLimit,
-            Timeout,
-            Cancelled,
-            Crash,
-            Policy,
-        ] {
+        for kind in ErrorKind::ALL {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
         }
-        for status in [ChainStatus::Ok, ChainStatus::Error, ChainStatus::Timeout] {
+        for status in ChainStatus::ALL {
             assert_eq!(serde_json::to_value(status).unwrap(), status.to_string());
         }
-        for status in [
-            CallStatus::Ok,
-            CallStatus::Error,
-            CallStatus::Denied,
-            CallStatus::Timeout,
-        ] {
+        for status in CallStatus::ALL {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
         }
     }
