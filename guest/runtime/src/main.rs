@@ -254,7 +254,11 @@ fn run(req: RunRequest) -> Finish {
             },
             output: json::to_json(value.as_ref()).unwrap_or_else(|_| Value::String(value.py_repr())),
         },
-        Err(exc) => ScriptResult::Error(script_error(&exc, false)),
+        Err(exc) => {
+            let mut error = script_error(&exc, false);
+            chain.add_name_hint(&mut error);
+            ScriptResult::Error(error)
+        }
     };
     Finish {
         result,
@@ -413,12 +417,7 @@ impl Chain {
                     let answer = if known {
                         NameLookupResult::Value(MontyObject::function(lookup.name.clone(), None))
                     } else {
-                        match self.close_tool(&lookup.name) {
-                            Some(close) if lookup.object_id().is_none() => {
-                                NameLookupResult::Error(name_error(&lookup.name, close))
-                            }
-                            _ => NameLookupResult::Undefined,
-                        }
+                        NameLookupResult::Undefined
                     };
                     lookup.resume(answer, PrintWriter::Callback(&mut self.stdout))
                 }
@@ -438,10 +437,7 @@ impl Chain {
                     // monty calls a name the script never defined as a host
                     // function; it is one only if it names a tool. Anything
                     // else is Python's NameError, and never reaches the host.
-                    let answer = match self.close_tool(&call.function_name) {
-                        Some(close) => ExtFunctionResult::Error(name_error(&call.function_name, close)),
-                        None => ExtFunctionResult::NotFound(call.function_name.clone()),
-                    };
+                    let answer = ExtFunctionResult::NotFound(call.function_name.clone());
                     call.resume(answer, PrintWriter::Callback(&mut self.stdout))
                 }
                 RunProgress::FunctionCall(call) => {
@@ -511,6 +507,27 @@ impl Chain {
         self.tools.iter().any(|t| t.name == name)
     }
 
+    /// CPython's "Did you mean" for an uncaught `NameError` close to a tool's
+    /// name. Like CPython, only the report gets the hint (its traceback
+    /// printer adds it): `str(e)` in the script stays the plain message.
+    fn add_name_hint(&self, error: &mut ScriptError) {
+        if error.exc_type != "NameError" {
+            return;
+        }
+        let name = error
+            .message
+            .strip_prefix("name '")
+            .and_then(|rest| rest.strip_suffix("' is not defined"));
+        let Some(close) = name.and_then(|name| self.close_tool(name)) else {
+            return;
+        };
+        let hint = format!(". Did you mean: '{close}'?");
+        if error.traceback.ends_with(&error.message) {
+            error.traceback.push_str(&hint);
+        }
+        error.message.push_str(&hint);
+    }
+
     /// The tool (or `load_artifact`) CPython would suggest for a misspelled `name`.
     fn close_tool(&self, name: &str) -> Option<&str> {
         let candidates = self.tools.iter().map(|t| t.name.as_str()).chain([LOAD_ARTIFACT_FN]);
@@ -566,14 +583,6 @@ impl Chain {
             args: map,
         }))
     }
-}
-
-/// CPython 3.12's `NameError` for an undefined name close to `close`.
-fn name_error(name: &str, close: &str) -> MontyException {
-    MontyException::new(
-        ExcType::NameError,
-        Some(format!("name '{name}' is not defined. Did you mean: '{close}'?")),
-    )
 }
 
 /// `load_artifact(handle)`: the full value behind an offloaded result.
@@ -683,10 +692,32 @@ mod tests {
     }
 
     #[test]
-    fn a_name_close_to_a_tool_gets_cpythons_hint() {
+    fn an_uncaught_name_error_close_to_a_tool_gets_cpythons_hint() {
+        let chain = Chain {
+            tools: vec![ToolDecl {
+                name: "get_weather".into(),
+                params: vec![],
+            }],
+            line_starts: vec![0],
+            stdout: Stdout::default(),
+            unawaited: BTreeMap::new(),
+        };
+        let mut error = ScriptError {
+            compile: false,
+            exc_type: "NameError".into(),
+            message: "name 'get_wether' is not defined".into(),
+            line: Some(1),
+            traceback: "Traceback (most recent call last):\n  ...\nNameError: name 'get_wether' is not defined".into(),
+        };
+        chain.add_name_hint(&mut error);
         assert_eq!(
-            name_error("get_wether", "get_weather").message(),
-            Some("name 'get_wether' is not defined. Did you mean: 'get_weather'?")
+            error.message,
+            "name 'get_wether' is not defined. Did you mean: 'get_weather'?"
+        );
+        assert!(
+            error.traceback.ends_with("Did you mean: 'get_weather'?"),
+            "{}",
+            error.traceback
         );
     }
 }

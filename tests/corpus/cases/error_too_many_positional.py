@@ -1,0 +1,2 @@
+user = await get_user(1, "full")
+user

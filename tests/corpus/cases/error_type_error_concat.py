@@ -1,0 +1,3 @@
+resp = await search_docs("deploy")
+message = "found " + resp["total"] + " documents"
+message

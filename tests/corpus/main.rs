@@ -1,0 +1,401 @@
+//! The differential corpus: realistic chain scripts run through chainbox and
+//! compared with what CPython gives for the same script and the same tools.
+//!
+//! - `cases/<name>.py` — one chain script per case (top-level `await`; the
+//!   last statement, when an expression, is the answer).
+//! - `tools.py` + `tools.toml` — the deterministic fake tools, as command
+//!   tools (`python3 tools.py`).
+//! - `expected/<name>.json` — what CPython gives, written by the reference
+//!   runner: `python3 tests/corpus/reference.py` re-blesses every case
+//!   (`--check` only compares).
+//! - `known_differences.toml` — cases that differ from CPython for a known
+//!   reason (a Python feature monty lacks, a documented boundary rule), each
+//!   with that reason. A listed case must still differ, so the list stays true.
+//!
+//! Compared, for every case: `status`, `output` (JSON, key order included,
+//! integers by their digits), `output_text`, `stdout`, the uncaught
+//! exception's type, the trace's `(tool, status)` sequence and the "never
+//! awaited" warnings' messages. Every failing case is reported, with its
+//! differences, before the test fails.
+//!
+//! `CHAINBOX_CORPUS=<substring>` runs only the cases whose name contains it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use chainbox::tools::manifest::Manifest;
+use chainbox::{Approval, ChainPolicy, ChainRunResult, Engine, ToolRegistry, ToolRisk};
+use futures::StreamExt;
+use serde_json::Value;
+
+/// Chains in flight at once (each tool call is a `python3` process).
+const CONCURRENCY: usize = 6;
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("corpus")
+}
+
+struct Case {
+    name: String,
+    script: String,
+    expected: Value,
+}
+
+fn load_cases(dir: &Path, filter: Option<&str>) -> Vec<Case> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join("cases"))
+        .expect("tests/corpus/cases")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let name = path.file_stem()?.to_str()?.to_owned();
+            if filter.is_some_and(|f| !name.contains(f)) {
+                return None;
+            }
+            let script = std::fs::read_to_string(&path).expect("case script");
+            let expected_path = dir.join("expected").join(format!("{name}.json"));
+            let text = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; run `python3 tests/corpus/reference.py` to write it",
+                    expected_path.display()
+                )
+            });
+            let expected = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: invalid JSON: {e}", expected_path.display()));
+            Some(Case { name, script, expected })
+        })
+        .collect()
+}
+
+/// `known_differences.toml`: `[differs]` maps a case name to its reason.
+fn load_known_differences(dir: &Path) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(dir.join("known_differences.toml")).expect("known_differences.toml");
+    let table: toml::Table = toml::from_str(&text).expect("known_differences.toml is valid TOML");
+    let Some(differs) = table.get("differs") else {
+        return BTreeMap::new();
+    };
+    let differs = differs.as_table().expect("[differs] is a table");
+    differs
+        .iter()
+        .map(|(name, reason)| {
+            let reason = reason.as_str().expect("each reason is a string");
+            assert!(!reason.trim().is_empty(), "known difference {name} needs a reason");
+            (name.clone(), reason.to_owned())
+        })
+        .collect()
+}
+
+fn registry(dir: &Path) -> ToolRegistry {
+    let manifest = Manifest::load(dir.join("tools.toml")).expect("tests/corpus/tools.toml");
+    manifest.registry().expect("registry of tests/corpus/tools.toml")
+}
+
+// --- ordered, exact JSON comparison ------------------------------------------
+
+/// `serde_json::Value`'s `==` ignores object key order (its map is an
+/// IndexMap), and with plain f64 numbers a big integer equals its float:
+/// exactly the differences this corpus hunts. This walks objects as ordered
+/// `(key, value)` lists and compares numbers by kind and value.
+fn json_diff(path: &str, expected: &Value, actual: &Value, out: &mut Vec<String>) {
+    const MAX: usize = 8;
+    if out.len() >= MAX {
+        return;
+    }
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let ek: Vec<&String> = e.keys().collect();
+            let ak: Vec<&String> = a.keys().collect();
+            if ek != ak {
+                let mut sorted_e = ek.clone();
+                let mut sorted_a = ak.clone();
+                sorted_e.sort();
+                sorted_a.sort();
+                let what = if sorted_e == sorted_a {
+                    "key order differs"
+                } else {
+                    "keys differ"
+                };
+                out.push(format!("{}: {what}: expected {ek:?}, got {ak:?}", show_path(path)));
+                if sorted_e != sorted_a {
+                    return;
+                }
+            }
+            for (key, ev) in e {
+                if let Some(av) = a.get(key) {
+                    json_diff(&format!("{path}.{key}"), ev, av, out);
+                }
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if e.len() != a.len() {
+                out.push(format!(
+                    "{}: expected {} items, got {}: expected {}, got {}",
+                    show_path(path),
+                    e.len(),
+                    a.len(),
+                    brief(expected),
+                    brief(actual)
+                ));
+                return;
+            }
+            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
+                json_diff(&format!("{path}[{i}]"), ev, av, out);
+            }
+        }
+        (Value::Number(e), Value::Number(a)) => {
+            if let Some(why) = number_difference(&e.to_string(), &a.to_string()) {
+                out.push(format!("{}: {why}", show_path(path)));
+            }
+        }
+        (e, a) if same_kind(e, a) && e == a => {}
+        _ => out.push(format!(
+            "{}: expected {}, got {}",
+            show_path(path),
+            brief(expected),
+            brief(actual)
+        )),
+    }
+}
+
+fn same_kind(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+fn show_path(path: &str) -> &str {
+    if path.is_empty() { "(top)" } else { path }
+}
+
+/// An integer literal has no '.', 'e' or 'E' (Python's `json` and serde_json
+/// agree on that); integers compare by their digits, floats as f64.
+fn number_difference(expected: &str, actual: &str) -> Option<String> {
+    let is_int = |s: &str| !s.contains(['.', 'e', 'E']);
+    match (is_int(expected), is_int(actual)) {
+        (true, true) if expected == actual => None,
+        (false, false) => {
+            let (e, a) = (expected.parse::<f64>(), actual.parse::<f64>());
+            match (e, a) {
+                (Ok(e), Ok(a)) if e == a && e.is_sign_negative() == a.is_sign_negative() => None,
+                _ => Some(format!("expected float {expected}, got {actual}")),
+            }
+        }
+        (true, false) => Some(format!("expected int {expected}, got float {actual}")),
+        (false, true) => Some(format!("expected float {expected}, got int {actual}")),
+        (true, true) => Some(format!("expected {expected}, got {actual}")),
+    }
+}
+
+/// A value as compact JSON (key order kept), cut for the report.
+fn brief(value: &Value) -> String {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    cut(&text, 300)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}…")
+}
+
+/// A line-by-line view of two texts' first difference.
+fn text_diff(field: &str, expected: &str, actual: &str, out: &mut Vec<String>) {
+    if expected == actual {
+        return;
+    }
+    let (el, al): (Vec<&str>, Vec<&str>) = (expected.split('\n').collect(), actual.split('\n').collect());
+    let line = el
+        .iter()
+        .zip(&al)
+        .position(|(e, a)| e != a)
+        .unwrap_or(el.len().min(al.len()));
+    out.push(format!(
+        "{field}: first difference at line {}:\n      expected {:?}\n      got      {:?}\n      (expected {} lines, got {})",
+        line + 1,
+        cut(el.get(line).copied().unwrap_or("<end>"), 300),
+        cut(al.get(line).copied().unwrap_or("<end>"), 300),
+        el.len(),
+        al.len()
+    ));
+}
+
+// --- one case ----------------------------------------------------------------
+
+fn str_field<'a>(expected: &'a Value, key: &str) -> &'a str {
+    expected.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Everything the user sees that differs from CPython's answer.
+fn compare(expected: &Value, result: &ChainRunResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let status = result.status.as_str();
+    let want_status = str_field(expected, "status");
+    if status != want_status {
+        let error = result
+            .error
+            .as_ref()
+            .map(|e| format!(" ({:?} {}: {})", e.kind, e.error_type, cut(&e.message, 300)))
+            .unwrap_or_default();
+        out.push(format!("status: expected {want_status}, got {status}{error}"));
+    }
+
+    let want_type = expected.get("error_type").and_then(Value::as_str);
+    let got_type = result.error.as_ref().map(|e| e.error_type.as_str());
+    if want_type != got_type {
+        let message = result
+            .error
+            .as_ref()
+            .map(|e| format!(" ({})", cut(&e.message, 300)))
+            .unwrap_or_default();
+        out.push(format!("error type: expected {want_type:?}, got {got_type:?}{message}"));
+    }
+
+    let mut output = Vec::new();
+    json_diff("", &expected["output"], &result.output, &mut output);
+    out.extend(output.into_iter().map(|d| format!("output {d}")));
+
+    text_diff(
+        "output_text",
+        str_field(expected, "output_text"),
+        &result.output_text,
+        &mut out,
+    );
+    text_diff("stdout", str_field(expected, "stdout"), &result.stdout, &mut out);
+
+    let want_trace: Vec<(String, String)> = expected["trace"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|r| (str_field(r, "tool").to_owned(), str_field(r, "status").to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let got_trace: Vec<(String, String)> = result
+        .call_trace
+        .iter()
+        .map(|r| (r.tool.clone(), r.status.as_str().to_owned()))
+        .collect();
+    if want_trace != got_trace {
+        let show = |t: &[(String, String)]| {
+            let calls: Vec<String> = t.iter().map(|(tool, status)| format!("{tool}:{status}")).collect();
+            format!("[{}]", calls.join(", "))
+        };
+        let errors: Vec<&str> = result.call_trace.iter().filter_map(|r| r.error.as_deref()).collect();
+        out.push(format!(
+            "trace: expected {}, got {}{}",
+            show(&want_trace),
+            show(&got_trace),
+            if errors.is_empty() {
+                String::new()
+            } else {
+                format!(" (call errors: {errors:?})")
+            }
+        ));
+    }
+
+    compare_warnings(expected, result, &mut out);
+    out
+}
+
+/// The "never awaited" warnings (`ChainRunResult.warnings`), by message,
+/// in order. The reference records CPython's RuntimeWarning text only, so
+/// the warnings' `line` is not compared.
+fn compare_warnings(expected: &Value, result: &ChainRunResult, out: &mut Vec<String>) {
+    let want: Vec<&str> = expected["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let got: Vec<&str> = result.warnings.iter().map(|w| w.message.as_str()).collect();
+    if want != got {
+        out.push(format!("warnings: expected {want:?}, got {got:?}"));
+    }
+}
+
+// --- the test ----------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corpus_matches_cpython() {
+    // Integers are compared by their digits: that needs serde_json's
+    // `arbitrary_precision`, else 2**70 parses as a float on both sides.
+    let probe: Value = serde_json::from_str("1180591620717411303424").expect("JSON");
+    assert_eq!(
+        probe.to_string(),
+        "1180591620717411303424",
+        "serde_json must be built with `arbitrary_precision` for the corpus to compare big integers"
+    );
+
+    let dir = corpus_dir();
+    let filter = std::env::var("CHAINBOX_CORPUS").ok().filter(|f| !f.is_empty());
+    let cases = load_cases(&dir, filter.as_deref());
+    assert!(!cases.is_empty(), "no corpus cases found (filter: {filter:?})");
+    let known = load_known_differences(&dir);
+    if filter.is_none() {
+        for name in known.keys() {
+            assert!(
+                cases.iter().any(|c| &c.name == name),
+                "known_differences.toml lists `{name}`, which is not a case"
+            );
+        }
+    }
+
+    let engine = Engine::new().expect("engine");
+    let registry = registry(&dir);
+    let policy = ChainPolicy::default();
+    let approval = Approval::auto(ToolRisk::Critical);
+
+    let mut results: Vec<(String, Vec<String>)> = futures::stream::iter(cases.iter())
+        .map(|case| {
+            let (engine, registry, policy, approval) = (&engine, &registry, &policy, &approval);
+            async move {
+                let result = engine.run(&case.script, registry, policy, approval).await;
+                (case.name.clone(), compare(&case.expected, &result))
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let mut failures = String::new();
+    let mut stale = Vec::new();
+    let (mut passed, mut known_failing) = (0, 0);
+    for (name, diffs) in &results {
+        match (known.get(name), diffs.is_empty()) {
+            (None, true) => passed += 1,
+            (Some(_), false) => known_failing += 1,
+            (Some(_), true) => stale.push(name.clone()),
+            (None, false) => {
+                let _ = writeln!(failures, "\n--- {name} (tests/corpus/cases/{name}.py)");
+                for d in diffs {
+                    let _ = writeln!(failures, "    {d}");
+                }
+            }
+        }
+    }
+    let failing = results.len() - passed - known_failing - stale.len();
+    eprintln!(
+        "corpus: {} cases, {passed} match CPython, {known_failing} known differences, {failing} failing, {} listed but now matching",
+        results.len(),
+        stale.len()
+    );
+    let mut report = String::new();
+    if !failures.is_empty() {
+        let _ = write!(
+            report,
+            "{failing} corpus case(s) differ from CPython (expected/ is CPython's answer; \
+             re-bless with `python3 tests/corpus/reference.py` only if the reference is what changed):{failures}"
+        );
+    }
+    if !stale.is_empty() {
+        let _ = write!(
+            report,
+            "\nthese cases are listed in tests/corpus/known_differences.toml but now match CPython; \
+             remove them from the list: {stale:?}"
+        );
+    }
+    assert!(report.is_empty(), "{report}");
+}
