@@ -424,7 +424,14 @@ mod tests {
     fn risk_orders_by_rank_not_by_name() {
         assert!(ToolRisk::Safe < ToolRisk::High);
         assert!(ToolRisk::High < ToolRisk::Critical);
-        assert!("critical" < "high", "the string order this enum must not use");
+        // Parsed from their names, the most severe is still the largest
+        // (alphabetically "critical" < "high" < "safe").
+        let parsed: Vec<ToolRisk> = ["high", "critical", "safe"]
+            .into_iter()
+            .map(|name| serde_json::from_value(serde_json::json!(name)).expect("a risk name"))
+            .collect();
+        assert_eq!(parsed.iter().max(), Some(&ToolRisk::Critical));
+        assert_eq!(parsed.iter().min(), Some(&ToolRisk::Safe));
     }
 
     #[test]
