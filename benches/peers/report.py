@@ -62,7 +62,10 @@ def main() -> None:
             for p in json.loads(f.read_text()):
                 peers[p['peer']] = p
     names = [n for n in ORDER if n in peers] + [n for n in peers if n not in ORDER]
-    base = medians(peers['chainbox'])
+    # A peer whose runner failed is a row saying so (see run.sh).
+    failed = {n: peers[n]['failed'] for n in names if 'failed' in peers[n]}
+    names = [n for n in names if n not in failed]
+    base = medians(peers['chainbox']) if 'chainbox' in peers and 'chainbox' not in failed else {}
 
     lines = [
         '## chainbox against peers',
@@ -93,6 +96,8 @@ def main() -> None:
                 cell += ' ²'
             cells.append(cell)
         lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+    for name, why in failed.items():
+        lines.append(f'| {name} | ' + ' | '.join(f'failed ({why})' for _ in COLUMNS) + ' |')
     lines += [
         '',
         '¹ (100-call chain − start) / 100. In the subprocess rows this is mostly the one-time'

@@ -39,19 +39,36 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 LOAD_START=$(load)
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-echo "== chainbox and native monty (cargo bench --bench peers)" >&2
-cargo bench --bench peers -q >"$RAW/rust.json"
+# Runs one peer into $RAW/<file>. A peer that fails is a row of the report
+# saying so, not the end of the run; one that fails after printing its
+# figures (pydantic-monty's runner has died with SIGABRT at exit) keeps them.
+FAILED=()
+peer() {
+  local name=$1 file=$RAW/$2
+  shift 2
+  echo "== $name" >&2
+  local status=0
+  "$@" >"$file.tmp" || status=$?
+  if [ "$status" -ne 0 ]; then
+    if python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$file.tmp" 2>/dev/null; then
+      echo "warning: $name exited with status $status after printing its figures; kept" >&2
+    else
+      echo "warning: $name failed with status $status; reported as failed" >&2
+      printf '[{"peer": "%s", "failed": "exit status %s"}]\n' "$name" "$status" >"$file.tmp"
+      FAILED+=("$name")
+    fi
+  fi
+  mv "$file.tmp" "$file"
+}
+
+peer "chainbox and native monty (cargo bench --bench peers)" rust.json cargo bench --bench peers -q
 # Python peers run isolated (-I: no environment variables, no user site; -S
 # where no installed package is needed) so nothing but the peer is timed;
 # -B keeps __pycache__ out of the source tree.
-echo "== CPython exec and subprocess" >&2
-"$PY" -B -I -S benches/peers/cpython_runner.py "$PY" >"$RAW/cpython.json"
-echo "== pydantic-monty" >&2
-"$PY" -B -I benches/peers/pydantic_monty_runner.py >"$RAW/pydantic_monty.json"
-echo "== Pyodide in Node" >&2
-env -u NODE_OPTIONS node benches/peers/pyodide_runner.mjs "$OUT/node" >"$RAW/pyodide.json"
-echo "== smolagents" >&2
-"$PY" -B -I benches/peers/smolagents_runner.py >"$RAW/smolagents.json"
+peer "CPython exec and subprocess" cpython.json "$PY" -B -I -S benches/peers/cpython_runner.py "$PY"
+peer pydantic_monty pydantic_monty.json "$PY" -B -I benches/peers/pydantic_monty_runner.py
+peer pyodide pyodide.json env -u NODE_OPTIONS node benches/peers/pyodide_runner.mjs "$OUT/node"
+peer smolagents smolagents.json "$PY" -B -I benches/peers/smolagents_runner.py
 
 cat >"$RAW/machine.json" <<JSON
 {"started": "$STARTED", "finished": "$(date -u +%Y-%m-%dT%H:%M:%SZ)", "cpus": $(nproc),
@@ -61,3 +78,6 @@ cat >"$RAW/machine.json" <<JSON
 JSON
 
 "$PY" -B -I -S benches/peers/report.py "$RAW" "$OUT/results.md" "$OUT/results.json"
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  echo "peers that failed: ${FAILED[*]} (see the report)" >&2
+fi
