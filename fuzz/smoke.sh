@@ -6,7 +6,7 @@
 #   SECONDS_PER_TARGET=600 fuzz/smoke.sh chain
 #
 # Crashes land in fuzz/artifacts/<target>/; turn each into a regression test
-# in tests/fuzz_regressions.rs. The working corpus is fuzz/corpus/<target>/
+# in tests/it/fuzz_regressions.rs. The working corpus is fuzz/corpus/<target>/
 # (not committed), seeded from fuzz/seeds/<target>/.
 #
 # The chain target's first run compiles the guest with the instrumented

@@ -9,7 +9,7 @@ Each case `cases/<name>.py` runs here in CPython 3.11+ with the same tools
 chainbox gives it (`tools.toml` + `tools.py`), and `expected/<name>.json`
 records what a user of chainbox must see: the final value (`output`,
 `output_text`), `stdout`, the uncaught exception type, the tool calls made
-(`trace`) and the "never awaited" warnings. `tests/corpus/main.rs` runs the
+(`trace`) and the "never awaited" warnings. `tests/it/corpus.rs` runs the
 same scripts through chainbox and compares.
 
 How CPython is made to behave like the sandbox boundary:

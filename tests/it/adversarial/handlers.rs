@@ -13,9 +13,9 @@ use chainbox::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::support::{
-    assert_ended, assert_next_chain_ok, assert_ok, assert_trace, registry_with, risky_tool, run, run_full, run_with,
-    tight,
+use crate::fixtures::{
+    adversarial_registry_with, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, risky_tool,
+    run_adversarial, run_full, run_tight, tight,
 };
 
 /// How a hostile approval handler misbehaves.
@@ -72,7 +72,7 @@ async fn launch_with(misbehaviour: Misbehaviour) -> (chainbox::ChainRunResult, u
     };
     let r = run_full(
         "out = []\nfor i in range(2):\n    try:\n        out.append(await launch(to='moon'))\n    except Exception as e:\n        out.append(type(e).__name__)\n[out, await noop()]",
-        &registry_with([launch as Arc<dyn chainbox::Tool>]),
+        &adversarial_registry_with([launch as Arc<dyn chainbox::Tool>]),
         &policy,
         &Approval::new(Hostile(misbehaviour)),
     )
@@ -221,7 +221,7 @@ async fn approval_replacing_arguments_with_garbage_is_rejected_by_the_schema() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn panicking_tool_is_a_catchable_runtime_error_awaited_or_gathered() {
-    let r = run("import asyncio\nout = []\ntry:\n    await explode()\nexcept RuntimeError as e:\n    out.append(str(e))\ntry:\n    await asyncio.gather(*[explode() for i in range(5)])\nexcept RuntimeError as e:\n    out.append(str(e))\n[out, await noop()]").await;
+    let r = run_tight("import asyncio\nout = []\ntry:\n    await explode()\nexcept RuntimeError as e:\n    out.append(str(e))\ntry:\n    await asyncio.gather(*[explode() for i in range(5)])\nexcept RuntimeError as e:\n    out.append(str(e))\n[out, await noop()]").await;
     assert_ok(&r);
     assert!(
         r.output[0][0].as_str().unwrap_or_default().contains("panicked"),
@@ -244,7 +244,7 @@ async fn panicking_tool_is_a_catchable_runtime_error_awaited_or_gathered() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn uncaught_tool_panic_ends_the_chain_as_a_script_error() {
-    let r = run("await noop()\nawait explode()").await;
+    let r = run_tight("await noop()\nawait explode()").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
     assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("RuntimeError"));
     assert_trace(&r, &[("noop", CallStatus::Ok), ("explode", CallStatus::Error)]);
@@ -262,7 +262,7 @@ async fn tool_blocking_its_thread_is_recorded_and_the_total_timeout_still_ends_t
         ..tight()
     };
     let started = Instant::now();
-    let r = run_with("await noop()\nawait block(seconds=1.0)\nwhile True:\n    pass", &policy).await;
+    let r = run_adversarial("await noop()\nawait block(seconds=1.0)\nwhile True:\n    pass", &policy).await;
     assert!(
         started.elapsed() < Duration::from_millis(2500),
         "{:?}",
@@ -291,7 +291,7 @@ async fn tool_blocking_its_thread_does_not_stall_other_chains() {
         total_timeout_s: 5.0,
         ..tight()
     };
-    let blocked = tokio::spawn(async move { run_with("await block(seconds=1.5)", &policy).await });
+    let blocked = tokio::spawn(async move { run_adversarial("await block(seconds=1.5)", &policy).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
     for _ in 0..5 {
@@ -343,7 +343,7 @@ impl chainbox::Tool for PanickyClassifier {
 async fn tool_panicking_while_rating_a_calls_risk_is_a_runtime_error_not_a_host_panic() {
     // The panic unwound out of `Engine::run` into the caller's task (fixed
     // in the invoker: `classify` runs under a panic guard, failing closed).
-    let registry = registry_with([Arc::new(PanickyClassifier) as Arc<dyn chainbox::Tool>]);
+    let registry = adversarial_registry_with([Arc::new(PanickyClassifier) as Arc<dyn chainbox::Tool>]);
     let chain = tokio::spawn(async move {
         run_full(
             "import asyncio\nout = []\ntry:\n    await query(table='users')\nexcept RuntimeError:\n    out.append('refused')\ntry:\n    await asyncio.gather(query(table='a'), query(sql='SELECT 1'))\nexcept RuntimeError:\n    out.append('refused')\n[out, await query(sql='SELECT 1')]",

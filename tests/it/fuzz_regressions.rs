@@ -5,23 +5,21 @@
 //! every file in `fuzz/{seeds,regressions}/guest_messages/` is decoded as the
 //! message its first byte selects and must be refused or accepted without a
 //! panic. A crash a fuzz target finds goes into `fuzz/regressions/<target>/`
-//! (with a named test here when it needs more than the shared checks).
-
-mod common;
+//! (with a named test here when it needs more than the shared checks); this
+//! module alone runs with `cargo test --test it fuzz_regressions::`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chainbox::{
-    Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, Tool, ToolRegistry, ToolRisk,
-};
+use chainbox::{Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, ToolRegistry, ToolRisk};
 use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, RunRequest, ToolCall, Wait, decode,
 };
-use common::{FnTool, SleepTool, tool};
 use monty_types::OsFunctionCall;
 use serde_json::{Value, json};
+
+use crate::fixtures::{SleepTool, add_tool, delete_tool, echo_tool, engine, fail_tool, fn_tool};
 
 /// The `chain` fuzz target's limits (fuzz/fuzz_targets/chain.rs).
 fn fuzz_policy() -> ChainPolicy {
@@ -68,30 +66,16 @@ fn check_result(r: &ChainRunResult, policy: &ChainPolicy, elapsed: Duration) {
 /// The `chain` target's tools: `add`, `echo`, `fail`, `big`, `sleep`, and
 /// `delete` (high risk, so denied).
 fn fuzz_registry() -> ToolRegistry {
-    let add = tool("add", &["a", "b"], |a| {
-        let x = a.get("a").and_then(Value::as_f64).ok_or("a must be a number")?;
-        let y = a.get("b").and_then(Value::as_f64).ok_or("b must be a number")?;
-        Ok(json!(x + y))
-    });
-    let echo = tool("echo", &["text"], |a| Ok(a.get("text").cloned().unwrap_or(Value::Null)));
-    let fail = tool("fail", &["message"], |a| {
-        Err(a.get("message").and_then(Value::as_str).unwrap_or("failed").to_owned())
-    });
-    let big = tool("big", &["n"], |a| {
-        let n = a.get("n").and_then(Value::as_u64).unwrap_or(1000).min(100_000) as usize;
-        Ok(json!("x".repeat(n)))
-    });
-    let delete = FnTool {
-        risk: ToolRisk::High,
-        ..tool("delete", &["path"], |_| Ok(json!("deleted")))
-    };
     ToolRegistry::from_local([
-        Arc::new(add) as Arc<dyn Tool>,
-        Arc::new(echo),
-        Arc::new(fail),
-        Arc::new(big),
+        add_tool(),
+        echo_tool(),
+        fail_tool(),
+        fn_tool("big", &["n"], |a| {
+            let n = a.get("n").and_then(Value::as_u64).unwrap_or(1000).min(100_000) as usize;
+            Ok(json!("x".repeat(n)))
+        }),
         Arc::new(SleepTool),
-        Arc::new(delete),
+        delete_tool(),
     ])
     .expect("registry")
 }
@@ -100,7 +84,7 @@ fn fuzz_registry() -> ToolRegistry {
 async fn run_checked(script: &str) -> ChainRunResult {
     let policy = fuzz_policy();
     let started = Instant::now();
-    let r = common::engine()
+    let r = engine()
         .run(script, &fuzz_registry(), &policy, &Approval::auto(ToolRisk::Safe))
         .await;
     check_result(&r, &policy, started.elapsed());

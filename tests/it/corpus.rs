@@ -1,5 +1,6 @@
 //! The differential corpus: realistic chain scripts run through chainbox and
 //! compared with what CPython gives for the same script and the same tools.
+//! The data lives in `tests/corpus/`:
 //!
 //! - `cases/<name>.py` — one chain script per case (top-level `await`; the
 //!   last statement, when an expression, is the answer).
@@ -25,7 +26,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use chainbox::tools::manifest::Manifest;
-use chainbox::{Approval, ChainPolicy, ChainRunResult, Engine, ToolRegistry, ToolRisk};
+use chainbox::{Approval, ChainPolicy, ChainRunResult, ToolRegistry, ToolRisk};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -342,7 +343,7 @@ async fn corpus_matches_cpython() {
         }
     }
 
-    let engine = Engine::new().expect("engine");
+    let engine = crate::fixtures::engine();
     let registry = registry(&dir);
     let policy = ChainPolicy::default();
     let approval = Approval::auto(ToolRisk::Critical);

@@ -5,8 +5,8 @@
 //! (the host process being alive is implied by the test running on).
 //!
 //! Limits are tight (64 MiB, 1 s CPU, 2 s total) so the suite stays fast.
-
-mod support;
+//! The engine, tools, registry (`adversarial_registry`), policies (`tight`,
+//! `cpu_capped`) and checks the cases share are in `crate::fixtures`.
 
 mod cancellation;
 mod concurrency;

@@ -3,26 +3,23 @@
 //! NUL bytes and lone surrogates, and names no script could write, sent
 //! straight to the invoker the sandbox talks to.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chainbox::artifacts::{ArtifactStore, MemoryArtifactStore};
 use chainbox::invoker::InvokerSession;
-use chainbox::shaping::Shaper;
-use chainbox::workspace::Workspace;
 use chainbox::{Approval, CallStatus, ChainPolicy, ChainStatus, ErrorKind, ToolRisk};
 use chainbox_protocol::{CallOutcome, ToolCall};
 use serde_json::{Map, Value, json};
 
-use crate::support::{
-    MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, assert_trace_all, fn_tool, output_str, registry,
-    registry_with, run, run_full, tight,
+use crate::fixtures::{
+    MIB, adversarial_registry, adversarial_registry_with, assert_ended, assert_next_chain_ok, assert_ok, assert_trace,
+    assert_trace_all, call, fn_tool, invoker_session, output_str, run_full, run_tight, tight,
 };
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sequential_flood_ends_at_the_budget_with_every_call_recorded() {
-    let r = run("i = 0\nwhile True:\n    await noop()\n    i += 1").await;
+    let r = run_tight("i = 0\nwhile True:\n    await noop()\n    i += 1").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::ToolBudget);
     assert_trace_all(&r, "noop", CallStatus::Ok, 20);
     assert_next_chain_ok().await;
@@ -30,7 +27,7 @@ async fn sequential_flood_ends_at_the_budget_with_every_call_recorded() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn budget_exhaustion_cannot_be_caught() {
-    let r = run("for i in range(1000):\n    try:\n        await noop()\n    except BaseException:\n        pass\n'escaped the budget'").await;
+    let r = run_tight("for i in range(1000):\n    try:\n        await noop()\n    except BaseException:\n        pass\n'escaped the budget'").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::ToolBudget);
     assert_eq!(r.output, Value::Null);
     assert_trace_all(&r, "noop", CallStatus::Ok, 20);
@@ -39,7 +36,7 @@ async fn budget_exhaustion_cannot_be_caught() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn gathered_flood_ends_at_the_budget_with_one_record_per_admitted_call() {
-    let r = run("import asyncio\nawait asyncio.gather(*[echo(text=str(i)) for i in range(10000)])").await;
+    let r = run_tight("import asyncio\nawait asyncio.gather(*[echo(text=str(i)) for i in range(10000)])").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::ToolBudget);
     assert_eq!(r.tool_calls, 20, "{r:#?}");
     assert_eq!(r.call_trace.len(), 20);
@@ -55,7 +52,7 @@ async fn gathered_flood_ends_at_the_budget_with_one_record_per_admitted_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gathered_slow_calls_within_budget_run_concurrently() {
     let started = Instant::now();
-    let r = run("import asyncio\nlen(await asyncio.gather(*[sleep(seconds=0.3) for i in range(20)]))").await;
+    let r = run_tight("import asyncio\nlen(await asyncio.gather(*[sleep(seconds=0.3) for i in range(20)]))").await;
     assert_ok(&r);
     assert_eq!(r.output, json!(20));
     assert_trace_all(&r, "sleep", CallStatus::Ok, 20);
@@ -70,7 +67,7 @@ async fn gathered_slow_calls_within_budget_run_concurrently() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gathered_flood_of_slow_calls_past_the_budget_is_cut_at_once() {
     let started = Instant::now();
-    let r = run("import asyncio\nawait asyncio.gather(*[sleep(seconds=30) for i in range(100)])").await;
+    let r = run_tight("import asyncio\nawait asyncio.gather(*[sleep(seconds=30) for i in range(100)])").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::ToolBudget);
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     // The 20 admitted sleeps were in flight: interrupted, and recorded.
@@ -85,7 +82,7 @@ async fn gathered_flood_of_slow_calls_past_the_budget_is_cut_at_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hundred_megabyte_argument_hits_the_memory_cap_first_under_tight_limits() {
-    let r = run("await noop()\nawait echo(text='x' * (100 * 1024 * 1024))").await;
+    let r = run_tight("await noop()\nawait echo(text='x' * (100 * 1024 * 1024))").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     assert_trace(&r, &[("noop", CallStatus::Ok)]);
     assert_next_chain_ok().await;
@@ -107,7 +104,7 @@ async fn hundred_megabyte_argument_with_room_to_build_it_costs_the_script_its_cp
     let (sink, ran) = sink();
     let r = run_full(
         "await noop()\nawait sink(data='x' * (100 * 1024 * 1024))",
-        &registry_with([sink]),
+        &adversarial_registry_with([sink]),
         &policy,
         &Approval::auto(ToolRisk::Safe),
     )
@@ -137,7 +134,7 @@ async fn oversized_argument_is_refused_by_max_arg_bytes_and_the_tool_never_runs(
     let (sink, ran) = sink();
     let r = run_full(
         "try:\n    await sink(data='x' * (2 * 1024 * 1024))\n    r = 'accepted'\nexcept ValueError as e:\n    r = str(e)\nr",
-        &registry_with([sink]),
+        &adversarial_registry_with([sink]),
         &policy,
         &Approval::auto(ToolRisk::Safe),
     )
@@ -162,7 +159,7 @@ fn sink() -> (Arc<dyn chainbox::Tool>, Arc<AtomicBool>) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ten_thousand_deep_argument_is_refused_inside_the_sandbox() {
-    let r = run("x = 0\nfor i in range(10000):\n    x = [x]\ntry:\n    await echo(text=x)\n    r = 'sent'\nexcept TypeError as e:\n    r = str(e)\n[r, await noop()]").await;
+    let r = run_tight("x = 0\nfor i in range(10000):\n    x = [x]\ntry:\n    await echo(text=x)\n    r = 'sent'\nexcept TypeError as e:\n    r = str(e)\n[r, await noop()]").await;
     assert_ok(&r);
     assert!(
         r.output[0].as_str().unwrap_or_default().contains("nested deeper"),
@@ -175,7 +172,7 @@ async fn ten_thousand_deep_argument_is_refused_inside_the_sandbox() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn self_referencing_argument_is_refused_not_looped_on() {
-    let r = run("x = []\nx.append(x)\nd = {}\nd['d'] = d\nout = []\nfor v in [x, d]:\n    try:\n        await echo(text=v)\n        out.append('sent')\n    except Exception as e:\n        out.append(type(e).__name__)\nout").await;
+    let r = run_tight("x = []\nx.append(x)\nd = {}\nd['d'] = d\nout = []\nfor v in [x, d]:\n    try:\n        await echo(text=v)\n        out.append('sent')\n    except Exception as e:\n        out.append(type(e).__name__)\nout").await;
     assert_ok(&r);
     assert_eq!(r.output, json!(["TypeError", "TypeError"]), "{r:#?}");
     assert_trace(&r, &[]);
@@ -184,7 +181,7 @@ async fn self_referencing_argument_is_refused_not_looped_on() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn non_json_arguments_are_type_errors_and_never_reach_the_host() {
-    let r = run("out = []\nfor v in [float('nan'), float('inf'), lambda: 1, 2 ** 2000, b'bytes']:\n    try:\n        await echo(text=v)\n        out.append('sent')\n    except Exception as e:\n        out.append(type(e).__name__)\nout").await;
+    let r = run_tight("out = []\nfor v in [float('nan'), float('inf'), lambda: 1, 2 ** 2000, b'bytes']:\n    try:\n        await echo(text=v)\n        out.append('sent')\n    except Exception as e:\n        out.append(type(e).__name__)\nout").await;
     assert_ok(&r);
     let out = r.output.as_array().cloned().unwrap_or_default();
     assert_eq!(out.len(), 5, "{r:#?}");
@@ -197,7 +194,7 @@ async fn non_json_arguments_are_type_errors_and_never_reach_the_host() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn nul_bytes_and_lone_surrogates_in_arguments_arrive_as_valid_text() {
-    let r = run("await echo(text={'a\\x00b': 'c\\x00d', 'sur\\ud800': '\\udfff', '\\x00': ['\\x00' * 3]})").await;
+    let r = run_tight("await echo(text={'a\\x00b': 'c\\x00d', 'sur\\ud800': '\\udfff', '\\x00': ['\\x00' * 3]})").await;
     assert_ok(&r);
     assert_eq!(r.output["a\u{0}b"], json!("c\u{0}d"), "{r:#?}");
     assert_eq!(r.output["\u{0}"], json!(["\u{0}\u{0}\u{0}"]));
@@ -207,7 +204,7 @@ async fn nul_bytes_and_lone_surrogates_in_arguments_arrive_as_valid_text() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ten_thousand_keyword_arguments_are_handled() {
-    let r = run("await echo(text='t', **{'k' + str(i): i for i in range(10000)})").await;
+    let r = run_tight("await echo(text='t', **{'k' + str(i): i for i in range(10000)})").await;
     assert_ok(&r);
     assert_eq!(r.output, json!("t"));
     assert_trace(&r, &[("echo", CallStatus::Ok)]);
@@ -216,14 +213,14 @@ async fn ten_thousand_keyword_arguments_are_handled() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn artifact_refs_of_another_chain_do_not_resolve() {
-    let first = run("h = await big(n=10000)\nh['artifact_ref']").await;
+    let first = run_tight("h = await big(n=10000)\nh['artifact_ref']").await;
     assert_ok(&first);
     let stolen = output_str(&first).to_owned();
     assert!(stolen.starts_with("sha256:"), "{first:#?}");
     let script = format!(
         "out = []\nfor h in [{{'$artifact': '{stolen}'}}, {{'artifact_ref': '{stolen}', 'media_type': 'application/json', 'size': 10002, 'preview': ''}}]:\n    try:\n        r = await echo(text=h)\n        out.append('resolved')\n    except ValueError as e:\n        out.append('refused')\nout"
     );
-    let r = run(&script).await;
+    let r = run_tight(&script).await;
     assert_ok(&r);
     assert_eq!(
         r.output,
@@ -235,23 +232,7 @@ async fn artifact_refs_of_another_chain_do_not_resolve() {
 }
 
 fn session(policy: ChainPolicy) -> InvokerSession {
-    let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new());
-    let workspace = Arc::new(Mutex::new(Workspace::new(None)));
-    let shaper = Shaper::new("adv".into(), store, workspace, policy.max_inline_result_bytes);
-    InvokerSession::new(
-        "adv".into(),
-        registry(),
-        Arc::new(policy),
-        Approval::auto(ToolRisk::Safe),
-        shaper,
-    )
-}
-
-fn call(tool: &str, args: Map<String, Value>) -> ToolCall {
-    ToolCall {
-        tool: tool.to_owned(),
-        args,
-    }
+    invoker_session("adv", adversarial_registry(), policy, Approval::auto(ToolRisk::Safe))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -267,7 +248,7 @@ async fn names_with_nul_bytes_or_replacement_characters_are_not_found_at_the_inv
         "echo\n",
         "../echo",
     ] {
-        let outcome = s.invoke(call(name, Map::new())).await.expect("within budget");
+        let outcome = s.invoke(call(name, json!({}))).await.expect("within budget");
         assert!(matches!(outcome, CallOutcome::NotFound { .. }), "{name:?}: {outcome:?}");
     }
     let trace = s.trace(CallStatus::Error, "interrupted");
@@ -281,11 +262,17 @@ async fn nul_keys_and_huge_arguments_sent_straight_to_the_invoker_are_gated() {
     let s = session(tight());
     let mut args = Map::new();
     args.insert("text\0".into(), json!("\0"));
-    let outcome = s.invoke(call("echo", args)).await.expect("within budget");
+    let outcome = s
+        .invoke(call("echo", Value::Object(args)))
+        .await
+        .expect("within budget");
     assert!(matches!(outcome, CallOutcome::Ok { .. }), "{outcome:?}");
     let mut huge = Map::new();
     huge.insert("text".into(), Value::String("x".repeat(16 * 1024 * 1024)));
-    let outcome = s.invoke(call("echo", huge)).await.expect("within budget");
+    let outcome = s
+        .invoke(call("echo", Value::Object(huge)))
+        .await
+        .expect("within budget");
     assert!(
         matches!(&outcome, CallOutcome::Invalid { message } if message.contains("max_arg_bytes")),
         "{outcome:?}"
@@ -316,7 +303,7 @@ async fn huge_timeouts_meaning_never_do_not_overflow_into_a_host_panic() {
         let chain = tokio::spawn(async move {
             run_full(
                 "import asyncio\n[await add(a=1, b=2), await asyncio.gather(noop(), noop())]",
-                &registry(),
+                &adversarial_registry(),
                 &policy,
                 &Approval::auto(ToolRisk::Safe),
             )
@@ -353,7 +340,13 @@ async fn an_in_code_policy_with_infinite_timeouts_is_refused_like_a_policy_file(
             call_timeout_s: seconds,
             ..tight()
         };
-        let r = run_full("await noop()", &registry(), &policy, &Approval::auto(ToolRisk::Safe)).await;
+        let r = run_full(
+            "await noop()",
+            &adversarial_registry(),
+            &policy,
+            &Approval::auto(ToolRisk::Safe),
+        )
+        .await;
         assert_ended(&r, ChainStatus::Error, ErrorKind::Policy);
         assert!(
             r.error.as_ref().is_some_and(|e| e.message.contains("call_timeout_s")),

@@ -14,8 +14,9 @@ use chainbox::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::support::{
-    MIB, assert_next_chain_ok, assert_ok, assert_trace, registry_with, risky_tool, run_full, run_with, sh_tool, tight,
+use crate::fixtures::{
+    MIB, adversarial_registry_with, assert_next_chain_ok, assert_ok, assert_trace, risky_tool, run_adversarial,
+    run_full, sh_tool, tight,
 };
 
 /// Runs `script` with the standard tools plus `extra`, under `policy`.
@@ -24,7 +25,13 @@ async fn run_extra(
     extra: impl IntoIterator<Item = Arc<dyn Tool>>,
     policy: &ChainPolicy,
 ) -> chainbox::ChainRunResult {
-    run_full(script, &registry_with(extra), policy, &Approval::auto(ToolRisk::Safe)).await
+    run_full(
+        script,
+        &adversarial_registry_with(extra),
+        policy,
+        &Approval::auto(ToolRisk::Safe),
+    )
+    .await
 }
 
 /// `try: await <call>` → the exception's type and message, or `"ok"` and the value.
@@ -268,7 +275,7 @@ async fn hundred_megabyte_result_is_offloaded_and_cannot_be_loaded_past_max_resu
         total_timeout_s: 30.0,
         ..tight()
     };
-    let r = run_with(
+    let r = run_adversarial(
         "h = await big(n=100 * 1024 * 1024)\ntry:\n    load_artifact(h)\n    r = 'loaded'\nexcept ValueError as e:\n    r = str(e)\n[h['size'], len(h['preview']) < 1000, r]",
         &policy,
     )
@@ -296,7 +303,7 @@ async fn deeply_nested_result_from_an_in_process_tool_is_a_runtime_error_not_a_h
             ..tight()
         },
     ] {
-        let r = run_with(&catching("deep(n=200000)"), &policy).await;
+        let r = run_adversarial(&catching("deep(n=200000)"), &policy).await;
         assert_ok(&r);
         assert_eq!(r.output[0], json!("RuntimeError"), "{r:#?}");
         assert!(
@@ -306,7 +313,7 @@ async fn deeply_nested_result_from_an_in_process_tool_is_a_runtime_error_not_a_h
         assert_trace(&r, &[("deep", CallStatus::Error)]);
     }
     // Depths the sandbox can take still arrive.
-    let r = run_with(&catching("deep(n=100)"), &tight()).await;
+    let r = run_adversarial(&catching("deep(n=100)"), &tight()).await;
     assert_ok(&r);
     assert_eq!(r.output[0], json!("ok"), "{r:#?}");
     assert_next_chain_ok().await;
@@ -430,7 +437,7 @@ fn scopeguard_kill(pid: u32) -> impl Drop {
 async fn huge_error_message_from_an_in_process_tool_is_cut_like_a_command_tools() {
     // A Rust tool's 10 MB error went whole into the script, the trace and
     // the result (fixed in the invoker; command tools already cut stderr).
-    let verbose = crate::support::fn_tool("verbose_fail", &["n"], |a| {
+    let verbose = crate::fixtures::fn_tool("verbose_fail", &["n"], |a| {
         Err("E".repeat(a.get("n").and_then(Value::as_u64).unwrap_or(0) as usize))
     });
     let r = run_extra(&catching("verbose_fail(n=10**7)"), [verbose], &tight()).await;

@@ -6,11 +6,13 @@ use std::time::{Duration, Instant};
 
 use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
 
-use crate::support::{assert_ended, assert_next_chain_ok, assert_trace, cpu_capped, run, run_with, tight};
+use crate::fixtures::{
+    assert_ended, assert_next_chain_ok, assert_trace, cpu_capped, run_adversarial, run_tight, tight,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tight_loop_is_stopped_by_cpu_limit_with_earlier_records_intact() {
-    let r = run_with(
+    let r = run_adversarial(
         "await add(a=1, b=2)\nawait echo(text='before')\nwhile True:\n    pass",
         &cpu_capped(),
     )
@@ -23,7 +25,7 @@ async fn tight_loop_is_stopped_by_cpu_limit_with_earlier_records_intact() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn huge_range_loop_is_stopped_by_cpu_limit() {
-    let r = run_with(
+    let r = run_adversarial(
         "await noop()\nx = 0\nfor i in range(10**15):\n    x += i\nx",
         &cpu_capped(),
     )
@@ -36,7 +38,7 @@ async fn huge_range_loop_is_stopped_by_cpu_limit() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sorted_of_a_huge_range_ends_with_memory_not_a_hang() {
     let started = Instant::now();
-    let r = run("sorted(range(10**9))").await;
+    let r = run_tight("sorted(range(10**9))").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     assert!(started.elapsed() < Duration::from_secs(3));
     assert_next_chain_ok().await;
@@ -44,7 +46,7 @@ async fn sorted_of_a_huge_range_ends_with_memory_not_a_hang() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sorting_repeatedly_in_native_code_is_stopped_by_cpu_limit() {
-    let r = run_with(
+    let r = run_adversarial(
         "xs = list(range(200000, 0, -1))\nwhile True:\n    ys = sorted(xs)\n    xs = sorted(ys, reverse=True)",
         &cpu_capped(),
     )
@@ -55,14 +57,14 @@ async fn sorting_repeatedly_in_native_code_is_stopped_by_cpu_limit() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn join_of_a_billion_strings_is_refused_as_memory() {
-    let r = run("','.join(['x'] * 10**9)").await;
+    let r = run_tight("','.join(['x'] * 10**9)").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     assert_next_chain_ok().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn repeated_join_in_native_code_is_stopped_by_cpu_limit() {
-    let r = run_with(
+    let r = run_adversarial(
         "parts = ['abc'] * 100000\nwhile True:\n    s = ','.join(parts)\n    n = len(s.split(','))",
         &cpu_capped(),
     )
@@ -73,7 +75,7 @@ async fn repeated_join_in_native_code_is_stopped_by_cpu_limit() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn string_repetition_of_a_gigabyte_is_refused_as_memory() {
-    let r = run("len('x' * 10**9)").await;
+    let r = run_tight("len('x' * 10**9)").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     assert_next_chain_ok().await;
 }
@@ -81,7 +83,7 @@ async fn string_repetition_of_a_gigabyte_is_refused_as_memory() {
 #[tokio::test(flavor = "multi_thread")]
 async fn time_sleep_is_bounded_by_the_total_timeout_and_costs_no_cpu() {
     let started = Instant::now();
-    let r = run("import time\nawait noop()\ntime.sleep(10**6)\n'woke'").await;
+    let r = run_tight("import time\nawait noop()\ntime.sleep(10**6)\n'woke'").await;
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "took {:?}",
@@ -95,7 +97,7 @@ async fn time_sleep_is_bounded_by_the_total_timeout_and_costs_no_cpu() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn asyncio_sleep_is_bounded_by_the_total_timeout() {
-    let r = run("import asyncio\nawait asyncio.sleep(10**6)\n'woke'").await;
+    let r = run_tight("import asyncio\nawait asyncio.sleep(10**6)\n'woke'").await;
     assert_ended(&r, ChainStatus::Timeout, ErrorKind::Timeout);
     assert_next_chain_ok().await;
 }
@@ -113,7 +115,7 @@ async fn sleep_with_absurd_durations_is_a_script_error_not_a_crash() {
         let script = format!(
             "import time\ntry:\n    time.sleep({arg})\n    r = 'slept'\nexcept Exception as e:\n    r = type(e).__name__\nr"
         );
-        let r = run(&script).await;
+        let r = run_tight(&script).await;
         // inf may either be refused or sleep until the total timeout; it must never crash.
         if expected.is_empty() {
             assert!(
@@ -137,7 +139,7 @@ async fn cpu_limit_fires_even_when_the_total_timeout_is_generous() {
         ..tight()
     };
     let started = Instant::now();
-    let r = run_with("while True:\n    x = [i * i for i in range(1000)]", &policy).await;
+    let r = run_adversarial("while True:\n    x = [i * i for i in range(1000)]", &policy).await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
     assert!(
         started.elapsed() < Duration::from_secs(2),

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use chainbox::{ChainPolicy, ChainRunResult};
 
-use crate::support::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run_with, tight};
+use crate::fixtures::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run_adversarial, tight};
 
 /// Runs `script` under [`tight`] limits but with CPU to spare: these cases
 /// are about memory, and a busy machine must not turn them into CPU cases.
@@ -18,7 +18,7 @@ async fn run(script: &str) -> ChainRunResult {
         total_timeout_s: 10.0,
         ..tight()
     };
-    run_with(script, &policy).await
+    run_adversarial(script, &policy).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

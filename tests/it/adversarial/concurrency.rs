@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chainbox::{Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, ToolRisk};
 use serde_json::json;
 
-use crate::support::{MIB, assert_next_chain_ok, engine, registry_with, risky_tool};
+use crate::fixtures::{MIB, adversarial_registry_with, assert_next_chain_ok, engine, risky_tool};
 
 const CHAINS: usize = 1000;
 
@@ -164,7 +164,7 @@ fn check(i: usize, r: &ChainRunResult) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_thousand_hostile_chains_at_once_each_end_with_their_own_typed_outcome() {
-    let registry = registry_with([risky_tool("launch", ToolRisk::Critical, |_| Ok(json!("launched")))]);
+    let registry = adversarial_registry_with([risky_tool("launch", ToolRisk::Critical, |_| Ok(json!("launched")))]);
     let started = Instant::now();
     let tasks: Vec<_> = (0..CHAINS)
         .map(|i| {
@@ -189,7 +189,7 @@ async fn a_thousand_hostile_chains_at_once_each_end_with_their_own_typed_outcome
 
 #[tokio::test(flavor = "multi_thread")]
 async fn concurrent_chains_never_see_each_others_workspace_files() {
-    let registry = crate::support::registry();
+    let registry = crate::fixtures::adversarial_registry();
     let tasks: Vec<_> = (0..50)
         .map(|i| {
             let registry = registry.clone();
@@ -200,7 +200,7 @@ async fn concurrent_chains_never_see_each_others_workspace_files() {
                 let policy = ChainPolicy {
                     total_timeout_s: 30.0,
                     max_cpu_s: 10.0,
-                    ..crate::support::tight()
+                    ..crate::fixtures::tight()
                 };
                 engine().run(&script, &registry, &policy, &Approval::auto(ToolRisk::Safe)).await
             })

@@ -5,18 +5,15 @@
 //! engine serving the next chain.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use chainbox::{
-    Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, CallStatus, ChainPolicy, Engine, EngineConfig,
-    ToolRisk,
-};
+use chainbox::{Approval, CallStatus, ChainPolicy, Engine, EngineConfig, ToolRisk};
 use serde_json::json;
 
-use crate::support::{
-    Ticker, assert_next_chain_ok, assert_ok, assert_trace, engine, registry, registry_with, risky_tool, sh_tool, tight,
+use crate::fixtures::{
+    Silent, Ticker, adversarial_registry, adversarial_registry_with, assert_next_chain_ok, assert_ok, assert_trace,
+    engine, risky_tool, sh_tool, tight,
 };
 
 /// Drops `script`'s chain after `after`; says whether it was still running.
@@ -61,7 +58,7 @@ fn ticker() -> (Arc<dyn chainbox::Tool>, Arc<AtomicUsize>) {
 async fn dropping_a_chain_mid_cpu_lets_go_promptly() {
     let dropped = run_and_drop(
         "await noop()\nwhile True:\n    pass",
-        &registry(),
+        &adversarial_registry(),
         &Approval::auto(ToolRisk::Safe),
         Duration::from_millis(200),
     )
@@ -75,7 +72,7 @@ async fn dropping_a_chain_mid_call_stops_the_tool() {
     let (tool, ticks) = ticker();
     let dropped = run_and_drop(
         "await ticker(seconds=30)",
-        &registry_with([tool]),
+        &adversarial_registry_with([tool]),
         &Approval::auto(ToolRisk::Safe),
         Duration::from_millis(200),
     )
@@ -91,7 +88,7 @@ async fn dropping_a_chain_mid_gather_stops_every_gathered_tool() {
     let (tool, ticks) = ticker();
     let dropped = run_and_drop(
         "import asyncio\nawait asyncio.gather(*[ticker(seconds=30) for i in range(8)])",
-        &registry_with([tool]),
+        &adversarial_registry_with([tool]),
         &Approval::auto(ToolRisk::Safe),
         Duration::from_millis(200),
     )
@@ -102,54 +99,27 @@ async fn dropping_a_chain_mid_gather_stops_every_gathered_tool() {
     assert_next_chain_ok().await;
 }
 
-/// Waits forever; records that it was asked and when it was dropped.
-struct Pondering {
-    asked: Arc<AtomicBool>,
-    dropped: Arc<AtomicBool>,
-}
-
-struct SetOnDrop(Arc<AtomicBool>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl ApprovalHandler for Pondering {
-    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
-        let _guard = SetOnDrop(self.dropped.clone());
-        self.asked.store(true, Ordering::SeqCst);
-        std::future::pending::<()>().await;
-        Ok(ApprovalDecision::Approved)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn dropping_a_chain_mid_approval_abandons_the_approval_and_the_call() {
-    let (asked, abandoned) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let silent = Silent::default();
     let launched = Arc::new(AtomicUsize::new(0));
     let counter = launched.clone();
     let launch = risky_tool("launch", ToolRisk::Critical, move |_| {
         counter.fetch_add(1, Ordering::SeqCst);
         Ok(json!("launched"))
     });
-    let approval = Approval::new(Pondering {
-        asked: asked.clone(),
-        dropped: abandoned.clone(),
-    });
+    let approval = Approval::new(silent.clone());
     let dropped = run_and_drop(
         "await launch()",
-        &registry_with([launch]),
+        &adversarial_registry_with([launch]),
         &approval,
         Duration::from_millis(200),
     )
     .await;
     assert!(dropped);
-    assert!(asked.load(Ordering::SeqCst), "the approval was never requested");
+    assert!(silent.asked() > 0, "the approval was never requested");
     let started = Instant::now();
-    while !abandoned.load(Ordering::SeqCst) {
+    while silent.dropped() == 0 {
         assert!(
             started.elapsed() < Duration::from_secs(2),
             "the approval outlived its chain"
@@ -171,7 +141,7 @@ async fn dropping_a_chain_mid_subprocess_kills_the_process() {
     );
     let dropped = run_and_drop(
         "await hang()",
-        &registry_with([sh_tool("hang", &script)]),
+        &adversarial_registry_with([sh_tool("hang", &script)]),
         &Approval::auto(ToolRisk::Safe),
         Duration::from_millis(400),
     )
@@ -182,7 +152,7 @@ async fn dropping_a_chain_mid_subprocess_kills_the_process() {
         .trim()
         .parse()
         .expect("a pid");
-    crate::tool_results::assert_process_gone(pid).await;
+    super::tool_results::assert_process_gone(pid).await;
     assert_next_chain_ok().await;
 }
 
@@ -190,7 +160,7 @@ async fn dropping_a_chain_mid_subprocess_kills_the_process() {
 async fn dropping_a_chain_mid_sleep_lets_go_promptly() {
     let dropped = run_and_drop(
         "import time\ntime.sleep(60)",
-        &registry(),
+        &adversarial_registry(),
         &Approval::auto(ToolRisk::Safe),
         Duration::from_millis(100),
     )
@@ -202,7 +172,7 @@ async fn dropping_a_chain_mid_sleep_lets_go_promptly() {
 #[tokio::test(flavor = "multi_thread")]
 async fn select_between_two_chains_keeps_the_winner_and_stops_the_loser() {
     let (tool, ticks) = ticker();
-    let registry = registry_with([tool]);
+    let registry = adversarial_registry_with([tool]);
     let policy = tight();
     let approval = Approval::auto(ToolRisk::Safe);
     let r = tokio::select! {
@@ -224,7 +194,7 @@ async fn cancelled_chains_give_back_their_slot() {
         ..EngineConfig::default()
     })
     .expect("engine");
-    let registry = registry();
+    let registry = adversarial_registry();
     let policy = tight();
     let approval = Approval::auto(ToolRisk::Safe);
     for script in [
@@ -257,7 +227,7 @@ async fn cancelled_chains_do_not_pin_their_artifacts_forever() {
         ..EngineConfig::default()
     })
     .expect("engine");
-    let registry = registry();
+    let registry = adversarial_registry();
     let policy = tight();
     let approval = Approval::auto(ToolRisk::Safe);
     let run = engine.run(
@@ -284,9 +254,9 @@ async fn a_call_never_awaited_never_runs_and_is_warned_about() {
     // As in CPython, calling a tool only creates a coroutine: without an
     // `await` the tool never starts, has no record, and the result warns.
     let (tool, ticks) = ticker();
-    let r = crate::support::run_full(
+    let r = crate::fixtures::run_full(
         "t = ticker(seconds=30)\nawait sleep(seconds=0.1)\n'done'",
-        &registry_with([tool]),
+        &adversarial_registry_with([tool]),
         &tight(),
         &Approval::auto(ToolRisk::Safe),
     )
@@ -311,9 +281,9 @@ async fn a_gathered_call_still_running_when_the_script_ends_is_cut_off_and_recor
     // ends while the other is still running: that call stops with the chain.
     let (tool, ticks) = ticker();
     let script = "import asyncio\ntry:\n    await asyncio.gather(ticker(seconds=30), explode())\nexcept RuntimeError:\n    pass\n'done'";
-    let r = crate::support::run_full(
+    let r = crate::fixtures::run_full(
         script,
-        &registry_with([tool]),
+        &adversarial_registry_with([tool]),
         &tight(),
         &Approval::auto(ToolRisk::Safe),
     )

@@ -1,51 +1,14 @@
 //! End-to-end chains through the sandbox for each invoker gate and for result
 //! shaping (artifacts and media files).
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use base64::Engine as _;
-use chainbox::{
-    Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, CallStatus, ChainPolicy, ChainRunResult,
-    ContentBlock, ErrorKind, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry, ToolRisk,
-};
-use common::{FnTool, engine, tool};
-use serde_json::{Map, Value, json};
+use chainbox::{Approval, CallStatus, ChainPolicy, ChainRunResult, ErrorKind, Tool, ToolRegistry, ToolRisk};
+use serde_json::{Value, json};
 
-/// A 1×1 PNG.
-const PNG_1X1: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
-
-struct Chart;
-
-#[async_trait]
-impl Tool for Chart {
-    fn name(&self) -> &str {
-        "chart"
-    }
-    fn description(&self) -> &str {
-        "Renders a chart."
-    }
-    fn input_schema(&self) -> &Value {
-        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        S.get_or_init(|| json!({"type": "object", "properties": {}}))
-    }
-    async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::Result(ToolExecutionResult {
-            content: vec![
-                ContentBlock::Text { text: "a chart".into() },
-                ContentBlock::Image {
-                    media_type: "image/png".into(),
-                    data: PNG_1X1.into(),
-                },
-            ],
-            ..Default::default()
-        }))
-    }
-}
+use crate::fixtures::{ChartTool, FnTool, PNG_1X1, Silent, engine, tool};
 
 fn registry() -> ToolRegistry {
     let strict = FnTool {
@@ -84,7 +47,7 @@ fn registry() -> ToolRegistry {
         Arc::new(rows),
         Arc::new(count),
         Arc::new(panics),
-        Arc::new(Chart),
+        Arc::new(ChartTool),
     ])
     .expect("registry")
 }
@@ -134,16 +97,6 @@ async fn high_risk_call_approved_runs() {
     assert_eq!(r.output, json!({"sent_to": "a@b.c"}), "{r:?}");
 }
 
-struct Silent;
-
-#[async_trait]
-impl ApprovalHandler for Silent {
-    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        Ok(ApprovalDecision::Approved)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn approval_timeout_means_denied() {
     let policy = ChainPolicy {
@@ -154,7 +107,7 @@ async fn approval_timeout_means_denied() {
     let r = run(
         "try:\n    await send_email(to='x')\nexcept PermissionError as e:\n    m = str(e)\nm",
         &policy,
-        &Approval::new(Silent),
+        &Approval::new(Silent::default()),
     )
     .await;
     assert_eq!(r.call_trace[0].status, CallStatus::Denied, "{r:?}");

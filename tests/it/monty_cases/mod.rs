@@ -11,10 +11,11 @@
 //!   `# Return.str=text` or `# Return.type=name`;
 //! - else the script runs clean.
 //!
-//! Every case runs through `Engine::run` (empty tool registry, default
-//! policy with short time limits) and through `MontyRun::run`. What may not
-//! pass is listed, with its reason, in `expectations.toml` beside this file:
-//! `[skip]` (not run: needs the monty harness's host functions or settings),
+//! Every case runs through `Engine::run` on the shared test engine (empty
+//! tool registry, default policy with short time limits) and through
+//! `MontyRun::run`. What may not pass is listed, with its reason, in
+//! `expectations.toml` beside this file: `[skip]` (not run: needs the monty
+//! harness's host functions or settings),
 //! `[differs]` (the guest fails where native monty passes) and
 //! `[native]` (native monty fails here too, and the guest must end exactly as
 //! it does). The test fails on any failure not listed there, and on any
@@ -30,7 +31,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use chainbox::{Approval, ChainPolicy, ChainRunResult, ChainStatus, Engine, ToolRegistry, ToolRisk};
+use chainbox::{Approval, ChainPolicy, ChainRunResult, ChainStatus, ToolRegistry, ToolRisk};
 use futures::StreamExt;
 use monty::MontyRun;
 use monty_types::{CompileOptions, ExcType, MontyException, MontyObject, PrintWriter, ResourceLimits, ResourceTracker};
@@ -102,7 +103,7 @@ enum Outcome {
 fn monty_test_cases_run_in_the_guest_as_natively() {
     let dir = monty_test_cases_dir();
     let cases = load_cases(&dir);
-    let listed = Listed::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/monty_cases/expectations.toml"));
+    let listed = Listed::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/monty_cases/expectations.toml"));
     let mut problems = listed.check_names(&cases);
 
     let (skipped, runnable): (Vec<&Case>, Vec<&Case>) = cases.iter().partition(|c| listed.skip.contains_key(&c.name));
@@ -179,7 +180,7 @@ fn monty_test_cases_run_in_the_guest_as_natively() {
     );
     assert!(
         problems.is_empty(),
-        "{} problem(s) (expectations: tests/monty_cases/expectations.toml):\n{}",
+        "{} problem(s) (expectations: tests/it/monty_cases/expectations.toml):\n{}",
         problems.len(),
         problems.join("\n")
     );
@@ -510,7 +511,7 @@ fn run_guest(cases: &[&Case]) -> Vec<Outcome> {
         .build()
         .expect("tokio runtime");
     runtime.block_on(async {
-        let engine = Engine::new().expect("engine");
+        let engine = crate::fixtures::engine();
         let registry = ToolRegistry::new();
         let policy = ChainPolicy {
             total_timeout_s: CASE_TIMEOUT.as_secs_f64(),
@@ -518,7 +519,7 @@ fn run_guest(cases: &[&Case]) -> Vec<Outcome> {
             ..ChainPolicy::default()
         };
         let approval = Approval::auto(ToolRisk::Safe);
-        let (engine, registry, policy, approval) = (&engine, &registry, &policy, &approval);
+        let (registry, policy, approval) = (&registry, &policy, &approval);
         futures::stream::iter(cases.iter().enumerate())
             .map(|(i, case)| async move {
                 (

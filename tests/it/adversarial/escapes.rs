@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use chainbox::{CallStatus, ChainStatus, ErrorKind};
 use serde_json::json;
 
-use crate::support::{
-    assert_ended, assert_json_lacks, assert_next_chain_ok, assert_ok, assert_trace, run, run_in_workspace,
+use crate::fixtures::{
+    assert_ended, assert_json_lacks, assert_next_chain_ok, assert_ok, assert_trace, run_tight, run_tight_in_workspace,
 };
 
 /// Script: tries `expr` for each of `paths` (as `p`), collecting `'read'` /
@@ -66,7 +66,7 @@ async fn absolute_host_paths_cannot_be_read_listed_or_statted() {
         "Path(p).stat()",
         "Path(p).exists() or 1/0",
     ] {
-        let r = run(&probe(&paths, expr)).await;
+        let r = run_tight(&probe(&paths, expr)).await;
         assert_all_refused(&r);
         assert_trace(&r, &[]);
         let needles = host_paths(&[]);
@@ -90,9 +90,9 @@ async fn dot_dot_in_every_spelling_stays_inside_the_workspace() {
         "/workspace/%2e%2e/etc/passwd",
         "/workspace/\u{0}/../../etc/passwd",
     ];
-    let r = run(&probe(&paths, "open(p).read()")).await;
+    let r = run_tight(&probe(&paths, "open(p).read()")).await;
     assert_all_refused(&r);
-    let r = run(&probe(&paths, "os.listdir(p)")).await;
+    let r = run_tight(&probe(&paths, "os.listdir(p)")).await;
     assert_all_refused(&r);
     assert_next_chain_ok().await;
 }
@@ -102,11 +102,11 @@ async fn writes_outside_the_workspace_are_refused_and_nothing_appears_on_the_hos
     let target = std::env::temp_dir().join(format!("chainbox-adv-pwned-{}", std::process::id()));
     let t = target.display().to_string();
     let paths = [t.as_str(), "/workspace/../pwned", "/tmp/pwned", "/etc/cron.d/pwned"];
-    let r = run(&probe(&paths, "Path(p).write_text('pwned')")).await;
+    let r = run_tight(&probe(&paths, "Path(p).write_text('pwned')")).await;
     assert_all_refused(&r);
     assert!(!target.exists(), "the script wrote {}", target.display());
     assert!(!Path::new("/tmp/pwned").exists());
-    let r = run(&probe(&paths[1..], "os.mkdir(p)")).await;
+    let r = run_tight(&probe(&paths[1..], "os.mkdir(p)")).await;
     assert_all_refused(&r);
     assert_next_chain_ok().await;
 }
@@ -131,25 +131,25 @@ async fn symlinks_planted_in_a_supplied_workspace_cannot_be_followed_out() {
         "/workspace/etc/passwd",
         "/workspace/up/secret.txt",
     ];
-    let r = run_in_workspace(&probe(&reads, "open(p).read()"), ws).await;
+    let r = run_tight_in_workspace(&probe(&reads, "open(p).read()"), ws).await;
     assert_all_refused(&r);
     assert_json_lacks(&r, &["TOP-SECRET-CONTENT"]);
     let needles = host_paths(&[outside.path(), ws]);
     assert_json_lacks(&r, &needles.iter().map(String::as_str).collect::<Vec<_>>());
 
     let listings = ["/workspace/dir_link", "/workspace/etc", "/workspace/up"];
-    let r = run_in_workspace(&probe(&listings, "os.listdir(p)"), ws).await;
+    let r = run_tight_in_workspace(&probe(&listings, "os.listdir(p)"), ws).await;
     assert_all_refused(&r);
 
     // Writing through a link must not touch its target either.
     let writes = ["/workspace/file_link", "/workspace/dir_link/new.txt"];
-    let r = run_in_workspace(&probe(&writes, "Path(p).write_text('overwritten')"), ws).await;
+    let r = run_tight_in_workspace(&probe(&writes, "Path(p).write_text('overwritten')"), ws).await;
     assert_all_refused(&r);
     assert_eq!(std::fs::read_to_string(&secret).expect("secret"), "TOP-SECRET-CONTENT");
     assert!(!outside.path().join("new.txt").exists());
 
     // The workspace itself still works.
-    let r = run_in_workspace("open('/workspace/ok.txt').read()", ws).await;
+    let r = run_tight_in_workspace("open('/workspace/ok.txt').read()", ws).await;
     assert_ok(&r);
     assert_eq!(r.output, json!("inside"));
     assert_next_chain_ok().await;
@@ -160,7 +160,7 @@ async fn file_errors_in_a_supplied_workspace_never_name_host_paths() {
     let workspace = tempfile::tempdir().expect("temp dir");
     let ws = workspace.path();
     std::fs::create_dir(ws.join("dir")).expect("mkdir");
-    let r = run_in_workspace(
+    let r = run_tight_in_workspace(
         "from pathlib import Path\nimport os\nout = []\nfor f in [lambda: open('/workspace/missing.txt').read(), lambda: open('/workspace/dir').read(), lambda: os.listdir('/workspace/missing'), lambda: Path('/workspace/dir').rmdir() or Path('/workspace/dir').rmdir(), lambda: Path('/workspace/missing/x.txt').write_text('x'), lambda: Path('/workspace').resolve()]:\n    try:\n        out.append(str(f()))\n    except Exception as e:\n        out.append(type(e).__name__ + ': ' + str(e))\nopen('/workspace/missing.txt')",
         ws,
     )
@@ -173,7 +173,7 @@ async fn file_errors_in_a_supplied_workspace_never_name_host_paths() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_environment_arguments_and_working_directory_reveal_nothing() {
-    let r = run("import os\nimport sys\n[len(os.environ), os.getenv('HOME'), os.getenv('PATH'), os.environ.get('USER'), sys.argv, os.getcwd()]").await;
+    let r = run_tight("import os\nimport sys\n[len(os.environ), os.getenv('HOME'), os.getenv('PATH'), os.environ.get('USER'), sys.argv, os.getcwd()]").await;
     assert_ok(&r);
     assert_eq!(r.output, json!([0, null, null, null, ["main.py"], "/"]), "{r:#?}");
     let needles = host_paths(&[]);
@@ -204,7 +204,7 @@ async fn sockets_subprocesses_and_native_modules_are_unavailable() {
         ));
     }
     script.push_str("import asyncio\ntry:\n    await asyncio.open_connection('127.0.0.1', 22)\n    out.append('connected')\nexcept Exception:\n    out.append('refused')\nout");
-    let r = run(&script).await;
+    let r = run_tight(&script).await;
     assert_ok(&r);
     for v in r.output.as_array().cloned().unwrap_or_default() {
         assert!(v == json!("refused") || v == json!("imported io"), "{v} in {r:#?}");
@@ -215,12 +215,12 @@ async fn sockets_subprocesses_and_native_modules_are_unavailable() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_clock_can_be_read_but_not_used_to_outlive_the_chain() {
-    let r = run("import time\nimport datetime\na = time.monotonic()\nb = time.monotonic()\n[time.time() > 1.6e9, b >= a, datetime.datetime.now().year >= 2024]").await;
+    let r = run_tight("import time\nimport datetime\na = time.monotonic()\nb = time.monotonic()\n[time.time() > 1.6e9, b >= a, datetime.datetime.now().year >= 2024]").await;
     assert_ok(&r);
     assert_eq!(r.output, json!([true, true, true]), "{r:#?}");
-    let r = crate::support::run_with(
+    let r = crate::fixtures::run_adversarial(
         "import time\nt = time.time()\nwhile time.time() - t < 3600:\n    pass",
-        &crate::support::cpu_capped(),
+        &crate::fixtures::cpu_capped(),
     )
     .await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
@@ -234,16 +234,16 @@ async fn huge_random_requests_end_with_memory_and_small_ones_work() {
         "import random\nrandom.getrandbits(10**10)",
         "import random\nrandom.choices(range(10), k=10**9)",
     ] {
-        let r = run(script).await;
+        let r = run_tight(script).await;
         assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     }
     // A population beyond the 32-bit guest's reach is refused by name.
-    let r = run("import random\nrandom.sample(range(10**12), 10**9)").await;
+    let r = run_tight("import random\nrandom.sample(range(10**12), 10**9)").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
     let e = r.error.as_ref().expect("error");
     assert_eq!(e.error_type, "OverflowError");
     assert!(e.message.contains("4294967295"), "{e:?}");
-    let r = run("import random\n[len(random.randbytes(10**6)), 0 <= random.random() < 1]").await;
+    let r = run_tight("import random\n[len(random.randbytes(10**6)), 0 <= random.random() < 1]").await;
     assert_ok(&r);
     assert_eq!(r.output, json!([1_000_000, true]));
     assert_next_chain_ok().await;
@@ -251,7 +251,7 @@ async fn huge_random_requests_end_with_memory_and_small_ones_work() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tool_calls_made_after_a_refused_escape_are_still_recorded() {
-    let r = run("try:\n    open('/etc/shadow').read()\nexcept OSError:\n    pass\nawait echo(text='after')\nopen('/etc/shadow').read()").await;
+    let r = run_tight("try:\n    open('/etc/shadow').read()\nexcept OSError:\n    pass\nawait echo(text='after')\nopen('/etc/shadow').read()").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
     assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("PermissionError"));
     assert_trace(&r, &[("echo", CallStatus::Ok)]);
@@ -265,7 +265,7 @@ async fn filling_the_host_disk_through_the_workspace_is_capped() {
     let policy = chainbox::ChainPolicy {
         max_cpu_s: 5.0,
         total_timeout_s: 10.0,
-        ..crate::support::tight()
+        ..crate::fixtures::tight()
     };
     for script in [
         "from pathlib import Path\nchunk = 'x' * (4 * 1024 * 1024)\ni = 0\nwhile True:\n    Path('/workspace/f' + str(i)).write_text(chunk)\n    i += 1",
@@ -278,10 +278,10 @@ async fn filling_the_host_disk_through_the_workspace_is_capped() {
             ..chainbox::RunOptions::default()
         };
         let started = Instant::now();
-        let r = crate::support::engine()
+        let r = crate::fixtures::engine()
             .run_with(
                 script,
-                &crate::support::registry(),
+                &crate::fixtures::adversarial_registry(),
                 &policy,
                 &chainbox::Approval::auto(chainbox::ToolRisk::Safe),
                 options,
@@ -313,11 +313,11 @@ async fn media_results_are_not_written_through_symlinks_planted_in_a_supplied_wo
     // The host writes media files itself, outside monty-fs: it followed a
     // planted `media` link out of the workspace, and overwrote the target
     // of a planted file link (fixed in `Workspace::write_file`).
-    let chart = crate::support::sh_tool(
+    let chart = crate::fixtures::sh_tool(
         "chart",
         r#"cat >/dev/null; echo '{"content": [{"type": "image", "media_type": "image/png", "data": "aGVsbG8="}]}'"#,
     );
-    let registry = crate::support::registry_with([chart]);
+    let registry = crate::fixtures::adversarial_registry_with([chart]);
     let outside = tempfile::tempdir().expect("temp dir");
     let victim = outside.path().join("victim.txt");
     std::fs::write(&victim, "precious").expect("write");
@@ -333,11 +333,11 @@ async fn media_results_are_not_written_through_symlinks_planted_in_a_supplied_wo
             workspace: Some(ws.to_path_buf()),
             ..chainbox::RunOptions::default()
         };
-        let r = crate::support::engine()
+        let r = crate::fixtures::engine()
             .run_with(
                 "try:\n    r = await chart()\nexcept RuntimeError as e:\n    r = 'refused: ' + str(e)\nr",
                 &registry,
-                &crate::support::tight(),
+                &crate::fixtures::tight(),
                 &chainbox::Approval::auto(chainbox::ToolRisk::Safe),
                 options,
             )
@@ -360,7 +360,7 @@ async fn media_results_are_not_written_through_symlinks_planted_in_a_supplied_wo
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_artifact_refs_in_load_artifact_are_value_errors() {
-    let r = run("out = []\nfor h in ['sha256:' + 'a' * 64, 'sha256:../../etc/passwd', '../../etc/passwd', {'artifact_ref': 1}, {'$artifact': None}, None, 12, 'x' * 100000]:\n    try:\n        load_artifact(h)\n        out.append('loaded')\n    except ValueError:\n        out.append('refused')\nout").await;
+    let r = run_tight("out = []\nfor h in ['sha256:' + 'a' * 64, 'sha256:../../etc/passwd', '../../etc/passwd', {'artifact_ref': 1}, {'$artifact': None}, None, 12, 'x' * 100000]:\n    try:\n        load_artifact(h)\n        out.append('loaded')\n    except ValueError:\n        out.append('refused')\nout").await;
     assert_ok(&r);
     assert_eq!(r.output, json!(vec!["refused"; 8]), "{r:#?}");
     assert_trace(&r, &[]);
@@ -379,7 +379,7 @@ async fn the_workspace_root_cannot_be_removed_renamed_or_emptied_out_of_it() {
         "from pathlib import Path\nPath('/workspace/a').write_text('x')\nPath('/workspace/a').rename('/etc/stolen')",
         "from pathlib import Path\nPath('/workspace/a').write_text('x')\nPath('/workspace/a').rename('/workspace/../a')",
     ] {
-        let r = run_in_workspace(script, &ws).await;
+        let r = run_tight_in_workspace(script, &ws).await;
         assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
         let needles = host_paths(&[&ws, parent.path()]);
         assert_json_lacks(&r, &needles.iter().map(String::as_str).collect::<Vec<_>>());

@@ -1,8 +1,9 @@
 //! Soak test: many chains through one engine, checking that nothing
-//! accumulates. Ignored by default; run it with
+//! accumulates. Ignored by default; run it alone (the `soak::` filter: it
+//! measures the whole process, RSS, fds and the temp dir) with
 //!
 //! ```sh
-//! cargo test --release --test soak -- --ignored --nocapture
+//! cargo test --release --test it soak:: -- --ignored --nocapture
 //! ```
 //!
 //! `CHAINBOX_SOAK_CHAINS` (default 100000) sets how many chains run after a
@@ -16,21 +17,18 @@
 //! workspace directories after the warm-up, at the middle and at the end, and
 //! asserts RSS grows less than 10 %, no fd leaks and no directory is left.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use async_trait::async_trait;
 use chainbox::{
-    Approval, ChainPolicy, ChainRunResult, ContentBlock, Engine, EngineConfig, ErrorKind, MemoryArtifactStore, Tool,
-    ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry, ToolRisk,
+    Approval, ChainPolicy, ChainRunResult, Engine, EngineConfig, ErrorKind, MemoryArtifactStore, ToolRegistry, ToolRisk,
 };
-use common::{FnTool, SleepTool, tool};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::Semaphore;
+
+use crate::fixtures::{ChartTool, FnTool, SleepTool, add_tool, delete_tool, echo_tool, fail_tool, fn_tool, tool};
 
 /// Chains run before the first measurement (override: `CHAINBOX_SOAK_WARMUP`),
 /// at twice the concurrency, so code pages, the allocator and the pool slots
@@ -43,65 +41,22 @@ const WARM_UP: usize = 1000;
 /// Chains between two collections of released artifacts.
 const GC_EVERY: usize = 100;
 
-/// `chart()`: a media result, written into the chain's workspace.
-struct ChartTool;
-
-#[async_trait]
-impl Tool for ChartTool {
-    fn name(&self) -> &str {
-        "chart"
-    }
-    fn description(&self) -> &str {
-        "A tiny image."
-    }
-    fn input_schema(&self) -> &Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(|| json!({"type": "object", "properties": {}}))
-    }
-    async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::Result(ToolExecutionResult {
-            content: vec![
-                ContentBlock::Text { text: "a chart".into() },
-                ContentBlock::Image {
-                    media_type: "image/png".into(),
-                    // The PNG signature: enough to be a file the script reads.
-                    data: "iVBORw0KGgo=".into(),
-                },
-            ],
-            ..Default::default()
-        }))
-    }
-}
-
 fn registry() -> ToolRegistry {
-    let add = tool("add", &["a", "b"], |a| {
-        let x = a.get("a").and_then(Value::as_f64).ok_or("a must be a number")?;
-        let y = a.get("b").and_then(Value::as_f64).ok_or("b must be a number")?;
-        Ok(json!(x + y))
-    });
-    let echo = tool("echo", &["text"], |a| Ok(a.get("text").cloned().unwrap_or(Value::Null)));
-    let fail = tool("fail", &["message"], |a| {
-        Err(a.get("message").and_then(Value::as_str).unwrap_or("failed").to_owned())
-    });
     // A result above max_inline_result_bytes: offloaded to the artifact store.
-    let big = tool("big", &["n", "tag"], |a| {
+    let big = fn_tool("big", &["n", "tag"], |a| {
         let n = a.get("n").and_then(Value::as_u64).unwrap_or(1000) as usize;
         Ok(json!({"tag": a.get("tag").cloned(), "data": "x".repeat(n)}))
     });
-    let delete = FnTool {
-        risk: ToolRisk::High,
-        ..tool("delete", &["path"], |_| Ok(json!("deleted")))
-    };
     let strict = FnTool {
         schema: json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}),
         ..tool("strict", &["n"], |a| Ok(a.get("n").cloned().unwrap_or(Value::Null)))
     };
     ToolRegistry::from_local([
-        Arc::new(add) as Arc<dyn Tool>,
-        Arc::new(echo),
-        Arc::new(fail),
-        Arc::new(big),
-        Arc::new(delete),
+        add_tool(),
+        echo_tool(),
+        fail_tool(),
+        big,
+        delete_tool(),
         Arc::new(strict),
         Arc::new(SleepTool),
         Arc::new(ChartTool),
@@ -410,7 +365,7 @@ struct Snapshot {
 }
 
 #[test]
-#[ignore = "long: run with `cargo test --release --test soak -- --ignored --nocapture`"]
+#[ignore = "long: run alone with `cargo test --release --test it soak:: -- --ignored --nocapture`"]
 fn soak_many_chains_leak_nothing() {
     let chains: usize = std::env::var("CHAINBOX_SOAK_CHAINS")
         .ok()
@@ -434,8 +389,9 @@ fn soak_many_chains_leak_nothing() {
     // other processes' temp files do not blur the figure.
     let tmp: PathBuf = std::env::temp_dir().join(format!("chainbox-soak-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("soak temp dir");
-    // SAFETY: set before the runtime and the engine exist; this binary's only
-    // test runs on this thread and nothing else reads the environment yet.
+    // SAFETY: set before the runtime and the engine exist; run as documented
+    // above, this is the only test the binary runs, on this thread, and
+    // nothing else reads the environment yet.
     unsafe { std::env::set_var("TMPDIR", &tmp) };
     assert_eq!(std::env::temp_dir(), tmp);
 

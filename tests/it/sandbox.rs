@@ -1,13 +1,12 @@
 //! Real scripts through the real sandbox: each test is one behaviour of a chain.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use chainbox::digest::args_digest;
 use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
-use common::{run, run_with};
 use serde_json::json;
+
+use crate::fixtures::{run, run_with};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sequential_calls_return_the_final_expression_and_a_record_each() {
@@ -259,13 +258,13 @@ fn a_new_engine_caches_the_pre_initialised_guest_it_starts_chains_from() {
 
 /// `data()`: a result in a non-sorted key order with integers beyond 64 bits.
 fn data_registry() -> chainbox::ToolRegistry {
-    let data = common::tool("data", &[], |_| {
+    let data = crate::fixtures::tool("data", &[], |_| {
         serde_json::from_str(
             r#"{"zeta": 1, "alpha": {"n": 1180591620717411303424, "m": -1180591620717411303424}, "f": 1.5}"#,
         )
         .map_err(|e| e.to_string())
     });
-    let echo = common::tool("echo", &["text"], |a| Ok(a.get("text").cloned().unwrap_or_default()));
+    let echo = crate::fixtures::tool("echo", &["text"], |a| Ok(a.get("text").cloned().unwrap_or_default()));
     chainbox::ToolRegistry::from_local([
         std::sync::Arc::new(data) as std::sync::Arc<dyn chainbox::Tool>,
         std::sync::Arc::new(echo),
@@ -274,7 +273,7 @@ fn data_registry() -> chainbox::ToolRegistry {
 }
 
 async fn run_data(script: &str, policy: &ChainPolicy) -> chainbox::ChainRunResult {
-    common::engine()
+    crate::fixtures::engine()
         .run(
             script,
             &data_registry(),
@@ -348,7 +347,7 @@ async fn an_offloaded_result_loads_back_in_order_and_offloaded_output_keeps_it()
         .as_str()
         .and_then(|h| h.parse().ok())
         .expect("an offloaded output");
-    let stored = common::engine()
+    let stored = crate::fixtures::engine()
         .artifacts()
         .get(&handle)
         .expect("store")

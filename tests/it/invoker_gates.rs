@@ -8,19 +8,18 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::approval::{Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest};
-use chainbox::artifacts::{ArtifactStore, MemoryArtifactStore};
 use chainbox::chain::{CallStatus, ChainCallRecord};
 use chainbox::digest::args_digest;
 use chainbox::invoker::{BudgetExceeded, InvokerSession, RUN_CHAIN};
 use chainbox::policy::{ChainPolicy, ToolOverride};
-use chainbox::shaping::Shaper;
 use chainbox::tools::{
     AnyTool, ContentBlock, HostedTool, ProviderDefinedTool, Tool, ToolContext, ToolError, ToolExecutionResult,
     ToolOutput, ToolRegistry, ToolRisk,
 };
-use chainbox::workspace::Workspace;
-use chainbox_protocol::{CallOutcome, ToolCall};
+use chainbox_protocol::CallOutcome;
 use serde_json::{Map, Value, json};
+
+use crate::fixtures::{Silent, args, call, invoker_session};
 
 const RUN_ID: &str = "run-gates";
 
@@ -167,29 +166,13 @@ fn forecast_schema() -> Value {
     })
 }
 
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(map) => map,
-        other => panic!("arguments must be an object, got {other}"),
-    }
-}
-
-fn call(tool: &str, a: Value) -> ToolCall {
-    ToolCall {
-        tool: tool.to_owned(),
-        args: args(a),
-    }
-}
-
-fn session_with(registry: ToolRegistry, policy: ChainPolicy, approval: Approval) -> InvokerSession {
-    let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new());
-    let workspace = Arc::new(Mutex::new(Workspace::new(None)));
-    let shaper = Shaper::new(RUN_ID.to_owned(), store, workspace, policy.max_inline_result_bytes);
-    InvokerSession::new(RUN_ID.to_owned(), registry, Arc::new(policy), approval, shaper)
-}
-
 fn session(tools: Vec<AnyTool>, policy: ChainPolicy, approval: Approval) -> InvokerSession {
-    session_with(ToolRegistry::from_tools(tools).expect("registry"), policy, approval)
+    invoker_session(
+        RUN_ID,
+        ToolRegistry::from_tools(tools).expect("registry"),
+        policy,
+        approval,
+    )
 }
 
 /// A policy with a tool override.
@@ -1179,48 +1162,20 @@ fn only_record_with(s: &InvokerSession, interrupted: CallStatus, why: &str) -> C
     trace.into_iter().next().unwrap()
 }
 
-/// Sets its flag when dropped.
-struct DropFlag(Arc<AtomicUsize>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Never answers; its pending future holds a [`DropFlag`].
-struct SilentHuman {
-    asked: Arc<AtomicUsize>,
-    dropped: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl ApprovalHandler for SilentHuman {
-    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
-        let _flag = DropFlag(Arc::clone(&self.dropped));
-        self.asked.fetch_add(1, Ordering::SeqCst);
-        std::future::pending().await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_call_waiting_for_approval_abandons_the_request() {
     let send = FakeTool::new("send_email").risk(ToolRisk::High);
     let probe = send.probe();
-    let asked = Arc::new(AtomicUsize::new(0));
-    let dropped = Arc::new(AtomicUsize::new(0));
-    let approval = Approval::new(SilentHuman {
-        asked: Arc::clone(&asked),
-        dropped: Arc::clone(&dropped),
-    });
+    let silent = Silent::default();
+    let approval = Approval::new(silent.clone());
     let s = session(vec![send.any()], ChainPolicy::default(), approval);
     let cut = tokio::time::timeout(Duration::from_millis(50), s.invoke(call("send_email", json!({})))).await;
     assert!(cut.is_err());
-    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert_eq!(silent.asked(), 1);
     assert_eq!(probe.runs(), 0);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
-        dropped.load(Ordering::SeqCst),
+        silent.dropped(),
         1,
         "the approval handler kept waiting after the chain dropped its call"
     );

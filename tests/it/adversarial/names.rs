@@ -11,13 +11,14 @@ use chainbox::tools::HostedTool;
 use chainbox::{AnyTool, Approval, CallStatus, ChainPolicy, ChainStatus, ErrorKind, Tool, ToolRegistry, ToolRisk};
 use serde_json::json;
 
-use crate::support::{
-    assert_ended, assert_next_chain_ok, assert_ok, assert_trace, fn_tool, registry, run, run_full, tight,
+use crate::fixtures::{
+    adversarial_registry, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, fn_tool, run_full, run_tight,
+    tight,
 };
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_tool_is_a_name_error_after_the_calls_before_it() {
-    let r = run("await noop()\nawait delete_everything(confirm=True)").await;
+    let r = run_tight("await noop()\nawait delete_everything(confirm=True)").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
     assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("NameError"));
     assert_eq!(
@@ -37,7 +38,13 @@ async fn an_undefined_name_spends_no_call_budget() {
         ..ChainPolicy::default()
     };
     let script = "await noop()\ntry:\n    await nope()\nexcept NameError:\n    pass\n'still within budget'";
-    let r = run_full(script, &registry(), &policy, &Approval::auto(ToolRisk::Safe)).await;
+    let r = run_full(
+        script,
+        &adversarial_registry(),
+        &policy,
+        &Approval::auto(ToolRisk::Safe),
+    )
+    .await;
     assert_ok(&r);
     assert_eq!(r.output, json!("still within budget"), "{r:#?}");
     assert_trace(&r, &[("noop", CallStatus::Ok)]);
@@ -53,7 +60,7 @@ async fn case_variants_of_a_tool_name_do_not_resolve() {
         ));
     }
     script.push_str("out");
-    let r = run(&script).await;
+    let r = run_tight(&script).await;
     assert_ok(&r);
     assert_eq!(r.output, json!(vec!["NameError"; 6]), "{r:#?}");
     // Looked up exactly, found nothing: no call was made.
@@ -65,7 +72,7 @@ async fn case_variants_of_a_tool_name_do_not_resolve() {
 async fn unicode_look_alikes_of_a_tool_name_do_not_resolve() {
     // Cyrillic е (U+0435), Greek ο (U+03BF), dotless ı (U+0131).
     for name in ["\u{435}cho", "ech\u{3bf}", "no\u{3bf}p", "\u{131}cho"] {
-        let r = run(&format!("await {name}(text='x')")).await;
+        let r = run_tight(&format!("await {name}(text='x')")).await;
         assert_eq!(r.status, ChainStatus::Error, "{name}: {r:#?}");
         assert_eq!(r.error_kind(), Some(ErrorKind::Script), "{name}: {r:#?}");
         assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("NameError"));
@@ -82,7 +89,7 @@ async fn a_name_close_to_a_tool_gets_pythons_hint() {
         "f = ech",
         "def g():\n    return ech(text='x')\nawait g()",
     ] {
-        let r = run(script).await;
+        let r = run_tight(script).await;
         assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
         assert_eq!(
             r.error.as_ref().map(|e| e.message.as_str()),
@@ -97,7 +104,7 @@ async fn a_name_close_to_a_tool_gets_pythons_hint() {
 async fn compatibility_forms_of_a_name_fold_to_the_exact_tool_as_in_python() {
     // Python folds identifiers to NFKC (fullwidth ｅ is e), and so does the
     // interpreter: the call is to `echo` itself, recorded under its real name.
-    let r = run("await \u{ff45}cho(text='x')").await;
+    let r = run_tight("await \u{ff45}cho(text='x')").await;
     assert_ok(&r);
     assert_eq!(r.output, json!("x"), "{r:#?}");
     assert_trace(&r, &[("echo", CallStatus::Ok)]);
@@ -157,7 +164,7 @@ async fn provider_hosted_tool_is_refused_inside_a_chain() {
         description: "hosted by the provider".into(),
         provider_specs: HashMap::new(),
     });
-    let tools = registry()
+    let tools = adversarial_registry()
         .iter()
         .cloned()
         .chain(std::iter::once(hosted))
@@ -178,7 +185,7 @@ async fn provider_hosted_tool_is_refused_inside_a_chain() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn builtins_and_dunder_names_are_not_routes_to_tools() {
-    let r = run("out = []\nfor expr in ['globals()', '__builtins__', '__import__(\"chainbox\")', 'getattr(echo, \"__call__\")']:\n    try:\n        eval(expr)\n        out.append('ok')\n    except Exception as e:\n        out.append(type(e).__name__)\n[out, await noop()]").await;
+    let r = run_tight("out = []\nfor expr in ['globals()', '__builtins__', '__import__(\"chainbox\")', 'getattr(echo, \"__call__\")']:\n    try:\n        eval(expr)\n        out.append('ok')\n    except Exception as e:\n        out.append(type(e).__name__)\n[out, await noop()]").await;
     assert_ok(&r);
     // Whatever these do, no tool ran: a name the interpreter lacks reaches
     // the invoker as an unknown tool and is refused there.
@@ -203,7 +210,7 @@ async fn look_alike_argument_names_do_not_bind_to_the_real_parameter() {
     let strict = Arc::new(StrictEcho) as Arc<dyn Tool>;
     let r = run_full(
         "out = [await echo(t\u{435}xt='x')]\ntry:\n    await strict_echo(t\u{435}xt='x')\nexcept ValueError:\n    out.append('refused')\nout",
-        &crate::support::registry_with([strict]),
+        &crate::fixtures::adversarial_registry_with([strict]),
         &tight(),
         &Approval::auto(ToolRisk::Safe),
     )
@@ -251,7 +258,7 @@ async fn odd_bytes_in_the_source_are_compile_errors_or_harmless() {
         "x = '\u{202e}evil\u{202c}'\nx",
         "\u{0}",
     ] {
-        let r = run(script).await;
+        let r = run_tight(script).await;
         assert!(
             matches!(r.status, ChainStatus::Ok | ChainStatus::Error),
             "{script:?}: {r:#?}"

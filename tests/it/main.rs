@@ -1,0 +1,18 @@
+//! The integration tests, in one binary: linking wasmtime, Cranelift and
+//! monty once instead of once per area. One module per area; what they
+//! share (the engine, test tools, registries, policies, run helpers and
+//! checks) is in `fixtures`.
+//!
+//! Run one area with a filter: `cargo test --test it adversarial::`.
+
+mod fixtures;
+
+mod adversarial;
+mod cli;
+mod corpus;
+mod fuzz_regressions;
+mod invoker;
+mod invoker_gates;
+mod monty_cases;
+mod sandbox;
+mod soak;
