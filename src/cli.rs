@@ -203,9 +203,7 @@ fn copy_out(workspace: &Path, out: &Path) -> std::io::Result<Vec<SavedFile>> {
     let mut saved = Vec::new();
     let mut dirs = vec![PathBuf::new()];
     while let Some(rel) = dirs.pop() {
-        let mut entries: Vec<_> = std::fs::read_dir(workspace.join(&rel))?.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
+        for entry in std::fs::read_dir(workspace.join(&rel))?.flatten() {
             let rel = rel.join(entry.file_name());
             let kind = entry.file_type()?;
             if kind.is_dir() {

@@ -208,14 +208,19 @@ pub extern "C" fn chainbox_warm() {
 }
 
 fn internal_error(message: String) -> Finish {
+    failed_at_start(ScriptError {
+        compile: false,
+        exc_type: "InternalError".into(),
+        message,
+        line: None,
+        traceback: String::new(),
+    })
+}
+
+/// The chain ended before the script ran: nothing to warn about.
+fn failed_at_start(error: ScriptError) -> Finish {
     Finish {
-        result: ScriptResult::Error(ScriptError {
-            compile: false,
-            exc_type: "InternalError".into(),
-            message,
-            line: None,
-            traceback: String::new(),
-        }),
+        result: ScriptResult::Error(error),
         warnings: Vec::new(),
     }
 }
@@ -229,12 +234,7 @@ fn run(req: RunRequest) -> Finish {
     ));
     let runner = match MontyRun::new(req.script.clone(), "main.py", vec![], CompileOptions::default()) {
         Ok(runner) => runner,
-        Err(exc) => {
-            return Finish {
-                result: ScriptResult::Error(script_error(&exc, true)),
-                warnings: Vec::new(),
-            };
-        }
+        Err(exc) => return failed_at_start(script_error(&exc, true)),
     };
     let mut chain = Chain {
         line_starts: line_starts(&req.script),
@@ -433,16 +433,17 @@ impl Chain {
                         Err(exc) => call.resume(ExtFunctionResult::Error(exc), print),
                     }
                 }
-                RunProgress::FunctionCall(call) if !self.is_tool(&call.function_name) => {
-                    // monty calls a name the script never defined as a host
-                    // function; it is one only if it names a tool. Anything
-                    // else is Python's NameError, and never reaches the host.
-                    let answer = ExtFunctionResult::NotFound(call.function_name.clone());
-                    call.resume(answer, PrintWriter::Callback(&mut self.stdout))
-                }
                 RunProgress::FunctionCall(call) => {
-                    let line = line_of(&self.line_starts, &call.position);
-                    let message = self.tool_call(&call.function_name, &call.args);
+                    let Some(tool) = self.tools.iter().find(|t| t.name == call.function_name) else {
+                        // monty calls a name the script never defined as a
+                        // host function; it is one only if it names a tool.
+                        // Anything else is Python's NameError, and never
+                        // reaches the host.
+                        let answer = ExtFunctionResult::NotFound(call.function_name.clone());
+                        progress = call.resume(answer, PrintWriter::Callback(&mut self.stdout));
+                        continue;
+                    };
+                    let message = tool_call(tool, &call.args);
                     let message = match message {
                         Ok(message) => message,
                         Err(exc) => {
@@ -460,6 +461,7 @@ impl Chain {
                         let outcome = decode_outcome(&host_call(&message));
                         call.resume_eager(outcome, PrintWriter::Callback(&mut self.stdout))
                     } else {
+                        let line = line_of(&self.line_starts, &call.position);
                         let tool = call.function_name.clone();
                         self.unawaited.insert(call.call_id, Unawaited { tool, line, message });
                         call.resume_pending(PrintWriter::Callback(&mut self.stdout))
@@ -544,45 +546,40 @@ impl Chain {
             })
             .collect()
     }
+}
 
-    /// Builds the host message for one tool call, mapping positional
-    /// arguments onto the tool's parameter names.
-    fn tool_call(&self, name: &str, args: &monty_types::CallArgs) -> Result<Vec<u8>, MontyException> {
-        let params: &[String] = self
-            .tools
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| t.params.as_slice())
-            .unwrap_or(&[]);
-        let mut map = Map::new();
-        for (i, value) in args.args().enumerate() {
-            let Some(param) = params.get(i) else {
-                return Err(MontyException::new(
-                    ExcType::TypeError,
-                    Some(format!(
-                        "{name}() takes {} positional argument{} but {} were given",
-                        params.len(),
-                        if params.len() == 1 { "" } else { "s" },
-                        args.args().len()
-                    )),
-                ));
-            };
-            map.insert(param.clone(), json::to_json(value).map_err(type_error)?);
-        }
-        for (key, value) in args.kwargs() {
-            let Some(key) = key.as_str() else {
-                return Err(type_error(format!("{name}() keywords must be strings")));
-            };
-            if map.contains_key(key) {
-                return Err(type_error(format!("{name}() got multiple values for argument '{key}'")));
-            }
-            map.insert(key.to_owned(), json::to_json(value).map_err(type_error)?);
-        }
-        Ok(encode(&ToolCall {
-            tool: name.to_owned(),
-            args: map,
-        }))
+/// Builds the host message for one tool call, mapping positional
+/// arguments onto the tool's parameter names.
+fn tool_call(tool: &ToolDecl, args: &monty_types::CallArgs) -> Result<Vec<u8>, MontyException> {
+    let (name, params) = (tool.name.as_str(), tool.params.as_slice());
+    let mut map = Map::new();
+    for (i, value) in args.args().enumerate() {
+        let Some(param) = params.get(i) else {
+            return Err(MontyException::new(
+                ExcType::TypeError,
+                Some(format!(
+                    "{name}() takes {} positional argument{} but {} were given",
+                    params.len(),
+                    if params.len() == 1 { "" } else { "s" },
+                    args.args().len()
+                )),
+            ));
+        };
+        map.insert(param.clone(), json::to_json(value).map_err(type_error)?);
     }
+    for (key, value) in args.kwargs() {
+        let Some(key) = key.as_str() else {
+            return Err(type_error(format!("{name}() keywords must be strings")));
+        };
+        if map.contains_key(key) {
+            return Err(type_error(format!("{name}() got multiple values for argument '{key}'")));
+        }
+        map.insert(key.to_owned(), json::to_json(value).map_err(type_error)?);
+    }
+    Ok(encode(&ToolCall {
+        tool: name.to_owned(),
+        args: map,
+    }))
 }
 
 /// `load_artifact(handle)`: the full value behind an offloaded result.
