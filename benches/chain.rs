@@ -14,13 +14,11 @@
 //! host-side concurrency, so `gather_10x50ms` and `invoker_call` are chainbox
 //! only.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chainbox::invoker::InvokerSession;
-use chainbox::shaping::Shaper;
-use chainbox::workspace::Workspace;
 use chainbox::{
     Approval, ChainPolicy, Engine, MemoryArtifactStore, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
     ToolRisk,
@@ -156,14 +154,12 @@ fn invoker_call(c: &mut Criterion, runtime: &tokio::runtime::Runtime) {
     let approval = Approval::auto(ToolRisk::Safe);
     let store = Arc::new(MemoryArtifactStore::new());
     let session = || {
-        let workspace = Arc::new(Mutex::new(Workspace::new(None)));
-        let shaper = Shaper::new("bench".into(), store.clone(), workspace, policy.max_inline_result_bytes);
         InvokerSession::new(
             "bench".into(),
             registry.clone(),
             policy.clone(),
             approval.clone(),
-            shaper,
+            store.clone(),
         )
     };
     let call = || ToolCall {

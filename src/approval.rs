@@ -79,11 +79,34 @@ pub enum ApprovalDecision {
     Skipped,
 }
 
+/// An approval handler that could not reach a decision (its terminal,
+/// channel or backend failed). Counts as `denied`, with this as the reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ApprovalError {
+    /// What went wrong.
+    pub message: String,
+}
+
+impl From<String> for ApprovalError {
+    fn from(message: String) -> Self {
+        ApprovalError { message }
+    }
+}
+
+impl From<&str> for ApprovalError {
+    fn from(message: &str) -> Self {
+        ApprovalError {
+            message: message.to_owned(),
+        }
+    }
+}
+
 /// Decides whether a risky call may run.
 #[async_trait]
 pub trait ApprovalHandler: Send + Sync + 'static {
     /// Blocks until a decision is made. An `Err` counts as `denied`.
-    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String>;
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError>;
 }
 
 /// A shareable approval handler, cheap to clone into many chains.
@@ -134,7 +157,7 @@ pub struct AutoApprove {
 
 #[async_trait]
 impl ApprovalHandler for AutoApprove {
-    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
         Ok(if req.risk <= self.max {
             ApprovalDecision::Approved
         } else {
@@ -151,7 +174,7 @@ pub struct DenyAll;
 
 #[async_trait]
 impl ApprovalHandler for DenyAll {
-    async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
         Ok(ApprovalDecision::Denied {
             reason: Some("approvals are denied".into()),
         })
@@ -198,7 +221,7 @@ impl fmt::Debug for TerminalApproval {
 
 #[async_trait]
 impl ApprovalHandler for TerminalApproval {
-    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
         if !(self.stdin_is_terminal)() {
             return Ok(ApprovalDecision::Denied {
                 reason: Some("no terminal to ask for approval (stdin is not a terminal)".into()),
@@ -214,7 +237,7 @@ impl ApprovalHandler for TerminalApproval {
         })
         .await
         .map_err(|e| format!("terminal prompt failed: {e}"))?
-        .map_err(|e| format!("terminal prompt failed: {e}"))
+        .map_err(|e| ApprovalError::from(format!("terminal prompt failed: {e}")))
     }
 }
 
@@ -272,7 +295,7 @@ impl ChannelApproval {
 
 #[async_trait]
 impl ApprovalHandler for ChannelApproval {
-    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(PendingApproval {
@@ -280,10 +303,10 @@ impl ApprovalHandler for ChannelApproval {
                 reply,
             })
             .await
-            .map_err(|_| "approval channel is closed".to_owned())?;
+            .map_err(|_| ApprovalError::from("approval channel is closed"))?;
         answer
             .await
-            .map_err(|_| "approval request was dropped without an answer".to_owned())
+            .map_err(|_| ApprovalError::from("approval request was dropped without an answer"))
     }
 }
 
@@ -392,7 +415,7 @@ pub async fn decide(handler: &Approval, req: &ApprovalRequest, timeout: Duration
     match tokio::time::timeout(timeout, task).await {
         Err(_elapsed) => ApprovalOutcome::failed(ApprovalFailure::TimedOut(timeout)),
         Ok(Ok(Ok(decision))) => ApprovalOutcome::decided(decision),
-        Ok(Ok(Err(e))) => ApprovalOutcome::failed(ApprovalFailure::HandlerFailed(e)),
+        Ok(Ok(Err(e))) => ApprovalOutcome::failed(ApprovalFailure::HandlerFailed(e.message)),
         Ok(Err(join)) if join.is_panic() => {
             let payload = join.into_panic();
             let message = payload
@@ -430,7 +453,7 @@ mod tests {
     struct Never;
     #[async_trait]
     impl ApprovalHandler for Never {
-        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
             std::future::pending().await
         }
     }
@@ -438,7 +461,7 @@ mod tests {
     struct Fails;
     #[async_trait]
     impl ApprovalHandler for Fails {
-        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
             Err("backend down".into())
         }
     }
@@ -446,7 +469,7 @@ mod tests {
     struct Panics;
     #[async_trait]
     impl ApprovalHandler for Panics {
-        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
             panic!("boom")
         }
     }
@@ -454,7 +477,7 @@ mod tests {
     struct Rewrites;
     #[async_trait]
     impl ApprovalHandler for Rewrites {
-        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
             let arguments = json!({"to": "b@example.com"}).as_object().cloned().unwrap_or_default();
             Ok(ApprovalDecision::Modified { arguments })
         }

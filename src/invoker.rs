@@ -31,11 +31,13 @@ use chainbox_protocol::{CallOutcome, MAX_VALUE_DEPTH, ToolCall};
 use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
+use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::chain::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, millis, truncate_chars};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ContentBlock, ToolContext, ToolOutput, ToolRegistry};
+use crate::workspace::Workspace;
 use futures::FutureExt;
 
 /// The name of the one tool an agent sees for chainbox itself; refused
@@ -87,8 +89,26 @@ enum Slot {
 }
 
 impl InvokerSession {
-    /// A session for one chain.
+    /// A session of its own, outside any chain: the same gates, trace and
+    /// result shaping for calls an agent runtime makes directly (say, a
+    /// model's ordinary tool calls next to its chains). Offloaded results go
+    /// to `store`; media results to a temporary workspace removed with the
+    /// session.
     pub fn new(
+        run_id: String,
+        registry: ToolRegistry,
+        policy: Arc<ChainPolicy>,
+        approval: Approval,
+        store: Arc<dyn ArtifactStore>,
+    ) -> Self {
+        let workspace = Arc::new(Mutex::new(Workspace::new(None)));
+        let shaper = Shaper::new(run_id.clone(), store, workspace, policy.max_inline_result_bytes);
+        Self::with_shaper(run_id, registry, policy, approval, shaper)
+    }
+
+    /// A chain's session: its results are shaped by the chain's own
+    /// `shaper`, whose workspace the sandbox shares.
+    pub fn with_shaper(
         run_id: String,
         registry: ToolRegistry,
         policy: Arc<ChainPolicy>,
@@ -122,7 +142,7 @@ impl InvokerSession {
         let max = usize::try_from(self.policy.max_result_bytes).unwrap_or(usize::MAX);
         match self.shaper.load_handle(handle, max) {
             Ok(value) => CallOutcome::Ok { value },
-            Err(message) => CallOutcome::Invalid { message },
+            Err(e) => CallOutcome::Invalid { message: e.to_string() },
         }
     }
 
@@ -199,7 +219,7 @@ impl InvokerSession {
             status = ?record.status,
             duration_ms = record.duration_ms,
             result_bytes,
-            artifact_ref = record.artifact_ref.as_deref().unwrap_or(""),
+            artifact_ref = record.artifact_ref.map(|r| r.to_string()).unwrap_or_default(),
             "tool call"
         );
         self.close_slot(slot, record);
@@ -221,7 +241,7 @@ impl InvokerSession {
         name: &str,
         mut args: Map<String, Value>,
         arg_bytes: usize,
-    ) -> Result<(Value, Option<String>), Refusal> {
+    ) -> Result<(Value, Option<ArtifactRef>), Refusal> {
         // Gate 2: exact-name lookup.
         let tool = self
             .registry
@@ -378,7 +398,7 @@ impl InvokerSession {
 }
 
 /// What a call ended as, what the script sees, and its offloaded result.
-type Answer = (CallStatus, CallOutcome, Option<String>);
+type Answer = (CallStatus, CallOutcome, Option<ArtifactRef>);
 
 /// A call that did not produce a value.
 type Refusal = (CallStatus, CallOutcome);
@@ -391,11 +411,13 @@ fn not_found(message: String) -> CallOutcome {
     CallOutcome::NotFound { message }
 }
 
-fn invalid(message: String) -> Refusal {
+fn invalid(message: impl std::fmt::Display) -> Refusal {
+    let message = message.to_string();
     (CallStatus::Error, CallOutcome::Invalid { message })
 }
 
-fn tool_error(message: String) -> Refusal {
+fn tool_error(message: impl std::fmt::Display) -> Refusal {
+    let message = message.to_string();
     // A tool's error text reaches the script, the trace and so the model's
     // context: bounded like a command tool's stderr (a Rust tool's 10 MB
     // error message went through whole, into every one of them).

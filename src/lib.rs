@@ -46,14 +46,23 @@ pub mod invoker;
 pub mod policy;
 mod prefault;
 mod sandbox;
+// Internal parts the fuzz targets drive directly: public only with the
+// `fuzzing` feature, never a stable API.
+#[cfg(feature = "fuzzing")]
 pub mod shaping;
+#[cfg(not(feature = "fuzzing"))]
+mod shaping;
 mod snapshot;
 pub mod stubs;
 pub mod tools;
+#[cfg(feature = "fuzzing")]
 pub mod workspace;
+#[cfg(not(feature = "fuzzing"))]
+mod workspace;
 
 pub use approval::{
-    Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval, TerminalApproval,
+    Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval,
+    TerminalApproval,
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
 pub use chain::{

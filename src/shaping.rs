@@ -18,15 +18,75 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
+use crate::artifacts::{ArtifactError, ArtifactRefError};
 use crate::artifacts::{ArtifactRef, ArtifactStore, extension_for_media_type};
 use crate::chain::{ArtifactInfo, ChainFile, truncate_chars};
 use crate::tools::{ContentBlock, ToolExecutionResult};
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, WorkspaceError};
 
 /// Longest `preview` of a handle, in characters (the last an ellipsis when cut).
 pub const PREVIEW_CHARS: usize = 200;
 
 const JSON: &str = "application/json";
+
+/// Why a result could not be shaped or a handle not loaded. The messages
+/// reach the script (as a tool error or a `load_artifact` error), so they
+/// name the artifact or tool, never a host path.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapingError {
+    /// The artifact store refused to store a result.
+    #[error("could not store the result: {0}")]
+    Store(ArtifactError),
+    /// The artifact store failed to read one back.
+    #[error("could not read {0}: {1}")]
+    Read(ArtifactRef, ArtifactError),
+    /// A media block whose data is not base64.
+    #[error("tool {tool:?} returned {media_type} data that is not base64: {source}")]
+    NotBase64 {
+        /// The tool.
+        tool: String,
+        /// The block's media type.
+        media_type: String,
+        /// The decoder's complaint.
+        source: base64::DecodeError,
+    },
+    /// A media file could not be written into the workspace.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// `load_artifact` got something that is neither a handle nor a ref.
+    #[error("load_artifact expects an artifact handle or an artifact_ref string")]
+    NotAHandle,
+    /// A string that is not an artifact ref.
+    #[error(transparent)]
+    BadRef(#[from] ArtifactRefError),
+    /// A ref another chain (or nobody) produced.
+    #[error("{0} is not an artifact of this chain")]
+    Foreign(ArtifactRef),
+    /// The store no longer has it.
+    #[error("{0} is no longer in the artifact store")]
+    Gone(ArtifactRef),
+    /// Larger than the caller may load.
+    #[error("{artifact} is {size} bytes, over max_result_bytes = {max}")]
+    TooLarge {
+        /// The artifact.
+        artifact: ArtifactRef,
+        /// Its size.
+        size: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A media artifact: it is a file, not a value.
+    #[error("{artifact} is {media_type}, not JSON: open its file in /workspace/media instead")]
+    NotJson {
+        /// The artifact.
+        artifact: ArtifactRef,
+        /// Its media type.
+        media_type: String,
+    },
+    /// A JSON artifact whose bytes do not parse.
+    #[error("{0} does not hold JSON: {1}")]
+    Corrupt(ArtifactRef, serde_json::Error),
+}
 
 /// The artifacts and files one chain produced, and where they go.
 pub struct Shaper {
@@ -67,15 +127,15 @@ impl Shaper {
     }
 
     /// Stores `bytes` for this chain and remembers it.
-    fn store(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, String> {
+    fn store(&self, bytes: &[u8], media_type: &str) -> Result<ArtifactRef, ShapingError> {
         let r = self
             .store
             .put_pinned(&self.chain_id, bytes, media_type)
-            .map_err(|e| format!("could not store the result: {e}"))?;
+            .map_err(ShapingError::Store)?;
         let mut produced = self.produced();
         if produced.refs.insert(r) {
             produced.artifacts.push(ArtifactInfo {
-                artifact_ref: r.to_string(),
+                artifact_ref: r,
                 media_type: media_type.to_owned(),
                 size: bytes.len() as u64,
             });
@@ -85,18 +145,19 @@ impl Shaper {
 
     /// The value as the script will receive it: inline when small, else a
     /// handle. Returns the artifact ref when it was offloaded.
-    pub fn inline_or_offload(&self, value: Value) -> Result<(Value, Option<String>), String> {
-        let text = serde_json::to_string(&value).map_err(|e| e.to_string())?;
+    pub fn inline_or_offload(&self, value: Value) -> Result<(Value, Option<ArtifactRef>), ShapingError> {
+        // A `Value` always serialises (its keys are strings).
+        let text = serde_json::to_string(&value).unwrap_or_default();
         if text.len() <= self.inline_limit {
             return Ok((value, None));
         }
         let r = self.store(text.as_bytes(), JSON)?;
-        Ok((handle(&r, JSON, text.len(), &text), Some(r.to_string())))
+        Ok((handle(&r, JSON, text.len(), &text), Some(r)))
     }
 
     /// Turns a content-block result into `{"text", "files"}`, writing media
     /// blocks into the workspace.
-    pub fn media_result(&self, tool: &str, result: ToolExecutionResult) -> Result<Value, String> {
+    pub fn media_result(&self, tool: &str, result: ToolExecutionResult) -> Result<Value, ShapingError> {
         let mut files = Vec::new();
         for block in &result.content {
             let (media_type, data) = match block {
@@ -107,7 +168,11 @@ impl Shaper {
             };
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data.trim())
-                .map_err(|e| format!("tool {tool:?} returned {media_type} data that is not base64: {e}"))?;
+                .map_err(|source| ShapingError::NotBase64 {
+                    tool: tool.to_owned(),
+                    media_type: media_type.clone(),
+                    source,
+                })?;
             let r = self.store(&bytes, media_type)?;
             let n = {
                 let mut produced = self.produced();
@@ -123,9 +188,9 @@ impl Shaper {
             let file = ChainFile {
                 path,
                 media_type: media_type.clone(),
-                artifact_ref: r.to_string(),
+                artifact_ref: r,
             };
-            files.push(json!({"path": file.path, "media_type": file.media_type, "artifact_ref": file.artifact_ref}));
+            files.push(json!({"path": file.path, "media_type": file.media_type, "artifact_ref": file.artifact_ref.to_string()}));
             self.produced().files.push(file);
         }
         let mut out = Map::new();
@@ -149,7 +214,7 @@ impl Shaper {
     }
 
     /// Replaces artifact handles in `value` by the stored values.
-    pub fn resolve_handles(&self, value: &mut Value) -> Result<(), String> {
+    pub fn resolve_handles(&self, value: &mut Value) -> Result<(), ShapingError> {
         if let Some(r) = handle_ref(value) {
             *value = self.load(r, usize::MAX)?;
             return Ok(());
@@ -163,36 +228,35 @@ impl Shaper {
 
     /// The stored JSON value behind `handle` (a handle object, `{"$artifact": ref}`
     /// or a bare ref string), if this chain produced it and it is at most `max` bytes.
-    pub fn load_handle(&self, handle: &Value, max: usize) -> Result<Value, String> {
+    pub fn load_handle(&self, handle: &Value, max: usize) -> Result<Value, ShapingError> {
         let r = handle_ref(handle)
             .or_else(|| handle.as_str())
-            .ok_or("load_artifact expects an artifact handle or an artifact_ref string")?;
+            .ok_or(ShapingError::NotAHandle)?;
         self.load(r, max)
     }
 
-    fn load(&self, r: &str, max: usize) -> Result<Value, String> {
-        let parsed = ArtifactRef::parse(r).map_err(|e| e.to_string())?;
-        if !self.produced().refs.contains(&parsed) {
-            return Err(format!("{parsed} is not an artifact of this chain"));
+    fn load(&self, r: &str, max: usize) -> Result<Value, ShapingError> {
+        let artifact = ArtifactRef::parse(r)?;
+        if !self.produced().refs.contains(&artifact) {
+            return Err(ShapingError::Foreign(artifact));
         }
-        let artifact = self
-            .store
-            .get(&parsed)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{parsed} is no longer in the artifact store"))?;
-        if artifact.bytes.len() > max {
-            return Err(format!(
-                "{parsed} is {} bytes, over max_result_bytes = {max}",
-                artifact.bytes.len()
-            ));
+        let stored = (self.store.get(&artifact))
+            .map_err(|e| ShapingError::Read(artifact, e))?
+            .ok_or(ShapingError::Gone(artifact))?;
+        if stored.bytes.len() > max {
+            return Err(ShapingError::TooLarge {
+                artifact,
+                size: stored.bytes.len(),
+                max,
+            });
         }
-        if artifact.media_type != JSON {
-            return Err(format!(
-                "{parsed} is {}, not JSON: open its file in /workspace/media instead",
-                artifact.media_type
-            ));
+        if stored.media_type != JSON {
+            return Err(ShapingError::NotJson {
+                artifact,
+                media_type: stored.media_type,
+            });
         }
-        serde_json::from_slice(&artifact.bytes).map_err(|e| format!("{parsed} does not hold JSON: {e}"))
+        serde_json::from_slice(&stored.bytes).map_err(|e| ShapingError::Corrupt(artifact, e))
     }
 
     /// Artifacts and files produced so far.
@@ -272,9 +336,10 @@ mod tests {
         let s = shaper(10);
         let big = json!({"rows": (0..100).collect::<Vec<_>>()});
         let (h, r) = s.inline_or_offload(big.clone()).unwrap();
-        assert_eq!(h["artifact_ref"].as_str(), r.as_deref());
+        let r = r.expect("offloaded").to_string();
+        assert_eq!(h["artifact_ref"].as_str(), Some(r.as_str()));
         assert_eq!(h["media_type"], "application/json");
-        let mut args = json!({"data": h, "other": {"$artifact": r.clone().unwrap()}});
+        let mut args = json!({"data": h, "other": {"$artifact": r}});
         s.resolve_handles(&mut args).unwrap();
         assert_eq!(args["data"], big);
         assert_eq!(args["other"], big);
@@ -285,14 +350,16 @@ mod tests {
         let s = shaper(10);
         let r = ArtifactRef::of(b"{}");
         let err = s.load_handle(&json!(r.to_string()), usize::MAX).unwrap_err();
-        assert!(err.contains("not an artifact of this chain"), "{err}");
+        assert!(matches!(err, ShapingError::Foreign(f) if f == r), "{err}");
     }
 
     #[test]
     fn load_is_bounded_by_max_bytes() {
         let s = shaper(10);
         let (h, _) = s.inline_or_offload(json!("x".repeat(100))).unwrap();
-        assert!(s.load_handle(&h, 50).unwrap_err().contains("max_result_bytes"));
+        let err = s.load_handle(&h, 50).unwrap_err();
+        assert!(matches!(err, ShapingError::TooLarge { max: 50, .. }), "{err}");
+        assert!(err.to_string().contains("max_result_bytes"), "{err}");
     }
 
     #[test]

@@ -19,6 +19,32 @@ pub const WORKSPACE: &str = "/workspace";
 /// host writes for tool results are not counted.
 pub const MAX_WORKSPACE_WRITE_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Why the workspace could not be made or written. Messages never name the
+/// host path: they reach the script.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// The directory could not be created.
+    #[error("workspace unavailable: {0}")]
+    Unavailable(std::io::ErrorKind),
+    /// `monty-fs` refused to mount it.
+    #[error("workspace could not be mounted")]
+    Mount,
+    /// A relative path that is empty, absolute or has `.`/`..` parts.
+    #[error("invalid workspace path {0:?}")]
+    InvalidPath(String),
+    /// A symlink sits where the file or one of its folders would go.
+    #[error("writing {0}: a symlink is in the way")]
+    Symlink(String),
+    /// Creating the folders or writing the file failed.
+    #[error("writing {path}: {kind}")]
+    Write {
+        /// The relative path.
+        path: String,
+        /// What the OS said.
+        kind: std::io::ErrorKind,
+    },
+}
+
 /// The chain's `/workspace`: a directory created on first use (a temp dir
 /// removed with the chain, unless the caller supplied one) and mounted
 /// through `monty-fs`.
@@ -39,30 +65,30 @@ impl Workspace {
     }
 
     /// The host directory, creating it if needed.
-    pub fn dir(&mut self) -> Result<PathBuf, String> {
+    pub fn dir(&mut self) -> Result<PathBuf, WorkspaceError> {
         if let Some(dir) = &self.supplied {
-            std::fs::create_dir_all(dir).map_err(|e| format!("workspace unavailable: {}", e.kind()))?;
+            std::fs::create_dir_all(dir).map_err(|e| WorkspaceError::Unavailable(e.kind()))?;
             return Ok(dir.clone());
         }
         if self.temp.is_none() {
             let dir = tempfile::Builder::new()
                 .prefix("chainbox-ws-")
                 .tempdir()
-                .map_err(|e| format!("workspace unavailable: {}", e.kind()))?;
+                .map_err(|e| WorkspaceError::Unavailable(e.kind()))?;
             self.temp = Some(dir);
         }
         Ok(self.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default())
     }
 
     /// The mount table serving the script's file calls.
-    pub fn mounts(&mut self) -> Result<&mut MountTable, String> {
+    pub fn mounts(&mut self) -> Result<&mut MountTable, WorkspaceError> {
         if self.mounts.is_none() {
             let dir = self.dir()?;
             let mut table = MountTable::new();
             table
                 .mount(WORKSPACE, &dir, MountMode::ReadWrite, Some(MAX_WORKSPACE_WRITE_BYTES))
                 // The host path must not leak into the sandbox.
-                .map_err(|_| "workspace could not be mounted".to_owned())?;
+                .map_err(|_| WorkspaceError::Mount)?;
             self.mounts = Some(table);
         }
         Ok(self.mounts.as_mut().expect("set above"))
@@ -70,12 +96,12 @@ impl Workspace {
 
     /// Writes `bytes` to `relative` (below the workspace root) on the host
     /// side and returns the path the script sees.
-    pub fn write_file(&mut self, relative: &str, bytes: &[u8]) -> Result<String, String> {
+    pub fn write_file(&mut self, relative: &str, bytes: &[u8]) -> Result<String, WorkspaceError> {
         if relative
             .split('/')
             .any(|part| part.is_empty() || part == "." || part == "..")
         {
-            return Err(format!("invalid workspace path {relative:?}"));
+            return Err(WorkspaceError::InvalidPath(relative.to_owned()));
         }
         // Written on the host, so not confined by monty-fs: a symlink planted
         // in a supplied workspace (`media -> ~/.ssh`, or a file link) made
@@ -84,13 +110,17 @@ impl Workspace {
         for part in relative.split('/') {
             path.push(part);
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(format!("writing {relative}: a symlink is in the way"));
+                return Err(WorkspaceError::Symlink(relative.to_owned()));
             }
         }
+        let failed = |e: std::io::Error| WorkspaceError::Write {
+            path: relative.to_owned(),
+            kind: e.kind(),
+        };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("creating {relative}: {}", e.kind()))?;
+            std::fs::create_dir_all(parent).map_err(failed)?;
         }
-        std::fs::write(&path, bytes).map_err(|e| format!("writing {relative}: {}", e.kind()))?;
+        std::fs::write(&path, bytes).map_err(failed)?;
         Ok(format!("{WORKSPACE}/{relative}"))
     }
 }

@@ -132,7 +132,7 @@ fn session(f: &Fixture, workspace: Arc<Mutex<Workspace>>) -> InvokerSession {
         workspace,
         f.policy.max_inline_result_bytes,
     );
-    let session = InvokerSession::new(
+    let session = InvokerSession::with_shaper(
         "fuzz".into(),
         f.registry.clone(),
         f.policy.clone(),

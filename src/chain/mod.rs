@@ -114,7 +114,7 @@ impl Started {
         let workspace = Arc::new(Mutex::new(Workspace::new(options.workspace.clone())));
         let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
         let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
-        let session = Arc::new(InvokerSession::new(
+        let session = Arc::new(InvokerSession::with_shaper(
             run_id,
             registry.clone(),
             policy.clone(),
@@ -203,7 +203,7 @@ impl Started {
                 result.status = ChainStatus::Error;
                 let kind = if e.compile {
                     ErrorKind::Compile
-                } else if e.exc_type == "MemoryError" {
+                } else if e.memory_limit {
                     ErrorKind::Memory
                 } else {
                     ErrorKind::Script
@@ -244,7 +244,7 @@ impl Started {
         match self.session.shaper().inline_or_offload(output) {
             Ok((output, None)) => Ok((output, output_text)),
             Ok((handle, Some(_))) => Ok((handle, preview(&output_text))),
-            Err(message) => Err(ChainError::new(ErrorKind::Crash, "ArtifactStoreError", message)),
+            Err(e) => Err(ChainError::new(ErrorKind::Crash, "ArtifactStoreError", e.to_string())),
         }
     }
 

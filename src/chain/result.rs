@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::artifacts::ArtifactStore;
+use crate::artifacts::{ArtifactRef, ArtifactStore};
 
 /// How a chain ended, at the top level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,7 +212,7 @@ pub struct ChainCallRecord {
     /// Wall time from the call leaving the sandbox to its answer.
     pub duration_ms: f64,
     /// Set when the result was offloaded to the artifact store.
-    pub artifact_ref: Option<String>,
+    pub artifact_ref: Option<ArtifactRef>,
     /// Why it did not succeed, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -226,14 +226,14 @@ pub struct ChainFile {
     /// Its media type.
     pub media_type: String,
     /// The artifact holding its bytes.
-    pub artifact_ref: String,
+    pub artifact_ref: ArtifactRef,
 }
 
 /// An artifact the chain stored (an offloaded result or output).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArtifactInfo {
     /// `sha256:<hex>`.
-    pub artifact_ref: String,
+    pub artifact_ref: ArtifactRef,
     /// Its media type.
     pub media_type: String,
     /// Its size in bytes.

@@ -238,7 +238,7 @@ async fn os_call(state: &mut ChainState, call: OsFunctionCall) -> FsOutcome {
     let mut workspace = state.workspace.lock().unwrap_or_else(|p| p.into_inner());
     let mounts = match workspace.mounts() {
         Ok(m) => m,
-        Err(e) => return Err(MontyException::new(ExcType::OSError, Some(e))),
+        Err(e) => return Err(MontyException::new(ExcType::OSError, Some(e.to_string()))),
     };
     match mounts.handle_os_call(call) {
         MountCallOutcome::Handled(Ok(value)) => Ok(value),

@@ -303,6 +303,26 @@ pub enum RegistryError {
     },
 }
 
+/// Arguments a tool's input schema refuses (or a call of no tool at all).
+/// The script sees the message as a `ValueError`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ArgumentError {
+    /// No tool has this exact name.
+    #[error("no tool named {0:?}")]
+    UnknownTool(String),
+    /// The schema refuses the arguments.
+    #[error("invalid {} for {tool}: {reason}", if field.is_empty() { "arguments".to_owned() } else { format!("argument `{field}`") })]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// The offending field as a dotted path (`user.address.zip`), empty
+        /// when the arguments object as a whole is wrong.
+        field: String,
+        /// What the schema says is wrong.
+        reason: String,
+    },
+}
+
 /// The tools one or many chains may call, by exact name. Cheap to clone.
 /// Each local tool's input schema is compiled once, when the registry is built.
 #[derive(Clone, Default)]
@@ -360,11 +380,11 @@ impl ToolRegistry {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    /// Checks `args` against the named tool's input schema. `Err` names the
-    /// offending field and what is wrong with it.
-    pub fn validate(&self, name: &str, args: &Map<String, Value>) -> Result<(), String> {
+    /// Checks `args` against the named tool's input schema. The error names
+    /// the offending field and what is wrong with it.
+    pub fn validate(&self, name: &str, args: &Map<String, Value>) -> Result<(), ArgumentError> {
         let Some(index) = self.tools.iter().position(|t| t.name() == name) else {
-            return Err(format!("no tool named {name:?}"));
+            return Err(ArgumentError::UnknownTool(name.to_owned()));
         };
         let Some(Some(validator)) = self.validators.get(index) else {
             return Ok(());
@@ -372,14 +392,11 @@ impl ToolRegistry {
         let instance = Value::Object(args.clone());
         match validator.iter_errors(&instance).next() {
             None => Ok(()),
-            Some(err) => {
-                let path = err.instance_path().as_str().trim_start_matches('/').replace('/', ".");
-                Err(if path.is_empty() {
-                    format!("invalid arguments for {name}: {err}")
-                } else {
-                    format!("invalid argument `{path}` for {name}: {err}")
-                })
-            }
+            Some(err) => Err(ArgumentError::Schema {
+                tool: name.to_owned(),
+                field: err.instance_path().as_str().trim_start_matches('/').replace('/', "."),
+                reason: err.to_string(),
+            }),
         }
     }
 

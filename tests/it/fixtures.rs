@@ -7,15 +7,13 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chainbox::artifacts::{ArtifactStore, MemoryArtifactStore};
 use chainbox::invoker::InvokerSession;
-use chainbox::shaping::Shaper;
 use chainbox::tools::command::CommandTool;
-use chainbox::workspace::Workspace;
 use chainbox::{
     Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, CallStatus, ChainPolicy, ChainRunResult, ChainStatus,
     ContentBlock, Engine, ErrorKind, RunOptions, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput,
@@ -460,9 +458,7 @@ pub fn invoker_session(
     approval: Approval,
 ) -> InvokerSession {
     let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new());
-    let workspace = Arc::new(Mutex::new(Workspace::new(None)));
-    let shaper = Shaper::new(run_id.to_owned(), store, workspace, policy.max_inline_result_bytes);
-    InvokerSession::new(run_id.to_owned(), registry, Arc::new(policy), approval, shaper)
+    InvokerSession::new(run_id.to_owned(), registry, Arc::new(policy), approval, store)
 }
 
 /// `v` as call arguments; panics unless it is an object.
@@ -512,7 +508,7 @@ impl Drop for DropFlag {
 
 #[async_trait]
 impl ApprovalHandler for Silent {
-    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, chainbox::ApprovalError> {
         let _flag = DropFlag(Arc::clone(&self.dropped));
         self.asked.fetch_add(1, Ordering::SeqCst);
         std::future::pending().await

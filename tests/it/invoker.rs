@@ -142,8 +142,7 @@ async fn panicking_tool_is_an_error_not_a_crash() {
 async fn large_result_is_offloaded_and_load_artifact_brings_it_back() {
     let r = run_default("h = await rows(n=500)\nfull = load_artifact(h)\n[h['media_type'], h['size'] > 4096, len(full), full[499]['name']]").await;
     assert_eq!(r.output, json!(["application/json", true, 500, "row 499"]), "{r:?}");
-    let artifact_ref = r.call_trace[0].artifact_ref.clone().expect("offloaded");
-    assert!(artifact_ref.starts_with("sha256:"));
+    let artifact_ref = r.call_trace[0].artifact_ref.expect("offloaded");
     assert!(r.artifacts.iter().any(|a| a.artifact_ref == artifact_ref));
 }
 
@@ -185,11 +184,7 @@ async fn large_chain_output_is_offloaded_with_a_preview() {
     );
     assert!(r.output_text.len() < 1000);
     assert_eq!(r.artifacts.len(), 1);
-    let stored = engine()
-        .artifacts()
-        .get(&r.artifacts[0].artifact_ref.parse().unwrap())
-        .unwrap()
-        .unwrap();
+    let stored = engine().artifacts().get(&r.artifacts[0].artifact_ref).unwrap().unwrap();
     let value: Value = serde_json::from_slice(&stored.bytes).unwrap();
     assert_eq!(value.as_array().map(Vec::len), Some(100));
 }

@@ -249,7 +249,7 @@ struct Recording {
 
 #[async_trait]
 impl ApprovalHandler for Recording {
-    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, chainbox::ApprovalError> {
         self.asked.lock().unwrap().push(req.clone());
         match &self.answer {
             Handler::Approve => Ok(ApprovalDecision::Approved),
@@ -665,7 +665,7 @@ async fn skipped_high_risk_call_is_denied() {
     struct Skip;
     #[async_trait]
     impl ApprovalHandler for Skip {
-        async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+        async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, chainbox::ApprovalError> {
             Ok(ApprovalDecision::Skipped)
         }
     }
@@ -1043,7 +1043,7 @@ async fn result_over_max_inline_result_bytes_becomes_a_handle_recorded_in_the_tr
     assert_eq!(handle["size"], json!(serde_json::to_string(&big).unwrap().len()));
     let record = only_record(&s);
     assert_eq!(record.status, CallStatus::Ok);
-    assert_eq!(record.artifact_ref.as_deref(), Some(artifact_ref.as_str()));
+    assert_eq!(record.artifact_ref.map(|r| r.to_string()), Some(artifact_ref.clone()));
     assert_eq!(s.load_artifact(&handle), CallOutcome::Ok { value: big });
 }
 

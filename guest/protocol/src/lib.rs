@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 /// an `InternalError` naming both versions (the host then reports a script
 /// error, and no tool call can have happened). The host needs no check of its
 /// own: it embeds the guest it was built with.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest message the host accepts from the guest: a tool call's arguments
 /// or the chain's final output. Larger payloads are refused before parsing so
@@ -247,6 +247,11 @@ pub struct ScriptError {
     pub line: Option<u32>,
     /// The formatted traceback.
     pub traceback: String,
+    /// `true` when the interpreter's memory limit raised the error (a
+    /// `MemoryError` the script raised itself is `false`): the fact the host
+    /// reports a memory kill from.
+    #[serde(default)]
+    pub memory_limit: bool,
 }
 
 /// Errors decoding a message from the other side of the boundary.

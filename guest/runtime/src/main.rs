@@ -214,6 +214,7 @@ fn internal_error(message: String) -> Finish {
         message,
         line: None,
         traceback: String::new(),
+        memory_limit: false,
     })
 }
 
@@ -292,6 +293,7 @@ fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
         message,
         line,
         traceback: traceback.finish(),
+        memory_limit: exc.exc_type() == ExcType::MemoryError && monty::memory_limit_hit(),
     }
 }
 
@@ -705,6 +707,7 @@ mod tests {
             message: "name 'get_wether' is not defined".into(),
             line: Some(1),
             traceback: "Traceback (most recent call last):\n  ...\nNameError: name 'get_wether' is not defined".into(),
+            memory_limit: false,
         };
         chain.add_name_hint(&mut error);
         assert_eq!(

@@ -32,7 +32,7 @@ struct Hostile(Misbehaviour);
 
 #[async_trait]
 impl ApprovalHandler for Hostile {
-    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, String> {
+    async fn request(&self, _: &ApprovalRequest) -> Result<ApprovalDecision, chainbox::ApprovalError> {
         match self.0 {
             Misbehaviour::Hang => {
                 std::future::pending::<()>().await;

@@ -72,6 +72,17 @@ async fn memory_error_cannot_be_caught_to_keep_allocating() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_memory_error_the_script_raises_itself_is_a_script_error_not_a_memory_kill() {
+    let r = run("raise MemoryError('my own')").await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+    let error = r.error.as_ref().expect("an error");
+    assert_eq!(
+        (error.error_type.as_str(), error.message.as_str()),
+        ("MemoryError", "my own")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn hundred_thousand_deep_nested_lists_are_fine_in_memory() {
     let r = run("x = []\nfor i in range(100000):\n    x = [x]\nd = 0\nwhile x:\n    x = x[0]\n    d += 1\nd").await;
     assert_ok(&r);

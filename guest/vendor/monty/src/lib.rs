@@ -46,6 +46,8 @@ mod virtual_path;
 
 #[cfg(feature = "ref-count-return")]
 pub use crate::run::RefCountOutput;
+// chainbox patch: see `resource_checks::memory_limit_hit`.
+pub use crate::resource_checks::memory_limit_hit;
 /// The import names of every module the sandbox provides itself; see `SANDBOX_MODULE_NAMES` in `monty_types`.
 #[must_use]
 pub fn builtin_module_names() -> Vec<&'static str> {

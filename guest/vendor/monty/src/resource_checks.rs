@@ -179,6 +179,19 @@ fn estimate_bits_to_bytes(bits: u64) -> usize {
     usize::try_from(bits.saturating_add(7) / 8).unwrap_or(usize::MAX)
 }
 
+// chainbox patch: set once a `ResourceError::Memory` became an exception.
+static MEMORY_LIMIT_HIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// chainbox patch: whether the interpreter's memory limit raised a
+/// `MemoryError` in this process (the guest runs one script per instance).
+/// A `MemoryError` the script raises itself leaves this `false`, so the host
+/// can tell a memory kill from an ordinary exception by this fact rather than
+/// by the exception's name.
+#[must_use]
+pub fn memory_limit_hit() -> bool {
+    MEMORY_LIMIT_HIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Converts a resource error to its host-visible Python exception.
 ///
 /// Recursion errors remain catchable for CPython compatibility; terminal
@@ -186,7 +199,12 @@ fn estimate_bits_to_bytes(bits: u64) -> usize {
 impl From<ResourceError> for RunError {
     fn from(err: ResourceError) -> Self {
         let (exc_type, catchable) = match &err {
-            ResourceError::Memory { .. } => (ExcType::MemoryError, false),
+            ResourceError::Memory { .. } => {
+                // chainbox patch: remember that the memory limit, not the
+                // script, raised this MemoryError (see `memory_limit_hit`).
+                MEMORY_LIMIT_HIT.store(true, std::sync::atomic::Ordering::Relaxed);
+                (ExcType::MemoryError, false)
+            }
             ResourceError::Time { .. } => (ExcType::TimeoutError, false),
             ResourceError::Recursion { .. } => (ExcType::RecursionError, true),
         };
