@@ -43,6 +43,7 @@ pub mod demo;
 pub mod digest;
 pub mod engine;
 pub mod invoker;
+pub mod mcp;
 pub mod policy;
 mod prefault;
 mod sandbox;

@@ -1,0 +1,11 @@
+//! MCP, both ways, through the official Rust SDK (`rmcp`).
+//!
+//! - [`upstream`]: MCP servers named by `[[mcp]]` entries of the tools
+//!   manifest, started as child processes over stdio; their tools join the
+//!   registry as local tools named `server__tool`, so chains call them like
+//!   any other tool and the invoker polices every call.
+//! - [`serve`]: `chainbox serve`, an MCP server (stdio or streamable HTTP)
+//!   exposing one `run_chain` tool over a registry.
+
+pub mod serve;
+pub mod upstream;

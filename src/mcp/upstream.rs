@@ -1,0 +1,1 @@
+//! Upstream MCP servers as chainbox tools (see the module docs of [`crate::mcp`]).
