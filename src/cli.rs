@@ -92,8 +92,10 @@ pub fn main() -> ExitCode {
 fn execute(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Demo { json, out } => {
+            let runtime = runtime()?;
             let registry = demo::demo_registry();
             let (result, saved) = run_chain(
+                &runtime,
                 demo::DEMO_SCRIPT,
                 &registry,
                 &ChainPolicy::default(),
@@ -111,8 +113,9 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             out,
         } => {
             let source = read_script(&script)?;
+            let runtime = runtime()?;
             let registry = match tools {
-                Some(path) => load_registry(&path)?,
+                Some(path) => load_registry(&runtime, &path)?,
                 None => ToolRegistry::new(),
             };
             let policy = match policy {
@@ -124,12 +127,13 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 ApproveMode::Deny => Approval::deny_all(),
                 ApproveMode::Ask => Approval::terminal(),
             };
-            let (result, saved) = run_chain(&source, &registry, &policy, &approval, out.as_deref())?;
+            let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
             Ok(report(&result, &saved, json))
         }
         Command::Stubs { tools } => {
+            let runtime = runtime()?;
             let registry = match tools {
-                Some(path) => load_registry(&path)?,
+                Some(path) => load_registry(&runtime, &path)?,
                 None => demo::demo_registry(),
             };
             print!("{}", stubs::python_stubs(&registry));
@@ -150,9 +154,18 @@ fn read_script(arg: &str) -> Result<String, String> {
     }
 }
 
-fn load_registry(path: &std::path::Path) -> Result<ToolRegistry, String> {
+/// The async runtime of one command. The MCP servers of a manifest are
+/// started on it and live until it and the registry are dropped.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))
+}
+
+fn load_registry(runtime: &tokio::runtime::Runtime, path: &Path) -> Result<ToolRegistry, String> {
     let manifest = Manifest::load(path).map_err(|e| e.to_string())?;
-    manifest.registry().map_err(|e| e.to_string())
+    runtime.block_on(manifest.registry()).map_err(|e| e.to_string())
 }
 
 /// A workspace file copied out by `--out`: where the script saw it, and
@@ -168,16 +181,13 @@ pub struct SavedFile {
 /// Runs the chain; with `out`, in a workspace whose files are copied into
 /// `out` after the run (the workspace itself is removed either way).
 fn run_chain(
+    runtime: &tokio::runtime::Runtime,
     script: &str,
     registry: &ToolRegistry,
     policy: &ChainPolicy,
     approval: &Approval,
     out: Option<&Path>,
 ) -> Result<(ChainRunResult, Vec<SavedFile>), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))?;
     let engine = Engine::new().map_err(|e| e.to_string())?;
     let workspace = match out {
         Some(_) => Some(tempfile::tempdir().map_err(|e| format!("creating a workspace for --out: {e}"))?),

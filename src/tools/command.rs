@@ -250,7 +250,7 @@ impl Tool for CommandTool {
 /// backgrounded running after the call, its timeout and its chain; the whole
 /// group is killed when the call ends or is dropped.
 #[cfg(unix)]
-struct ProcessGroup(u32);
+pub(crate) struct ProcessGroup(pub(crate) u32);
 
 #[cfg(unix)]
 impl Drop for ProcessGroup {
