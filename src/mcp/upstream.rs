@@ -345,7 +345,11 @@ impl ServerLink {
         let started = tokio::time::timeout(START_TIMEOUT, Connection::start(&self.server)).await;
         let connection = match started {
             Ok(Ok(connection)) => connection,
-            Ok(Err(e)) => return Err(ToolError::new(format!("mcp server `{name}` stopped and could not be restarted: {e}"))),
+            Ok(Err(e)) => {
+                return Err(ToolError::new(format!(
+                    "mcp server `{name}` stopped and could not be restarted: {e}"
+                )));
+            }
             Err(_) => {
                 return Err(ToolError::new(format!(
                     "mcp server `{name}` stopped and did not restart within {}s",
@@ -483,7 +487,13 @@ impl StderrTail {
     async fn after_exit(&self) -> String {
         let mut closed = self.closed.clone();
         let _ = tokio::time::timeout(STDERR_SETTLE, closed.wait_for(|closed| *closed)).await;
-        let bytes: Vec<u8> = self.bytes.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect();
+        let bytes: Vec<u8> = self
+            .bytes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
         let text = String::from_utf8_lossy(&bytes);
         let text = text.trim();
         let chars = text.chars().count();

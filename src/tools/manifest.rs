@@ -662,7 +662,10 @@ enum = ["c", "f"]
     #[test]
     fn mcp_cwd_resolves_against_the_manifest_folder() {
         let text = "[[mcp]]\nname = \"files\"\ncommand = [\"x\"]\ncwd = \"data\"";
-        assert_eq!(parse(text).expect("valid").mcp[0].working_dir, Path::new("/opt/tools/data"));
+        assert_eq!(
+            parse(text).expect("valid").mcp[0].working_dir,
+            Path::new("/opt/tools/data")
+        );
     }
 
     #[test]

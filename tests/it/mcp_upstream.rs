@@ -52,7 +52,10 @@ fn servers() -> Option<&'static Path> {
 
 /// The entry point of an installed server package.
 fn server_script(servers: &Path, package: &str) -> String {
-    let script = servers.join("node_modules/@modelcontextprotocol").join(package).join("dist/index.js");
+    let script = servers
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
     assert!(script.exists(), "{} is missing", script.display());
     script.display().to_string()
 }
@@ -132,7 +135,11 @@ g = await memory__read_graph()
     )
     .await;
     assert_ok(&r);
-    assert_eq!(r.output, json!([["Ada", "Engine"], [["Ada", "programmed", "Engine"]]]), "{r:#?}");
+    assert_eq!(
+        r.output,
+        json!([["Ada", "Engine"], [["Ada", "programmed", "Engine"]]]),
+        "{r:#?}"
+    );
     assert_trace(
         &r,
         &[
@@ -179,7 +186,9 @@ out
     .await;
     assert_ok(&r);
     assert!(
-        r.output.as_str().is_some_and(|m| m.contains("Entity with name Nobody not found")),
+        r.output
+            .as_str()
+            .is_some_and(|m| m.contains("Entity with name Nobody not found")),
         "{r:#?}"
     );
     assert_trace(&r, &[("memory__add_observations", CallStatus::Error)]);
@@ -227,7 +236,6 @@ async fn call_over_its_timeout_is_a_timeout_record_and_the_chain_goes_on() {
         )]),
         ..ChainPolicy::default()
     };
-    let started = Instant::now();
     let r = run(
         r#"
 try:
@@ -250,7 +258,8 @@ except TimeoutError:
             ("everything__get_sum", CallStatus::Ok),
         ],
     );
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    // Cut at its 0.5 s, not left to run its 30 s (generous for a loaded machine).
+    assert!(r.call_trace[0].duration_ms < 10_000.0, "{r:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -278,7 +287,10 @@ except RuntimeError as e:
     killer.await.expect("killer");
     assert_ok(&r);
     let message = r.output[0].as_str().unwrap_or_default();
-    assert!(message.contains("mcp server `everything` stopped during the call"), "{r:#?}");
+    assert!(
+        message.contains("mcp server `everything` stopped during the call"),
+        "{r:#?}"
+    );
     assert_eq!(r.output[1], json!("The sum of 1 and 2 is 3."), "{r:#?}");
     assert_trace(
         &r,
@@ -290,7 +302,12 @@ except RuntimeError as e:
     assert_eq!(upstream.restarts(), 1);
     assert_ne!(upstream.pid(), Some(first_pid));
 
-    let next = run("await everything__get_sum(a=2, b=2)", &registry, &ChainPolicy::default()).await;
+    let next = run(
+        "await everything__get_sum(a=2, b=2)",
+        &registry,
+        &ChainPolicy::default(),
+    )
+    .await;
     assert_ok(&next);
     assert_eq!(next.output, json!("The sum of 2 and 2 is 4."));
     assert_eq!(upstream.restarts(), 1, "a live server is not restarted");
@@ -304,11 +321,18 @@ async fn server_exiting_at_start_is_an_error_naming_it_with_its_stderr() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = "[[mcp]]\nname = \"broken\"\ncommand = [\"sh\", \"-c\", \"echo 'cannot open the database' >&2; exit 3\"]";
+    let text =
+        "[[mcp]]\nname = \"broken\"\ncommand = [\"sh\", \"-c\", \"echo 'cannot open the database' >&2; exit 3\"]";
     let err = manifest(text, dir.path()).registry().await.err().expect("an error");
     let message = err.to_string();
-    assert!(message.starts_with("mcp server `broken` failed to start: "), "{message}");
-    assert!(message.ends_with("its stderr ends with: cannot open the database"), "{message}");
+    assert!(
+        message.starts_with("mcp server `broken` failed to start: "),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("its stderr ends with: cannot open the database"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -336,7 +360,10 @@ async fn dropping_the_tools_stops_the_server() {
     drop(tools);
     let deadline = Instant::now() + Duration::from_secs(5);
     while !is_gone(pid) {
-        assert!(Instant::now() < deadline, "server {pid} still runs after its tools were dropped");
+        assert!(
+            Instant::now() < deadline,
+            "server {pid} still runs after its tools were dropped"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -345,7 +372,11 @@ async fn dropping_the_tools_stops_the_server() {
 async fn server_environment_is_only_path_and_its_env() {
     let Some(servers) = servers() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let registry = registry(&everything_entry(servers, "env = { GREETING = \"hello\" }\n"), dir.path()).await;
+    let registry = registry(
+        &everything_entry(servers, "env = { GREETING = \"hello\" }\n"),
+        dir.path(),
+    )
+    .await;
     let r = run(
         "sorted((await everything__get_env()).keys())",
         &registry,
@@ -364,7 +395,11 @@ async fn tool_names_are_prefixed_and_mapped_to_identifiers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let registry = registry(&everything_entry(servers, ""), dir.path()).await;
     let names: Vec<&str> = registry.iter().map(|t| t.name()).collect();
-    for name in ["everything__echo", "everything__get_tiny_image", "everything__trigger_long_running_operation"] {
+    for name in [
+        "everything__echo",
+        "everything__get_tiny_image",
+        "everything__trigger_long_running_operation",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     let image = local(&registry, "everything__get_tiny_image");
@@ -388,7 +423,12 @@ async fn settings_for_a_tool_the_server_lacks_are_an_error() {
     let Some(servers) = servers() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let text = everything_entry(servers, "[mcp.tools.get_env]\ndeny = true\n");
-    let message = manifest(&text, dir.path()).registry().await.err().expect("an error").to_string();
+    let message = manifest(&text, dir.path())
+        .registry()
+        .await
+        .err()
+        .expect("an error")
+        .to_string();
     assert!(
         message.starts_with("mcp server `everything`: `tools.get_env` names no tool of the server (it has: echo, "),
         "{message}"
@@ -403,7 +443,12 @@ async fn command_tool_and_mcp_tool_of_the_same_name_are_an_error() {
         "[[tool]]\nname = \"everything__echo\"\ndescription = \"\"\ncommand = [\"cat\"]\n{}",
         everything_entry(servers, "")
     );
-    let message = manifest(&text, dir.path()).registry().await.err().expect("an error").to_string();
+    let message = manifest(&text, dir.path())
+        .registry()
+        .await
+        .err()
+        .expect("an error")
+        .to_string();
     assert_eq!(
         message,
         "tool name `everything__echo` is used by [[tool]] #1 and by mcp server `everything` tool `echo`"
@@ -455,4 +500,3 @@ fn run_over_an_mcp_manifest_calls_its_tools() {
     assert_eq!(result["status"], "ok", "{result:#}");
     assert_eq!(result["output"], "x", "{result:#}");
 }
-
