@@ -222,6 +222,44 @@ async fn image_result_becomes_a_workspace_file_the_script_reads() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn embedded_blob_resource_becomes_a_workspace_file_with_its_media_type() {
+    let Some(servers) = servers() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&everything_entry(servers, ""), dir.path()).await;
+    let r = run(
+        "r = await everything__gzip_file_as_resource(name='hello.txt.gz', \
+         data='data:text/plain;base64,aGVsbG8=', outputType='resource')\n\
+         f = r['files'][0]\n[f['media_type'], open(f['path'], 'rb').read()[:2] == b'\\x1f\\x8b']",
+        &registry,
+        &ChainPolicy::default(),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["application/gzip", true]), "{r:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_link_arrives_in_the_json_list() {
+    let Some(servers) = servers() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&everything_entry(servers, ""), dir.path()).await;
+    let r = run(
+        "r = await everything__gzip_file_as_resource(name='hello.txt.gz', \
+         data='data:text/plain;base64,aGVsbG8=')\n\
+         [r['files'], [[l['type'], l['name'], l['mimeType']] for l in r['json']]]",
+        &registry,
+        &ChainPolicy::default(),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(
+        r.output,
+        json!([[], [["resource_link", "hello.txt.gz", "application/gzip"]]]),
+        "{r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn call_over_its_timeout_is_a_timeout_record_and_the_chain_goes_on() {
     let Some(servers) = servers() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
