@@ -45,6 +45,7 @@ pub mod engine;
 pub mod invoker;
 pub mod mcp;
 pub mod policy;
+pub mod skills;
 mod prefault;
 mod sandbox;
 // Internal parts the fuzz targets drive directly: public only with the
@@ -67,10 +68,12 @@ pub use approval::{
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
 pub use chain::{
-    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, RunOptions,
+    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, PolicyDecision,
+    RunOptions,
 };
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError};
 pub use tools::{
-    AnyTool, ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry, ToolRisk,
+    AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolKind, ToolOutput,
+    ToolRegistry, ToolRisk,
 };

@@ -6,6 +6,8 @@
 //! name = "get_weather"
 //! description = "Current weather for a city."
 //! risk = "safe"                      # safe | high | critical; default safe
+//! permissions = ["net"]              # what it touches: fs.read, fs.write, net,
+//!                                    # shell, db.read, db.write; default none
 //! command = ["python3", "weather.py"] # run in the manifest's folder
 //!
 //! [tool.input_schema]                # a JSON Schema, written as TOML
@@ -40,7 +42,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::command::CommandTool;
-use super::{RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
+use super::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
 use crate::stubs::is_python_keyword;
 
 /// Errors loading a tools manifest.
@@ -106,6 +108,8 @@ pub struct ManifestTool {
     pub description: String,
     /// Its risk tier.
     pub risk: ToolRisk,
+    /// What it touches; the chain's policy must grant each one.
+    pub permissions: Vec<Permission>,
     /// Its arguments' JSON Schema (an object schema), properties in written order.
     pub input_schema: Value,
     /// Program and arguments, the program resolved against the manifest's folder.
@@ -124,6 +128,7 @@ impl ManifestTool {
             self.command.clone(),
         )
         .with_risk(self.risk)
+        .with_permissions(self.permissions.iter().copied())
         .with_working_dir(self.working_dir.clone())
     }
 }
@@ -159,6 +164,8 @@ struct RawTool {
     description: String,
     #[serde(default)]
     risk: ToolRisk,
+    #[serde(default)]
+    permissions: Vec<Permission>,
     input_schema: Option<toml::Table>,
     command: Vec<String>,
 }
@@ -274,6 +281,7 @@ fn parse_tool(table: toml::Table, base_dir: &Path) -> Result<ManifestTool, Strin
         name: raw.name,
         description: raw.description,
         risk: raw.risk,
+        permissions: raw.permissions,
         input_schema,
         command: resolve_command(raw.command, base_dir)?,
         working_dir: base_dir.to_owned(),
@@ -431,6 +439,34 @@ enum = ["c", "f"]
     fn risk_is_read_by_name() {
         let text = "[[tool]]\nname = \"send\"\ndescription = \"\"\nrisk = \"critical\"\ncommand = [\"x\"]";
         assert_eq!(parse(text).expect("valid").tools[0].risk, ToolRisk::Critical);
+    }
+
+    #[test]
+    fn permissions_default_to_none() {
+        let manifest = parse(WEATHER).expect("valid");
+        assert!(manifest.tools[0].permissions.is_empty());
+        assert!(manifest.tools[0].to_command_tool().permissions().is_empty());
+    }
+
+    #[test]
+    fn permissions_are_read_by_name_and_reach_the_tool() {
+        let text = "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"fs.write\"]\ncommand = [\"x\"]";
+        let manifest = parse(text).expect("valid");
+        assert_eq!(manifest.tools[0].permissions, vec![Permission::Net, Permission::FsWrite]);
+        assert_eq!(
+            manifest.tools[0].to_command_tool().permissions(),
+            [Permission::Net, Permission::FsWrite]
+        );
+    }
+
+    #[test]
+    fn unknown_permission_names_the_tool_and_the_field() {
+        let text = "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"internet\"]\ncommand = [\"x\"]";
+        let message = error(text);
+        assert!(
+            message.starts_with("tool #1 (`fetch`): `permissions[1]`: unknown variant `internet`"),
+            "{message}"
+        );
     }
 
     #[test]
