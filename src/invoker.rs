@@ -229,9 +229,7 @@ impl InvokerSession {
         // Raw arguments may hold secrets: only at debug level.
         tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
         let mut verdict = Verdict::default();
-        let (status, outcome, artifact_ref) = self
-            .gates(number, &call.tool, call.args, arg_bytes, &mut verdict)
-            .await;
+        let (status, outcome, artifact_ref) = self.gates(number, &call.tool, call.args, arg_bytes, &mut verdict).await;
         let record = ChainCallRecord {
             call_id,
             tool: call.tool,
@@ -334,7 +332,11 @@ impl InvokerSession {
         }
         if !self.policy.allows_tool(name) {
             verdict.policy = Some(PolicyDecision::DeniedNotAllowed);
-            let by = self.policy.allowed_by.as_deref().unwrap_or("the policy's allowed_tools");
+            let by = self
+                .policy
+                .allowed_by
+                .as_deref()
+                .unwrap_or("the policy's allowed_tools");
             let why = format!("tool {name:?} is not allowed in this chain: {by} does not list it");
             return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
         }

@@ -45,9 +45,9 @@ pub mod engine;
 pub mod invoker;
 pub mod mcp;
 pub mod policy;
-pub mod skills;
 mod prefault;
 mod sandbox;
+pub mod skills;
 // Internal parts the fuzz targets drive directly: public only with the
 // `fuzzing` feature, never a stable API.
 #[cfg(feature = "fuzzing")]

@@ -164,7 +164,10 @@ impl Skill {
         if self.allowed_tools.is_empty() {
             return policy;
         }
-        policy.restricted_to(self.allowed_tools.iter().map(String::as_str), format!("skill {:?}", self.name))
+        policy.restricted_to(
+            self.allowed_tools.iter().map(String::as_str),
+            format!("skill {:?}", self.name),
+        )
     }
 
     /// The registry a model sees with this skill: only its tools, in
@@ -184,7 +187,11 @@ impl Skill {
     /// What the model is shown: the skill's instructions as a comment block,
     /// then the stubs of its tools.
     pub fn stubs(&self, registry: &ToolRegistry) -> String {
-        let mut out = format!("# Skill: {} (version {})\n", one_line(&self.name), one_line(&self.version));
+        let mut out = format!(
+            "# Skill: {} (version {})\n",
+            one_line(&self.name),
+            one_line(&self.version)
+        );
         if !self.description.is_empty() {
             out.push_str(&format!("# {}\n", one_line(&self.description)));
         }
@@ -220,7 +227,10 @@ struct FrontMatter {
 /// The front matter (without its `---` lines) and the body.
 fn split_front_matter(text: &str) -> Result<(&str, &str), String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text.strip_prefix("---").and_then(|r| r.strip_prefix('\n').or(r.strip_prefix("\r\n"))) else {
+    let Some(rest) = text
+        .strip_prefix("---")
+        .and_then(|r| r.strip_prefix('\n').or(r.strip_prefix("\r\n")))
+    else {
         return Err("must start with a `---` line opening the front matter".into());
     };
     let mut offset = 0;
@@ -296,7 +306,12 @@ fn parse_front_matter(front: &str, fields: &mut FrontMatter) -> Result<(), Strin
                         .map_err(|e| field(&e))?
                 } else {
                     // `allowed-tools: a b` (space separated), as other SKILL.md files write it.
-                    value.split([' ', ',']).filter(|t| !t.is_empty()).map(scalar).collect::<Result<_, _>>().map_err(|e| field(&e))?
+                    value
+                        .split([' ', ','])
+                        .filter(|t| !t.is_empty())
+                        .map(scalar)
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| field(&e))?
                 };
                 if fields.allowed_tools.replace(tools).is_some() {
                     return Err(field("is given twice"));
@@ -375,7 +390,8 @@ mod tests {
 
     #[test]
     fn allowed_tools_may_be_a_block_list_with_comments() {
-        let skill = parse("---\nname: s # the name\nallowed_tools:\n  - a\n  - b  # second\nversion: '3'\n---\n").unwrap();
+        let skill =
+            parse("---\nname: s # the name\nallowed_tools:\n  - a\n  - b  # second\nversion: '3'\n---\n").unwrap();
         assert_eq!(skill.name, "s");
         assert_eq!(skill.allowed_tools, vec!["a", "b"]);
         assert_eq!(skill.version, "3");
@@ -389,7 +405,11 @@ mod tests {
 
     #[test]
     fn missing_front_matter_is_an_error() {
-        assert!(parse("# Just markdown").unwrap_err().contains("must start with a `---` line"));
+        assert!(
+            parse("# Just markdown")
+                .unwrap_err()
+                .contains("must start with a `---` line")
+        );
     }
 
     #[test]

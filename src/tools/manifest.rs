@@ -450,9 +450,13 @@ enum = ["c", "f"]
 
     #[test]
     fn permissions_are_read_by_name_and_reach_the_tool() {
-        let text = "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"fs.write\"]\ncommand = [\"x\"]";
+        let text =
+            "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"fs.write\"]\ncommand = [\"x\"]";
         let manifest = parse(text).expect("valid");
-        assert_eq!(manifest.tools[0].permissions, vec![Permission::Net, Permission::FsWrite]);
+        assert_eq!(
+            manifest.tools[0].permissions,
+            vec![Permission::Net, Permission::FsWrite]
+        );
         assert_eq!(
             manifest.tools[0].to_command_tool().permissions(),
             [Permission::Net, Permission::FsWrite]
@@ -461,7 +465,8 @@ enum = ["c", "f"]
 
     #[test]
     fn unknown_permission_names_the_tool_and_the_field() {
-        let text = "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"internet\"]\ncommand = [\"x\"]";
+        let text =
+            "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"internet\"]\ncommand = [\"x\"]";
         let message = error(text);
         assert!(
             message.starts_with("tool #1 (`fetch`): `permissions[1]`: unknown variant `internet`"),

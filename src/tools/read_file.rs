@@ -121,7 +121,11 @@ impl ReadFileTool {
     /// the size cap. Blocking: run it off the async threads.
     fn read(&self, path: &str) -> Result<String, ToolError> {
         let rel = self.relative(path)?;
-        let rel = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+        let rel = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
         let file = self.root.open(rel).map_err(|e| io_error(path, e))?;
         let metadata = file.metadata().map_err(|e| io_error(path, e))?;
         if metadata.is_dir() {

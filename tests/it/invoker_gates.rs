@@ -476,7 +476,11 @@ impl ProviderDefinedTool for ProviderShell {
         static TYPES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
         TYPES.get_or_init(|| vec!["shell_call".into()])
     }
-    async fn handle_call(&self, _: Map<String, Value>, _: Option<ToolContext>) -> Result<Map<String, Value>, ToolError> {
+    async fn handle_call(
+        &self,
+        _: Map<String, Value>,
+        _: Option<ToolContext>,
+    ) -> Result<Map<String, Value>, ToolError> {
         panic!("handle_call ran from a chain")
     }
 }

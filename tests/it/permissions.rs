@@ -49,9 +49,17 @@ const CATCH: &str = "try:\n    r = await mark()\nexcept PermissionError as e:\n 
 #[tokio::test(flavor = "multi_thread")]
 async fn call_needing_an_ungranted_permission_is_denied_naming_it_and_never_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let r = run(CATCH, vec![marking_tool(dir.path(), &[Permission::Net])], &ChainPolicy::default()).await;
+    let r = run(
+        CATCH,
+        vec![marking_tool(dir.path(), &[Permission::Net])],
+        &ChainPolicy::default(),
+    )
+    .await;
     let message = r.output.as_str().unwrap_or_default();
-    assert!(message.starts_with("denied: ") && message.contains("needs permission net"), "{r:#?}");
+    assert!(
+        message.starts_with("denied: ") && message.contains("needs permission net"),
+        "{r:#?}"
+    );
     let record = &r.call_trace[0];
     assert_eq!(record.status, CallStatus::Denied);
     assert_eq!(record.policy, Some(PolicyDecision::DeniedPermission));
@@ -73,7 +81,12 @@ async fn call_with_every_permission_granted_runs() {
 async fn denial_names_only_the_missing_permissions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let needs = [Permission::FsRead, Permission::FsWrite, Permission::DbWrite];
-    let r = run(CATCH, vec![marking_tool(dir.path(), &needs)], &granting(&[Permission::FsRead])).await;
+    let r = run(
+        CATCH,
+        vec![marking_tool(dir.path(), &needs)],
+        &granting(&[Permission::FsRead]),
+    )
+    .await;
     let message = r.output.as_str().unwrap_or_default();
     assert!(message.contains("needs permission fs.write, db.write,"), "{r:#?}");
     assert!(!message.contains("fs.read"), "{message}");
@@ -95,7 +108,11 @@ async fn manifest_permissions_are_enforced_in_a_chain() {
     let registry = manifest.registry().expect("registry");
     let approval = Approval::auto(ToolRisk::Critical);
     let denied = engine().run(CATCH, &registry, &ChainPolicy::default(), &approval).await;
-    assert_eq!(denied.call_trace[0].policy, Some(PolicyDecision::DeniedPermission), "{denied:#?}");
+    assert_eq!(
+        denied.call_trace[0].policy,
+        Some(PolicyDecision::DeniedPermission),
+        "{denied:#?}"
+    );
     assert!(!dir.path().join("ran").exists());
     let granted = engine()
         .run(CATCH, &registry, &granting(&[Permission::FsWrite]), &approval)
@@ -142,7 +159,10 @@ impl Tree {
 
 fn assert_refused(r: &ChainRunResult) {
     let message = r.output.as_str().unwrap_or_default();
-    assert!(message.starts_with("refused: ") && message.contains("outside the sandbox root"), "{r:#?}");
+    assert!(
+        message.starts_with("refused: ") && message.contains("outside the sandbox root"),
+        "{r:#?}"
+    );
     assert!(!message.contains("top secret"), "{message}");
     assert_eq!(r.call_trace[0].status, CallStatus::Error);
 }
@@ -200,7 +220,10 @@ async fn read_file_refuses_an_absolute_path_outside_its_root() {
 #[tokio::test(flavor = "multi_thread")]
 async fn read_file_refuses_an_absolute_path_climbing_out_of_its_root() {
     let tree = Tree::new();
-    let sneaky = format!("{}/../secret.txt", std::fs::canonicalize(tree.root()).expect("c").display());
+    let sneaky = format!(
+        "{}/../secret.txt",
+        std::fs::canonicalize(tree.root()).expect("c").display()
+    );
     assert_refused(&tree.read(&sneaky).await);
 }
 

@@ -25,7 +25,10 @@ fn tool_call_request_ids_are_generated_and_unique() {
         .map(|_| ToolCallRequest::new("add", Map::new()).call_id)
         .collect();
     assert_eq!(ids.len(), 1000);
-    assert!(ids.iter().all(|id| id.starts_with("call_") && id.len() == 37), "{ids:?}");
+    assert!(
+        ids.iter().all(|id| id.starts_with("call_") && id.len() == 37),
+        "{ids:?}"
+    );
 }
 
 #[test]
@@ -209,5 +212,9 @@ async fn tool_result_provenance_reaches_the_script() {
             &Approval::deny_all(),
         )
         .await;
-    assert_eq!(r.output, json!(["42", "https://example.org/quotes/42", "cached", "Z"]), "{r:#?}");
+    assert_eq!(
+        r.output,
+        json!(["42", "https://example.org/quotes/42", "cached", "Z"]),
+        "{r:#?}"
+    );
 }

@@ -41,14 +41,20 @@ fn skill_whose_name_is_not_its_folder_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_skill(dir.path(), "sums", MATH);
     let e = Skill::load_named(dir.path().join("skills"), "sums").expect_err("mismatch");
-    assert!(matches!(&e, SkillError::NameMismatch { name, folder, .. } if name == "math" && folder == "sums"), "{e}");
+    assert!(
+        matches!(&e, SkillError::NameMismatch { name, folder, .. } if name == "math" && folder == "sums"),
+        "{e}"
+    );
 }
 
 #[test]
 fn skill_allowing_a_tool_missing_from_the_registry_is_refused_naming_both() {
     let skill = Skill::parse("---\nname: web\nallowed_tools: [add, search]\n---\n", None).expect("skill");
     let e = skill.check_tools(&registry()).expect_err("search is unknown");
-    assert_eq!(e.to_string(), "skill \"web\" allows tool \"search\", which is not in the tool registry");
+    assert_eq!(
+        e.to_string(),
+        "skill \"web\" allows tool \"search\", which is not in the tool registry"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -62,7 +68,10 @@ async fn chain_under_a_skill_calls_its_tools_and_is_denied_the_others() {
         .await;
     assert_eq!(r.output[0], json!(3.0), "{r:#?}");
     let message = r.output[1].as_str().unwrap_or_default();
-    assert!(message.contains("\"echo\"") && message.contains("skill \"math\""), "{r:#?}");
+    assert!(
+        message.contains("\"echo\"") && message.contains("skill \"math\""),
+        "{r:#?}"
+    );
     assert_eq!(r.call_trace[1].status, CallStatus::Denied);
     assert_eq!(r.call_trace[1].policy, Some(PolicyDecision::DeniedNotAllowed));
 }
@@ -71,7 +80,10 @@ async fn chain_under_a_skill_calls_its_tools_and_is_denied_the_others() {
 fn skill_stubs_put_its_instructions_above_only_its_tools() {
     let skill = Skill::parse(MATH, None).expect("skill");
     let stubs = skill.stubs(&registry());
-    assert!(stubs.starts_with("# Skill: math (version 2)\n# Sums numbers.\n#\n# Add the numbers pairwise.\n"), "{stubs}");
+    assert!(
+        stubs.starts_with("# Skill: math (version 2)\n# Sums numbers.\n#\n# Add the numbers pairwise.\n"),
+        "{stubs}"
+    );
     assert!(stubs.contains("async def add("), "{stubs}");
     assert!(!stubs.contains("async def echo("), "{stubs}");
     assert!(stubs.find("Never echo") < stubs.find("async def add("));
@@ -121,7 +133,11 @@ type = "string"
 "#;
     std::fs::write(dir.path().join("tools.toml"), manifest).expect("write");
     write_skill(dir.path(), "math", MATH);
-    write_skill(dir.path(), "web", "---\nname: web\nallowed_tools: [search]\n---\nSearch.\n");
+    write_skill(
+        dir.path(),
+        "web",
+        "---\nname: web\nallowed_tools: [search]\n---\nSearch.\n",
+    );
     dir
 }
 
@@ -161,7 +177,11 @@ fn run_with_skill_denies_tools_outside_it() {
 #[test]
 fn run_with_skill_naming_an_unknown_tool_exits_2_naming_tool_and_skill() {
     let dir = project();
-    let out = chainbox(dir.path(), &["run", "-", "--tools", "tools.toml", "--skill", "web"], "1");
+    let out = chainbox(
+        dir.path(),
+        &["run", "-", "--tools", "tools.toml", "--skill", "web"],
+        "1",
+    );
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("skill \"web\" allows tool \"search\""), "{stderr}");
@@ -174,7 +194,10 @@ fn stubs_with_skill_show_its_instructions_then_its_tools() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stubs = String::from_utf8_lossy(&out.stdout);
     assert!(stubs.starts_with("# Skill: math (version 2)\n"), "{stubs}");
-    assert!(stubs.contains("async def add(") && !stubs.contains("async def echo("), "{stubs}");
+    assert!(
+        stubs.contains("async def add(") && !stubs.contains("async def echo("),
+        "{stubs}"
+    );
 }
 
 #[test]

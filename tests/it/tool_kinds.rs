@@ -165,7 +165,12 @@ fn source_names_the_kind_and_the_tool() {
 async fn run_refused(tool: AnyTool, script: &str) -> ChainRunResult {
     let registry = ToolRegistry::from_tools([AnyTool::Local(add_tool()), tool]).expect("registry");
     engine()
-        .run(script, &registry, &ChainPolicy::default(), &Approval::auto(ToolRisk::Critical))
+        .run(
+            script,
+            &registry,
+            &ChainPolicy::default(),
+            &Approval::auto(ToolRisk::Critical),
+        )
         .await
 }
 
@@ -177,7 +182,10 @@ async fn hosted_tool_in_a_chain_is_denied_saying_the_provider_runs_it() {
     )
     .await;
     let message = r.output.as_str().unwrap_or_default();
-    assert!(message.contains("hosted tool") && message.contains("provider runs it"), "{r:#?}");
+    assert!(
+        message.contains("hosted tool") && message.contains("provider runs it"),
+        "{r:#?}"
+    );
     let record = &r.call_trace[0];
     assert_eq!(record.status, CallStatus::Denied);
     assert_eq!(record.policy, Some(PolicyDecision::DeniedKind));
