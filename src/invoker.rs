@@ -99,6 +99,9 @@ enum Slot {
         tool: String,
         args_digest: String,
         started: Instant,
+        /// Set when the call reaches its tool: the provenance an
+        /// interrupted record still reports.
+        passed: Option<Verdict>,
     },
     Done(ChainCallRecord),
 }
@@ -229,7 +232,9 @@ impl InvokerSession {
         // Raw arguments may hold secrets: only at debug level.
         tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
         let mut verdict = Verdict::default();
-        let (status, outcome, artifact_ref) = self.gates(number, &call.tool, call.args, arg_bytes, &mut verdict).await;
+        let (status, outcome, artifact_ref) = self
+            .gates(number, slot, &call.tool, call.args, arg_bytes, &mut verdict)
+            .await;
         let record = ChainCallRecord {
             call_id,
             tool: call.tool,
@@ -279,12 +284,13 @@ impl InvokerSession {
     async fn gates(
         &self,
         number: u32,
+        slot: usize,
         name: &str,
         args: Map<String, Value>,
         arg_bytes: usize,
         verdict: &mut Verdict,
     ) -> Answer {
-        match self.checked_call(number, name, args, arg_bytes, verdict).await {
+        match self.checked_call(number, slot, name, args, arg_bytes, verdict).await {
             Ok((value, artifact_ref)) => (CallStatus::Ok, CallOutcome::Ok { value }, artifact_ref),
             Err((status, outcome)) => (status, outcome, None),
         }
@@ -293,6 +299,7 @@ impl InvokerSession {
     async fn checked_call(
         &self,
         number: u32,
+        slot: usize,
         name: &str,
         mut args: Map<String, Value>,
         arg_bytes: usize,
@@ -381,6 +388,9 @@ impl InvokerSession {
             }
         }
         // Gate 6: execution under the call timeout; a panic is contained.
+        // The running record learns what let the call through, so a chain
+        // killed while the tool runs still reports it.
+        self.mark_passed(slot, verdict);
         let timeout = self.policy.call_timeout(name);
         let ctx = ToolContext {
             run_id: self.run_id.clone(),
@@ -438,8 +448,16 @@ impl InvokerSession {
             tool: tool.to_owned(),
             args_digest: digest.to_owned(),
             started,
+            passed: None,
         });
         trace.len() - 1
+    }
+
+    fn mark_passed(&self, slot: usize, verdict: &Verdict) {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(Slot::Running { passed, .. }) = trace.get_mut(slot) {
+            *passed = Some(verdict.clone());
+        }
     }
 
     fn close_slot(&self, slot: usize, record: ChainCallRecord) {
@@ -463,6 +481,7 @@ impl InvokerSession {
                     tool,
                     args_digest,
                     started,
+                    passed,
                 } => ChainCallRecord {
                     call_id: call_id.clone(),
                     tool: tool.clone(),
@@ -471,11 +490,12 @@ impl InvokerSession {
                     duration_ms: millis(started.elapsed()),
                     artifact_ref: None,
                     error: Some(why.to_owned()),
-                    // A running call passed every policy gate; which
-                    // decision let it through is not kept for running calls.
-                    source: self.registry.get(tool).map(AnyTool::source),
+                    source: passed
+                        .as_ref()
+                        .and_then(|v| v.source.clone())
+                        .or_else(|| self.registry.get(tool).map(AnyTool::source)),
                     observed_at: utc_now_rfc3339(),
-                    policy: None,
+                    policy: passed.as_ref().and_then(|v| v.policy),
                 },
             })
             .collect()
@@ -484,7 +504,7 @@ impl InvokerSession {
 
 /// Provenance gathered while a call passes the gates: the tool's source once
 /// it is found, and the latest policy decision taken on it.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 struct Verdict {
     source: Option<String>,
     policy: Option<PolicyDecision>,

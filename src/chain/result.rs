@@ -267,7 +267,8 @@ pub struct ChainCallRecord {
     /// (`2026-12-01T20:28:12.123456Z`).
     pub observed_at: String,
     /// The policy decision that let the call through or stopped it; null
-    /// when the call ended before any (unknown tool, bad arguments).
+    /// when the call ended before any (unknown tool, bad arguments, or the
+    /// chain ended while it waited for approval).
     pub policy: Option<PolicyDecision>,
 }
 

@@ -218,3 +218,46 @@ async fn tool_result_provenance_reaches_the_script() {
         "{r:#?}"
     );
 }
+
+/// Approves every call with `{"path": "safe.txt"}` instead of its arguments.
+struct Rewrite;
+
+#[async_trait]
+impl chainbox::ApprovalHandler for Rewrite {
+    async fn request(
+        &self,
+        _: &chainbox::ApprovalRequest,
+    ) -> Result<chainbox::ApprovalDecision, chainbox::ApprovalError> {
+        let mut arguments = Map::new();
+        arguments.insert("path".into(), json!("safe.txt"));
+        Ok(chainbox::ApprovalDecision::Modified { arguments })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_policy_is_approved_modified_when_the_handler_rewrites_the_arguments() {
+    let registry = ToolRegistry::from_local([delete_tool()]).expect("registry");
+    let r = run_full(
+        "await delete(path='/')",
+        &registry,
+        &ChainPolicy::default(),
+        &Approval::new(Rewrite),
+    )
+    .await;
+    assert_eq!(r.call_trace[0].status, CallStatus::Ok, "{r:#?}");
+    assert_eq!(r.call_trace[0].policy, Some(PolicyDecision::ApprovedModified));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn record_of_a_call_cut_off_by_the_chain_keeps_its_provenance() {
+    let policy = ChainPolicy {
+        total_timeout_s: 0.5,
+        ..ChainPolicy::default()
+    };
+    let r = run_full("await sleep(seconds=30)", &registry(), &policy, &Approval::deny_all()).await;
+    let record = &r.call_trace[0];
+    assert_eq!(record.status, CallStatus::Timeout, "{r:#?}");
+    assert!(record.call_id.starts_with("call_"), "{record:?}");
+    assert_eq!(record.source.as_deref(), Some("local:sleep"));
+    assert_eq!(record.policy, Some(PolicyDecision::WithinRisk));
+}
