@@ -687,6 +687,7 @@ mod tests {
         assert!(s.max_stdout_bytes < d.max_stdout_bytes);
         assert!(s.max_arg_bytes <= d.max_arg_bytes);
         assert!(s.max_result_bytes <= d.max_result_bytes);
+        assert!(s.granted_permissions.is_subset(&d.granted_permissions));
     }
 
     #[test]
@@ -702,5 +703,6 @@ mod tests {
         assert!(v.max_stdout_bytes >= d.max_stdout_bytes);
         assert!(v.max_arg_bytes >= d.max_arg_bytes);
         assert!(v.max_result_bytes >= d.max_result_bytes);
+        assert!(v.granted_permissions.is_superset(&d.granted_permissions));
     }
 }

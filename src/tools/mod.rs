@@ -705,6 +705,30 @@ mod tests {
     }
 
     #[test]
+    fn tool_kind_names_are_the_ones_serde_writes() {
+        for kind in [ToolKind::Local, ToolKind::Hosted, ToolKind::ProviderDefined] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+
+    #[test]
+    fn observed_now_sets_provenance_in_utc() {
+        let r = ToolExecutionResult::default().observed_now("db:orders", "read-only");
+        assert_eq!(r.source.as_deref(), Some("db:orders"));
+        assert_eq!(r.policy.as_deref(), Some("read-only"));
+        let at = r.observed_at.expect("observed_at");
+        assert!(at.ends_with('Z') && at.parse::<jiff::Timestamp>().is_ok(), "{at}");
+    }
+
+    #[test]
+    fn result_without_provenance_serializes_without_it() {
+        let v = serde_json::to_value(ToolExecutionResult::default()).unwrap();
+        for key in ["source", "observed_at", "policy"] {
+            assert!(v.get(key).is_none(), "{v}");
+        }
+    }
+
+    #[test]
     fn schema_params_keep_written_order() {
         let schema = serde_json::json!({"properties": {"zeta": {}, "alpha": {}}});
         assert_eq!(schema_params(&schema), vec!["zeta", "alpha"]);
