@@ -41,6 +41,7 @@ pub mod chain;
 pub mod cli;
 pub mod demo;
 pub mod digest;
+pub mod discovery;
 pub mod engine;
 pub mod invoker;
 pub mod mcp;
@@ -55,6 +56,7 @@ pub mod shaping;
 #[cfg(not(feature = "fuzzing"))]
 mod shaping;
 mod snapshot;
+pub mod specs;
 pub mod stubs;
 pub mod tools;
 #[cfg(feature = "fuzzing")]
