@@ -208,3 +208,12 @@ fn stubs_with_a_skill_path_load_that_folder() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("# Skill: math"));
 }
+
+#[test]
+fn example_skill_loads_against_the_example_manifest() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tools");
+    let manifest = chainbox::tools::manifest::Manifest::load(root.join("manifest.toml")).expect("manifest");
+    let skill = Skill::load_named(root.join("skills"), "arithmetic").expect("skill");
+    skill.check_tools(&manifest.registry().expect("registry")).expect("its tools exist");
+    assert_eq!(skill.allowed_tools, ["add"]);
+}
