@@ -214,6 +214,8 @@ fn example_skill_loads_against_the_example_manifest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tools");
     let manifest = chainbox::tools::manifest::Manifest::load(root.join("manifest.toml")).expect("manifest");
     let skill = Skill::load_named(root.join("skills"), "arithmetic").expect("skill");
-    skill.check_tools(&manifest.registry().expect("registry")).expect("its tools exist");
+    skill
+        .check_tools(&manifest.registry().expect("registry"))
+        .expect("its tools exist");
     assert_eq!(skill.allowed_tools, ["add"]);
 }
