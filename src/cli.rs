@@ -1,5 +1,6 @@
-//! The `chainbox` command line: `demo`, `run`, `stubs`. The only code that
-//! knows about argv, stdout formatting and exit codes.
+//! The `chainbox` command line: `demo`, `run`, `stubs` (the last two with
+//! `--skill`). The only code that knows about argv, stdout formatting and
+//! exit codes.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::approval::Approval;
 use crate::chain::{ChainRunResult, RunOptions};
 use crate::policy::ChainPolicy;
+use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
 use crate::workspace::WORKSPACE;
@@ -55,12 +57,22 @@ enum Command {
         /// files) into this directory after the run.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Run under a skill: only its `allowed_tools` may be called (any
+        /// other call is denied). A name is looked up as
+        /// `skills/NAME/SKILL.md` beside the tools manifest (or in the
+        /// current folder); a path names the skill's folder.
+        #[arg(long, value_name = "NAME")]
+        skill: Option<String>,
     },
     /// Print the Python stubs (signatures and docstrings) a model should be shown.
     Stubs {
         /// The tools manifest (TOML); the demo tools if omitted.
         #[arg(long)]
         tools: Option<PathBuf>,
+        /// Put this skill's instructions above the stubs and show only its
+        /// tools (found as for `run --skill`).
+        #[arg(long, value_name = "NAME")]
+        skill: Option<String>,
     },
 }
 
@@ -111,17 +123,22 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             approve,
             json,
             out,
+            skill,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
-            let registry = match tools {
-                Some(path) => load_registry(&runtime, &path)?,
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let policy = match policy {
+            let mut policy = match policy {
                 Some(path) => ChainPolicy::load(&path).map_err(|e| format!("--policy {}: {e}", path.display()))?,
                 None => ChainPolicy::default(),
             };
+            if let Some(skill) = skill {
+                let skill = load_skill(&skill, tools.as_deref(), &registry)?;
+                policy = skill.restrict(policy);
+            }
             let approval = match approve {
                 ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ApproveMode::Deny => Approval::deny_all(),
@@ -130,13 +147,16 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
             Ok(report(&result, &saved, json))
         }
-        Command::Stubs { tools } => {
+        Command::Stubs { tools, skill } => {
             let runtime = runtime()?;
-            let registry = match tools {
-                Some(path) => load_registry(&runtime, &path)?,
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
                 None => demo::demo_registry(),
             };
-            print!("{}", stubs::python_stubs(&registry));
+            match skill {
+                Some(skill) => print!("{}", load_skill(&skill, tools.as_deref(), &registry)?.stubs(&registry)),
+                None => print!("{}", stubs::python_stubs(&registry)),
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -161,6 +181,24 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the async runtime: {e}"))
+}
+
+/// The skill `--skill` names, its tools checked against `registry`: a path
+/// (containing `/`) is the skill's folder; a name is looked up under
+/// `skills/` beside the tools manifest, or in the current folder without one.
+fn load_skill(arg: &str, manifest: Option<&Path>, registry: &ToolRegistry) -> Result<Skill, String> {
+    let dir = if arg.contains('/') {
+        PathBuf::from(arg)
+    } else {
+        let base = manifest
+            .and_then(Path::parent)
+            .map(Path::to_owned)
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join("skills").join(arg)
+    };
+    let skill = Skill::load(&dir).map_err(|e| format!("--skill {arg}: {e}"))?;
+    skill.check_tools(registry).map_err(|e| format!("--skill {arg}: {e}"))?;
+    Ok(skill)
 }
 
 fn load_registry(runtime: &tokio::runtime::Runtime, path: &Path) -> Result<ToolRegistry, String> {

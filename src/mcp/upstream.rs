@@ -74,7 +74,9 @@ use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 #[cfg(unix)]
 use crate::tools::command::ProcessGroup;
 use crate::tools::manifest::McpServer;
-use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
+use crate::tools::{
+    ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk,
+};
 
 /// How long a server may take to start: spawn, `initialize` and listing
 /// its tools. Generous, for servers fetched by `npx` on first use; a call
@@ -237,7 +239,7 @@ impl McpUpstream {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut remote_names = Vec::new();
         for listed in listed {
-            let settings = server.tools.get(listed.name.as_ref()).copied().unwrap_or_default();
+            let settings = server.tools.get(listed.name.as_ref()).cloned().unwrap_or_default();
             if settings.deny {
                 continue;
             }
@@ -264,6 +266,7 @@ impl McpUpstream {
                 description,
                 input_schema: Value::Object(listed.input_schema.as_ref().clone()),
                 risk: settings.risk.unwrap_or(server.risk),
+                permissions: settings.permissions.unwrap_or_else(|| server.permissions.clone()),
             }));
         }
         Ok(McpUpstream {
@@ -514,6 +517,7 @@ struct McpTool {
     description: String,
     input_schema: Value,
     risk: ToolRisk,
+    permissions: Vec<Permission>,
 }
 
 #[async_trait]
@@ -532,6 +536,15 @@ impl Tool for McpTool {
 
     fn risk(&self) -> ToolRisk {
         self.risk
+    }
+
+    fn permissions(&self) -> &[Permission] {
+        &self.permissions
+    }
+
+    /// `mcp:SERVER/TOOL`, with the server's own tool name.
+    fn source(&self) -> String {
+        format!("mcp:{}/{}", self.link.server.name, self.remote)
     }
 
     async fn execute(&self, ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -610,9 +623,8 @@ pub fn to_output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
         }
         return Ok(ToolOutput::Result(ToolExecutionResult {
             content: blocks,
-            is_error: false,
-            metadata: Map::new(),
             structured_content,
+            ..ToolExecutionResult::default()
         }));
     }
     if let Some(structured) = result.structured_content {

@@ -1,11 +1,12 @@
-//! The tools manifest: a TOML file declaring command tools (and, later, MCP
-//! servers) for `chainbox run --tools FILE` and `chainbox stubs --tools FILE`.
+//! The tools manifest: a TOML file declaring command tools and MCP servers for `chainbox run --tools FILE` and `chainbox stubs --tools FILE`.
 //!
 //! ```toml
 //! [[tool]]
 //! name = "get_weather"
 //! description = "Current weather for a city."
 //! risk = "safe"                      # safe | high | critical; default safe
+//! permissions = ["net"]              # what it touches: fs.read, fs.write, net,
+//!                                    # shell, db.read, db.write; default none
 //! command = ["python3", "weather.py"] # run in the manifest's folder
 //!
 //! [tool.input_schema]                # a JSON Schema, written as TOML
@@ -22,9 +23,11 @@
 //! env = { ROOT = "/data" }           # its whole environment, with PATH
 //! cwd = "data"                       # default: the manifest's folder
 //! risk = "safe"                      # of all its tools; default safe
+//! permissions = ["fs.read"]          # of all its tools; default none
 //!
 //! [mcp.tools.delete_file]            # by the server's own tool name
 //! risk = "critical"
+//! permissions = ["fs.read", "fs.write"]  # instead of the server's
 //!
 //! [mcp.tools.get-env]
 //! deny = true                        # never registered, never shown
@@ -54,7 +57,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::command::CommandTool;
-use super::{RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
+use super::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
 use crate::mcp::upstream::{McpError, McpUpstream};
 use crate::stubs::is_python_keyword;
 
@@ -134,6 +137,8 @@ pub struct ManifestTool {
     pub description: String,
     /// Its risk tier.
     pub risk: ToolRisk,
+    /// What it touches; the chain's policy must grant each one.
+    pub permissions: Vec<Permission>,
     /// Its arguments' JSON Schema (an object schema), properties in written order.
     pub input_schema: Value,
     /// Program and arguments, the program resolved against the manifest's folder.
@@ -152,6 +157,7 @@ impl ManifestTool {
             self.command.clone(),
         )
         .with_risk(self.risk)
+        .with_permissions(self.permissions.iter().copied())
         .with_working_dir(self.working_dir.clone())
     }
 }
@@ -172,17 +178,22 @@ pub struct McpServer {
     pub working_dir: PathBuf,
     /// The risk tier of its tools, unless [`McpServer::tools`] says otherwise.
     pub risk: ToolRisk,
+    /// What its tools touch, unless [`McpServer::tools`] says otherwise.
+    pub permissions: Vec<Permission>,
     /// Settings of single tools, keyed by the server's own tool name.
     pub tools: BTreeMap<String, McpToolSettings>,
 }
 
 /// The settings of one tool of an MCP server (`[mcp.tools.<name>]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpToolSettings {
     /// Its risk tier, instead of the server's.
     #[serde(default)]
     pub risk: Option<ToolRisk>,
+    /// What it touches, instead of the server's permissions.
+    #[serde(default)]
+    pub permissions: Option<Vec<Permission>>,
     /// Leave it out of the registry: never shown to the model, never callable.
     #[serde(default)]
     pub deny: bool,
@@ -206,6 +217,8 @@ struct RawTool {
     description: String,
     #[serde(default)]
     risk: ToolRisk,
+    #[serde(default)]
+    permissions: Vec<Permission>,
     input_schema: Option<toml::Table>,
     command: Vec<String>,
 }
@@ -220,6 +233,8 @@ struct RawMcp {
     cwd: Option<PathBuf>,
     #[serde(default)]
     risk: ToolRisk,
+    #[serde(default)]
+    permissions: Vec<Permission>,
     #[serde(default)]
     tools: BTreeMap<String, McpToolSettings>,
 }
@@ -339,6 +354,7 @@ fn parse_tool(table: toml::Table, base_dir: &Path) -> Result<ManifestTool, Strin
         name: raw.name,
         description: raw.description,
         risk: raw.risk,
+        permissions: raw.permissions,
         input_schema,
         command: resolve_command(raw.command, base_dir)?,
         working_dir: base_dir.to_owned(),
@@ -360,6 +376,7 @@ fn parse_mcp(table: toml::Table, base_dir: &Path) -> Result<McpServer, String> {
         env: raw.env,
         working_dir: raw.cwd.map_or_else(|| base_dir.to_owned(), |cwd| base_dir.join(cwd)),
         risk: raw.risk,
+        permissions: raw.permissions,
         tools: raw.tools,
     })
 }
@@ -514,6 +531,39 @@ enum = ["c", "f"]
     }
 
     #[test]
+    fn permissions_default_to_none() {
+        let manifest = parse(WEATHER).expect("valid");
+        assert!(manifest.tools[0].permissions.is_empty());
+        assert!(manifest.tools[0].to_command_tool().permissions().is_empty());
+    }
+
+    #[test]
+    fn permissions_are_read_by_name_and_reach_the_tool() {
+        let text =
+            "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"fs.write\"]\ncommand = [\"x\"]";
+        let manifest = parse(text).expect("valid");
+        assert_eq!(
+            manifest.tools[0].permissions,
+            vec![Permission::Net, Permission::FsWrite]
+        );
+        assert_eq!(
+            manifest.tools[0].to_command_tool().permissions(),
+            [Permission::Net, Permission::FsWrite]
+        );
+    }
+
+    #[test]
+    fn unknown_permission_names_the_tool_and_the_field() {
+        let text =
+            "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"internet\"]\ncommand = [\"x\"]";
+        let message = error(text);
+        assert!(
+            message.starts_with("tool #1 (`fetch`): `permissions[1]`: unknown variant `internet`"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn relative_program_path_resolves_against_the_manifest_folder() {
         let manifest = parse(WEATHER).expect("valid");
         assert_eq!(manifest.tools[0].command, vec!["/opt/tools/weather.sh"]);
@@ -654,6 +704,7 @@ enum = ["c", "f"]
                 env: BTreeMap::from([("ROOT".into(), "/data".into())]),
                 working_dir: "/opt/tools".into(),
                 risk: ToolRisk::Safe,
+                permissions: Vec::new(),
                 tools: BTreeMap::new(),
             }]
         );
@@ -682,10 +733,17 @@ enum = ["c", "f"]
                     "delete_entities".into(),
                     McpToolSettings {
                         risk: Some(ToolRisk::Critical),
+                        permissions: None,
                         deny: false
                     }
                 ),
-                ("get-env".into(), McpToolSettings { risk: None, deny: true }),
+                (
+                    "get-env".into(),
+                    McpToolSettings {
+                        deny: true,
+                        ..McpToolSettings::default()
+                    }
+                ),
             ])
         );
     }
