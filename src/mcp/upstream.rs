@@ -74,9 +74,7 @@ use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 #[cfg(unix)]
 use crate::tools::command::ProcessGroup;
 use crate::tools::manifest::McpServer;
-use crate::tools::{
-    ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk,
-};
+use crate::tools::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
 
 /// How long a server may take to start: spawn, `initialize` and listing
 /// its tools. Generous, for servers fetched by `npx` on first use; a call

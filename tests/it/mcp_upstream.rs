@@ -457,6 +457,35 @@ async fn denied_tools_are_left_out_and_risks_are_set_per_server_and_tool() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn server_and_tool_permissions_are_enforced_and_records_name_the_server() {
+    let Some(servers) = servers() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = "permissions = [\"net\"]\n[mcp.tools.get-sum]\npermissions = []\n";
+    let registry = registry(&everything_entry(servers, extra), dir.path()).await;
+    let r = run(
+        "try:\n    await everything__echo(message='hi')\n    out = 'ran'\nexcept PermissionError:\n    out = 'denied'\n\
+         [out, await everything__get_sum(a=1, b=1)]",
+        &registry,
+        &ChainPolicy::default(),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["denied", "The sum of 1 and 1 is 2."]), "{r:#?}");
+    assert_trace(
+        &r,
+        &[
+            ("everything__echo", CallStatus::Denied),
+            ("everything__get_sum", CallStatus::Ok),
+        ],
+    );
+    assert_eq!(
+        r.call_trace[1].source.as_deref(),
+        Some("mcp:everything/get-sum"),
+        "{r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn settings_for_a_tool_the_server_lacks_are_an_error() {
     let Some(servers) = servers() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
