@@ -15,7 +15,7 @@ use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
 use crate::workspace::WORKSPACE;
-use crate::{Engine, ToolRegistry, demo, stubs};
+use crate::{Engine, ToolRegistry, demo, discovery};
 
 /// Code mode for agents: run a model-written Python chain in a wasm sandbox.
 #[derive(Debug, Parser)]
@@ -155,7 +155,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             };
             match skill {
                 Some(skill) => print!("{}", load_skill(&skill, tools.as_deref(), &registry)?.stubs(&registry)),
-                None => print!("{}", stubs::python_stubs(&registry)),
+                None => print!("{}", discovery::model_stubs(&registry)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -203,7 +203,9 @@ fn load_skill(arg: &str, manifest: Option<&Path>, registry: &ToolRegistry) -> Re
 
 fn load_registry(runtime: &tokio::runtime::Runtime, path: &Path) -> Result<ToolRegistry, String> {
     let manifest = Manifest::load(path).map_err(|e| e.to_string())?;
-    runtime.block_on(manifest.registry()).map_err(|e| e.to_string())
+    let registry = runtime.block_on(manifest.registry()).map_err(|e| e.to_string())?;
+    // Above a few dozen tools the model sees an index and looks tools up.
+    discovery::for_chains(registry).map_err(|e| e.to_string())
 }
 
 /// A workspace file copied out by `--out`: where the script saw it, and

@@ -43,6 +43,52 @@ pub const INDEX_BUDGET_BYTES: usize = 32 * 1024;
 /// Most results `search_tools` returns, whatever `limit` asks for.
 const MAX_SEARCH_RESULTS: usize = 50;
 
+/// Up to this many local tools, the model is shown every tool's full stub;
+/// above it, [`tool_index`] and the discovery tools. 40 stubs are about
+/// 40 KiB of prompt, already more than most agent runtimes budget for tools.
+pub const FULL_STUBS_MAX_TOOLS: usize = 40;
+
+/// `registry` as chains should see it: unchanged up to
+/// [`FULL_STUBS_MAX_TOOLS`] local tools, with the discovery tools added
+/// above that. The CLI and `chainbox serve` load every manifest through it,
+/// so the tools a model is told about are the tools its chain can call.
+pub fn for_chains(registry: ToolRegistry) -> Result<ToolRegistry, RegistryError> {
+    let local = registry.iter().filter(|t| t.as_local().is_some()).count();
+    if local > FULL_STUBS_MAX_TOOLS && !has_discovery(&registry) {
+        with_discovery(&registry)
+    } else {
+        Ok(registry)
+    }
+}
+
+/// Whether `registry` carries this module's `search_tools` (and so is shown
+/// to the model as an index).
+fn has_discovery(registry: &ToolRegistry) -> bool {
+    registry
+        .get(SEARCH_TOOLS)
+        .and_then(AnyTool::as_local)
+        .is_some_and(|t| t.source() == SOURCE)
+}
+
+/// What the model is shown about `registry`'s tools: the full Python stubs,
+/// or, for a registry [`for_chains`] gave discovery tools, the stubs
+/// preamble and [`tool_index`].
+pub fn model_stubs(registry: &ToolRegistry) -> String {
+    if has_discovery(registry) {
+        format!(
+            "{}
+{}",
+            crate::stubs::STUBS_PREAMBLE,
+            tool_index(registry)
+        )
+    } else {
+        crate::stubs::python_stubs(registry)
+    }
+}
+
+/// The `source` of both discovery tools in call records.
+const SOURCE: &str = "builtin:discovery";
+
 /// `registry` plus `search_tools` and `describe_tool` over its local tools.
 /// Fails if the registry already has tools of those names.
 pub fn with_discovery(registry: &ToolRegistry) -> Result<ToolRegistry, RegistryError> {
@@ -197,6 +243,9 @@ impl Tool for SearchTools {
     fn input_schema(&self) -> &Value {
         &SEARCH_SCHEMA
     }
+    fn source(&self) -> String {
+        SOURCE.to_owned()
+    }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let query = words(string_arg(&args, "query")?);
         let limit = args
@@ -237,6 +286,9 @@ impl Tool for DescribeTool {
     }
     fn input_schema(&self) -> &Value {
         &DESCRIBE_SCHEMA
+    }
+    fn source(&self) -> String {
+        SOURCE.to_owned()
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let name = string_arg(&args, "name")?;

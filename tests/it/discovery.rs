@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use chainbox::discovery::{INDEX_BUDGET_BYTES, tool_index, with_discovery};
+use chainbox::discovery::{
+    FULL_STUBS_MAX_TOOLS, INDEX_BUDGET_BYTES, for_chains, model_stubs, tool_index, with_discovery,
+};
 use chainbox::{Approval, CallStatus, ChainPolicy, Tool, ToolRegistry, ToolRisk};
 use serde_json::{Value, json};
 
@@ -113,4 +115,24 @@ except RuntimeError as e:
 fn discovery_refuses_a_registry_that_already_has_those_names() {
     let registry = ToolRegistry::from_local([fn_tool("search_tools", &[], |_| Ok(Value::Null))]).expect("registry");
     assert!(with_discovery(&registry).is_err());
+}
+
+#[test]
+fn a_registry_above_the_threshold_gets_discovery_and_is_shown_as_an_index() {
+    let registry = for_chains(big_registry()).expect("for_chains");
+    assert!(registry.get("search_tools").is_some() && registry.get("describe_tool").is_some());
+    let shown = model_stubs(&registry);
+    assert!(shown.contains("#   memory__list_entity_records — "));
+    assert!(!shown.contains("async def memory__list_entity_records("));
+    assert!(shown.len() < INDEX_BUDGET_BYTES + chainbox::stubs::STUBS_PREAMBLE.len());
+}
+
+#[test]
+fn a_registry_at_the_threshold_is_shown_in_full_without_discovery() {
+    let tools: Vec<Arc<dyn Tool>> = (0..FULL_STUBS_MAX_TOOLS)
+        .map(|i| fn_tool(Box::leak(format!("t{i}").into_boxed_str()), &[], |_| Ok(Value::Null)))
+        .collect();
+    let registry = for_chains(ToolRegistry::from_local(tools).expect("registry")).expect("for_chains");
+    assert!(registry.get("search_tools").is_none());
+    assert!(model_stubs(&registry).contains("async def t0("));
 }
