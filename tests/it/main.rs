@@ -13,6 +13,7 @@ mod corpus;
 mod fuzz_regressions;
 mod invoker;
 mod invoker_gates;
+mod mcp_serve;
 mod monty_cases;
 mod sandbox;
 mod soak;
