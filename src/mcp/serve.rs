@@ -5,15 +5,19 @@
 //! the whole [`ChainRunResult`] as structured content.
 //!
 //! Invariants:
-//! - Calls run concurrently: [`ChainServer`] holds only shared, immutable
-//!   state (engine, registry, policy), so no lock is held across a chain.
+//! - Calls run concurrently: [`ChainServer`] holds shared, immutable state
+//!   (engine, registry, policy) and one map of parked chains, locked only to
+//!   insert or take an entry, never across a chain.
 //! - A failed chain is a tool-level error (`isError: true`, the result still
 //!   structured), never a protocol error; a protocol error means the request
 //!   itself was wrong (an unknown tool, no `code`).
-//! - Approval fails closed: a risky call is put to the client's user through
-//!   elicitation when the client can answer one, otherwise to the fallback
-//!   handler (`--approve`, deny by default), under the policy's approval
-//!   timeout either way.
+//! - Approval fails closed: a risky call is put to the client's user when the
+//!   client declared form elicitation (an elicitation request before protocol
+//!   2026-07-28; from it on, which forbids server-to-client requests, an
+//!   input-required result: the chain waits in its own task, parked under an
+//!   unguessable `requestState`, until the client retries with the answer),
+//!   otherwise to the fallback handler (`--approve`, deny by default), under
+//!   the policy's approval timeout either way.
 //! - Over HTTP, only loopback addresses are bound unless the caller allows
 //!   remote binds, and requests whose `Host` or `Origin` is not loopback are
 //!   refused (DNS rebinding), both by rmcp's own checks.
@@ -25,10 +29,10 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Content, ElicitRequest, ElicitRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
     ElicitResult, ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest, InputRequests,
     InputRequiredResult, InputResponses, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerInfo, Tool,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -263,7 +267,7 @@ pub fn call_tool_result(result: &ChainRunResult) -> CallToolResult {
         json!({"status": "error", "error": {"kind": "crash", "type": "EncodeError", "message": e.to_string()}})
     });
     let mut out = match &result.error {
-        None if result.is_ok() => CallToolResult::success(vec![Content::text(result.output_text.clone())]),
+        None if result.is_ok() => CallToolResult::success(vec![ContentBlock::text(result.output_text.clone())]),
         error => {
             let text = match error {
                 Some(e) => {
@@ -272,7 +276,7 @@ pub fn call_tool_result(result: &ChainRunResult) -> CallToolResult {
                 }
                 None => format!("chain {}", result.status),
             };
-            CallToolResult::error(vec![Content::text(text)])
+            CallToolResult::error(vec![ContentBlock::text(text)])
         }
     };
     out.structured_content = Some(structured);
@@ -287,8 +291,8 @@ fn json_object(value: Value) -> JsonObject {
 }
 
 impl ServerHandler for ChainServer {
-    fn get_info(&self) -> ServerInfo {
-        ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("chainbox", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
