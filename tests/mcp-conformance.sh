@@ -19,7 +19,6 @@ NODE_VERSION=24.19.0
 SCENARIOS=(
   server-initialize
   server-session-lifecycle
-  server-stateless
   ping
   tools-list
   dns-rebinding-protection

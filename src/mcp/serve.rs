@@ -44,12 +44,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
 use crate::chain::ChainRunResult;
 use crate::policy::ChainPolicy;
 use crate::stubs::{RUN_CHAIN, run_chain_tool};
 use crate::tools::ToolRegistry;
-use crate::Engine;
 
 /// Where the MCP endpoint is mounted on the HTTP server.
 pub const HTTP_PATH: &str = "/mcp";
@@ -206,9 +206,16 @@ impl ChainServer {
         let form = approval_form(&pending.request);
         let state = uuid::Uuid::new_v4().simple().to_string();
         let mut requests = InputRequests::new();
-        requests.insert(APPROVAL_INPUT.into(), InputRequest::Elicitation(ElicitRequest::new(form)));
+        requests.insert(
+            APPROVAL_INPUT.into(),
+            InputRequest::Elicitation(ElicitRequest::new(form)),
+        );
         let keep_for = self.inner.policy.approval_timeout();
-        let mut parked = self.inner.parked.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut parked = self
+            .inner
+            .parked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // Past its approval timeout a request is denied already; a client
         // that never came back leaves nothing behind.
         parked.retain(|_, p| p.since.elapsed() < keep_for);
@@ -263,16 +270,19 @@ enum ApprovalRoute {
 /// in one line when it failed), the whole result as structured content,
 /// and `isError` unless it completed.
 pub fn call_tool_result(result: &ChainRunResult) -> CallToolResult {
-    let structured = serde_json::to_value(result).unwrap_or_else(|e| {
-        json!({"status": "error", "error": {"kind": "crash", "type": "EncodeError", "message": e.to_string()}})
-    });
+    let structured = serde_json::to_value(result).unwrap_or_else(
+        |e| json!({"status": "error", "error": {"kind": "crash", "type": "EncodeError", "message": e.to_string()}}),
+    );
     let mut out = match &result.error {
         None if result.is_ok() => CallToolResult::success(vec![ContentBlock::text(result.output_text.clone())]),
         error => {
             let text = match error {
                 Some(e) => {
                     let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-                    format!("chain {} [{}]: {}: {}{line}", result.status, e.kind, e.error_type, e.message)
+                    format!(
+                        "chain {} [{}]: {}: {}{line}",
+                        result.status, e.kind, e.error_type, e.message
+                    )
                 }
                 None => format!("chain {}", result.status),
             };
@@ -316,7 +326,10 @@ impl ServerHandler for ChainServer {
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name != RUN_CHAIN {
             return Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`: this server has one tool, `{RUN_CHAIN}`", request.name),
+                format!(
+                    "unknown tool `{}`: this server has one tool, `{RUN_CHAIN}`",
+                    request.name
+                ),
                 None,
             ));
         }

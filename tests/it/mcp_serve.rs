@@ -90,7 +90,10 @@ async fn lists_exactly_run_chain_with_the_stubs_of_every_tool() {
         "PermissionError",
         "at most 50 tool calls",
     ] {
-        assert!(description.contains(expected), "missing {expected:?} in:\n{description}");
+        assert!(
+            description.contains(expected),
+            "missing {expected:?} in:\n{description}"
+        );
     }
     assert_eq!(tool.input_schema.get("required"), Some(&json!(["code"])));
     let output = tool.output_schema.as_ref().expect("an output schema");
@@ -118,7 +121,10 @@ async fn run_chain_answers_with_text_and_the_whole_result_as_structured_content(
     let schema = Value::Object((*tools[0].output_schema.clone().expect("output schema")).clone());
     let validator = jsonschema::validator_for(&schema).expect("the output schema compiles");
     let errors: Vec<String> = validator.iter_errors(chain).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "structuredContent breaks the output schema: {errors:?}");
+    assert!(
+        errors.is_empty(),
+        "structuredContent breaks the output schema: {errors:?}"
+    );
     client.cancel().await.expect("close");
 }
 
@@ -256,7 +262,9 @@ async fn on_protocol_2026_07_28_approval_goes_through_input_required_rounds() {
     };
     let client = stdio_client(approver, &[]).await;
     // Two risky calls at once: each is one more round.
-    let code = format!("import asyncio\n{SEND_EMAIL}\nr = await asyncio.gather(send_email(to='a@example.com', subject='1'), send_email(to='b@example.com', subject='2'))\n[x['sent'] for x in r]");
+    let code = format!(
+        "import asyncio\n{SEND_EMAIL}\nr = await asyncio.gather(send_email(to='a@example.com', subject='1'), send_email(to='b@example.com', subject='2'))\n[x['sent'] for x in r]"
+    );
     let result = client.call_tool(run_chain(&code)).await.expect("tools/call");
     assert_eq!(structured(&result)["output"], json!([true, true]), "{result:#?}");
     let refused = Approver {
@@ -339,10 +347,7 @@ impl HttpServer {
 #[tokio::test]
 async fn http_serves_run_chain_to_the_streamable_http_client() {
     let server = HttpServer::start().await;
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(server.url()))
-        .await
-        .expect("the MCP session starts");
+    let client = ().serve(StreamableHttpClientTransport::from_uri(server.url())).await.expect("the MCP session starts");
     let tools = client.list_all_tools().await.expect("tools/list");
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].name, "run_chain");
@@ -353,7 +358,10 @@ async fn http_serves_run_chain_to_the_streamable_http_client() {
     let (a, b) = (a.expect("first call"), b.expect("second call"));
     assert_eq!(text(&a), "one");
     assert_eq!(structured(&b)["output"], 42);
-    let failed = client.call_tool(run_chain("raise ValueError('no')")).await.expect("call");
+    let failed = client
+        .call_tool(run_chain("raise ValueError('no')"))
+        .await
+        .expect("call");
     assert_eq!(failed.is_error, Some(true));
     client.cancel().await.expect("close");
 }
@@ -361,10 +369,7 @@ async fn http_serves_run_chain_to_the_streamable_http_client() {
 #[tokio::test]
 async fn http_accepts_loopback_host_and_origin() {
     let server = HttpServer::start().await;
-    let status = server.raw_initialize_status(&format!(
-        "Host: {}\r\nOrigin: http://localhost:3000\r\n",
-        server.addr
-    ));
+    let status = server.raw_initialize_status(&format!("Host: {}\r\nOrigin: http://localhost:3000\r\n", server.addr));
     assert_eq!(status, 200);
 }
 
@@ -378,10 +383,7 @@ async fn http_refuses_a_foreign_host_header() {
 #[tokio::test]
 async fn http_refuses_a_foreign_origin() {
     let server = HttpServer::start().await;
-    let status = server.raw_initialize_status(&format!(
-        "Host: {}\r\nOrigin: http://attacker.example\r\n",
-        server.addr
-    ));
+    let status = server.raw_initialize_status(&format!("Host: {}\r\nOrigin: http://attacker.example\r\n", server.addr));
     assert_eq!(status, 403, "a foreign page's Origin must be refused");
 }
 
