@@ -1,5 +1,11 @@
+<<<<<<< HEAD
 //! The `chainbox` command line: `demo`, `run`, `stubs`, `serve`. The only code that
 //! knows about argv, stdout formatting and exit codes.
+=======
+//! The `chainbox` command line: `demo`, `run`, `stubs` (the last two with
+//! `--skill`). The only code that knows about argv, stdout formatting and
+//! exit codes.
+>>>>>>> main
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -13,6 +19,7 @@ use crate::approval::Approval;
 use crate::chain::{ChainRunResult, RunOptions};
 use crate::mcp::serve::{self, ChainServer};
 use crate::policy::ChainPolicy;
+use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
 use crate::workspace::WORKSPACE;
@@ -58,12 +65,22 @@ enum Command {
         /// files) into this directory after the run.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Run under a skill: only its `allowed_tools` may be called (any
+        /// other call is denied). A name is looked up as
+        /// `skills/NAME/SKILL.md` beside the tools manifest (or in the
+        /// current folder); a path names the skill's folder.
+        #[arg(long, value_name = "NAME")]
+        skill: Option<String>,
     },
     /// Print the Python stubs (signatures and docstrings) a model should be shown.
     Stubs {
         /// The tools manifest (TOML); the demo tools if omitted.
         #[arg(long)]
         tools: Option<PathBuf>,
+        /// Put this skill's instructions above the stubs and show only its
+        /// tools (found as for `run --skill`).
+        #[arg(long, value_name = "NAME")]
+        skill: Option<String>,
     },
     /// Serve one `run_chain` tool over MCP: on stdio, or streamable HTTP with `--http`.
     Serve {
@@ -125,8 +142,10 @@ pub fn main() -> ExitCode {
 fn execute(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Demo { json, out } => {
+            let runtime = runtime()?;
             let registry = demo::demo_registry();
             let (result, saved) = run_chain(
+                &runtime,
                 demo::DEMO_SCRIPT,
                 &registry,
                 &ChainPolicy::default(),
@@ -142,27 +161,44 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             approve,
             json,
             out,
+            skill,
         } => {
             let source = read_script(&script)?;
-            let registry = match tools {
-                Some(path) => load_registry(&path)?,
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
+<<<<<<< HEAD
             let policy = load_policy(policy.as_deref())?;
+=======
+            let mut policy = match policy {
+                Some(path) => ChainPolicy::load(&path).map_err(|e| format!("--policy {}: {e}", path.display()))?,
+                None => ChainPolicy::default(),
+            };
+            if let Some(skill) = skill {
+                let skill = load_skill(&skill, tools.as_deref(), &registry)?;
+                policy = skill.restrict(policy);
+            }
+>>>>>>> main
             let approval = match approve {
                 ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ApproveMode::Deny => Approval::deny_all(),
                 ApproveMode::Ask => Approval::terminal(),
             };
-            let (result, saved) = run_chain(&source, &registry, &policy, &approval, out.as_deref())?;
+            let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
             Ok(report(&result, &saved, json))
         }
-        Command::Stubs { tools } => {
-            let registry = match tools {
-                Some(path) => load_registry(&path)?,
+        Command::Stubs { tools, skill } => {
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
                 None => demo::demo_registry(),
             };
-            print!("{}", stubs::python_stubs(&registry));
+            match skill {
+                Some(skill) => print!("{}", load_skill(&skill, tools.as_deref(), &registry)?.stubs(&registry)),
+                None => print!("{}", stubs::python_stubs(&registry)),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve {
@@ -246,9 +282,36 @@ fn read_script(arg: &str) -> Result<String, String> {
     }
 }
 
-fn load_registry(path: &std::path::Path) -> Result<ToolRegistry, String> {
+/// The async runtime of one command. The MCP servers of a manifest are
+/// started on it and live until it and the registry are dropped.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))
+}
+
+/// The skill `--skill` names, its tools checked against `registry`: a path
+/// (containing `/`) is the skill's folder; a name is looked up under
+/// `skills/` beside the tools manifest, or in the current folder without one.
+fn load_skill(arg: &str, manifest: Option<&Path>, registry: &ToolRegistry) -> Result<Skill, String> {
+    let dir = if arg.contains('/') {
+        PathBuf::from(arg)
+    } else {
+        let base = manifest
+            .and_then(Path::parent)
+            .map(Path::to_owned)
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join("skills").join(arg)
+    };
+    let skill = Skill::load(&dir).map_err(|e| format!("--skill {arg}: {e}"))?;
+    skill.check_tools(registry).map_err(|e| format!("--skill {arg}: {e}"))?;
+    Ok(skill)
+}
+
+fn load_registry(runtime: &tokio::runtime::Runtime, path: &Path) -> Result<ToolRegistry, String> {
     let manifest = Manifest::load(path).map_err(|e| e.to_string())?;
-    manifest.registry().map_err(|e| e.to_string())
+    runtime.block_on(manifest.registry()).map_err(|e| e.to_string())
 }
 
 /// A workspace file copied out by `--out`: where the script saw it, and
@@ -264,16 +327,13 @@ pub struct SavedFile {
 /// Runs the chain; with `out`, in a workspace whose files are copied into
 /// `out` after the run (the workspace itself is removed either way).
 fn run_chain(
+    runtime: &tokio::runtime::Runtime,
     script: &str,
     registry: &ToolRegistry,
     policy: &ChainPolicy,
     approval: &Approval,
     out: Option<&Path>,
 ) -> Result<(ChainRunResult, Vec<SavedFile>), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))?;
     let engine = Engine::new().map_err(|e| e.to_string())?;
     let workspace = match out {
         Some(_) => Some(tempfile::tempdir().map_err(|e| format!("creating a workspace for --out: {e}"))?),

@@ -179,6 +179,10 @@ impl Tool for DemoTool {
         &self.schema
     }
 
+    fn source(&self) -> String {
+        format!("demo:{}", self.name)
+    }
+
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         match self.kind {
             Demo::Weather => get_weather(&args),

@@ -7,11 +7,18 @@
 //!    call past `max_tool_calls` ends the chain (`tool_budget`).
 //! 2. **lookup**: exact name, no case folding, trimming or look-alikes.
 //! 3. **kind**: only local tools run; hosted and provider-defined tools, and
-//!    `run_chain` itself, are refused.
+//!    `run_chain` itself, are refused with status `denied` (the script gets
+//!    a `PermissionError` saying why: hosted tools run at the provider,
+//!    provider-defined ones answer provider call items through
+//!    `handle_call`). `denied`, not `error`: the tool and the call are fine,
+//!    a chain is just not allowed to run them, as with a policy `deny`.
 //! 4. **arguments**: size against `max_arg_bytes`, then the tool's JSON Schema
 //!    (compiled once, when the registry was built); a rejected call never
 //!    reaches the tool and the script gets a `ValueError` naming the field.
-//!    Then a per-tool `deny` in the policy.
+//!    Then the policy's refusals, each `denied` (a `PermissionError`): a
+//!    per-tool `deny`; a tool outside `allowed_tools` (the allowlist a
+//!    skill sets); a tool needing a permission (`fs.read`, `net`…) that
+//!    `granted_permissions` lacks, the message naming the missing ones.
 //! 5. **risk → approval**: above `max_risk_unapproved` a handler must approve
 //!    within `approval_timeout_s`; silence, failure or panic means denied.
 //! 6. **execution** bounded by the call timeout; a panicking tool is an error.
@@ -19,6 +26,10 @@
 //!
 //! Every call that passes the budget gets a [`ChainCallRecord`], whatever
 //! happens next, including when the chain is killed while the call runs.
+//! The record carries the call's unique `call_id` and its provenance:
+//! `source` (the tool's kind and name), `observed_at` (UTC, RFC 3339) and
+//! `policy`, the [`PolicyDecision`] that let it through (`within_risk`,
+//! `approved`, `approved_modified`) or stopped it (`denied_*`).
 //!
 //! Invariant: the invoker never sees wasmtime types; the sandbox hands it
 //! protocol messages and gets outcomes back.
@@ -32,11 +43,13 @@ use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::artifacts::{ArtifactRef, ArtifactStore};
-use crate::chain::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, millis, truncate_chars};
+use crate::chain::{
+    CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PolicyDecision, millis, truncate_chars, utc_now_rfc3339,
+};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
 use crate::shaping::Shaper;
-use crate::tools::{AnyTool, ContentBlock, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, new_call_id};
 use crate::workspace::Workspace;
 use futures::FutureExt;
 
@@ -58,7 +71,8 @@ pub struct BudgetExceeded {
 /// [`InvokerSession::run`].
 #[derive(Debug)]
 pub struct Admitted {
-    call_id: u32,
+    number: u32,
+    call_id: String,
     call: ToolCall,
     args_digest: String,
     arg_bytes: usize,
@@ -81,9 +95,13 @@ pub struct InvokerSession {
 /// chain ends now).
 enum Slot {
     Running {
+        call_id: String,
         tool: String,
         args_digest: String,
         started: Instant,
+        /// Set when the call reaches its tool: the provenance an
+        /// interrupted record still reports.
+        passed: Option<Verdict>,
     },
     Done(ChainCallRecord),
 }
@@ -152,9 +170,32 @@ impl InvokerSession {
         Ok(self.run(admitted).await)
     }
 
-    /// Gate 1, the budget, and the call's trace record opened. Synchronous,
-    /// so concurrent calls are counted in the order the script made them.
+    /// Runs a [`ToolCallRequest`] through every gate; its `call_id` is the
+    /// one in the call's record.
+    pub async fn call(&self, request: ToolCallRequest) -> Result<CallOutcome, BudgetExceeded> {
+        let ToolCallRequest {
+            call_id,
+            name,
+            arguments,
+        } = request;
+        let admitted = self.admit_with_id(
+            ToolCall {
+                tool: name,
+                args: arguments,
+            },
+            call_id,
+        )?;
+        Ok(self.run(admitted).await)
+    }
+
+    /// Gate 1, the budget, and the call's trace record opened under a fresh
+    /// `call_id`. Synchronous, so concurrent calls are counted in the order
+    /// the script made them.
     pub fn admit(&self, call: ToolCall) -> Result<Admitted, BudgetExceeded> {
+        self.admit_with_id(call, new_call_id())
+    }
+
+    fn admit_with_id(&self, call: ToolCall, call_id: String) -> Result<Admitted, BudgetExceeded> {
         let attempted = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         if attempted > self.policy.max_tool_calls {
             return Err(BudgetExceeded {
@@ -165,9 +206,10 @@ impl InvokerSession {
         let canonical = canonical_args(&call.args);
         let args_digest = sha256_hex(&canonical);
         let started = Instant::now();
-        let slot = self.open_slot(&call.tool, &args_digest, started);
+        let slot = self.open_slot(&call_id, &call.tool, &args_digest, started);
         Ok(Admitted {
-            call_id: attempted,
+            number: attempted,
+            call_id,
             call,
             args_digest,
             arg_bytes: canonical.len(),
@@ -179,6 +221,7 @@ impl InvokerSession {
     /// Gates 2–7 for an admitted call; closes its trace record.
     pub async fn run(&self, admitted: Admitted) -> CallOutcome {
         let Admitted {
+            number,
             call_id,
             call,
             args_digest,
@@ -188,8 +231,12 @@ impl InvokerSession {
         } = admitted;
         // Raw arguments may hold secrets: only at debug level.
         tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
-        let (status, outcome, artifact_ref) = self.gates(call_id, &call.tool, call.args, arg_bytes).await;
+        let mut verdict = Verdict::default();
+        let (status, outcome, artifact_ref) = self
+            .gates(number, slot, &call.tool, call.args, arg_bytes, &mut verdict)
+            .await;
         let record = ChainCallRecord {
+            call_id,
             tool: call.tool,
             args_digest,
             status,
@@ -203,6 +250,9 @@ impl InvokerSession {
                 | CallOutcome::Invalid { message }
                 | CallOutcome::NotFound { message } => Some(message.clone()),
             },
+            source: verdict.source,
+            observed_at: utc_now_rfc3339(),
+            policy: verdict.policy,
         };
         // Measured only when someone listens: it costs a serialisation.
         let result_bytes = match &outcome {
@@ -214,12 +264,15 @@ impl InvokerSession {
         tracing::info!(
             target: "chainbox::audit",
             run_id = %self.run_id,
+            call_id = %record.call_id,
             tool = %record.tool,
             args_digest = %record.args_digest,
             status = ?record.status,
             duration_ms = record.duration_ms,
             result_bytes,
             artifact_ref = record.artifact_ref.map(|r| r.to_string()).unwrap_or_default(),
+            source = record.source.as_deref().unwrap_or_default(),
+            policy = record.policy.map(PolicyDecision::as_str).unwrap_or_default(),
             "tool call"
         );
         self.close_slot(slot, record);
@@ -228,8 +281,16 @@ impl InvokerSession {
 
     /// Gates 2–7 for a call that passed the budget: how it ended, what the
     /// script sees, and the artifact its result was offloaded to.
-    async fn gates(&self, call_id: u32, name: &str, args: Map<String, Value>, arg_bytes: usize) -> Answer {
-        match self.checked_call(call_id, name, args, arg_bytes).await {
+    async fn gates(
+        &self,
+        number: u32,
+        slot: usize,
+        name: &str,
+        args: Map<String, Value>,
+        arg_bytes: usize,
+        verdict: &mut Verdict,
+    ) -> Answer {
+        match self.checked_call(number, slot, name, args, arg_bytes, verdict).await {
             Ok((value, artifact_ref)) => (CallStatus::Ok, CallOutcome::Ok { value }, artifact_ref),
             Err((status, outcome)) => (status, outcome, None),
         }
@@ -237,26 +298,25 @@ impl InvokerSession {
 
     async fn checked_call(
         &self,
-        call_id: u32,
+        number: u32,
+        slot: usize,
         name: &str,
         mut args: Map<String, Value>,
         arg_bytes: usize,
+        verdict: &mut Verdict,
     ) -> Result<(Value, Option<ArtifactRef>), Refusal> {
         // Gate 2: exact-name lookup.
         let tool = self
             .registry
             .get(name)
             .ok_or_else(|| refuse(CallStatus::Error, not_found(format!("no tool named {name:?}"))))?;
+        verdict.source = Some(tool.source());
         // Gate 3: kind. Only local tools run, and never `run_chain` itself:
         // a chain starting chains would escape its own budget and deadline.
-        let tool = match tool {
-            AnyTool::Local(_) if name == RUN_CHAIN => {
-                let why = format!("{RUN_CHAIN} cannot be called from inside a chain");
-                return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
-            }
-            AnyTool::Local(tool) => tool.clone(),
-            AnyTool::Hosted(_) | AnyTool::ProviderDefined(_) => {
-                let why = format!("tool {name:?} runs at the model provider and cannot be called from a chain");
+        let tool = match local_or_refusal(tool) {
+            Ok(tool) => tool,
+            Err(why) => {
+                verdict.policy = Some(PolicyDecision::DeniedKind);
                 return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
             }
         };
@@ -273,7 +333,28 @@ impl InvokerSession {
         }
         self.registry.validate(name, &args).map_err(invalid)?;
         if self.policy.is_denied(name) {
+            verdict.policy = Some(PolicyDecision::DeniedTool);
             let why = format!("tool {name:?} is denied by policy");
+            return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
+        }
+        if !self.policy.allows_tool(name) {
+            verdict.policy = Some(PolicyDecision::DeniedNotAllowed);
+            let by = self
+                .policy
+                .allowed_by
+                .as_deref()
+                .unwrap_or("the policy's allowed_tools");
+            let why = format!("tool {name:?} is not allowed in this chain: {by} does not list it");
+            return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
+        }
+        let missing = self.policy.missing_permissions(tool.permissions());
+        if !missing.is_empty() {
+            verdict.policy = Some(PolicyDecision::DeniedPermission);
+            let missing: Vec<&str> = missing.iter().map(|p| p.as_str()).collect();
+            let why = format!(
+                "tool {name:?} needs permission {}, which the policy does not grant (granted_permissions)",
+                missing.join(", ")
+            );
             return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
         }
         // Gate 5: risk above the unapproved maximum needs approval (fail closed).
@@ -287,13 +368,16 @@ impl InvokerSession {
             )));
         };
         let risk = self.policy.effective_risk(name, classified);
+        verdict.policy = Some(PolicyDecision::WithinRisk);
         if risk > self.policy.max_risk_unapproved {
-            let request = ApprovalRequest::new(self.run_id.clone(), u64::from(call_id), name, args.clone(), risk);
+            let request = ApprovalRequest::new(self.run_id.clone(), u64::from(number), name, args.clone(), risk);
             let outcome = decide(&self.approval, &request, self.policy.approval_timeout()).await;
+            verdict.policy = Some(PolicyDecision::DeniedApproval);
             match outcome.decision {
-                ApprovalDecision::Approved => {}
+                ApprovalDecision::Approved => verdict.policy = Some(PolicyDecision::Approved),
                 ApprovalDecision::Modified { arguments } => {
                     // A human's replacement arguments pass the schema too.
+                    verdict.policy = Some(PolicyDecision::ApprovedModified);
                     self.registry.validate(name, &arguments).map_err(invalid)?;
                     args = arguments;
                 }
@@ -304,10 +388,13 @@ impl InvokerSession {
             }
         }
         // Gate 6: execution under the call timeout; a panic is contained.
+        // The running record learns what let the call through, so a chain
+        // killed while the tool runs still reports it.
+        self.mark_passed(slot, verdict);
         let timeout = self.policy.call_timeout(name);
         let ctx = ToolContext {
             run_id: self.run_id.clone(),
-            call_id: u64::from(call_id),
+            call_id: u64::from(number),
             // Not `now + timeout`: a valid policy may say `call_timeout_s =
             // 1e19` ("never"), and that overflowed `Instant` and panicked out
             // of `Engine::run` on the first call. A century is "never" enough.
@@ -354,14 +441,23 @@ impl InvokerSession {
         self.shaper.inline_or_offload(value).map_err(tool_error)
     }
 
-    fn open_slot(&self, tool: &str, digest: &str, started: Instant) -> usize {
+    fn open_slot(&self, call_id: &str, tool: &str, digest: &str, started: Instant) -> usize {
         let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
         trace.push(Slot::Running {
+            call_id: call_id.to_owned(),
             tool: tool.to_owned(),
             args_digest: digest.to_owned(),
             started,
+            passed: None,
         });
         trace.len() - 1
+    }
+
+    fn mark_passed(&self, slot: usize, verdict: &Verdict) {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(Slot::Running { passed, .. }) = trace.get_mut(slot) {
+            *passed = Some(verdict.clone());
+        }
     }
 
     fn close_slot(&self, slot: usize, record: ChainCallRecord) {
@@ -381,19 +477,58 @@ impl InvokerSession {
             .map(|slot| match slot {
                 Slot::Done(record) => record.clone(),
                 Slot::Running {
+                    call_id,
                     tool,
                     args_digest,
                     started,
+                    passed,
                 } => ChainCallRecord {
+                    call_id: call_id.clone(),
                     tool: tool.clone(),
                     args_digest: args_digest.clone(),
                     status: interrupted,
                     duration_ms: millis(started.elapsed()),
                     artifact_ref: None,
                     error: Some(why.to_owned()),
+                    source: passed
+                        .as_ref()
+                        .and_then(|v| v.source.clone())
+                        .or_else(|| self.registry.get(tool).map(AnyTool::source)),
+                    observed_at: utc_now_rfc3339(),
+                    policy: passed.as_ref().and_then(|v| v.policy),
                 },
             })
             .collect()
+    }
+}
+
+/// Provenance gathered while a call passes the gates: the tool's source once
+/// it is found, and the latest policy decision taken on it.
+#[derive(Debug, Clone, Default)]
+struct Verdict {
+    source: Option<String>,
+    policy: Option<PolicyDecision>,
+}
+
+/// The local tool behind `tool`, or why a chain may not call it. Hosted
+/// and provider-defined tools are `denied` rather than `error`: nothing is
+/// wrong with the tool or the call, the chain is just not a place they can
+/// run (policy, like `tools.NAME.deny`), and the script sees the same
+/// `PermissionError` as for every other refusal.
+fn local_or_refusal(tool: &AnyTool) -> Result<Arc<dyn crate::tools::Tool>, String> {
+    let name = tool.name();
+    match tool {
+        AnyTool::Local(_) if name == RUN_CHAIN => Err(format!("{RUN_CHAIN} cannot be called from inside a chain")),
+        AnyTool::Local(tool) => Ok(tool.clone()),
+        AnyTool::Hosted(_) => Err(format!(
+            "tool {name:?} is a hosted tool: the model provider runs it and its result comes back in the \
+             conversation, so a chain cannot call it"
+        )),
+        AnyTool::ProviderDefined(t) => Err(format!(
+            "tool {name:?} is a provider-defined tool: the model emits its calls as provider call items ({}) \
+             that the agent loop runs with handle_call, so a chain cannot call it",
+            t.call_types().join(", ")
+        )),
     }
 }
 

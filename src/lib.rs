@@ -41,12 +41,14 @@ pub mod chain;
 pub mod cli;
 pub mod demo;
 pub mod digest;
+pub mod discovery;
 pub mod engine;
 pub mod invoker;
 pub mod mcp;
 pub mod policy;
 mod prefault;
 mod sandbox;
+pub mod skills;
 // Internal parts the fuzz targets drive directly: public only with the
 // `fuzzing` feature, never a stable API.
 #[cfg(feature = "fuzzing")]
@@ -54,6 +56,7 @@ pub mod shaping;
 #[cfg(not(feature = "fuzzing"))]
 mod shaping;
 mod snapshot;
+pub mod specs;
 pub mod stubs;
 pub mod tools;
 #[cfg(feature = "fuzzing")]
@@ -67,10 +70,12 @@ pub use approval::{
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
 pub use chain::{
-    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, RunOptions,
+    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, PolicyDecision,
+    RunOptions,
 };
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError};
 pub use tools::{
-    AnyTool, ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry, ToolRisk,
+    AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolKind, ToolOutput,
+    ToolRegistry, ToolRisk,
 };

@@ -14,13 +14,13 @@
 //! Invariant: a policy returned by `load` or `from_toml_str` has passed
 //! [`ChainPolicy::validate`], so every duration it yields is representable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::ToolRisk;
+use crate::tools::{Permission, ToolRisk};
 
 /// The per-chain rulebook. Plain data; see `policies/default.toml` for every
 /// field documented in place.
@@ -51,6 +51,19 @@ pub struct ChainPolicy {
     pub max_arg_bytes: u64,
     /// Largest value brought into the sandbox (a tool result or `load_artifact`), in bytes.
     pub max_result_bytes: u64,
+    /// What tools may touch: a call to a tool declaring a permission not
+    /// listed here (`fs.read`, `fs.write`, `net`, `shell`, `db.read`,
+    /// `db.write`) is denied. None by default.
+    pub granted_permissions: BTreeSet<Permission>,
+    /// When set, the only tools a chain may call (a call to any other is
+    /// denied); unset, every tool in the registry. A skill sets it
+    /// ([`ChainPolicy::restricted_to`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<BTreeSet<String>>,
+    /// Who set `allowed_tools`, for denial messages (`skill "research"`);
+    /// not part of the TOML.
+    #[serde(skip)]
+    pub allowed_by: Option<String>,
     /// Per-tool overrides, by exact tool name.
     pub tools: BTreeMap<String, ToolOverride>,
 }
@@ -83,6 +96,9 @@ impl Default for ChainPolicy {
             max_stdout_bytes: 64 * 1024,
             max_arg_bytes: 1024 * 1024,
             max_result_bytes: 16 * 1024 * 1024,
+            granted_permissions: BTreeSet::new(),
+            allowed_tools: None,
+            allowed_by: None,
             tools: BTreeMap::new(),
         }
     }
@@ -260,6 +276,32 @@ impl ChainPolicy {
     /// Whether the policy refuses every call to `tool`.
     pub fn is_denied(&self, tool: &str) -> bool {
         self.tools.get(tool).is_some_and(|o| o.deny)
+    }
+
+    /// The permissions among `needed` this policy does not grant, in order.
+    pub fn missing_permissions(&self, needed: &[Permission]) -> Vec<Permission> {
+        needed
+            .iter()
+            .copied()
+            .filter(|p| !self.granted_permissions.contains(p))
+            .collect()
+    }
+
+    /// Whether `allowed_tools`, if set, lets a chain call `tool`.
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        self.allowed_tools.as_ref().is_none_or(|allowed| allowed.contains(tool))
+    }
+
+    /// This policy narrowed to `tools` (intersected with any allowlist it
+    /// already has), `by` named in denials (e.g. `skill "research"`).
+    pub fn restricted_to<'a>(mut self, tools: impl IntoIterator<Item = &'a str>, by: impl Into<String>) -> Self {
+        let wanted: BTreeSet<String> = tools.into_iter().map(str::to_owned).collect();
+        self.allowed_tools = Some(match self.allowed_tools.take() {
+            Some(current) => current.intersection(&wanted).cloned().collect(),
+            None => wanted,
+        });
+        self.allowed_by = Some(by.into());
+        self
     }
 
     /// Whether a call of this (effective) risk needs approval: it is above
@@ -523,6 +565,64 @@ mod tests {
     }
 
     #[test]
+    fn granted_permissions_are_parsed() {
+        let p = ChainPolicy::from_toml_str("granted_permissions = [\"fs.read\", \"net\"]").unwrap();
+        assert_eq!(
+            p.missing_permissions(&[Permission::FsRead, Permission::FsWrite, Permission::Net]),
+            vec![Permission::FsWrite]
+        );
+    }
+
+    #[test]
+    fn default_policy_grants_no_permission() {
+        assert_eq!(
+            ChainPolicy::default().missing_permissions(Permission::ALL),
+            Permission::ALL.to_vec()
+        );
+    }
+
+    #[test]
+    fn unknown_permission_is_rejected_naming_the_field() {
+        let e = err("granted_permissions = [\"fs.read\", \"fs.exec\"]");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "granted_permissions[1]"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("fs.exec"), "{e}");
+    }
+
+    #[test]
+    fn granted_permissions_that_are_not_a_list_are_rejected_naming_the_field() {
+        let e = err("granted_permissions = \"fs.read\"");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "granted_permissions"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn allowed_tools_unset_allows_every_tool() {
+        assert!(ChainPolicy::default().allows_tool("anything"));
+    }
+
+    #[test]
+    fn allowed_tools_from_toml_allow_only_those() {
+        let p = ChainPolicy::from_toml_str("allowed_tools = [\"search\"]").unwrap();
+        assert!(p.allows_tool("search"));
+        assert!(!p.allows_tool("send_email"));
+    }
+
+    #[test]
+    fn restricting_twice_keeps_the_intersection() {
+        let p = ChainPolicy::default()
+            .restricted_to(["a", "b"], "first")
+            .restricted_to(["b", "c"], "skill \"x\"");
+        assert!(p.allows_tool("b"));
+        assert!(!p.allows_tool("a") && !p.allows_tool("c"));
+        assert_eq!(p.allowed_by.as_deref(), Some("skill \"x\""));
+    }
+
+    #[test]
     fn durations_of_an_unvalidated_policy_never_panic() {
         let p = ChainPolicy {
             call_timeout_s: -1.0,
@@ -587,6 +687,7 @@ mod tests {
         assert!(s.max_stdout_bytes < d.max_stdout_bytes);
         assert!(s.max_arg_bytes <= d.max_arg_bytes);
         assert!(s.max_result_bytes <= d.max_result_bytes);
+        assert!(s.granted_permissions.is_subset(&d.granted_permissions));
     }
 
     #[test]
@@ -602,5 +703,6 @@ mod tests {
         assert!(v.max_stdout_bytes >= d.max_stdout_bytes);
         assert!(v.max_arg_bytes >= d.max_arg_bytes);
         assert!(v.max_result_bytes >= d.max_result_bytes);
+        assert!(v.granted_permissions.is_superset(&d.granted_permissions));
     }
 }

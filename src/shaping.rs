@@ -155,8 +155,9 @@ impl Shaper {
         Ok((handle(&r, JSON, text.len(), &text), Some(r)))
     }
 
-    /// Turns a content-block result into `{"text", "files"}`, writing media
-    /// blocks into the workspace.
+    /// Turns a content-block result into `{"text", "files"}` (plus `json`,
+    /// `structured`, and the provenance fields `source`, `observed_at`,
+    /// `policy` when present), writing media blocks into the workspace.
     pub fn media_result(&self, tool: &str, result: ToolExecutionResult) -> Result<Value, ShapingError> {
         let mut files = Vec::new();
         for block in &result.content {
@@ -209,6 +210,17 @@ impl Shaper {
         }
         if !result.structured_content.is_empty() {
             out.insert("structured".into(), Value::Object(result.structured_content));
+        }
+        // Provenance, when the tool gave it: the script can tell where a
+        // result came from and how fresh it is.
+        for (key, value) in [
+            ("source", result.source),
+            ("observed_at", result.observed_at),
+            ("policy", result.policy),
+        ] {
+            if let Some(value) = value {
+                out.insert(key.into(), Value::String(value));
+            }
         }
         Ok(Value::Object(out))
     }

@@ -281,8 +281,9 @@ struct Param<'a> {
     description: Option<&'a str>,
 }
 
-/// The `async def` of one tool.
-fn tool_stub(tool: &dyn Tool) -> String {
+/// The `async def` of one tool, with its docstring (what
+/// [`python_stubs`] shows for each local tool).
+pub fn tool_stub(tool: &dyn Tool) -> String {
     let schema = tool.input_schema();
     let required: Vec<&str> = schema
         .get("required")
@@ -473,7 +474,7 @@ fn docstring_escape(text: &str) -> String {
 }
 
 /// Text on one line (descriptions inside an `Args:` list or a comment).
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -178,6 +178,44 @@ pub enum CallStatus {
 
 contract_names!(CallStatus { Ok => "ok", Error => "error", Denied => "denied", Timeout => "timeout" });
 
+/// The policy decision behind a call record: what let the call through to
+/// its tool, or what stopped it. A record has none when the call ended
+/// before any policy decision (an unknown tool, arguments the schema
+/// refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyDecision {
+    /// Its risk was at or below `max_risk_unapproved`: it ran without asking.
+    WithinRisk,
+    /// Its risk needed approval, and the approval handler approved it.
+    Approved,
+    /// Approved with replacement arguments, which the tool ran with.
+    ApprovedModified,
+    /// Refused for its kind: hosted, provider-defined, or `run_chain`.
+    DeniedKind,
+    /// Refused because the policy's `tools.NAME.deny` is set.
+    DeniedTool,
+    /// Refused because the tool needs a permission the policy does not grant.
+    DeniedPermission,
+    /// Refused because the policy's `allowed_tools` (set by a skill, say)
+    /// does not list the tool.
+    DeniedNotAllowed,
+    /// The approval handler denied or skipped it, failed, or did not answer
+    /// within `approval_timeout_s`.
+    DeniedApproval,
+}
+
+contract_names!(PolicyDecision {
+    WithinRisk => "within_risk",
+    Approved => "approved",
+    ApprovedModified => "approved_modified",
+    DeniedKind => "denied_kind",
+    DeniedTool => "denied_tool",
+    DeniedPermission => "denied_permission",
+    DeniedNotAllowed => "denied_not_allowed",
+    DeniedApproval => "denied_approval",
+});
+
 /// Something Python would have warned about while the script ran. Today:
 /// a tool call whose coroutine was never awaited. Like CPython, chainbox
 /// runs a tool call only once the script awaits it, so such a call never
@@ -200,9 +238,15 @@ impl From<chainbox_protocol::Warning> for ChainWarning {
 }
 
 /// One audit entry per tool call the script made, returned on every outcome
-/// so the caller knows which side effects already happened.
+/// so the caller knows which side effects already happened, with the
+/// provenance of what the script received: which tool kind answered
+/// (`source`), when (`observed_at`) and under which policy decision
+/// (`policy`). JSON field names are the Rust names, snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainCallRecord {
+    /// The call's unique id (`call_` and 32 hex digits), as in the seed's
+    /// `ToolCallRequest.call_id`.
+    pub call_id: String,
     /// The tool name as the script called it.
     pub tool: String,
     /// Lowercase hex SHA-256 of the arguments' RFC 8785 canonical JSON.
@@ -216,6 +260,21 @@ pub struct ChainCallRecord {
     /// Why it did not succeed, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The tool's kind and name (`command:get_weather`, `builtin:read_file`,
+    /// `hosted:web_search`); null when no tool has the name called.
+    pub source: Option<String>,
+    /// When the call's outcome was observed: UTC, RFC 3339
+    /// (`2026-12-01T20:28:12.123456Z`).
+    pub observed_at: String,
+    /// The policy decision that let the call through or stopped it; null
+    /// when the call ended before any (unknown tool, bad arguments, or the
+    /// chain ended while it waited for approval).
+    pub policy: Option<PolicyDecision>,
+}
+
+/// Now, in UTC, as RFC 3339: the `observed_at` of records and results.
+pub fn utc_now_rfc3339() -> String {
+    jiff::Timestamp::now().to_string()
 }
 
 /// A file the chain produced in its workspace (a media result).
@@ -325,6 +384,9 @@ mod tests {
         }
         for status in CallStatus::ALL {
             assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        for decision in PolicyDecision::ALL {
+            assert_eq!(serde_json::to_value(decision).unwrap(), decision.as_str());
         }
     }
 

@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, ToolRisk};
+use super::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolRisk};
 use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 
 /// Default cap on a command tool's stdout: 64 MiB. Large enough for media
@@ -58,6 +58,7 @@ pub struct CommandTool {
     name: String,
     description: String,
     risk: ToolRisk,
+    permissions: Vec<Permission>,
     input_schema: Value,
     command: Vec<String>,
     working_dir: Option<PathBuf>,
@@ -77,6 +78,7 @@ impl CommandTool {
             name: name.into(),
             description: description.into(),
             risk: ToolRisk::Safe,
+            permissions: Vec::new(),
             input_schema,
             command,
             working_dir: None,
@@ -87,6 +89,13 @@ impl CommandTool {
     /// Sets the tool's risk tier.
     pub fn with_risk(mut self, risk: ToolRisk) -> Self {
         self.risk = risk;
+        self
+    }
+
+    /// Declares what the program touches (`fs.read`, `net`…); the chain's
+    /// policy must grant each one.
+    pub fn with_permissions(mut self, permissions: impl IntoIterator<Item = Permission>) -> Self {
+        self.permissions = permissions.into_iter().collect();
         self
     }
 
@@ -162,6 +171,14 @@ impl Tool for CommandTool {
 
     fn risk(&self) -> ToolRisk {
         self.risk
+    }
+
+    fn permissions(&self) -> &[Permission] {
+        &self.permissions
+    }
+
+    fn source(&self) -> String {
+        format!("command:{}", self.name)
     }
 
     async fn execute(&self, ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -250,7 +267,7 @@ impl Tool for CommandTool {
 /// backgrounded running after the call, its timeout and its chain; the whole
 /// group is killed when the call ends or is dropped.
 #[cfg(unix)]
-struct ProcessGroup(u32);
+pub(crate) struct ProcessGroup(pub(crate) u32);
 
 #[cfg(unix)]
 impl Drop for ProcessGroup {

@@ -1,11 +1,12 @@
-//! The tools manifest: a TOML file declaring command tools (and, later, MCP
-//! servers) for `chainbox run --tools FILE` and `chainbox stubs --tools FILE`.
+//! The tools manifest: a TOML file declaring command tools and MCP servers for `chainbox run --tools FILE` and `chainbox stubs --tools FILE`.
 //!
 //! ```toml
 //! [[tool]]
 //! name = "get_weather"
 //! description = "Current weather for a city."
 //! risk = "safe"                      # safe | high | critical; default safe
+//! permissions = ["net"]              # what it touches: fs.read, fs.write, net,
+//!                                    # shell, db.read, db.write; default none
 //! command = ["python3", "weather.py"] # run in the manifest's folder
 //!
 //! [tool.input_schema]                # a JSON Schema, written as TOML
@@ -16,11 +17,25 @@
 //! type = "string"
 //! description = "City name, e.g. Paris"
 //!
-//! [[mcp]]                            # parsed and kept; not served yet
-//! name = "files"
-//! command = ["npx", "some-mcp-server"]
-//! env = { ROOT = "/data" }
+//! [[mcp]]                            # an MCP server over stdio
+//! name = "files"                     # its tools become `files__<tool>`
+//! command = ["node", "servers/files/index.js"]
+//! env = { ROOT = "/data" }           # its whole environment, with PATH
+//! cwd = "data"                       # default: the manifest's folder
+//! risk = "safe"                      # of all its tools; default safe
+//! permissions = ["fs.read"]          # of all its tools; default none
+//!
+//! [mcp.tools.delete_file]            # by the server's own tool name
+//! risk = "critical"
+//! permissions = ["fs.read", "fs.write"]  # instead of the server's
+//!
+//! [mcp.tools.get-env]
+//! deny = true                        # never registered, never shown
 //! ```
+//!
+//! The MCP servers are started when the registry is built
+//! ([`Manifest::registry`]); see [`crate::mcp::upstream`] for their tools'
+//! names, results and restarts.
 //!
 //! Invariants:
 //! - The order in which `input_schema.properties` are written is kept: a
@@ -30,8 +45,10 @@
 //!   with the manifest's folder as its working directory, so a manifest and
 //!   its scripts can be moved together.
 //! - Errors name the entry (1-based index and name) and the field.
+//! - Every tool in the registry has one source: a name used twice (by two
+//!   `[[tool]]` entries, or a `[[tool]]` and an MCP tool) is an error naming both.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,7 +57,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::command::CommandTool;
-use super::{RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
+use super::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
+use crate::mcp::upstream::{McpError, McpUpstream};
 use crate::stubs::is_python_keyword;
 
 /// Errors loading a tools manifest.
@@ -80,6 +98,19 @@ pub enum ManifestError {
     /// The tools could not form a registry.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// An MCP server could not be started or its tools not registered.
+    #[error(transparent)]
+    Upstream(#[from] McpError),
+    /// Two sources offer a tool under the same name.
+    #[error("tool name `{name}` is used by {first} and by {second}")]
+    NameCollision {
+        /// The name scripts would call.
+        name: String,
+        /// The first source (`[[tool]] #1`, ``mcp server `m` tool `t` ``).
+        first: String,
+        /// The second one.
+        second: String,
+    },
 }
 
 fn name_suffix(name: &Option<String>) -> String {
@@ -91,7 +122,7 @@ fn name_suffix(name: &Option<String>) -> String {
 pub struct Manifest {
     /// The `[[tool]]` entries, in file order.
     pub tools: Vec<ManifestTool>,
-    /// The `[[mcp]]` entries, in file order (kept as data; not served yet).
+    /// The `[[mcp]]` entries, in file order.
     pub mcp: Vec<McpServer>,
     /// The folder relative paths resolved against.
     pub base_dir: PathBuf,
@@ -106,6 +137,8 @@ pub struct ManifestTool {
     pub description: String,
     /// Its risk tier.
     pub risk: ToolRisk,
+    /// What it touches; the chain's policy must grant each one.
+    pub permissions: Vec<Permission>,
     /// Its arguments' JSON Schema (an object schema), properties in written order.
     pub input_schema: Value,
     /// Program and arguments, the program resolved against the manifest's folder.
@@ -124,21 +157,46 @@ impl ManifestTool {
             self.command.clone(),
         )
         .with_risk(self.risk)
+        .with_permissions(self.permissions.iter().copied())
         .with_working_dir(self.working_dir.clone())
     }
 }
 
-/// One `[[mcp]]` entry: an MCP server whose tools will join the registry.
-#[derive(Debug, Clone, PartialEq)]
+/// One `[[mcp]]` entry: an MCP server whose tools join the registry as
+/// `{name}__{tool}` (see [`crate::mcp::upstream`]).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct McpServer {
-    /// The server's name.
+    /// The server's name: letters, digits and single underscores, so that
+    /// `{name}__{tool}` is a Python identifier and the `__` is unambiguous.
     pub name: String,
     /// Program and arguments, the program resolved against the manifest's folder.
     pub command: Vec<String>,
-    /// Environment variables to start it with.
+    /// Its environment besides `PATH`: nothing else of the host's is passed.
     pub env: BTreeMap<String, String>,
-    /// Where it runs: the manifest's folder.
+    /// Where it runs: `cwd` resolved against the manifest's folder, by
+    /// default the folder itself (empty: chainbox's own working directory).
     pub working_dir: PathBuf,
+    /// The risk tier of its tools, unless [`McpServer::tools`] says otherwise.
+    pub risk: ToolRisk,
+    /// What its tools touch, unless [`McpServer::tools`] says otherwise.
+    pub permissions: Vec<Permission>,
+    /// Settings of single tools, keyed by the server's own tool name.
+    pub tools: BTreeMap<String, McpToolSettings>,
+}
+
+/// The settings of one tool of an MCP server (`[mcp.tools.<name>]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolSettings {
+    /// Its risk tier, instead of the server's.
+    #[serde(default)]
+    pub risk: Option<ToolRisk>,
+    /// What it touches, instead of the server's permissions.
+    #[serde(default)]
+    pub permissions: Option<Vec<Permission>>,
+    /// Leave it out of the registry: never shown to the model, never callable.
+    #[serde(default)]
+    pub deny: bool,
 }
 
 /// The file's top level. Entries stay raw tables until validated one by one,
@@ -159,6 +217,8 @@ struct RawTool {
     description: String,
     #[serde(default)]
     risk: ToolRisk,
+    #[serde(default)]
+    permissions: Vec<Permission>,
     input_schema: Option<toml::Table>,
     command: Vec<String>,
 }
@@ -170,6 +230,13 @@ struct RawMcp {
     command: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    risk: ToolRisk,
+    #[serde(default)]
+    permissions: Vec<Permission>,
+    #[serde(default)]
+    tools: BTreeMap<String, McpToolSettings>,
 }
 
 impl Manifest {
@@ -228,19 +295,32 @@ impl Manifest {
         })
     }
 
-    /// A registry of the manifest's command tools, in file order. MCP
-    /// servers are not started yet, so their tools are not in it.
-    pub fn registry(&self) -> Result<ToolRegistry, ManifestError> {
-        if !self.mcp.is_empty() {
-            tracing::warn!(
-                servers = self.mcp.len(),
-                "[[mcp]] entries in the tools manifest are not served yet; their tools are unavailable"
-            );
+    /// A registry of the manifest's tools: the command tools in file
+    /// order, then the tools of each MCP server (servers in file order, each
+    /// server's tools in its listing order). The MCP servers are started
+    /// here, all at once, and live as long as the registry (and its clones):
+    /// call this inside the tokio runtime that will run the chains.
+    pub async fn registry(&self) -> Result<ToolRegistry, ManifestError> {
+        let upstreams = futures::future::try_join_all(self.mcp.iter().map(McpUpstream::connect)).await?;
+        let mut sources: HashMap<String, String> = HashMap::new();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for (i, tool) in self.tools.iter().enumerate() {
+            sources.insert(tool.name.clone(), format!("[[tool]] #{}", i + 1));
+            tools.push(Arc::new(tool.to_command_tool()));
         }
-        let tools = self
-            .tools
-            .iter()
-            .map(|t| Arc::new(t.to_command_tool()) as Arc<dyn Tool>);
+        for upstream in upstreams {
+            for (tool, remote) in upstream.tools().iter().zip(upstream.remote_names()) {
+                let source = format!("mcp server `{}` tool `{remote}`", upstream.name());
+                if let Some(first) = sources.insert(tool.name().to_owned(), source.clone()) {
+                    return Err(ManifestError::NameCollision {
+                        name: tool.name().to_owned(),
+                        first,
+                        second: source,
+                    });
+                }
+            }
+            tools.extend(upstream.into_tools());
+        }
         Ok(ToolRegistry::from_local(tools)?)
     }
 }
@@ -274,6 +354,7 @@ fn parse_tool(table: toml::Table, base_dir: &Path) -> Result<ManifestTool, Strin
         name: raw.name,
         description: raw.description,
         risk: raw.risk,
+        permissions: raw.permissions,
         input_schema,
         command: resolve_command(raw.command, base_dir)?,
         working_dir: base_dir.to_owned(),
@@ -282,15 +363,31 @@ fn parse_tool(table: toml::Table, base_dir: &Path) -> Result<ManifestTool, Strin
 
 fn parse_mcp(table: toml::Table, base_dir: &Path) -> Result<McpServer, String> {
     let raw: RawMcp = entry(table)?;
-    if raw.name.trim().is_empty() {
-        return Err("`name`: must not be empty".into());
+    if !is_server_name(&raw.name) {
+        return Err(format!(
+            "`name`: {:?} must be letters, digits and single underscores, starting with a letter \
+             (its tools are named `<name>__<tool>`)",
+            raw.name
+        ));
     }
     Ok(McpServer {
         name: raw.name,
         command: resolve_command(raw.command, base_dir)?,
         env: raw.env,
-        working_dir: base_dir.to_owned(),
+        working_dir: raw.cwd.map_or_else(|| base_dir.to_owned(), |cwd| base_dir.join(cwd)),
+        risk: raw.risk,
+        permissions: raw.permissions,
+        tools: raw.tools,
     })
+}
+
+/// An MCP server name: an identifier starting with a letter, without `__`
+/// and not ending in `_`, so that `{server}__{tool}` names one server only.
+fn is_server_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && is_identifier(name)
+        && !name.contains("__")
+        && !name.ends_with('_')
 }
 
 /// Resolves a relative program path (`./tool`, `bin/tool`) against the
@@ -434,6 +531,39 @@ enum = ["c", "f"]
     }
 
     #[test]
+    fn permissions_default_to_none() {
+        let manifest = parse(WEATHER).expect("valid");
+        assert!(manifest.tools[0].permissions.is_empty());
+        assert!(manifest.tools[0].to_command_tool().permissions().is_empty());
+    }
+
+    #[test]
+    fn permissions_are_read_by_name_and_reach_the_tool() {
+        let text =
+            "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"fs.write\"]\ncommand = [\"x\"]";
+        let manifest = parse(text).expect("valid");
+        assert_eq!(
+            manifest.tools[0].permissions,
+            vec![Permission::Net, Permission::FsWrite]
+        );
+        assert_eq!(
+            manifest.tools[0].to_command_tool().permissions(),
+            [Permission::Net, Permission::FsWrite]
+        );
+    }
+
+    #[test]
+    fn unknown_permission_names_the_tool_and_the_field() {
+        let text =
+            "[[tool]]\nname = \"fetch\"\ndescription = \"\"\npermissions = [\"net\", \"internet\"]\ncommand = [\"x\"]";
+        let message = error(text);
+        assert!(
+            message.starts_with("tool #1 (`fetch`): `permissions[1]`: unknown variant `internet`"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn relative_program_path_resolves_against_the_manifest_folder() {
         let manifest = parse(WEATHER).expect("valid");
         assert_eq!(manifest.tools[0].command, vec!["/opt/tools/weather.sh"]);
@@ -573,8 +703,64 @@ enum = ["c", "f"]
                 command: vec!["/opt/tools/bin/files-server".into(), "--root".into(), "data".into()],
                 env: BTreeMap::from([("ROOT".into(), "/data".into())]),
                 working_dir: "/opt/tools".into(),
+                risk: ToolRisk::Safe,
+                permissions: Vec::new(),
+                tools: BTreeMap::new(),
             }]
         );
+    }
+
+    #[test]
+    fn mcp_cwd_resolves_against_the_manifest_folder() {
+        let text = "[[mcp]]\nname = \"files\"\ncommand = [\"x\"]\ncwd = \"data\"";
+        assert_eq!(
+            parse(text).expect("valid").mcp[0].working_dir,
+            Path::new("/opt/tools/data")
+        );
+    }
+
+    #[test]
+    fn mcp_risk_and_tool_settings_are_read() {
+        let text = "[[mcp]]\nname = \"memory\"\ncommand = [\"x\"]\nrisk = \"high\"\n\
+                    [mcp.tools.delete_entities]\nrisk = \"critical\"\n\
+                    [mcp.tools.get-env]\ndeny = true";
+        let server = &parse(text).expect("valid").mcp[0];
+        assert_eq!(server.risk, ToolRisk::High);
+        assert_eq!(
+            server.tools,
+            BTreeMap::from([
+                (
+                    "delete_entities".into(),
+                    McpToolSettings {
+                        risk: Some(ToolRisk::Critical),
+                        permissions: None,
+                        deny: false
+                    }
+                ),
+                (
+                    "get-env".into(),
+                    McpToolSettings {
+                        deny: true,
+                        ..McpToolSettings::default()
+                    }
+                ),
+            ])
+        );
+    }
+
+    #[test]
+    fn mcp_tool_settings_reject_unknown_fields() {
+        let message = error("[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\n[mcp.tools.t]\nhide = true");
+        assert!(message.contains("unknown field `hide`"), "{message}");
+    }
+
+    #[test]
+    fn mcp_server_name_must_make_unambiguous_tool_names() {
+        for name in ["my-server", "a__b", "trailing_", "_private", "9lives", ""] {
+            let message = error(&format!("[[mcp]]\nname = {name:?}\ncommand = [\"x\"]"));
+            assert!(message.contains("`name`:"), "{name}: {message}");
+        }
+        assert!(parse("[[mcp]]\nname = \"my_server2\"\ncommand = [\"x\"]").is_ok());
     }
 
     #[test]
@@ -595,12 +781,11 @@ enum = ["c", "f"]
         );
     }
 
-    #[test]
-    fn registry_holds_the_command_tools_in_file_order() {
+    #[tokio::test]
+    async fn registry_holds_the_command_tools_in_file_order() {
         let text = "[[tool]]\nname = \"b\"\ndescription = \"\"\ncommand = [\"x\"]\n\
-                    [[tool]]\nname = \"a\"\ndescription = \"\"\ncommand = [\"x\"]\n\
-                    [[mcp]]\nname = \"m\"\ncommand = [\"x\"]";
-        let registry = parse(text).expect("valid").registry().expect("registry");
+                    [[tool]]\nname = \"a\"\ndescription = \"\"\ncommand = [\"x\"]";
+        let registry = parse(text).expect("valid").registry().await.expect("registry");
         let names: Vec<&str> = registry.iter().map(|t| t.name()).collect();
         assert_eq!(names, vec!["b", "a"]);
     }
@@ -632,7 +817,7 @@ enum = ["c", "f"]
     #[tokio::test]
     async fn examples_manifest_add_runs_as_a_command_tool() {
         let manifest = examples_manifest();
-        let registry = manifest.registry().expect("registry");
+        let registry = manifest.registry().await.expect("registry");
         let add = registry.get("add").and_then(|t| t.as_local()).expect("add is local");
         let ctx = ToolContext {
             run_id: "test".into(),

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 pub mod command;
 pub mod manifest;
+pub mod read_file;
 
 /// How dangerous a tool call is. Ordered by rank, `Safe < High < Critical`;
 /// never compare the names as strings (alphabetically "critical" < "high" <
@@ -62,6 +63,62 @@ impl std::str::FromStr for ToolRisk {
             "critical" => Ok(ToolRisk::Critical),
             other => Err(format!("unknown risk {other:?} (expected safe, high or critical)")),
         }
+    }
+}
+
+/// Something a tool touches outside itself, declared by the tool and granted
+/// (or not) by the chain's policy (the second seed: "file, shell and network
+/// tools need separate read/write permissions"). A call to a tool needing a
+/// permission the policy does not grant is `denied` before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Permission {
+    /// Reads files.
+    #[serde(rename = "fs.read")]
+    FsRead,
+    /// Creates, changes or deletes files.
+    #[serde(rename = "fs.write")]
+    FsWrite,
+    /// Talks to the network.
+    #[serde(rename = "net")]
+    Net,
+    /// Runs shell commands or other programs.
+    #[serde(rename = "shell")]
+    Shell,
+    /// Reads a database.
+    #[serde(rename = "db.read")]
+    DbRead,
+    /// Writes a database.
+    #[serde(rename = "db.write")]
+    DbWrite,
+}
+
+impl Permission {
+    /// Every permission, in rank order.
+    pub const ALL: &'static [Permission] = &[
+        Permission::FsRead,
+        Permission::FsWrite,
+        Permission::Net,
+        Permission::Shell,
+        Permission::DbRead,
+        Permission::DbWrite,
+    ];
+
+    /// The name used in manifests, policies and messages (`fs.read`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::FsRead => "fs.read",
+            Permission::FsWrite => "fs.write",
+            Permission::Net => "net",
+            Permission::Shell => "shell",
+            Permission::DbRead => "db.read",
+            Permission::DbWrite => "db.write",
+        }
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
     }
 }
 
@@ -148,9 +205,30 @@ pub struct ToolExecutionResult {
     /// A structured form of the result, when the tool has one.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub structured_content: Map<String, Value>,
+    /// Provenance: where the content came from (a file path, a URL, a
+    /// table), so downstream stages can tell one source from another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Freshness: when the tool observed the content, UTC RFC 3339
+    /// (see [`ToolExecutionResult::observed_now`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<String>,
+    /// The rule the tool applied in producing it (e.g. `sandbox-read`: read
+    /// inside its sandbox root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl ToolExecutionResult {
+    /// This result with its provenance: `source`, `observed_at` now (UTC,
+    /// RFC 3339) and the `policy` it was produced under.
+    pub fn observed_now(mut self, source: impl Into<String>, policy: impl Into<String>) -> Self {
+        self.source = Some(source.into());
+        self.observed_at = Some(crate::chain::utc_now_rfc3339());
+        self.policy = Some(policy.into());
+        self
+    }
+
     /// The plain-text view of all text blocks, joined by newlines.
     pub fn text(&self) -> String {
         self.content
@@ -162,6 +240,40 @@ impl ToolExecutionResult {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// A request to call a tool (the seed's `ToolCallRequest`): its name, its
+/// arguments and an id generated on creation, so callers never track ids
+/// themselves. The invoker gives every call a chain makes one, and its
+/// `call_id` is the one in the call's [`ChainCallRecord`](crate::ChainCallRecord).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// Unique id: `call_` and 32 hex digits (a random UUID). Generated when
+    /// missing from JSON too.
+    #[serde(default = "new_call_id")]
+    pub call_id: String,
+    /// The tool to call, by exact name.
+    pub name: String,
+    /// Its arguments by name.
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+impl ToolCallRequest {
+    /// A request with a fresh `call_id`.
+    pub fn new(name: impl Into<String>, arguments: Map<String, Value>) -> Self {
+        ToolCallRequest {
+            call_id: new_call_id(),
+            name: name.into(),
+            arguments,
+        }
+    }
+}
+
+/// A fresh call id: `call_` and a random (v4) UUID in 32 hex digits, unique
+/// across chains, processes and machines.
+pub fn new_call_id() -> String {
+    format!("call_{}", uuid::Uuid::new_v4().simple())
 }
 
 /// What a tool's `execute` returns on success.
@@ -213,6 +325,17 @@ pub trait Tool: Send + Sync + 'static {
     fn classify(&self, _args: &Map<String, Value>) -> ToolRisk {
         self.risk()
     }
+    /// What it touches (files, network, shell, databases); the policy must
+    /// grant each one or the call is denied. None by default.
+    fn permissions(&self) -> &[Permission] {
+        &[]
+    }
+    /// Where its results come from, for call records: `KIND:NAME`, e.g.
+    /// `command:get_weather` for a command tool or `builtin:read_file`.
+    /// Defaults to `local:NAME`.
+    fn source(&self) -> String {
+        format!("local:{}", self.name())
+    }
     /// Runs the tool.
     async fn execute(&self, ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError>;
 }
@@ -229,21 +352,64 @@ pub struct HostedTool {
     pub provider_specs: HashMap<String, Value>,
 }
 
-/// A tool whose call shape the provider defines but which runs locally
-/// through `handle_call` (e.g. a provider's shell tool). Not callable from a chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProviderDefinedTool {
+/// A tool whose call shape the provider defines but whose body runs here
+/// (the seed's `ProviderDefinedTool`: a provider's local shell, apply_patch,
+/// computer use). The model emits a typed call item (`shell_call`) instead of
+/// a function call, and the agent loop answers it with
+/// [`handle_call`](ProviderDefinedTool::handle_call). Not callable from a
+/// chain: a chain calls functions by name, and this tool's calls only exist
+/// as provider call items.
+#[async_trait]
+pub trait ProviderDefinedTool: Send + Sync + 'static {
     /// Its name.
-    pub name: String,
+    fn name(&self) -> &str;
     /// What it does.
-    pub description: String,
-    /// Wire declarations keyed by provider.
-    pub provider_specs: HashMap<String, Value>,
+    fn description(&self) -> &str;
+    /// Wire declarations keyed by provider (`"openai"`, `"anthropic"`).
+    fn provider_specs(&self) -> &HashMap<String, Value>;
     /// The call item types it handles, e.g. `shell_call`.
-    pub call_types: Vec<String>,
+    fn call_types(&self) -> &[String];
+    /// Runs one call item the model emitted (the provider's JSON shape) and
+    /// returns the output item to send back.
+    async fn handle_call(
+        &self,
+        call: Map<String, Value>,
+        ctx: Option<ToolContext>,
+    ) -> Result<Map<String, Value>, ToolError>;
 }
 
-/// Any kind of tool a registry can hold.
+/// Who executes a tool's calls: the seed's three-way taxonomy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// This host, through [`Tool::execute`].
+    Local,
+    /// The model provider; there is nothing to call here.
+    Hosted,
+    /// This host, through [`ProviderDefinedTool::handle_call`], for call
+    /// items in the provider's shape.
+    ProviderDefined,
+}
+
+impl ToolKind {
+    /// The snake_case name used in records and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Local => "local",
+            ToolKind::Hosted => "hosted",
+            ToolKind::ProviderDefined => "provider_defined",
+        }
+    }
+}
+
+impl fmt::Display for ToolKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Any kind of tool a registry can hold (the seed's `AnyTool = Tool |
+/// HostedTool | ProviderDefinedTool`).
 #[derive(Clone)]
 pub enum AnyTool {
     /// Runs on the host; callable from a chain.
@@ -251,7 +417,7 @@ pub enum AnyTool {
     /// Runs at the provider.
     Hosted(HostedTool),
     /// Provider-shaped, handled locally outside chains.
-    ProviderDefined(ProviderDefinedTool),
+    ProviderDefined(Arc<dyn ProviderDefinedTool>),
 }
 
 impl AnyTool {
@@ -260,7 +426,45 @@ impl AnyTool {
         match self {
             AnyTool::Local(t) => t.name(),
             AnyTool::Hosted(t) => &t.name,
-            AnyTool::ProviderDefined(t) => &t.name,
+            AnyTool::ProviderDefined(t) => t.name(),
+        }
+    }
+
+    /// What it does, whatever its kind.
+    pub fn description(&self) -> &str {
+        match self {
+            AnyTool::Local(t) => t.description(),
+            AnyTool::Hosted(t) => &t.description,
+            AnyTool::ProviderDefined(t) => t.description(),
+        }
+    }
+
+    /// Who executes its calls.
+    pub fn kind(&self) -> ToolKind {
+        match self {
+            AnyTool::Local(_) => ToolKind::Local,
+            AnyTool::Hosted(_) => ToolKind::Hosted,
+            AnyTool::ProviderDefined(_) => ToolKind::ProviderDefined,
+        }
+    }
+
+    /// Where its results come from, for call records: the local tool's own
+    /// [`Tool::source`], otherwise `hosted:NAME` or `provider_defined:NAME`.
+    pub fn source(&self) -> String {
+        match self {
+            AnyTool::Local(t) => t.source(),
+            other => format!("{}:{}", other.kind(), other.name()),
+        }
+    }
+
+    /// Its per-provider wire declarations: present for hosted **and**
+    /// provider-defined tools, so this alone cannot tell them apart (see
+    /// [`is_provider_defined_tool`]).
+    pub fn provider_specs(&self) -> Option<&HashMap<String, Value>> {
+        match self {
+            AnyTool::Local(_) => None,
+            AnyTool::Hosted(t) => Some(&t.provider_specs),
+            AnyTool::ProviderDefined(t) => Some(t.provider_specs()),
         }
     }
 
@@ -273,14 +477,47 @@ impl AnyTool {
     }
 }
 
+/// The seed's first type guard: the tool has provider specs **and**
+/// `handle_call`, so its call items are run here. Check it before
+/// [`is_hosted_tool`]: in the seed's structural typing both kinds have
+/// `provider_specs`, and only `handle_call` tells them apart, so a
+/// provider-defined tool tested for "hosted" by its specs alone would be
+/// taken for hosted and its call never run. Here the guards are exact (a
+/// provider-defined tool is never hosted), so the order cannot go wrong,
+/// but dispatch code is written in the seed's order:
+///
+/// ```
+/// # use chainbox::tools::{AnyTool, is_hosted_tool, is_provider_defined_tool};
+/// fn who_runs(tool: &AnyTool) -> &'static str {
+///     if is_provider_defined_tool(tool).is_some() {
+///         "this host, via handle_call"
+///     } else if is_hosted_tool(tool).is_some() {
+///         "the provider"
+///     } else {
+///         "this host, via execute"
+///     }
+/// }
+/// ```
+pub fn is_provider_defined_tool(tool: &AnyTool) -> Option<&Arc<dyn ProviderDefinedTool>> {
+    match tool {
+        AnyTool::ProviderDefined(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// The seed's second type guard: provider specs and **no** `handle_call`;
+/// the provider runs it and there is nothing to call here. Never true of a
+/// provider-defined tool, whichever guard runs first.
+pub fn is_hosted_tool(tool: &AnyTool) -> Option<&HostedTool> {
+    match tool {
+        AnyTool::Hosted(t) => Some(t),
+        _ => None,
+    }
+}
+
 impl fmt::Debug for AnyTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self {
-            AnyTool::Local(_) => "local",
-            AnyTool::Hosted(_) => "hosted",
-            AnyTool::ProviderDefined(_) => "provider_defined",
-        };
-        write!(f, "{kind} tool {:?}", self.name())
+        write!(f, "{} tool {:?}", self.kind(), self.name())
     }
 }
 
@@ -457,6 +694,38 @@ mod tests {
         assert!(matches!(ToolOutput::from_json(v), ToolOutput::Result(r) if r.text() == "hi"));
         let plain = serde_json::json!({"content": "not blocks"});
         assert!(matches!(ToolOutput::from_json(plain), ToolOutput::Value(_)));
+    }
+
+    #[test]
+    fn permission_names_are_the_ones_serde_reads() {
+        for permission in Permission::ALL {
+            assert_eq!(serde_json::to_value(permission).unwrap(), permission.as_str());
+        }
+        assert!(serde_json::from_value::<Permission>(serde_json::json!("fs.exec")).is_err());
+    }
+
+    #[test]
+    fn tool_kind_names_are_the_ones_serde_writes() {
+        for kind in [ToolKind::Local, ToolKind::Hosted, ToolKind::ProviderDefined] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+
+    #[test]
+    fn observed_now_sets_provenance_in_utc() {
+        let r = ToolExecutionResult::default().observed_now("db:orders", "read-only");
+        assert_eq!(r.source.as_deref(), Some("db:orders"));
+        assert_eq!(r.policy.as_deref(), Some("read-only"));
+        let at = r.observed_at.expect("observed_at");
+        assert!(at.ends_with('Z') && at.parse::<jiff::Timestamp>().is_ok(), "{at}");
+    }
+
+    #[test]
+    fn result_without_provenance_serializes_without_it() {
+        let v = serde_json::to_value(ToolExecutionResult::default()).unwrap();
+        for key in ["source", "observed_at", "policy"] {
+            assert!(v.get(key).is_none(), "{v}");
+        }
     }
 
     #[test]

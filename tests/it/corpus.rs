@@ -90,9 +90,9 @@ fn load_known_differences(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn registry(dir: &Path) -> ToolRegistry {
+async fn registry(dir: &Path) -> ToolRegistry {
     let manifest = Manifest::load(dir.join("tools.toml")).expect("tests/corpus/tools.toml");
-    manifest.registry().expect("registry of tests/corpus/tools.toml")
+    manifest.registry().await.expect("registry of tests/corpus/tools.toml")
 }
 
 // --- ordered, exact JSON comparison ------------------------------------------
@@ -344,7 +344,7 @@ async fn corpus_matches_cpython() {
     }
 
     let engine = crate::fixtures::engine();
-    let registry = registry(&dir);
+    let registry = registry(&dir).await;
     let policy = ChainPolicy::default();
     let approval = Approval::auto(ToolRisk::Critical);
 

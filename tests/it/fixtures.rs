@@ -187,6 +187,7 @@ pub type ToolFn = Box<dyn Fn(Map<String, Value>) -> Result<Value, String> + Send
 /// (asynchronously) before it answers.
 pub struct FnTool {
     pub name: &'static str,
+    pub description: &'static str,
     pub schema: Value,
     pub risk: ToolRisk,
     pub f: ToolFn,
@@ -199,7 +200,7 @@ impl Tool for FnTool {
         self.name
     }
     fn description(&self) -> &str {
-        "test tool"
+        self.description
     }
     fn input_schema(&self) -> &Value {
         &self.schema
@@ -224,6 +225,7 @@ pub fn tool(
 ) -> FnTool {
     FnTool {
         name,
+        description: "test tool",
         schema: schema(params),
         risk: ToolRisk::Safe,
         f: Box::new(f),

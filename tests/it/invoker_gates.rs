@@ -434,12 +434,7 @@ async fn hosted_tool_is_denied() {
 
 #[tokio::test]
 async fn provider_defined_tool_is_denied() {
-    let shell = AnyTool::ProviderDefined(ProviderDefinedTool {
-        name: "shell".into(),
-        description: "a provider-shaped shell".into(),
-        provider_specs: Default::default(),
-        call_types: vec!["shell_call".into()],
-    });
+    let shell = AnyTool::ProviderDefined(Arc::new(ProviderShell));
     let s = session(vec![shell], ChainPolicy::default(), Approval::auto(ToolRisk::Critical));
     let message = denied_message(s.invoke(call("shell", json!({"cmd": "ls"}))).await.unwrap());
     assert!(message.contains("shell"), "{message}");
@@ -460,6 +455,34 @@ async fn local_tool_named_run_chain_is_denied_and_never_runs() {
     assert!(message.contains("run_chain"), "{message}");
     assert_eq!(probe.runs(), 0);
     assert_eq!(only_record(&s).status, CallStatus::Denied);
+}
+
+/// A provider-defined tool whose `handle_call` must never run from a chain.
+struct ProviderShell;
+
+#[async_trait]
+impl ProviderDefinedTool for ProviderShell {
+    fn name(&self) -> &str {
+        "shell"
+    }
+    fn description(&self) -> &str {
+        "a provider-shaped shell"
+    }
+    fn provider_specs(&self) -> &std::collections::HashMap<String, Value> {
+        static NONE: std::sync::OnceLock<std::collections::HashMap<String, Value>> = std::sync::OnceLock::new();
+        NONE.get_or_init(Default::default)
+    }
+    fn call_types(&self) -> &[String] {
+        static TYPES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        TYPES.get_or_init(|| vec!["shell_call".into()])
+    }
+    async fn handle_call(
+        &self,
+        _: Map<String, Value>,
+        _: Option<ToolContext>,
+    ) -> Result<Map<String, Value>, ToolError> {
+        panic!("handle_call ran from a chain")
+    }
 }
 
 // ---------------------------------------------------------------------------
