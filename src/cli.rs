@@ -1,11 +1,6 @@
-<<<<<<< HEAD
-//! The `chainbox` command line: `demo`, `run`, `stubs`, `serve`. The only code that
-//! knows about argv, stdout formatting and exit codes.
-=======
 //! The `chainbox` command line: `demo`, `run`, `stubs` (the last two with
-//! `--skill`). The only code that knows about argv, stdout formatting and
-//! exit codes.
->>>>>>> main
+//! `--skill`), `serve`. The only code that knows about argv, stdout
+//! formatting and exit codes.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -169,18 +164,11 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-<<<<<<< HEAD
-            let policy = load_policy(policy.as_deref())?;
-=======
-            let mut policy = match policy {
-                Some(path) => ChainPolicy::load(&path).map_err(|e| format!("--policy {}: {e}", path.display()))?,
-                None => ChainPolicy::default(),
-            };
+            let mut policy = load_policy(policy.as_deref())?;
             if let Some(skill) = skill {
                 let skill = load_skill(&skill, tools.as_deref(), &registry)?;
                 policy = skill.restrict(policy);
             }
->>>>>>> main
             let approval = match approve {
                 ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ApproveMode::Deny => Approval::deny_all(),
@@ -208,8 +196,14 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             http,
             allow_remote,
         } => {
-            let registry = match tools {
-                Some(path) => load_registry(&path)?,
+            // Refuse a bad address before anything slow starts.
+            let listener = match http {
+                Some(addr) => Some(serve::bind_http(addr, allow_remote).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
             let policy = load_policy(policy.as_deref())?;
@@ -217,7 +211,9 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
             };
-            serve(registry, policy, fallback, http, allow_remote)?;
+            let engine = Engine::new().map_err(|e| e.to_string())?;
+            let server = ChainServer::new(engine, registry, policy, fallback);
+            runtime.block_on(serve(server, listener, allow_remote))?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -230,60 +226,28 @@ fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, String> {
     }
 }
 
-/// `chainbox serve`: until the client closes stdio, or until Ctrl-C over HTTP.
-fn serve(
-    registry: ToolRegistry,
-    policy: ChainPolicy,
-    fallback: Approval,
-    http: Option<SocketAddr>,
-    allow_remote: bool,
-) -> Result<(), String> {
-    // Refuse a bad address before the engine is built (that takes a while).
-    let listener = match http {
-        Some(addr) => Some(serve::bind_http(addr, allow_remote).map_err(|e| e.to_string())?),
-        None => None,
+/// `chainbox serve`: on stdio until the client closes it, or on `listener`
+/// until Ctrl-C.
+async fn serve(server: ChainServer, listener: Option<std::net::TcpListener>, allow_remote: bool) -> Result<(), String> {
+    let Some(listener) = listener else {
+        return serve::serve_stdio(server).await.map_err(|e| e.to_string());
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))?;
-    let engine = Engine::new().map_err(|e| e.to_string())?;
-    let server = ChainServer::new(engine, registry, policy, fallback);
-    runtime.block_on(async move {
-        let Some(listener) = listener else {
-            return serve::serve_stdio(server).await.map_err(|e| e.to_string());
-        };
-        let bound = listener
-            .local_addr()
-            .map_err(|e| format!("reading the bound address: {e}"))?;
-        eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
-        let shutdown = CancellationToken::new();
-        let on_signal = shutdown.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
-        serve::serve_http(server, listener, allow_remote, shutdown)
-            .await
-            .map_err(|e| e.to_string())
-    })
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("reading the bound address: {e}"))?;
+    eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    serve::serve_http(server, listener, allow_remote, shutdown)
+        .await
+        .map_err(|e| e.to_string())
 }
 
-fn read_script(arg: &str) -> Result<String, String> {
-    if arg == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("reading the script from stdin: {e}"))?;
-        Ok(s)
-    } else {
-        std::fs::read_to_string(arg).map_err(|e| format!("reading the script {arg}: {e}"))
-    }
-}
-
-/// The async runtime of one command. The MCP servers of a manifest are
-/// started on it and live until it and the registry are dropped.
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
