@@ -248,6 +248,18 @@ async fn serve(server: ChainServer, listener: Option<std::net::TcpListener>, all
         .map_err(|e| e.to_string())
 }
 
+fn read_script(arg: &str) -> Result<String, String> {
+    if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("reading the script from stdin: {e}"))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(arg).map_err(|e| format!("reading the script {arg}: {e}"))
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
