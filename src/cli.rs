@@ -1,15 +1,18 @@
 //! The `chainbox` command line: `demo`, `run`, `stubs` (the last two with
-//! `--skill`). The only code that knows about argv, stdout formatting and
-//! exit codes.
+//! `--skill`), `serve`. The only code that knows about argv, stdout
+//! formatting and exit codes.
 
 use std::io::Read;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::Approval;
 use crate::chain::{ChainRunResult, RunOptions};
+use crate::mcp::serve::{self, ChainServer};
 use crate::policy::ChainPolicy;
 use crate::skills::Skill;
 use crate::tools::ToolRisk;
@@ -74,6 +77,36 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         skill: Option<String>,
     },
+    /// Serve one `run_chain` tool over MCP: on stdio, or streamable HTTP with `--http`.
+    Serve {
+        /// The tools manifest (TOML) whose tools chains may call.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// A policy file (TOML); defaults to the seed defaults.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// How calls above `max_risk_unapproved` are approved when the MCP
+        /// client cannot be asked (it did not declare elicitation).
+        #[arg(long, value_enum, default_value_t = ServeApproveMode::Deny)]
+        approve: ServeApproveMode,
+        /// Serve streamable HTTP on this address (e.g. `127.0.0.1:8931`; port
+        /// 0 picks a free one) at `/mcp`, instead of stdio. The bound address
+        /// is printed on stderr.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+        /// Allow `--http` on a non-loopback address, and any `Host` header.
+        #[arg(long, requires = "http")]
+        allow_remote: bool,
+    },
+}
+
+/// Approval modes of `chainbox serve`: there is no terminal to ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ServeApproveMode {
+    /// Approve every call.
+    Auto,
+    /// Deny every call that needs approval.
+    Deny,
 }
 
 /// Approval modes of `chainbox run`.
@@ -131,10 +164,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let mut policy = match policy {
-                Some(path) => ChainPolicy::load(&path).map_err(|e| format!("--policy {}: {e}", path.display()))?,
-                None => ChainPolicy::default(),
-            };
+            let mut policy = load_policy(policy.as_deref())?;
             if let Some(skill) = skill {
                 let skill = load_skill(&skill, tools.as_deref(), &registry)?;
                 policy = skill.restrict(policy);
@@ -159,7 +189,63 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve {
+            tools,
+            policy,
+            approve,
+            http,
+            allow_remote,
+        } => {
+            // Refuse a bad address before anything slow starts.
+            let listener = match http {
+                Some(addr) => Some(serve::bind_http(addr, allow_remote).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
+                None => ToolRegistry::new(),
+            };
+            let policy = load_policy(policy.as_deref())?;
+            let fallback = match approve {
+                ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
+                ServeApproveMode::Deny => Approval::deny_all(),
+            };
+            let engine = Engine::new().map_err(|e| e.to_string())?;
+            let server = ChainServer::new(engine, registry, policy, fallback);
+            runtime.block_on(serve(server, listener, allow_remote))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, String> {
+    match path {
+        Some(path) => ChainPolicy::load(path).map_err(|e| format!("--policy {}: {e}", path.display())),
+        None => Ok(ChainPolicy::default()),
+    }
+}
+
+/// `chainbox serve`: on stdio until the client closes it, or on `listener`
+/// until Ctrl-C.
+async fn serve(server: ChainServer, listener: Option<std::net::TcpListener>, allow_remote: bool) -> Result<(), String> {
+    let Some(listener) = listener else {
+        return serve::serve_stdio(server).await.map_err(|e| e.to_string());
+    };
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("reading the bound address: {e}"))?;
+    eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    serve::serve_http(server, listener, allow_remote, shutdown)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn read_script(arg: &str) -> Result<String, String> {
@@ -174,8 +260,6 @@ fn read_script(arg: &str) -> Result<String, String> {
     }
 }
 
-/// The async runtime of one command. The MCP servers of a manifest are
-/// started on it and live until it and the registry are dropped.
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

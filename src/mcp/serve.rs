@@ -1,1 +1,511 @@
-//! `chainbox serve`: chainbox as an MCP server (see the module docs of [`crate::mcp`]).
+//! `chainbox serve`: chainbox as an MCP server (see the module docs of
+//! [`crate::mcp`]). An agent's MCP client sees one tool, `run_chain`
+//! (described by [`crate::stubs::run_chain_tool`]); each call runs one chain
+//! on the shared [`Engine`] and answers with the chain's answer as text and
+//! the whole [`ChainRunResult`] as structured content.
+//!
+//! Invariants:
+//! - Calls run concurrently: [`ChainServer`] holds shared, immutable state
+//!   (engine, registry, policy) and one map of parked chains, locked only to
+//!   insert or take an entry, never across a chain.
+//! - A failed chain is a tool-level error (`isError: true`, the result still
+//!   structured), never a protocol error; a protocol error means the request
+//!   itself was wrong (an unknown tool, no `code`).
+//! - Approval fails closed: a risky call is put to the client's user when the
+//!   client declared form elicitation (an elicitation request before protocol
+//!   2026-07-28; from it on, which forbids server-to-client requests, an
+//!   input-required result: the chain waits in its own task, parked under an
+//!   unguessable `requestState`, until the client retries with the answer),
+//!   otherwise to the fallback handler (`--approve`, deny by default), under
+//!   the policy's approval timeout either way.
+//! - Over HTTP, only loopback addresses are bound unless the caller allows
+//!   remote binds, and requests whose `Host` or `Origin` is not loopback are
+//!   refused (DNS rebinding), both by rmcp's own checks.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::Engine;
+use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
+use crate::chain::ChainRunResult;
+use crate::policy::ChainPolicy;
+use crate::stubs::{RUN_CHAIN, run_chain_tool};
+use crate::tools::ToolRegistry;
+
+/// Where the MCP endpoint is mounted on the HTTP server.
+pub const HTTP_PATH: &str = "/mcp";
+
+/// What the server tells a client about itself at initialisation.
+const INSTRUCTIONS: &str = "chainbox runs Python chain scripts in a sandbox. Call `run_chain` with \
+     one script that calls the tools listed in its description and ends with the answer.";
+
+/// Errors starting or running the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without `--allow-remote`.
+    #[error(
+        "refusing to serve on {0}: it is not a loopback address (anyone who can reach it could run chains); \
+         pass --allow-remote to serve there anyway"
+    )]
+    NotLoopback(SocketAddr),
+    /// The address could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The MCP session over stdio did not start (no `initialize`, a closed stdin).
+    #[error("starting the MCP session on stdio: {0}")]
+    Stdio(String),
+    /// The MCP session or the HTTP server failed while running.
+    #[error("serving MCP: {0}")]
+    Serve(String),
+}
+
+/// The MCP server: one `run_chain` tool over a registry, under a policy.
+/// Cheap to clone: every session (HTTP creates one per client) shares the
+/// same engine and registry.
+#[derive(Clone)]
+pub struct ChainServer {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    engine: Engine,
+    registry: ToolRegistry,
+    policy: ChainPolicy,
+    /// Decides risky calls when the client cannot be asked.
+    fallback: Approval,
+    /// `run_chain` as listed.
+    tool: Tool,
+    /// Chains waiting for an approval the client gives in a later round
+    /// (protocol 2026-07-28), by the `requestState` handed out. Locked only
+    /// to insert or take an entry, never across a chain.
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+/// A chain running in its own task for a protocol-2026-07-28 call: its
+/// risky calls arrive on `approvals`, to be put to the client as
+/// input-required results. Dropping it cancels the chain.
+struct Running {
+    task: AbortOnDropHandle<CallToolResult>,
+    approvals: mpsc::Receiver<PendingApproval>,
+}
+
+/// A [`Running`] chain parked on `pending` until the client answers.
+struct Parked {
+    chain: Running,
+    pending: PendingApproval,
+    since: Instant,
+}
+
+/// The key of the approval form among a round's input requests.
+const APPROVAL_INPUT: &str = "approval";
+
+impl ChainServer {
+    /// A server running chains on `engine` against `registry` under
+    /// `policy`; risky calls go to the client by elicitation when it can
+    /// answer, otherwise to `fallback`.
+    pub fn new(engine: Engine, registry: ToolRegistry, policy: ChainPolicy, fallback: Approval) -> Self {
+        let spec = run_chain_tool(&registry, &policy);
+        let tool = Tool::new(spec.name, spec.description, json_object(spec.input_schema))
+            .with_raw_output_schema(Arc::new(json_object(spec.output_schema)));
+        ChainServer {
+            inner: Arc::new(Shared {
+                engine,
+                registry,
+                policy,
+                fallback,
+                tool,
+                parked: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// `run_chain` as the server lists it.
+    pub fn tool(&self) -> &Tool {
+        &self.inner.tool
+    }
+
+    /// Runs one chain with `approval` and wraps its result for MCP.
+    pub async fn run_chain(&self, code: &str, approval: &Approval) -> CallToolResult {
+        let shared = &self.inner;
+        let result = shared
+            .engine
+            .run(code, &shared.registry, &shared.policy, approval)
+            .await;
+        call_tool_result(&result)
+    }
+
+    /// How one call's risky tool calls are approved: by the client's user
+    /// when it declared form elicitation (through elicitation requests before
+    /// protocol 2026-07-28, through input-required results from it on), by
+    /// the fallback handler otherwise.
+    fn approval_route(&self, context: &RequestContext<RoleServer>) -> ApprovalRoute {
+        let form = context
+            .client_capabilities()
+            .and_then(|caps| caps.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        match context.protocol_version() {
+            Some(v) if form && v >= ProtocolVersion::V_2026_07_28 => ApprovalRoute::InputRequired,
+            Some(_) if form => ApprovalRoute::Elicit(Approval::new(ElicitApproval {
+                peer: context.peer.clone(),
+            })),
+            _ => ApprovalRoute::Handler(self.inner.fallback.clone()),
+        }
+    }
+
+    /// Starts `code` in its own task, its approvals sent to the returned
+    /// receiver (one at a time: the next waits until the first is answered).
+    fn start(&self, code: &str) -> Running {
+        let (approval, approvals) = Approval::channel(1);
+        let server = self.clone();
+        let code = code.to_owned();
+        let task = tokio::spawn(async move { server.run_chain(&code, &approval).await });
+        Running {
+            task: AbortOnDropHandle::new(task),
+            approvals,
+        }
+    }
+
+    /// Waits for `chain` to finish or to ask for an approval; in the second
+    /// case parks it and answers with the approval form to fill in.
+    async fn drive(&self, mut chain: Running) -> Result<CallToolResponse, ErrorData> {
+        tokio::select! {
+            done = &mut chain.task => done
+                .map(CallToolResponse::from)
+                .map_err(|e| ErrorData::internal_error(format!("the chain's task failed: {e}"), None)),
+            Some(pending) = chain.approvals.recv() => Ok(self.park(chain, pending)),
+        }
+    }
+
+    /// Parks `chain` on `pending` under a fresh request state and returns
+    /// the input-required result asking for it.
+    fn park(&self, chain: Running, pending: PendingApproval) -> CallToolResponse {
+        let form = approval_form(&pending.request);
+        let state = uuid::Uuid::new_v4().simple().to_string();
+        let mut requests = InputRequests::new();
+        requests.insert(
+            APPROVAL_INPUT.into(),
+            InputRequest::Elicitation(ElicitRequest::new(form)),
+        );
+        let keep_for = self.inner.policy.approval_timeout();
+        let mut parked = self
+            .inner
+            .parked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Past its approval timeout a request is denied already; a client
+        // that never came back leaves nothing behind.
+        parked.retain(|_, p| p.since.elapsed() < keep_for);
+        parked.insert(
+            state.clone(),
+            Parked {
+                chain,
+                pending,
+                since: Instant::now(),
+            },
+        );
+        CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
+    }
+
+    /// A later round of a parked call: answers its approval with the
+    /// client's response (asking again if the response is missing) and
+    /// drives the chain on.
+    async fn resume(&self, state: &str, responses: Option<&InputResponses>) -> Result<CallToolResponse, ErrorData> {
+        let parked = self
+            .inner
+            .parked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(state);
+        let Some(Parked { chain, pending, .. }) = parked else {
+            return Err(ErrorData::invalid_params(
+                "unknown or expired requestState: call run_chain again without it",
+                None,
+            ));
+        };
+        let Some(response) = responses.and_then(|r| r.get(APPROVAL_INPUT)) else {
+            return Ok(self.park(chain, pending));
+        };
+        let answer: ElicitResult = serde_json::from_value(response.clone())
+            .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
+        pending.respond(decision_of(&answer));
+        self.drive(chain).await
+    }
+}
+
+/// Who approves one call's risky tool calls.
+enum ApprovalRoute {
+    /// This handler: the client's user by elicitation requests, or the fallback.
+    Elicit(Approval),
+    /// The fallback handler.
+    Handler(Approval),
+    /// The client's user, through input-required results (protocol 2026-07-28).
+    InputRequired,
+}
+
+/// A `CallToolResult` for a chain's result: its answer as text (the error
+/// in one line when it failed), the whole result as structured content,
+/// and `isError` unless it completed.
+pub fn call_tool_result(result: &ChainRunResult) -> CallToolResult {
+    let structured = serde_json::to_value(result).unwrap_or_else(
+        |e| json!({"status": "error", "error": {"kind": "crash", "type": "EncodeError", "message": e.to_string()}}),
+    );
+    let mut out = match &result.error {
+        None if result.is_ok() => CallToolResult::success(vec![ContentBlock::text(result.output_text.clone())]),
+        error => {
+            let text = match error {
+                Some(e) => {
+                    let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+                    format!(
+                        "chain {} [{}]: {}: {}{line}",
+                        result.status, e.kind, e.error_type, e.message
+                    )
+                }
+                None => format!("chain {}", result.status),
+            };
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        }
+    };
+    out.structured_content = Some(structured);
+    out
+}
+
+fn json_object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+impl ServerHandler for ChainServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("chainbox", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![self.inner.tool.clone()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == RUN_CHAIN).then(|| self.inner.tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != RUN_CHAIN {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{}`: this server has one tool, `{RUN_CHAIN}`",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        if let Some(state) = &request.request_state {
+            return self.resume(state, request.input_responses.as_ref()).await;
+        }
+        let code = chain_code(request.arguments.as_ref())?;
+        match self.approval_route(&context) {
+            ApprovalRoute::Elicit(approval) | ApprovalRoute::Handler(approval) => {
+                Ok(self.run_chain(code, &approval).await.into())
+            }
+            ApprovalRoute::InputRequired => self.drive(self.start(code)).await,
+        }
+    }
+}
+
+/// The `code` argument of a `run_chain` call, the only one it takes.
+fn chain_code(arguments: Option<&JsonObject>) -> Result<&str, ErrorData> {
+    let arguments = arguments.ok_or_else(|| ErrorData::invalid_params("run_chain needs `code` (a string)", None))?;
+    if let Some(other) = arguments.keys().find(|k| *k != "code") {
+        return Err(ErrorData::invalid_params(
+            format!("run_chain takes only `code`, not `{other}`"),
+            None,
+        ));
+    }
+    match arguments.get("code") {
+        Some(Value::String(code)) => Ok(code),
+        Some(_) => Err(ErrorData::invalid_params("run_chain's `code` must be a string", None)),
+        None => Err(ErrorData::invalid_params("run_chain needs `code` (a string)", None)),
+    }
+}
+
+/// Asks the client's user to approve a risky call, by form elicitation: an
+/// accept with `approve: true` approves; anything else (an accept with
+/// `false`, a decline, a cancel, an error) denies.
+struct ElicitApproval {
+    peer: Peer<RoleServer>,
+}
+
+/// The one field of the approval form.
+const APPROVE_FIELD: &str = "approve";
+
+#[async_trait]
+impl ApprovalHandler for ElicitApproval {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
+        let answer = self
+            .peer
+            .create_elicitation(approval_form(req))
+            .await
+            .map_err(|e| ApprovalError::from(format!("asking the MCP client for approval: {e}")))?;
+        Ok(decision_of(&answer))
+    }
+}
+
+/// The form asking the client's user to approve `req`: its tool, risk and
+/// arguments, and one boolean, [`APPROVE_FIELD`].
+fn approval_form(req: &ApprovalRequest) -> ElicitRequestParams {
+    let arguments = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| format!("{:?}", req.arguments));
+    let message = format!(
+        "chainbox: a chain wants to call `{}` (risk: {}) with these arguments:\n{arguments}\nApprove this call?",
+        req.tool, req.risk
+    );
+    let mut properties = JsonObject::new();
+    properties.insert(
+        APPROVE_FIELD.into(),
+        json!({
+            "type": "boolean",
+            "title": "Approve",
+            "description": format!("Run `{}` with the arguments shown", req.tool),
+            "default": false
+        }),
+    );
+    let schema = json_object(json!({
+        "type": "object",
+        "properties": properties,
+        "required": [APPROVE_FIELD]
+    }));
+    // A fixed, valid form: `from_json_schema` cannot fail on it; if it ever
+    // did, an empty form still reaches the user, whose accept without
+    // `approve: true` denies.
+    let requested_schema = ElicitationSchema::from_json_schema(schema)
+        .unwrap_or_else(|_| ElicitationSchema::new(std::collections::BTreeMap::new()));
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    }
+}
+
+/// The decision an answer to [`approval_form`] gives: approved only for an
+/// accept with `approve: true`.
+fn decision_of(answer: &ElicitResult) -> ApprovalDecision {
+    let approved = answer.action == ElicitationAction::Accept
+        && answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get(APPROVE_FIELD))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+    if approved {
+        ApprovalDecision::Approved
+    } else {
+        ApprovalDecision::Denied {
+            reason: Some(format!("not approved by the MCP client's user ({:?})", answer.action)),
+        }
+    }
+}
+
+/// Serves `server` on stdin/stdout until the client closes them.
+pub async fn serve_stdio(server: ChainServer) -> Result<(), ServeError> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|e| ServeError::Serve(e.to_string()))
+}
+
+/// Binds `addr` for [`serve_http`], refusing a non-loopback address unless
+/// `allow_remote`. Synchronous, so a bad address is refused before the
+/// engine is built.
+pub fn bind_http(addr: SocketAddr, allow_remote: bool) -> Result<std::net::TcpListener, ServeError> {
+    if !addr.ip().is_loopback() && !allow_remote {
+        return Err(ServeError::NotLoopback(addr));
+    }
+    let bind_err = |source| ServeError::Bind { addr, source };
+    let listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+    listener.set_nonblocking(true).map_err(bind_err)?;
+    Ok(listener)
+}
+
+/// Browser origins accepted: pages served from this machine only.
+const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// Host names accepted in the `Host` header (any port).
+const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
+
+/// Serves `server` as streamable HTTP at [`HTTP_PATH`] on `listener` until
+/// `shutdown` is cancelled. Requests must name a loopback `Host` (unless
+/// `allow_remote`: then any host) and, when they carry an `Origin`, a
+/// loopback origin, so a web page cannot reach the server through DNS
+/// rebinding.
+pub async fn serve_http(
+    server: ChainServer,
+    listener: std::net::TcpListener,
+    allow_remote: bool,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let listener = TcpListener::from_std(listener).map_err(|e| ServeError::Serve(e.to_string()))?;
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_allowed_origins(LOOPBACK_ORIGINS.iter().copied())
+        .enforce_origin_validation();
+    config = if allow_remote {
+        config.disable_allowed_hosts()
+    } else {
+        config.with_allowed_hosts(LOOPBACK_HOSTS.iter().copied())
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service(HTTP_PATH, service);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|e| ServeError::Serve(e.to_string()))
+}

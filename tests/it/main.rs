@@ -14,6 +14,7 @@ mod discovery;
 mod fuzz_regressions;
 mod invoker;
 mod invoker_gates;
+mod mcp_serve;
 mod mcp_upstream;
 mod monty_cases;
 mod permissions;
