@@ -18,7 +18,7 @@ use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
 use crate::workspace::WORKSPACE;
-use crate::{Engine, ToolRegistry, demo, discovery};
+use crate::{Engine, ToolRegistry, demo, discovery, specs, stubs};
 
 /// Code mode for agents: run a model-written Python chain in a wasm sandbox.
 #[derive(Debug, Parser)]
@@ -77,6 +77,22 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         skill: Option<String>,
     },
+    /// Print the tool declarations a model provider expects (a JSON array):
+    /// `run_chain` first, then every tool of the manifest that has a spec.
+    Specs {
+        /// The provider whose shape to write.
+        #[arg(long, value_enum)]
+        provider: SpecProvider,
+        /// The tools manifest (TOML); the demo tools if omitted.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// The policy whose limits `run_chain`'s description states.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Print only this tool's declaration (`run_chain` for code mode alone).
+        #[arg(long, value_name = "NAME")]
+        only: Option<String>,
+    },
     /// Serve one `run_chain` tool over MCP: on stdio, or streamable HTTP with `--http`.
     Serve {
         /// The tools manifest (TOML) whose tools chains may call.
@@ -107,6 +123,27 @@ enum ServeApproveMode {
     Auto,
     /// Deny every call that needs approval.
     Deny,
+}
+
+/// Providers of `chainbox specs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SpecProvider {
+    /// OpenAI Responses API `function` tools.
+    Openai,
+    /// OpenAI Chat Completions API `function` tools.
+    OpenaiChat,
+    /// Anthropic Messages API tools.
+    Anthropic,
+}
+
+impl From<SpecProvider> for specs::Provider {
+    fn from(p: SpecProvider) -> Self {
+        match p {
+            SpecProvider::Openai => specs::Provider::Openai,
+            SpecProvider::OpenaiChat => specs::Provider::OpenaiChat,
+            SpecProvider::Anthropic => specs::Provider::Anthropic,
+        }
+    }
 }
 
 /// Approval modes of `chainbox run`.
@@ -187,6 +224,40 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 Some(skill) => print!("{}", load_skill(&skill, tools.as_deref(), &registry)?.stubs(&registry)),
                 None => print!("{}", discovery::model_stubs(&registry)),
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Specs {
+            provider,
+            tools,
+            policy,
+            only,
+        } => {
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
+                None => demo::demo_registry(),
+            };
+            let policy = load_policy(policy.as_deref())?;
+            let provider = provider.into();
+            let run_chain = stubs::run_chain_tool(&registry, &policy);
+            let mut all = vec![specs::ToolSpec::Function(specs::FunctionSpec::new(
+                run_chain.name,
+                run_chain.description,
+                run_chain.input_schema,
+            ))];
+            all.extend(specs::specs_of(&registry, provider));
+            let wire: Vec<serde_json::Value> = all
+                .iter()
+                .filter(|spec| only.as_deref().is_none_or(|name| spec.name() == Some(name)))
+                .map(|spec| spec.to_wire(provider))
+                .collect();
+            if let Some(name) = &only
+                && wire.is_empty()
+            {
+                return Err(format!("--only {name}: no tool of that name has a {provider} spec"));
+            }
+            let text = serde_json::to_string_pretty(&wire).map_err(|e| e.to_string())?;
+            println!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve {

@@ -172,6 +172,15 @@ impl FunctionSpec {
 }
 
 impl ToolSpec {
+    /// The tool's name: the function's, or the `name` field of a provider's
+    /// own spec when it has one.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            ToolSpec::Function(f) => Some(&f.name),
+            ToolSpec::Provider(p) => p.spec.get("name").and_then(Value::as_str),
+        }
+    }
+
     /// The declaration in `provider`'s shape.
     pub fn to_wire(&self, provider: Provider) -> Value {
         match self {

@@ -116,7 +116,7 @@ pub fn run_chain_tool(registry: &ToolRegistry, policy: &ChainPolicy) -> RunChain
         risk = policy.max_risk_unapproved,
     );
     description.push_str("\nThe tools, as Python stubs:\n\n");
-    description.push_str(&python_stubs(registry));
+    description.push_str(&crate::discovery::model_stubs(registry));
     RunChainTool {
         name: RUN_CHAIN,
         description,

@@ -223,3 +223,55 @@ impl ProviderDefinedTool for Shell {
         Err(chainbox::ToolError::new("not run in these tests"))
     }
 }
+
+fn chainbox_specs(args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainbox"))
+        .arg("specs")
+        .args(args)
+        .output()
+        .expect("chainbox runs");
+    assert!(
+        out.status.success(),
+        "chainbox specs {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("specs prints JSON")
+}
+
+#[test]
+fn chainbox_specs_prints_run_chain_then_every_tool_in_each_providers_shape() {
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tools/manifest.toml");
+    for (flag, provider) in [
+        ("openai", Provider::Openai),
+        ("openai-chat", Provider::OpenaiChat),
+        ("anthropic", Provider::Anthropic),
+    ] {
+        let specs = chainbox_specs(&["--provider", flag, "--tools", manifest]);
+        let items = specs.as_array().expect("an array");
+        assert!(items.len() >= 2, "run_chain and the manifest's tools: {specs}");
+        for item in items {
+            assert_shape(provider, item);
+        }
+        let first = if provider == Provider::OpenaiChat {
+            &items[0]["function"]
+        } else {
+            &items[0]
+        };
+        assert_eq!(first["name"], json!("run_chain"));
+        let description = first["description"].as_str().expect("description");
+        assert!(
+            description.contains("asyncio.gather") && description.contains("async def "),
+            "{description}"
+        );
+    }
+}
+
+#[test]
+fn chainbox_specs_only_run_chain_is_the_code_mode_tool_alone_and_strict() {
+    let specs = chainbox_specs(&["--provider", "openai", "--only", "run_chain"]);
+    let items = specs.as_array().expect("an array");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["name"], json!("run_chain"));
+    assert_eq!(items[0]["strict"], json!(true));
+    assert_strict(&items[0]["parameters"]);
+}
