@@ -254,7 +254,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             if let Some(name) = &only
                 && wire.is_empty()
             {
-                return Err(format!("--only {name}: no tool of that name has a {provider} spec"));
+                return Err(format!("--only {name}: no tool of that name has a spec for {provider}"));
             }
             let text = serde_json::to_string_pretty(&wire).map_err(|e| e.to_string())?;
             println!("{text}");
