@@ -162,7 +162,7 @@ fn check_result(r: &ChainRunResult, policy: &ChainPolicy, elapsed: Duration) {
         assert!(c.duration_ms.is_finite() && c.duration_ms >= 0.0, "{c:?}");
         assert_eq!(c.status == CallStatus::Ok, c.error.is_none(), "{c:?}");
         if let Some(a) = &c.artifact_ref {
-            assert!(a.starts_with("sha256:"), "{c:?}");
+            assert!(a.to_string().starts_with("sha256:"), "{c:?}");
         }
     }
     assert!(r.stdout.len() as u64 <= policy.max_stdout_bytes, "stdout over its cap");

@@ -23,8 +23,8 @@ use chainbox::{
     ToolRisk,
 };
 use chainbox_protocol::{
-    CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, RunRequest, ScriptResult, ToolCall, Wait, decode, encode,
-    sleep_of,
+    CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, RunRequest, ScriptResult, ToolCall, Wait, decode,
+    encode, sleep_of,
 };
 use libfuzzer_sys::fuzz_target;
 use monty_fs::MountCallOutcome;
