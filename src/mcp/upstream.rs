@@ -72,7 +72,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 #[cfg(unix)]
-use crate::tools::command::ProcessGroup;
+use crate::tools::command::{ProcessGroup, confined_command};
 use crate::tools::manifest::McpServer;
 use crate::tools::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
 
@@ -404,17 +404,9 @@ impl Connection {
                 server: server.name.clone(),
             });
         };
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args).env_clear().kill_on_drop(true);
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
+        let working_dir = Some(server.working_dir.as_path()).filter(|dir| !dir.as_os_str().is_empty());
+        let mut cmd = confined_command(program, args, working_dir);
         cmd.envs(&server.env);
-        if !server.working_dir.as_os_str().is_empty() {
-            cmd.current_dir(&server.working_dir);
-        }
-        #[cfg(unix)]
-        cmd.process_group(0);
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()

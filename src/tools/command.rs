@@ -130,22 +130,8 @@ impl CommandTool {
         let Some((program, args)) = self.command.split_first() else {
             return Err(ToolError::new(format!("tool `{}` has no command to run", self.name)));
         };
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
-        if let Some(dir) = &self.working_dir {
-            cmd.current_dir(dir);
-        }
-        // Its own process group, killed with the call (see `ProcessGroup`).
-        #[cfg(unix)]
-        cmd.process_group(0);
+        let mut cmd = confined_command(program, args, self.working_dir.as_deref());
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.spawn()
             .map_err(|e| ToolError::new(format!("tool `{}`: cannot start `{program}`: {e}", self.name)))
     }
@@ -260,6 +246,24 @@ impl Tool for CommandTool {
             }
         }
     }
+}
+
+/// A child process as chainbox starts every tool program (command tools,
+/// MCP servers): the environment cleared but for `PATH` (no host secrets),
+/// killed when its handle is dropped, leading its own process group (see
+/// [`ProcessGroup`]), in `working_dir` when given.
+pub(crate) fn confined_command(program: &str, args: &[String], working_dir: Option<&Path>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args).env_clear().kill_on_drop(true);
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    if let Some(dir) = working_dir {
+        cmd.current_dir(dir);
+    }
+    #[cfg(unix)]
+    cmd.process_group(0);
+    cmd
 }
 
 /// A call's process group, the child its leader (`process_group(0)`).
