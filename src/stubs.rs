@@ -60,8 +60,9 @@ pub const STUBS_PREAMBLE: &str = r#"# Tools you can call from a chain script.
 from typing import Any, Literal
 "#;
 
-/// The name of the one tool an agent sees: it runs a chain.
-pub const RUN_CHAIN: &str = "run_chain";
+/// The name of the one tool an agent sees: it runs a chain (defined with
+/// the invoker, which refuses it inside chains).
+pub use crate::invoker::RUN_CHAIN;
 
 /// The `run_chain` tool as an agent is shown it, whatever carries it (the
 /// MCP server of `chainbox serve`, a provider's tool list): its name, its
