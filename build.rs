@@ -1,7 +1,10 @@
-//! Builds the guest (`guest/runtime`, the monty interpreter) for
-//! `wasm32-wasip1` so a plain `cargo build` yields a complete chainbox. The
-//! guest has its own target dir (`target/guest`), profile and lock file; the
-//! resulting `.wasm` is embedded into the library with `include_bytes!`.
+//! Builds both guests so a plain `cargo build` yields a complete chainbox:
+//! the monty guest (`guest/runtime`) for `wasm32-wasip1` with cargo, in its
+//! own target dir (`target/guest`), profile and lock file; and the CPython
+//! guest (`guest/cpython`), a WebAssembly component made by PyPI's
+//! `componentize-py` (pinned, installed with `python3 -m pip` into
+//! `target/guest/componentize-py`) from the WIT world and the guest module.
+//! Both `.wasm` files are embedded into the library with `include_bytes!`.
 //! No prebuilt wasm is committed.
 
 use std::env;
@@ -25,6 +28,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", guest_dir.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_GUEST_WASM");
+    build_cpython_guest(&manifest_dir);
 
     // An escape hatch for packagers and fuzzers: use a guest built elsewhere.
     if let Ok(prebuilt) = env::var("CHAINBOX_GUEST_WASM") {
@@ -82,6 +86,86 @@ fn main() {
         wasm.display()
     );
     println!("cargo:rustc-env=CHAINBOX_GUEST_WASM_PATH={}", wasm.display());
+}
+
+/// componentize-py, pinned: the CPython (3.14) it embeds is part of the guest.
+const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
+
+/// Builds the CPython guest component (or takes `CHAINBOX_CPYTHON_WASM`) and
+/// tells the library where it is (`CHAINBOX_CPYTHON_WASM_PATH`).
+fn build_cpython_guest(manifest_dir: &Path) {
+    let source = manifest_dir.join("guest").join("cpython");
+    for path in ["wit", "chainbox_guest.py"] {
+        println!("cargo:rerun-if-changed={}", source.join(path).display());
+    }
+    println!("cargo:rerun-if-env-changed=CHAINBOX_CPYTHON_WASM");
+    println!("cargo:rerun-if-env-changed=PYTHON");
+    if let Ok(prebuilt) = env::var("CHAINBOX_CPYTHON_WASM") {
+        println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={prebuilt}");
+        return;
+    }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let guest_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest_dir.join("target"))
+        .join("guest");
+    let python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let tool_dir = guest_dir.join("componentize-py");
+    let marker = tool_dir.join(format!("{COMPONENTIZE_PY}.installed"));
+    if !marker.exists() {
+        let status = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-input",
+            ])
+            .arg("--target")
+            .arg(&tool_dir)
+            .arg("--upgrade")
+            .arg(COMPONENTIZE_PY)
+            .status()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "chainbox build: the CPython guest is built with PyPI's `{COMPONENTIZE_PY}`, installed with \
+                     `{python} -m pip`, but `{python}` could not be run ({e}).\n\
+                     Install python3 (3.9 or newer, with pip), or set PYTHON to one, or set \
+                     CHAINBOX_CPYTHON_WASM to a prebuilt guest component."
+                )
+            });
+        if !status.success() {
+            panic!(
+                "chainbox build: `{python} -m pip install {COMPONENTIZE_PY}` failed ({status}); \
+                 the CPython guest needs it (PyPI must be reachable, and python3 needs pip)"
+            );
+        }
+        std::fs::write(&marker, b"").expect("chainbox build: write the componentize-py marker");
+    }
+    let wasm = guest_dir.join("chainbox-cpython.wasm");
+    let status = Command::new(&python)
+        .env("PYTHONPATH", &tool_dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([
+            "-c",
+            "import sys, componentize_py; sys.argv[0] = 'componentize-py'; sys.exit(componentize_py.script())",
+        ])
+        .arg("--quiet")
+        .arg("-d")
+        .arg(source.join("wit"))
+        .args(["-w", "chain", "componentize", "chainbox_guest", "-p"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&wasm)
+        .status()
+        .unwrap_or_else(|e| panic!("chainbox build: could not run componentize-py with `{python}`: {e}"));
+    if !status.success() || !wasm.exists() {
+        panic!("chainbox build: componentize-py failed to build the CPython guest ({status})");
+    }
+    println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
 }
 
 /// Adds the wasm target with rustup when the active toolchain lacks it.

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::Approval;
 use crate::chain::{ChainRunResult, RunOptions};
 use crate::mcp::serve::{self, ChainServer};
-use crate::policy::ChainPolicy;
+use crate::policy::{ChainPolicy, PythonChoice};
 use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
@@ -66,6 +66,10 @@ enum Command {
         /// current folder); a path names the skill's folder.
         #[arg(long, value_name = "NAME")]
         skill: Option<String>,
+        /// Which Python runs the script (overrides the policy's `python`):
+        /// `auto` runs monty unless the script needs CPython.
+        #[arg(long, value_enum)]
+        python: Option<PythonChoice>,
     },
     /// Print the Python stubs (signatures and docstrings) a model should be shown.
     Stubs {
@@ -194,6 +198,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             json,
             out,
             skill,
+            python,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
@@ -205,6 +210,9 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             if let Some(skill) = skill {
                 let skill = load_skill(&skill, tools.as_deref(), &registry)?;
                 policy = skill.restrict(policy);
+            }
+            if let Some(python) = python {
+                policy.python = python;
             }
             let approval = match approve {
                 ApproveMode::Auto => Approval::auto(ToolRisk::Critical),

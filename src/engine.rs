@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OnceCell, Semaphore};
+use wasmtime::component::Component;
 use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingAllocationConfig};
 
 use crate::approval::Approval;
@@ -27,6 +28,9 @@ use crate::tools::ToolRegistry;
 
 /// The guest module, built from `guest/` by build.rs.
 pub(crate) static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
+
+/// The CPython guest component, built from `guest/cpython` by build.rs.
+pub(crate) static CPYTHON_WASM: &[u8] = include_bytes!(env!("CHAINBOX_CPYTHON_WASM_PATH"));
 
 /// How often the epoch ticks. Bounds how late a CPU or time limit can fire
 /// and how often a running chain yields to others on its thread.
@@ -107,7 +111,78 @@ pub(crate) struct Core {
     /// Learned from the warm-up chain before the engine exists (empty if
     /// prefaulting is off or the warm-up failed); mapped in before every chain.
     pub(crate) hot_pages: HotPages,
+    /// The CPython guest, compiled (or loaded from the cache) on the first
+    /// chain that needs it, so engines whose chains all run on monty never
+    /// pay for it.
+    cpython: OnceCell<Result<CpythonGuest, EngineError>>,
+    cache_dir: PathBuf,
     stop_ticker: Arc<AtomicBool>,
+}
+
+/// What CPython chains run on: their own wasmtime engine (the component
+/// model, and instances sized for CPython rather than the monty pool's
+/// slots) with the component pre-linked.
+pub(crate) struct CpythonGuest {
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
+}
+
+impl Core {
+    /// The CPython guest, built on first use.
+    pub(crate) async fn cpython(&self) -> Result<&CpythonGuest, &EngineError> {
+        let dir = self.cache_dir.clone();
+        let stop = self.stop_ticker.clone();
+        let guest = self
+            .cpython
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop))
+                    .await
+                    .unwrap_or_else(|e| Err(EngineError::Wasmtime(format!("building the CPython guest failed: {e}"))))
+            })
+            .await;
+        guest.as_ref()
+    }
+}
+
+impl CpythonGuest {
+    fn new(cache_dir: PathBuf, stop_ticker: Arc<AtomicBool>) -> Result<Self, EngineError> {
+        let mut wasm = wasmtime::Config::new();
+        wasm.epoch_interruption(true)
+            .max_wasm_stack(MAX_WASM_STACK)
+            .async_stack_size(MAX_WASM_STACK + (1 << 20))
+            .cranelift_opt_level(wasmtime::OptLevel::Speed)
+            .wasm_component_model(true);
+        let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
+        let path = cache_dir.join(format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM)));
+        let component = match load_cached(&path, |p| unsafe_deserialize_component(&engine, p)) {
+            Some(component) => component,
+            None => {
+                let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
+                cache(
+                    &cache_dir,
+                    &path,
+                    &compiled,
+                    |p| unsafe_deserialize_component(&engine, p),
+                    || {
+                        // SAFETY: `compiled` was produced just now by this engine.
+                        unsafe { Component::deserialize(&engine, &compiled) }
+                    },
+                )?
+            }
+        };
+        let mut linker = wasmtime::component::Linker::new(&engine);
+        sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
+        let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
+        spawn_ticker(engine.clone(), stop_ticker);
+        Ok(CpythonGuest { engine, pre })
+    }
+}
+
+/// SAFETY (of the call inside): only ever given cache files named by
+/// [`cache_key`], which this engine's kind wrote (see [`load_cached`]).
+fn unsafe_deserialize_component(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: see above.
+    unsafe { Component::deserialize_file(engine, path) }
 }
 
 impl Drop for Core {
@@ -150,7 +225,8 @@ impl Engine {
             .cranelift_opt_level(wasmtime::OptLevel::Speed)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
-        let module = load_module(&engine, config.cache_dir)?;
+        let cache_dir = config.cache_dir.unwrap_or_else(crate::snapshot::default_cache_dir);
+        let module = load_module(&engine, &cache_dir)?;
         let mut linker: Linker<ChainState> = Linker::new(&engine);
         sandbox::add_to_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
@@ -162,6 +238,8 @@ impl Engine {
             slots: Semaphore::new(slots as usize),
             artifacts: config.artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
             hot_pages: HotPages::default(),
+            cpython: OnceCell::new(),
+            cache_dir,
             stop_ticker,
         };
         if config.prefault {
@@ -248,20 +326,30 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
 /// warm-up), so a cold cache costs two compilations, once per machine. If
 /// pre-initialising fails, the original guest is used (and nothing is
 /// cached as the snapshot, so the next process tries again).
-fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<Module, EngineError> {
-    let dir = cache_dir.unwrap_or_else(crate::snapshot::default_cache_dir);
-    let key = cache_key(engine);
+fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineError> {
+    let key = cache_key(engine, GUEST_WASM);
+    let load = |path: &Path| {
+        // SAFETY: see `load_cached`.
+        unsafe { Module::deserialize_file(engine, path) }
+    };
     let warm_path = dir.join(format!("chainbox-guest-warm-{key}.cwasm"));
-    if let Some(module) = load_cached(engine, &warm_path) {
+    if let Some(module) = load_cached(&warm_path, load) {
         return Ok(module);
     }
+    let compile = |path: &Path, wasm: &[u8]| {
+        let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
+        cache(dir, path, &compiled, load, || {
+            // SAFETY: `compiled` was produced just now by this engine.
+            unsafe { Module::deserialize(engine, &compiled) }
+        })
+    };
     let plain_path = dir.join(format!("chainbox-guest-{key}.cwasm"));
-    let plain = match load_cached(engine, &plain_path) {
+    let plain = match load_cached(&plain_path, load) {
         Some(module) => module,
-        None => compile_and_cache(engine, &dir, &plain_path, GUEST_WASM)?,
+        None => compile(&plain_path, GUEST_WASM)?,
     };
     match crate::snapshot::pre_initialise(engine, &plain, GUEST_WASM) {
-        Ok(wasm) => compile_and_cache(engine, &dir, &warm_path, &wasm),
+        Ok(wasm) => compile(&warm_path, &wasm),
         Err(e) => {
             tracing::warn!("chainbox: chains start from the plain guest: {e}");
             Ok(plain)
@@ -271,21 +359,24 @@ fn load_module(engine: &wasmtime::Engine, cache_dir: Option<PathBuf>) -> Result<
 
 /// The cache files' key: the guest bytes and the engine's compatibility
 /// hash, so a stale or foreign file is never loaded.
-fn cache_key(engine: &wasmtime::Engine) -> String {
+fn cache_key(engine: &wasmtime::Engine, wasm: &[u8]) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
-    format!("{}-{:016x}", &sha256_hex(GUEST_WASM)[..16], hasher.finish())
+    format!("{}-{:016x}", &sha256_hex(wasm)[..16], hasher.finish())
 }
 
-fn load_cached(engine: &wasmtime::Engine, path: &Path) -> Option<Module> {
+/// A compiled guest from the cache file at `path`, if there is a readable one.
+///
+/// Loading is only safe because every cache file was written by
+/// `precompile_module`/`precompile_component` of an engine with this exact
+/// compatibility hash (it is in the name), atomically (temp file + rename),
+/// into a cache directory owned by this user.
+fn load_cached<T>(path: &Path, load: impl Fn(&Path) -> wasmtime::Result<T>) -> Option<T> {
     if !path.exists() {
         return None;
     }
-    // SAFETY: the file was written by `precompile_module` of an engine with
-    // this exact compatibility hash (it is in the name), atomically (temp
-    // file + rename), into a cache directory owned by this user.
-    match unsafe { Module::deserialize_file(engine, path) } {
-        Ok(module) => Some(module),
+    match load(path) {
+        Ok(compiled) => Some(compiled),
         Err(e) => {
             tracing::warn!("chainbox: ignoring unreadable module cache {}: {e}", path.display());
             None
@@ -293,15 +384,21 @@ fn load_cached(engine: &wasmtime::Engine, path: &Path) -> Option<Module> {
     }
 }
 
-fn compile_and_cache(engine: &wasmtime::Engine, dir: &Path, path: &Path, wasm: &[u8]) -> Result<Module, EngineError> {
-    let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
-    if let Err(e) = write_atomic(dir, path, &compiled) {
+/// Writes `compiled` to the cache at `path` and loads it from there (so its
+/// code is mapped from the file, shared between processes); if the cache
+/// cannot be written, loads it from memory.
+fn cache<T>(
+    dir: &Path,
+    path: &Path,
+    compiled: &[u8],
+    load: impl Fn(&Path) -> wasmtime::Result<T>,
+    from_memory: impl FnOnce() -> wasmtime::Result<T>,
+) -> Result<T, EngineError> {
+    if let Err(e) = write_atomic(dir, path, compiled) {
         tracing::warn!("chainbox: could not cache the compiled guest: {e}");
-        // SAFETY: `compiled` was produced just now by this engine.
-        return unsafe { Module::deserialize(engine, &compiled) }.map_err(wasmtime_err);
+        return from_memory().map_err(wasmtime_err);
     }
-    // SAFETY: as above; the file holds exactly `compiled`.
-    unsafe { Module::deserialize_file(engine, path) }.map_err(wasmtime_err)
+    load(path).map_err(wasmtime_err)
 }
 
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError> {

@@ -188,6 +188,12 @@ impl InvokerSession {
         Ok(self.run(admitted).await)
     }
 
+    /// Calls the script has attempted so far (admitted or refused by the
+    /// budget): zero means no tool has been asked to do anything.
+    pub fn calls_attempted(&self) -> u32 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
     /// Gate 1, the budget, and the call's trace record opened under a fresh
     /// `call_id`. Synchronous, so concurrent calls are counted in the order
     /// the script made them.

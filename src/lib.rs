@@ -47,6 +47,7 @@ pub mod invoker;
 pub mod mcp;
 pub mod policy;
 mod prefault;
+pub mod python_choice;
 mod sandbox;
 pub mod skills;
 // Internal parts the fuzz targets drive directly: public only with the
@@ -74,7 +75,8 @@ pub use chain::{
     RunOptions,
 };
 pub use engine::{Engine, EngineConfig, EngineError};
-pub use policy::{ChainPolicy, PolicyError};
+pub use policy::{ChainPolicy, PolicyError, PythonChoice};
+pub use python_choice::Interpreter;
 pub use tools::{
     AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolKind, ToolOutput,
     ToolRegistry, ToolRisk,

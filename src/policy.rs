@@ -66,6 +66,24 @@ pub struct ChainPolicy {
     pub allowed_by: Option<String>,
     /// Per-tool overrides, by exact tool name.
     pub tools: BTreeMap<String, ToolOverride>,
+    /// Which Python runs the script: `auto` (monty unless the script needs
+    /// what only CPython has, see [`crate::python_choice`]), `monty` or
+    /// `cpython`.
+    pub python: PythonChoice,
+}
+
+/// The policy's choice of interpreter (`--python` on the command line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PythonChoice {
+    /// monty first; CPython when a static scan of the script finds what
+    /// monty lacks, or monty's parser refuses it.
+    #[default]
+    Auto,
+    /// Always monty (fast start; a Python subset).
+    Monty,
+    /// Always CPython (full Python; slower start).
+    Cpython,
 }
 
 /// Policy for one named tool, overriding the chain-wide rules.
@@ -100,6 +118,7 @@ impl Default for ChainPolicy {
             allowed_tools: None,
             allowed_by: None,
             tools: BTreeMap::new(),
+            python: PythonChoice::Auto,
         }
     }
 }

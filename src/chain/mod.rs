@@ -27,7 +27,8 @@ use wasmtime::{Memory, Store};
 use crate::approval::Approval;
 use crate::engine::{Core, MAX_MEMORY_BYTES};
 use crate::invoker::InvokerSession;
-use crate::policy::ChainPolicy;
+use crate::policy::{ChainPolicy, PythonChoice};
+use crate::python_choice::{Interpreter, needs_cpython};
 use crate::sandbox::{self, ChainSetup, ChainState, Meters};
 use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
@@ -53,13 +54,30 @@ pub(crate) async fn run(
     }
     let chain = Started::new(core, registry, policy, approval, options);
     let total = chain.policy.total_timeout();
-    let mut result = match tokio::time::timeout(total, chain.run(core, script, registry)).await {
+    let interpreter = choose(policy.python, script);
+    let mut result = match tokio::time::timeout(total, chain.run(core, script, registry, interpreter)).await {
         Ok(result) => result,
-        Err(_) => chain.timed_out(total),
+        Err(_) => chain.timed_out(total, interpreter),
     };
     chain.close(&mut result);
     result.duration_ms = millis(started.elapsed());
     result
+}
+
+/// The interpreter a chain starts on: the policy's, or under `auto` monty
+/// unless the scan finds something only CPython runs.
+fn choose(choice: PythonChoice, script: &str) -> Interpreter {
+    match choice {
+        PythonChoice::Monty => Interpreter::Monty,
+        PythonChoice::Cpython => Interpreter::Cpython,
+        PythonChoice::Auto => match needs_cpython(script) {
+            Some(needs) => {
+                tracing::debug!("chainbox: the chain runs on CPython: it {needs}");
+                Interpreter::Cpython
+            }
+            None => Interpreter::Monty,
+        },
+    }
 }
 
 /// Runs `script` once and hands back the guest's linear memory as the run
@@ -74,7 +92,7 @@ pub(crate) async fn run_for_memory<R>(core: &Core, script: &str, learn: impl FnO
         &Approval::deny_all(),
         RunOptions::default(),
     );
-    let run = chain.execute(core, script, &registry).await.ok()?;
+    let run = chain.execute(core, script, &registry, Interpreter::Monty).await.ok()?;
     let learned = run.memory.map(|memory| learn(memory.data(&run.store)));
     let ok = run.trap.is_none();
     let mut result = chain.finish(run);
@@ -131,16 +149,52 @@ impl Started {
     }
 
     /// The guest runs in a pool slot and its ending becomes the result.
-    async fn run(&self, core: &Core, script: &str, registry: &ToolRegistry) -> ChainRunResult {
-        match self.execute(core, script, registry).await {
+    /// Under `auto`, a script monty's parser refuses runs again on CPython:
+    /// nothing of it has run (no call, no file, no output), so nothing can
+    /// happen twice.
+    async fn run(
+        &self,
+        core: &Core,
+        script: &str,
+        registry: &ToolRegistry,
+        interpreter: Interpreter,
+    ) -> ChainRunResult {
+        let mut result = self.run_on(core, script, registry, interpreter).await;
+        let refused = result.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Compile);
+        if refused
+            && interpreter == Interpreter::Monty
+            && self.policy.python == PythonChoice::Auto
+            && self.session.calls_attempted() == 0
+        {
+            result = self.run_on(core, script, registry, Interpreter::Cpython).await;
+        }
+        result
+    }
+
+    async fn run_on(
+        &self,
+        core: &Core,
+        script: &str,
+        registry: &ToolRegistry,
+        interpreter: Interpreter,
+    ) -> ChainRunResult {
+        let mut result = match self.execute(core, script, registry, interpreter).await {
             Ok(run) => self.finish(run),
             Err(why) => self.crash(&why),
-        }
+        };
+        result.interpreter = interpreter;
+        result
     }
 
     /// A store in a pool slot, the hot pages mapped in, the guest's `_start`
     /// run to its end; or why the sandbox could not be started.
-    async fn execute(&self, core: &Core, script: &str, registry: &ToolRegistry) -> Result<Executed, String> {
+    async fn execute(
+        &self,
+        core: &Core,
+        script: &str,
+        registry: &ToolRegistry,
+        interpreter: Interpreter,
+    ) -> Result<Executed, String> {
         let Ok(_slot) = core.slots.acquire().await else {
             return Err("the engine is shutting down".into());
         };
@@ -151,8 +205,12 @@ impl Started {
             session: self.session.clone(),
             workspace: self.workspace.clone(),
             meters: self.meters.clone(),
+            interpreter,
         };
-        let mut store = sandbox::new_store(&core.engine, setup);
+        if interpreter == Interpreter::Cpython {
+            return self.execute_cpython(core, setup).await;
+        }
+        let mut store = sandbox::new_store(&core.engine, setup)?;
         let instance =
             (core.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
         let memory = instance.get_memory(&mut store, "memory");
@@ -167,6 +225,28 @@ impl Started {
         self.meters.guest_starts();
         let trap = start.call_async(&mut store, ()).await.err();
         Ok(Executed { store, memory, trap })
+    }
+
+    /// The CPython guest's run: a fresh component instance, its `run`
+    /// export called with the run request, its answer the finish.
+    async fn execute_cpython(&self, core: &Core, setup: ChainSetup<'_>) -> Result<Executed, String> {
+        let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
+        let mut store = sandbox::new_store(&guest.engine, setup)?;
+        let instance = (guest.pre.instantiate_async(&mut store).await)
+            .map_err(|e| format!("could not start the CPython sandbox: {e}"))?;
+        let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run"))
+            .map_err(|e| format!("the CPython guest has no `run` export: {e}"))?;
+        let request = store.data_mut().take_request();
+        self.meters.guest_starts();
+        let trap = match run.call_async(&mut store, (request,)).await {
+            Ok((finish,)) => store.data_mut().set_finish(&finish).err(),
+            Err(trap) => Some(trap),
+        };
+        Ok(Executed {
+            store,
+            memory: None,
+            trap,
+        })
     }
 
     /// What the guest reported, or why it stopped, as the chain's result.
@@ -250,9 +330,10 @@ impl Started {
 
     /// The result when the total timeout dropped the running chain: its
     /// store is gone, its meters and trace remain.
-    fn timed_out(&self, total: std::time::Duration) -> ChainRunResult {
+    fn timed_out(&self, total: std::time::Duration, interpreter: Interpreter) -> ChainRunResult {
         let message = format!("the chain ran past total_timeout_s = {}", total.as_secs_f64());
         let mut r = empty_result(ChainStatus::Timeout);
+        r.interpreter = interpreter;
         r.call_trace = self.session.trace(CallStatus::Timeout, &message);
         r.error = Some(ChainError::new(ErrorKind::Timeout, "TimeoutError", message));
         (r.usage, r.stdout) = self.meters.take();
@@ -294,6 +375,7 @@ fn empty_result(status: ChainStatus) -> ChainRunResult {
         artifacts: Vec::new(),
         files: Vec::new(),
         usage: Usage::default(),
+        interpreter: Interpreter::Monty,
     }
 }
 

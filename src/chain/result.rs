@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::artifacts::{ArtifactRef, ArtifactStore};
+use crate::python_choice::Interpreter;
 
 /// How a chain ended, at the top level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -339,6 +340,10 @@ pub struct ChainRunResult {
     pub files: Vec<ChainFile>,
     /// Resources used.
     pub usage: Usage,
+    /// Which interpreter ran the script (`monty` or `cpython`), chosen
+    /// before anything ran (see [`crate::python_choice`]).
+    #[serde(default)]
+    pub interpreter: Interpreter,
 }
 
 impl ChainRunResult {
@@ -405,8 +410,10 @@ mod tests {
             artifacts: vec![],
             files: vec![],
             usage: Usage::default(),
+            interpreter: Interpreter::Cpython,
         };
         let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["interpreter"], "cpython");
         assert_eq!(v["status"], "error");
         assert_eq!(v["error"]["kind"], "tool_budget");
         assert_eq!(v["error"]["type"], "ToolBudgetExceeded");

@@ -1,6 +1,9 @@
-//! The host side of the guest contract: the `chainbox` imports
-//! (`chainbox_protocol::imports`) and the only code that touches guest
-//! memory.
+//! The host side of the guest contract: the monty guest's `chainbox`
+//! core-wasm imports (`chainbox_protocol::imports`, and the only code that
+//! touches guest memory) and the CPython guest's `host` interface
+//! (`guest/cpython/wit/chain.wit`, whose strings the component model copies
+//! out for us). Both carry the same protocol messages and end in the same
+//! functions below, so a tool call behaves the same from either guest.
 
 use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, MAX_GUEST_MESSAGE_BYTES, ToolCall, Wait, decode, encode,
@@ -8,6 +11,10 @@ use chainbox_protocol::{
 };
 use monty_fs::MountCallOutcome;
 use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
+use std::time::Duration;
+
+use wasmtime::StoreContextMut;
+use wasmtime::component;
 use wasmtime::{Caller, Linker};
 
 use super::{ChainState, Fatal};
@@ -113,13 +120,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         imports::START,
         |mut caller: Caller<'_, ChainState>, id: i32, ptr: i32, len: i32| -> wasmtime::Result<()> {
             let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
-            let state = caller.data_mut();
-            let session = state.session.clone();
-            let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
-            let id = id as u32;
-            let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
-            state.running_ids.insert(handle.id(), id);
-            Ok(())
+            start(caller.data_mut(), id as u32, call)
         },
     )?;
 
@@ -128,12 +129,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         imports::WAIT,
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
-                let Wait { ids } = decode_guest(&mut caller, "wait", ptr, len)?;
-                let clock = caller.data().meters.clock.clone();
-                clock.pause();
-                let done = collect(caller.data_mut(), &ids).await;
-                clock.resume();
-                Ok(caller.data_mut().stage(encode(&Completions { done })))
+                let wait: Wait = decode_guest(&mut caller, "wait", ptr, len)?;
+                let completions = wait_for(caller.data_mut(), wait, None).await;
+                Ok(caller.data_mut().stage(completions))
             })
         },
     )?;
@@ -157,10 +155,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         m,
         imports::LOAD_ARTIFACT,
         |mut caller: Caller<'_, ChainState>, ptr: i32, len: i32| -> wasmtime::Result<i32> {
-            let LoadArtifact { handle } = decode_guest(&mut caller, "load_artifact", ptr, len)?;
-            let state = caller.data_mut();
-            let outcome = state.session.load_artifact(&handle);
-            Ok(state.stage(encode(&outcome)))
+            let request: LoadArtifact = decode_guest(&mut caller, "load_artifact", ptr, len)?;
+            let outcome = load_artifact(caller.data_mut(), request);
+            Ok(caller.data_mut().stage(outcome))
         },
     )?;
 
@@ -186,6 +183,97 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         },
     )?;
     Ok(())
+}
+
+/// The CPython guest's imports: the `host` interface of
+/// `guest/cpython/wit/chain.wit`, and WASI preview 2 (whose capabilities the
+/// chain's `WasiCtx` limits to clocks, randomness and the workspace).
+pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    let mut host = linker.instance(CPYTHON_HOST_INTERFACE)?;
+    host.func_wrap(
+        "start",
+        |mut store: StoreContextMut<'_, ChainState>, (id, call): (u32, String)| {
+            let state = store.data_mut();
+            let call: ToolCall = decode_component(state, "tool call", &call)?;
+            start(state, id, call)
+        },
+    )?;
+    host.func_wrap_async(
+        "wait",
+        |mut store: StoreContextMut<'_, ChainState>, (wait, timeout_ns): (String, Option<u64>)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let wait: Wait = decode_component(state, "wait", &wait)?;
+                let completions = wait_for(state, wait, timeout_ns.map(Duration::from_nanos)).await;
+                Ok((String::from_utf8_lossy(&completions).into_owned(),))
+            })
+        },
+    )?;
+    host.func_wrap(
+        "load-artifact",
+        |mut store: StoreContextMut<'_, ChainState>, (request,): (String,)| {
+            let state = store.data_mut();
+            let request: LoadArtifact = decode_component(state, "load_artifact", &request)?;
+            Ok((String::from_utf8_lossy(&load_artifact(state, request)).into_owned(),))
+        },
+    )?;
+    host.func_wrap(
+        "stdout",
+        |store: StoreContextMut<'_, ChainState>, (text,): (String,)| {
+            store.data().meters.stdout().push(&text);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// The WIT interface the CPython guest imports its host functions from.
+const CPYTHON_HOST_INTERFACE: &str = "chainbox:guest/host@0.1.0";
+
+/// Decodes a message the CPython guest passed as a string.
+fn decode_component<T: serde::de::DeserializeOwned>(
+    state: &mut ChainState,
+    what: &'static str,
+    text: &str,
+) -> wasmtime::Result<T> {
+    decode::<T>(what, text.as_bytes()).map_err(|e| state.fail(Fatal::Protocol(e.to_string())))
+}
+
+/// Starts `call` running concurrently with the script, under `id`; ends the
+/// chain when the call budget is spent.
+fn start(state: &mut ChainState, id: u32, call: ToolCall) -> wasmtime::Result<()> {
+    let session = state.session.clone();
+    let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+    let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
+    state.running_ids.insert(handle.id(), id);
+    Ok(())
+}
+
+/// Answers a `wait` with the encoded [`Completions`]: the named calls that
+/// have finished (at least one, unless `timeout` passes first). The CPU
+/// clock stops meanwhile: waiting is not the script's CPU.
+async fn wait_for(state: &mut ChainState, Wait { ids }: Wait, timeout: Option<Duration>) -> Vec<u8> {
+    let clock = state.meters.clock.clone();
+    clock.pause();
+    let done = match (timeout, ids.is_empty()) {
+        (None, _) => collect(state, &ids).await,
+        (Some(pause), true) => {
+            // A sleep: parks this chain only; the chain's deadline still bounds it.
+            tokio::time::sleep(pause).await;
+            Vec::new()
+        }
+        (Some(limit), false) => tokio::time::timeout(limit, collect(state, &ids))
+            .await
+            .unwrap_or_default(),
+    };
+    clock.resume();
+    encode(&Completions { done })
+}
+
+/// Answers a `load_artifact` with the encoded [`CallOutcome`].
+fn load_artifact(state: &mut ChainState, LoadArtifact { handle }: LoadArtifact) -> Vec<u8> {
+    encode(&state.session.load_artifact(&handle))
 }
 
 /// Waits until at least one of `ids` has finished and returns every one of

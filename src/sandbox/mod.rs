@@ -16,7 +16,7 @@
 mod imports;
 mod meters;
 
-pub(crate) use imports::add_to_linker;
+pub(crate) use imports::{add_to_component_linker, add_to_linker};
 pub(crate) use meters::Meters;
 use meters::{MemoryLimiter, Tick};
 
@@ -26,14 +26,15 @@ use std::sync::{Arc, Mutex};
 use chainbox_protocol::{CallOutcome, Finish, GuestLimits, PROTOCOL_VERSION, RunRequest, ToolDecl, encode};
 use tokio::task::JoinSet;
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::chain::{ChainError, ErrorKind, Usage};
 use crate::invoker::{BudgetExceeded, InvokerSession};
 use crate::policy::ChainPolicy;
+use crate::python_choice::Interpreter;
 use crate::tools::{ToolRegistry, schema_params};
-use crate::workspace::Workspace;
+use crate::workspace::{WORKSPACE, Workspace};
 
 /// Deepest Python recursion allowed in a script. Monty's default; the wasm
 /// stack (see `engine::MAX_WASM_STACK`) is sized to hold it.
@@ -81,7 +82,38 @@ pub(crate) enum Fatal {
     Protocol(String),
 }
 
+/// The CPython guest's WASI preview 2 view of the same context the monty
+/// guest's preview 1 functions use.
+impl WasiView for ChainState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.wasi.ctx()
+    }
+}
+
 impl ChainState {
+    /// The run request, for the CPython guest's `run` (the monty guest
+    /// fetches it with `request`/`take`).
+    pub(crate) fn take_request(&mut self) -> String {
+        String::from_utf8(self.request.take().unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// Records the CPython guest's answer to `run`; a malformed one is a
+    /// protocol failure, as a malformed `finish` of the monty guest is.
+    pub(crate) fn set_finish(&mut self, text: &str) -> wasmtime::Result<()> {
+        match chainbox_protocol::decode::<Finish>("finish", text.as_bytes()) {
+            Ok(mut finish) => {
+                if let chainbox_protocol::ScriptResult::Error(e) = &mut finish.result {
+                    // CPython has no memory limit of its own: a MemoryError is
+                    // the limit's when the limiter refused a growth.
+                    e.memory_limit = e.exc_type == "MemoryError" && self.memory.hit();
+                }
+                self.finish = Some(finish);
+                Ok(())
+            }
+            Err(e) => Err(self.fail(Fatal::Protocol(e.to_string()))),
+        }
+    }
+
     fn stage(&mut self, bytes: Vec<u8>) -> i32 {
         self.staged = bytes;
         self.staged.len() as i32
@@ -105,10 +137,12 @@ pub(crate) struct ChainSetup<'a> {
     pub session: Arc<InvokerSession>,
     pub workspace: Arc<Mutex<Workspace>>,
     pub meters: Arc<Meters>,
+    /// Which guest the store is for.
+    pub interpreter: Interpreter,
 }
 
 /// Builds the store for one chain, with its limits armed.
-pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Store<ChainState> {
+pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
     let policy = setup.policy;
     let tools = setup
         .registry
@@ -131,8 +165,22 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
             max_recursion_depth: MAX_RECURSION_DEPTH,
         },
     };
-    // No env, no args, no preopens, no network; stdio closed.
-    let wasi = WasiCtxBuilder::new().build_p1();
+    // No env, no args, no network; stdio closed. The monty guest's files go
+    // through the `os` import; the CPython guest reads and writes the
+    // workspace directory itself, preopened as `/workspace` (WASI's
+    // capability model confines it there).
+    let mut wasi = WasiCtxBuilder::new();
+    if setup.interpreter == Interpreter::Cpython {
+        let dir = {
+            let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
+            workspace.dir().map_err(|e| e.to_string())?
+        };
+        wasi.preopened_dir(&dir, WORKSPACE, FsPerms::ReadWrite)
+            .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
+        // Denied by default already; said here so it stays structural.
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    }
+    let wasi = wasi.build_p1();
     let meters = setup.meters;
     let state = ChainState {
         wasi,
@@ -169,7 +217,7 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Sto
             )),
         }
     });
-    store
+    Ok(store)
 }
 
 /// How the guest run ended, for the chain result.
