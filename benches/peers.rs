@@ -1,5 +1,6 @@
 //! Peer comparison, Rust side: the workloads of `benches/peers/workloads/`
-//! through chainbox (`Engine::run`, a fresh sandbox per chain) and through
+//! through chainbox (`Engine::run`, a fresh sandbox per chain; on the monty
+//! guest and, as `chainbox_cpython`, on the CPython guest) and through
 //! native monty (the `monty` crate in-process, the floor for this
 //! interpreter). Prints one JSON array (one object per peer, medians in µs)
 //! on stdout for `benches/peers/run.sh`; run with `cargo bench --bench peers`.
@@ -13,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use chainbox::{Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk};
+use chainbox::{
+    Approval, ChainPolicy, Engine, PythonChoice, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk,
+};
 use monty::{MontyRun, RunProgress};
 use monty_types::{CompileOptions, ExtFunctionResult, MontyObject, NameLookupResult, PrintWriter, ResourceTracker};
 use serde_json::{Map, Value, json};
@@ -176,21 +179,32 @@ fn main() {
     };
     let approval = Approval::auto(ToolRisk::Safe);
 
+    let cpython = ChainPolicy {
+        python: PythonChoice::Cpython,
+        ..policy.clone()
+    };
+
     let mut chainbox = Map::new();
+    let mut chainbox_cpython = Map::new();
     let mut native_monty = Map::new();
     for (name, script) in WORKLOADS {
-        let r = runtime.block_on(engine.run(script, &registry, &policy, &approval));
-        assert!(r.is_ok(), "{name}: {r:?}");
-        let (median, n) = runtime.block_on(sample(
-            || async {
-                let r = engine.run(script, &registry, &policy, &approval).await;
-                debug_assert!(r.is_ok());
-            },
-            warmup,
-            budget,
-        ));
-        eprintln!("chainbox {name}: {median:.1} µs ({n} samples)");
-        chainbox.insert(name.into(), json!({"median_us": median, "samples": n}));
+        for (label, policy, figures) in [
+            ("chainbox", &policy, &mut chainbox),
+            ("chainbox_cpython", &cpython, &mut chainbox_cpython),
+        ] {
+            let r = runtime.block_on(engine.run(script, &registry, policy, &approval));
+            assert!(r.is_ok(), "{label} {name}: {r:?}");
+            let (median, n) = runtime.block_on(sample(
+                || async {
+                    let r = engine.run(script, &registry, policy, &approval).await;
+                    debug_assert!(r.is_ok());
+                },
+                warmup,
+                budget,
+            ));
+            eprintln!("{label} {name}: {median:.1} µs ({n} samples)");
+            figures.insert(name.into(), json!({"median_us": median, "samples": n}));
+        }
 
         let (median, n) = runtime.block_on(sample(
             || async {
@@ -208,6 +222,12 @@ fn main() {
             "version": env!("CARGO_PKG_VERSION"),
             "how": "Engine::run per chain (fresh sandbox), warm engine, tools as Rust `Tool`s",
             "workloads": chainbox,
+        },
+        {
+            "peer": "chainbox_cpython",
+            "version": env!("CARGO_PKG_VERSION"),
+            "how": "the same, on the CPython 3.14 guest (policy python = \"cpython\")",
+            "workloads": chainbox_cpython,
         },
         {
             "peer": "native_monty",

@@ -32,6 +32,16 @@ pub(crate) static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_P
 /// The CPython guest component, built from `guest/cpython` by build.rs.
 pub(crate) static CPYTHON_WASM: &[u8] = include_bytes!(env!("CHAINBOX_CPYTHON_WASM_PATH"));
 
+/// The CPython guest's shape, for its pooling allocator: per instance of
+/// the component, at most this many core instances (componentize-py links
+/// libc, libpython, the WASI adapter and glue as 14 separate modules),
+/// memories (one, shared by them), tables (two) and table elements (5,674
+/// in libpython's function table today).
+const CPYTHON_CORE_INSTANCES: u32 = 20;
+const CPYTHON_MEMORIES: u32 = 1;
+const CPYTHON_TABLES: u32 = 2;
+const CPYTHON_TABLE_ELEMENTS: usize = 16 * 1024;
+
 /// How often the epoch ticks. Bounds how late a CPU or time limit can fire
 /// and how often a running chain yields to others on its thread.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -115,6 +125,8 @@ pub(crate) struct Core {
     /// chain that needs it, so engines whose chains all run on monty never
     /// pay for it.
     cpython: OnceCell<Result<CpythonGuest, EngineError>>,
+    /// CPython chains that may run at once (its pool's size).
+    cpython_slots: u32,
     cache_dir: PathBuf,
     stop_ticker: Arc<AtomicBool>,
 }
@@ -132,10 +144,11 @@ impl Core {
     pub(crate) async fn cpython(&self) -> Result<&CpythonGuest, &EngineError> {
         let dir = self.cache_dir.clone();
         let stop = self.stop_ticker.clone();
+        let slots = self.cpython_slots;
         let guest = self
             .cpython
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop))
+                tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots))
                     .await
                     .unwrap_or_else(|e| Err(EngineError::Wasmtime(format!("building the CPython guest failed: {e}"))))
             })
@@ -145,8 +158,22 @@ impl Core {
 }
 
 impl CpythonGuest {
-    fn new(cache_dir: PathBuf, stop_ticker: Arc<AtomicBool>) -> Result<Self, EngineError> {
+    fn new(cache_dir: PathBuf, stop_ticker: Arc<AtomicBool>, slots: u32) -> Result<Self, EngineError> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * CPYTHON_CORE_INSTANCES)
+            .total_memories(slots * CPYTHON_MEMORIES)
+            .total_tables(slots * CPYTHON_TABLES)
+            .total_stacks(slots)
+            .max_core_instances_per_component(CPYTHON_CORE_INSTANCES)
+            .max_memories_per_component(CPYTHON_MEMORIES)
+            .max_tables_per_component(CPYTHON_TABLES)
+            .max_memory_size(MAX_MEMORY_BYTES as usize)
+            .table_elements(CPYTHON_TABLE_ELEMENTS)
+            .linear_memory_keep_resident(0)
+            .decommit_batch_size(16);
         let mut wasm = wasmtime::Config::new();
+        wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         wasm.epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
             .async_stack_size(MAX_WASM_STACK + (1 << 20))
@@ -239,6 +266,7 @@ impl Engine {
             artifacts: config.artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
             hot_pages: HotPages::default(),
             cpython: OnceCell::new(),
+            cpython_slots: slots,
             cache_dir,
             stop_ticker,
         };
@@ -252,6 +280,16 @@ impl Engine {
     /// and media live unless a run supplied its own.
     pub fn artifacts(&self) -> &Arc<dyn ArtifactStore> {
         &self.inner.artifacts
+    }
+
+    /// Compiles (or loads from the cache) the CPython guest now, instead of
+    /// on the first chain that needs it: for servers and benchmarks that
+    /// want no first-chain pause.
+    pub async fn prepare_cpython(&self) -> Result<(), EngineError> {
+        match self.inner.cpython().await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(EngineError::Wasmtime(e.to_string())),
+        }
     }
 
     /// Runs one chain with default [`RunOptions`].

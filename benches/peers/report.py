@@ -14,6 +14,7 @@ from pathlib import Path
 # Table order: chainbox first, then from the floor upwards to the heavy peers.
 ORDER = [
     'chainbox',
+    'chainbox_cpython',
     'native_monty',
     'pydantic_monty',
     'cpython_exec',

@@ -52,9 +52,15 @@ pub(crate) async fn run(
         result.duration_ms = millis(started.elapsed());
         return result;
     }
+    let interpreter = choose(policy.python, script);
+    if interpreter == Interpreter::Cpython {
+        // Compiling (or loading) the CPython guest happens once per engine,
+        // on the first chain that needs it: it is the engine's start-up, not
+        // this chain's time. If it fails, the chain reports it below.
+        let _ = core.cpython().await;
+    }
     let chain = Started::new(core, registry, policy, approval, options);
     let total = chain.policy.total_timeout();
-    let interpreter = choose(policy.python, script);
     let mut result = match tokio::time::timeout(total, chain.run(core, script, registry, interpreter)).await {
         Ok(result) => result,
         Err(_) => chain.timed_out(total, interpreter),
