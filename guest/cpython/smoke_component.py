@@ -37,6 +37,19 @@ CHAINS = [
     ("files", "open('out.txt', 'w').write('hi')\nimport os\nsorted(os.listdir('.'))", lambda f: "out.txt" in f["result"]["output"]),
     ("load_artifact", "load_artifact('sha256:00')", lambda f: f["result"]["output"] == {"handle": "sha256:00"}),
     (
+        "tasks",
+        "import asyncio\nasync def one(i):\n    return (await echo(i))['x']\n"
+        "ts = [asyncio.create_task(one(i)) for i in range(3)]\n"
+        "r = await asyncio.gather(*ts, asyncio.wait_for(asyncio.sleep(5), 0.01), return_exceptions=True)\n"
+        "[x if isinstance(x, int) else type(x).__name__ for x in r]",
+        lambda f: f["result"]["output"] == [0, 1, 2, "TimeoutError"],
+    ),
+    ("own coroutine", "async def h():\n    pass\nh()\n1", lambda f: f["warnings"] == [{"message": "coroutine 'h' was never awaited", "line": 3}]),
+    ("thread", "import threading\nthreading.Thread(target=print).start()", lambda f: f["result"]["status"] == "error"),
+    ("not preloaded", "import wave\n1", lambda f: f["result"]["exc_type"] == "ModuleNotFoundError"),
+    ("memory", "x = ['a' * (1 << 28) for _ in range(20)]", lambda f: f["result"]["exc_type"] == "MemoryError"),
+    ("deadlock", "import asyncio\nawait asyncio.Event().wait()", lambda f: "deadlock" in f["result"]["message"]),
+    (
         "stdlib",
         "import json, re, statistics, decimal, datetime, zoneinfo, csv, io, hashlib, dataclasses\n"
         "statistics.mean([1, 2, 3]), str(decimal.Decimal('1.1') * 2), hashlib.sha256(b'').hexdigest()[:8]",
