@@ -95,7 +95,7 @@ const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// tells the library where it is (`CHAINBOX_CPYTHON_WASM_PATH`).
 fn build_cpython_guest(manifest_dir: &Path) {
     let source = manifest_dir.join("guest").join("cpython");
-    for path in ["wit", "chainbox_guest.py"] {
+    for path in ["wit", "src"] {
         println!("cargo:rerun-if-changed={}", source.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_CPYTHON_WASM");
@@ -157,7 +157,7 @@ fn build_cpython_guest(manifest_dir: &Path) {
         .arg("-d")
         .arg(source.join("wit"))
         .args(["-w", "chain", "componentize", "chainbox_guest", "-p"])
-        .arg(&source)
+        .arg(source.join("src"))
         .arg("-o")
         .arg(&wasm)
         .status()

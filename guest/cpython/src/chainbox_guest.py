@@ -1,0 +1,998 @@
+"""chainbox's CPython guest: runs one model-written Python "chain" script.
+
+This module is the app of a WebAssembly component built with componentize-py
+(world `chain` of `wit/chain.wit`). The host calls the exported `run` with a
+`RunRequest` (JSON, `guest/protocol`) and gets a `Finish` back. The script
+reaches the outside world only through the four `host` imports:
+
+- each tool of the request is a global `async def`; awaiting it sends a
+  `ToolCall` with `host.start` and parks on a future that the guest's event
+  loop resolves from `host.wait`'s `Completions`;
+- `load_artifact(handle)` asks `host.load_artifact` for an offloaded value;
+- `print` output streams out through `host.stdout`;
+- sleeps (`time.sleep`, `asyncio.sleep`, timeouts) are `host.wait` calls
+  with a timeout, so a sleeping chain parks on the host.
+
+It is the CPython twin of the monty guest (`guest/runtime/src/main.rs`,
+the behavioural spec); the chain's answer and the value rules follow the
+corpus reference runner `tests/corpus/reference.py`.
+
+Everything at module level runs once, at build time: componentize-py
+imports this module and snapshots the interpreter, so the stdlib imported
+here is pre-initialised in every chain (and, in a componentize-py build,
+the only stdlib there is: a module not imported here, directly or by one
+that is, is a ModuleNotFoundError in a chain). All per-chain state lives in a `_Session`, and
+every patch of the interpreter is undone when `run` returns, so `run` can
+be called twice (the native tests do) without one chain leaking into the
+next.
+
+The Python-level refusals below (blocked imports, `os.system`...) make
+escape attempts fail clearly; the sandbox itself is the host's WASI
+context, which must grant no sockets and only the workspace directory.
+
+Built by the host's build.rs (~20 s, ~23 MB), which runs:
+
+    componentize-py -d guest/cpython/wit -w chain componentize chainbox_guest \
+        -p guest/cpython/src -o target/guest/chainbox-cpython.wasm
+
+Tests: `python3 guest/cpython/tests/test_guest.py` (native, with a fake
+host); the component itself is tested through the engine by `tests/it`.
+"""
+
+# --- the stdlib, pre-initialised ------------------------------------------
+
+import importlib
+
+# Modules imported at build time, so they are in the snapshot. A chain can
+# import these (and whatever they import themselves). One that fails to
+# import in this build is skipped.
+PRELOADED_MODULES = (
+    # data and text
+    "json", "re", "string", "textwrap", "difflib", "unicodedata", "html",
+    "html.parser", "csv", "io", "pprint", "reprlib", "base64", "binascii",
+    "codecs", "struct", "array", "hashlib", "hmac", "secrets", "uuid",
+    "zlib", "gzip", "shlex", "fnmatch", "glob", "tomllib", "email",
+    "email.message", "email.utils", "xml.etree.ElementTree", "ipaddress",
+    "urllib.parse", "keyword", "colorsys", "locale", "xml.dom.minidom",
+    "mimetypes", "quopri", "pickle", "argparse",
+    # numbers
+    "math", "cmath", "statistics", "decimal", "fractions", "random",
+    "numbers", "operator", "bisect", "heapq",
+    # structure
+    "collections", "collections.abc", "dataclasses", "enum", "typing",
+    "types", "abc", "copy", "functools", "itertools", "contextlib",
+    "graphlib", "weakref", "inspect", "ast", "string.templatelib",
+    # time and dates
+    "time", "datetime", "calendar", "zoneinfo",
+    # files in the workspace
+    "os", "os.path", "pathlib", "shutil", "tempfile", "sqlite3", "zipfile",
+    "tarfile", "filecmp",
+    # async
+    "asyncio", "asyncio.runners", "asyncio.events", "asyncio.base_events",
+    "queue", "contextvars", "sched",
+    # diagnostics
+    "warnings", "traceback", "linecache", "gc", "logging", "sys", "timeit",
+)
+
+for _name in PRELOADED_MODULES:
+    try:
+        importlib.import_module(_name)
+    except ImportError:
+        pass
+
+import ast
+import asyncio
+import asyncio.events
+import asyncio.runners
+import builtins
+import contextlib
+import dataclasses
+import gc
+import importlib.abc
+import io
+import json
+import linecache
+import math
+import os
+import sys
+import time
+import traceback
+import types
+import warnings
+
+# The bindings exist only inside a componentize-py build; natively (the
+# tests) there is no `wit_world`, and a fake host is passed to `run_chain`.
+try:
+    import wit_world
+    from wit_world.imports import host as _wit_host
+except ImportError:
+    wit_world = None
+    _wit_host = None
+
+
+# --- the contract ---------------------------------------------------------
+
+PROTOCOL_VERSION = 4  # guest/protocol PROTOCOL_VERSION
+MAX_VALUE_DEPTH = 128  # guest/protocol MAX_VALUE_DEPTH
+# Most characters of an error message, and of each end of a traceback, the
+# guest reports (the monty guest's MAX_REPORTED_BYTES): the host cuts them
+# much shorter; cutting here keeps a huge message from costing a huge copy.
+MAX_REPORTED_CHARS = 64 * 1024
+SCRIPT_FILENAME = "main.py"
+WORKSPACE = "/workspace"
+LOAD_ARTIFACT_FN = "load_artifact"
+ANSWER = "__chain_answer__"  # the name reference.py's compile_script assigns
+# A line of `print` output longer than this streams out without a newline.
+STDOUT_FLUSH_AT = 8 * 1024
+MISSING_AWAIT_HINT = " (a tool call returns an awaitable: did you forget `await` before it?)"
+# Frames of this file are the guest's machinery: tracebacks leave them out.
+_GUEST_FILE = __file__
+
+
+def _script_error(exc_type, message, *, compile=False, line=None, tb=""):
+    return {
+        "status": "error",
+        "compile": compile,
+        "exc_type": exc_type,
+        "message": message,
+        "line": line,
+        "traceback": tb,
+        "memory_limit": False,
+    }
+
+
+def _internal_error(message):
+    """A `Finish` for a chain that ended before (or outside) the script."""
+    return {"result": _script_error("InternalError", message), "warnings": []}
+
+
+def _encode(message):
+    """JSON text for the host; raises if it could not cross (a lone
+    surrogate in a str cannot be UTF-8, a huge int has no decimal form)."""
+    text = json.dumps(message, ensure_ascii=False)
+    text.encode("utf-8")
+    return text
+
+
+def _wire(text):
+    """`text` made UTF-8-safe for output the guest must deliver anyway
+    (stdout, the Finish): lone surrogates become U+FFFD-like '?'."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+# --- values across the boundary (reference.py to_json / key_string) -------
+
+
+def to_json(value, depth=0):
+    """The guest's Python→JSON conversion: like `json.dumps`, but tuples,
+    sets and frozensets become arrays, dataclass instances objects of their
+    fields, and non-finite floats are refused. TypeError for anything else."""
+    if depth > MAX_VALUE_DEPTH:
+        raise TypeError(f"value nested deeper than {MAX_VALUE_DEPTH} levels")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError(f"float {value} is not JSON compliant")
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {key_string(k): to_json(v, depth + 1) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def key_string(key):
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, (int, float)):
+        return repr(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _to_json_in_script(value):
+    """`to_json` called on the script's behalf: its own recursion must not
+    eat the script's recursion limit (monty converts natively)."""
+    limit = sys.getrecursionlimit()
+    depth = _stack_depth()
+    if limit < depth + MAX_VALUE_DEPTH + 50:
+        sys.setrecursionlimit(depth + MAX_VALUE_DEPTH + 50)
+        try:
+            return to_json(value)
+        finally:
+            sys.setrecursionlimit(limit)
+    return to_json(value)
+
+
+def _stack_depth():
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+# How each CallOutcome status that is not "ok" reaches the script.
+_OUTCOME_EXCEPTIONS = {
+    "error": RuntimeError,
+    "denied": PermissionError,
+    "timeout": TimeoutError,
+    "invalid": ValueError,
+    "not_found": NameError,
+}
+
+
+def _outcome_value(outcome):
+    """What awaiting a call with this `CallOutcome` (decoded JSON) gives:
+    its value, or the exception it raises."""
+    if isinstance(outcome, dict):
+        status = outcome.get("status")
+        if status == "ok" and "value" in outcome:
+            return outcome["value"]
+        exc_type = _OUTCOME_EXCEPTIONS.get(status)
+        if exc_type is not None and isinstance(outcome.get("message"), str):
+            raise exc_type(outcome["message"])
+    raise RuntimeError(f"malformed call outcome message: {_short_repr(outcome)}")
+
+
+def _decode_outcome(text):
+    try:
+        outcome = json.loads(text)
+    except ValueError as exc:
+        raise RuntimeError(f"malformed call outcome message: {exc}") from None
+    return _outcome_value(outcome)
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+# --- stdout ---------------------------------------------------------------
+
+
+class _HostStdout(io.TextIOBase):
+    """`sys.stdout` of a chain: buffered per line and flushed before every
+    host call, so the host sees output in order with tool calls and loses
+    at most one partial line if the chain is killed."""
+
+    def __init__(self, host):
+        super().__init__()
+        self._host = host
+        self._line = []
+        self._size = 0
+
+    def writable(self):
+        return True
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    def isatty(self):
+        return False
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._line.append(text)
+        self._size += len(text)
+        if "\n" in text or self._size >= STDOUT_FLUSH_AT:
+            self.flush()
+        return len(text)
+
+    def flush(self):
+        if self._line:
+            text = "".join(self._line)
+            self._line.clear()
+            self._size = 0
+            self._host.stdout(_wire(text))
+
+
+class _Discard(io.TextIOBase):
+    """`sys.stderr` of a chain: the monty guest has none, so it goes nowhere."""
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        return len(text)
+
+
+# --- the event loop -------------------------------------------------------
+
+
+class _HostSelector:
+    """The selector of a `GuestLoop`. asyncio calls `select(timeout)` when
+    every ready callback has run: here it waits on the host for the
+    loop's pending tool calls (or sleeps on the host until the next timer),
+    then resolves the finished calls' futures."""
+
+    def __init__(self, loop):
+        self._loop = loop
+
+    def select(self, timeout):
+        loop, session = self._loop, self._loop.session
+        ids = [i for i, fut in session.pending.items() if not fut.done() and fut.get_loop() is loop]
+        if not ids:
+            if timeout is None:
+                # Nothing can ever wake this loop up: in CPython it would
+                # hang forever; a chain must end.
+                raise RuntimeError(
+                    "deadlock: every task of the chain waits for something that can never happen "
+                    "(no tool call or timer is pending)"
+                )
+            if timeout > 0:
+                session.sleep_on_host(timeout)
+            return []
+        session.stdout.flush()
+        answer = session.host.wait(_encode({"ids": ids}), _nanoseconds(timeout))
+        session.resolve(answer, ids)
+        return []
+
+    def close(self):
+        pass
+
+
+def _nanoseconds(seconds):
+    if seconds is None:
+        return None
+    return min(max(0, int(seconds * 1e9)), 2**64 - 1)
+
+
+class GuestLoop(asyncio.BaseEventLoop):
+    """asyncio's loop on the host: `asyncio.run()` cannot work in WASI (its
+    selector loop wants a socketpair), so every loop a chain gets is this
+    one. Timers, tasks, gather, wait_for... are BaseEventLoop's own; only
+    the waiting (`_HostSelector.select`) is the host's."""
+
+    def __init__(self, session):
+        super().__init__()
+        self.session = session
+        self._selector = _HostSelector(self)
+
+    def _process_events(self, event_list):
+        # `select` already resolved the finished calls' futures.
+        pass
+
+    def _write_to_self(self):
+        # No other thread can wake this loop up.
+        pass
+
+
+class _GuestPolicy:
+    """The event loop policy while a chain runs: every new loop is a
+    `GuestLoop`, and `get_event_loop()` outside a running loop gives one
+    (as CPython did up to 3.13), so older `get_event_loop().run_until_complete`
+    scripts work too."""
+
+    def __init__(self, session):
+        self._session = session
+        self._loop = None
+
+    def get_event_loop(self):
+        if self._loop is None or self._loop.is_closed():
+            self._loop = self.new_event_loop()
+        return self._loop
+
+    def set_event_loop(self, loop):
+        self._loop = loop
+
+    def new_event_loop(self):
+        return GuestLoop(self._session)
+
+
+def _guest_asyncio_run(main, *, debug=None, loop_factory=None):
+    """`asyncio.run` for a chain: the same steps as CPython's (run the
+    coroutine, cancel what is left, close), on a `GuestLoop`."""
+    if asyncio.events._get_running_loop() is not None:
+        raise RuntimeError("asyncio.run() cannot be called from a running event loop")
+    if not asyncio.iscoroutine(main):
+        raise ValueError(f"a coroutine was expected, got {main!r}")
+    session = _current_session()
+    loop = loop_factory() if loop_factory is not None else GuestLoop(session)
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            asyncio.runners._cancel_all_tasks(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+# --- sandbox refusals -----------------------------------------------------
+
+# Modules a chain may not import: ways out of the sandbox (processes,
+# sockets, native code, signals) that WASI would refuse less clearly, or
+# hang on. A submodule of one is refused too.
+BLOCKED_MODULES = frozenset({
+    "socket", "_socket", "ssl", "_ssl", "select", "selectors", "subprocess",
+    "_posixsubprocess", "ctypes", "_ctypes", "multiprocessing",
+    "_multiprocessing", "concurrent.futures.process", "signal", "_signal",
+    "mmap", "fcntl", "termios", "tty", "pty", "resource", "socketserver",
+    "http.client", "http.server", "urllib.request", "ftplib", "smtplib",
+    "poplib", "imaplib", "xmlrpc", "webbrowser", "asyncio.subprocess",
+    "pdb", "_thread_native",
+})
+
+
+def _is_blocked(fullname):
+    parts = fullname.split(".")
+    return any(".".join(parts[:i]) in BLOCKED_MODULES for i in range(1, len(parts) + 1))
+
+
+class _BlockedImports(importlib.abc.MetaPathFinder):
+    """First on `sys.meta_path` while a chain runs."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if _is_blocked(fullname):
+            raise ImportError(f"module '{fullname}' is not available in the chainbox sandbox", name=fullname)
+        return None
+
+
+# os functions that start or signal processes.
+_OS_REFUSED = (
+    "system", "popen", "fork", "forkpty", "kill", "killpg", "execl", "execle",
+    "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "spawnl",
+    "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
+    "spawnvpe", "posix_spawn", "posix_spawnp", "startfile", "abort",
+)
+# Refused even where this build's os lacks them: the clearest answer to
+# the first thing a script tries.
+_OS_ALWAYS_REFUSED = ("system", "popen")
+
+
+def _refused(name):
+    def refused(*args, **kwargs):
+        raise PermissionError(f"os.{name}() is not available in the chainbox sandbox: a chain cannot run programs")
+
+    refused.__name__ = refused.__qualname__ = name
+    return refused
+
+
+# --- "never awaited" warnings ----------------------------------------------
+
+# Deep enough to find the script's frame behind a helper or a comprehension.
+_ORIGIN_DEPTH = 16
+
+
+def _warn_unawaited_coroutine(coro):
+    """Replaces `warnings._warn_unawaited_coroutine`, which CPython calls
+    when a coroutine that never ran is collected: records the warning with
+    the script line that created it (from `cr_origin`, tracked while a
+    chain runs)."""
+    session = _SESSION
+    if session is None:
+        return _ORIGINAL_WARN_UNAWAITED(coro)
+    line = None
+    for filename, lineno, _function in getattr(coro, "cr_origin", None) or ():
+        if filename == SCRIPT_FILENAME:
+            line = lineno
+            break
+    session.warnings.append({"message": f"coroutine '{coro.__qualname__}' was never awaited", "line": line})
+    session.hooked_warnings += 1
+
+
+_ORIGINAL_WARN_UNAWAITED = getattr(warnings, "_warn_unawaited_coroutine", None)
+
+
+# --- error reports --------------------------------------------------------
+
+
+def _head(text, limit=MAX_REPORTED_CHARS):
+    return text if len(text) <= limit else text[:limit]
+
+
+def _head_tail(text, limit=MAX_REPORTED_CHARS):
+    """The first and last `limit` characters of `text`, as the monty guest's
+    HeadTail keeps them."""
+    if len(text) <= 2 * limit:
+        return text
+    return text[:limit] + "\n[...]\n" + text[-limit:]
+
+
+def _safe_str(exc):
+    try:
+        return str(exc)
+    except BaseException:
+        return f"<exception str() failed>"
+
+
+def _script_line(exc):
+    """Line of the innermost frame of the script in the traceback."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SCRIPT_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _prune(te, seen):
+    """Leaves the guest's machinery out of a traceback: its own frames, and
+    whatever ran the script before the script's first frame."""
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    frames = [f for f in te.stack if f.filename != _GUEST_FILE]
+    first = next((i for i, f in enumerate(frames) if f.filename == SCRIPT_FILENAME), 0)
+    te.stack = traceback.StackSummary.from_list(frames[first:])
+    _prune(te.__cause__, seen)
+    _prune(te.__context__, seen)
+    for sub in getattr(te, "exceptions", None) or ():
+        _prune(sub, seen)
+
+
+def _format_traceback(exc):
+    try:
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _prune(te, set())
+        return _head_tail("".join(te.format()))
+    except BaseException:
+        # Formatting can fail (out of memory, a hostile __str__): say less.
+        return f"{type(exc).__name__}: {_head(_safe_str(exc))}"
+
+
+def _is_missing_await(exc, message):
+    """A TypeError about a coroutine or future is, in a chain, almost always
+    a tool call used without `await`."""
+    return isinstance(exc, TypeError) and any(w in message for w in ("coroutine", "future", "Future"))
+
+
+# CPython's "Did you mean" (traceback._compute_suggestion_error, 3.12), as
+# the monty guest's suggest.rs ports it.
+_MOVE_COST, _CASE_COST, _MAX_STRING_SIZE, _MAX_CANDIDATE_ITEMS = 2, 1, 40, 750
+
+
+def closest_name(name, candidates):
+    if len(name) > _MAX_STRING_SIZE:
+        return None
+    best, best_distance = None, len(name)
+    for i, candidate in enumerate(candidates):
+        if i >= _MAX_CANDIDATE_ITEMS:
+            return None
+        if candidate == name:
+            continue
+        limit = min((len(candidate) + len(name) + 3) * _MOVE_COST // 6, max(best_distance - 1, 0))
+        distance = _levenshtein(name, candidate, limit)
+        if distance <= limit and (best is None or distance < best_distance):
+            best, best_distance = candidate, distance
+    return best
+
+
+def _substitution_cost(a, b):
+    if a == b:
+        return 0
+    return _CASE_COST if a.lower() == b.lower() else _MOVE_COST
+
+
+def _levenshtein(a, b, limit):
+    """Weighted edit distance, or `limit + 1` as soon as it must exceed it."""
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    a, b = a[prefix:], b[prefix:]
+    suffix = 0
+    while suffix < min(len(a), len(b)) and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    if suffix:
+        a, b = a[:-suffix], b[:-suffix]
+    if not a or not b:
+        return (len(a) + len(b)) * _MOVE_COST
+    if len(a) > _MAX_STRING_SIZE or len(b) > _MAX_STRING_SIZE:
+        return limit + 1
+    if len(b) < len(a):
+        a, b = b, a
+    if (len(b) - len(a)) * _MOVE_COST > limit:
+        return limit + 1
+    row = list(range(_MOVE_COST, _MOVE_COST * (len(a) + 1), _MOVE_COST))
+    result = 0
+    for bindex, bchar in enumerate(b):
+        distance = result = bindex * _MOVE_COST
+        minimum = sys.maxsize
+        for index, achar in enumerate(a):
+            substitute = distance + _substitution_cost(bchar, achar)
+            distance = row[index]
+            insert_delete = min(result, distance) + _MOVE_COST
+            result = min(insert_delete, substitute)
+            row[index] = result
+            minimum = min(minimum, result)
+        if minimum > limit:
+            return limit + 1
+    return result
+
+
+# --- compiling the script (reference.py compile_script) -------------------
+
+
+def compile_script(source, filename=SCRIPT_FILENAME):
+    """The script as a code object whose last statement, if an expression,
+    assigns the chain's answer; top-level `await` allowed."""
+    tree = ast.parse(source, filename)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        assign = ast.Assign(targets=[ast.Name(ANSWER, ast.Store())], value=last.value)
+        tree.body[-1] = ast.copy_location(assign, last)
+        ast.fix_missing_locations(tree)
+    return compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+# --- one chain ------------------------------------------------------------
+
+_SESSION = None  # the running chain's _Session, for the patched stdlib
+
+
+def _current_session():
+    if _SESSION is None:
+        raise RuntimeError("no chain is running")
+    return _SESSION
+
+
+class _Session:
+    """One chain: its host, tools, pending calls, output and warnings."""
+
+    def __init__(self, host, tools, limits):
+        self.host = host
+        self.tools = tools  # [(name, [param, ...])]
+        self.limits = limits
+        self.next_id = 1
+        self.pending = {}  # call id -> the future its `await` parks on
+        self.stdout = _HostStdout(host)
+        self.warnings = []
+        self.hooked_warnings = 0
+
+    # -- host calls
+
+    def sleep_on_host(self, seconds):
+        self.stdout.flush()
+        self.host.wait(_encode({"ids": []}), _nanoseconds(seconds))
+
+    def resolve(self, answer, ids):
+        """Resolves the futures of the calls a `Completions` says finished."""
+        try:
+            done = json.loads(answer)["done"]
+            results = [(call_id, outcome) for call_id, outcome in done]
+        except (ValueError, KeyError, TypeError) as exc:
+            # As the monty guest: every awaited call fails with the reason.
+            failure = RuntimeError(f"malformed completions message: {exc}")
+            for call_id in ids:
+                fut = self.pending.get(call_id)
+                if fut is not None and not fut.done():
+                    fut.set_exception(failure)
+            return
+        for call_id, outcome in results:
+            fut = self.pending.get(call_id) if call_id in ids else None
+            if fut is not None and not fut.done():
+                fut.set_result(outcome)
+
+    async def call(self, message):
+        """Runs one tool call on the host: what awaiting a tool does."""
+        loop = asyncio.get_running_loop()
+        if not isinstance(loop, GuestLoop) or loop.session is not self:
+            raise RuntimeError("a tool call can only run on the chain's own event loop")
+        fut = loop.create_future()
+        call_id = self.next_id
+        self.next_id += 1
+        self.stdout.flush()
+        self.host.start(call_id, message)
+        self.pending[call_id] = fut
+        try:
+            outcome = await fut
+        finally:
+            # A cancelled call (wait_for, a cancelled task) is no longer
+            # waited for; the host ends it with the chain.
+            self.pending.pop(call_id, None)
+        return _outcome_value(outcome)
+
+    def make_tool(self, name, params):
+        session = self
+
+        async def tool(*args, **kwargs):
+            if len(args) > len(params):
+                s = "" if len(params) == 1 else "s"
+                raise TypeError(f"{name}() takes {len(params)} positional argument{s} but {len(args)} were given")
+            arguments = {}
+            for param, value in zip(params, args):
+                arguments[param] = _to_json_in_script(value)
+            for key, value in kwargs.items():
+                if key in arguments:
+                    raise TypeError(f"{name}() got multiple values for argument '{key}'")
+                arguments[key] = _to_json_in_script(value)
+            return await session.call(_encode({"tool": name, "args": arguments}))
+
+        # The coroutine takes its name from these: "coroutine 'NAME' was
+        # never awaited", repr, tracebacks.
+        tool.__name__ = tool.__qualname__ = name
+        return tool
+
+    def make_load_artifact(self):
+        session = self
+
+        def load_artifact(handle):
+            message = _encode({"handle": _to_json_in_script(handle)})
+            session.stdout.flush()
+            return _decode_outcome(session.host.load_artifact(message))
+
+        return load_artifact
+
+    # -- running
+
+    def namespace(self):
+        module = types.ModuleType("__main__")
+        ns = module.__dict__
+        ns["__builtins__"] = builtins
+        for name, params in self.tools:
+            ns[name] = self.make_tool(name, params)
+        if LOAD_ARTIFACT_FN not in ns:
+            ns[LOAD_ARTIFACT_FN] = self.make_load_artifact()
+        return module
+
+    def run(self, code, source, workspace):
+        """Runs the compiled script; returns the `Finish`."""
+        module = self.namespace()
+        with contextlib.ExitStack() as stack:
+            _Sandbox(self, module, source, workspace).install(stack)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    exc = None
+                    with _recursion_limit(self.limits.get("max_recursion_depth")):
+                        self.execute(code, module.__dict__)
+                    result = self.answer(module.__dict__.get(ANSWER))
+                except BaseException as raised:
+                    exc = raised
+                if exc is not None:
+                    result = self.report(exc)
+                    exc = None  # its frames hold the script's objects
+                # Coroutines never awaited warn when collected: drop every
+                # reference to what the script made, then collect.
+                module.__dict__.clear()
+                module = None
+                gc.collect()
+                self.stdout.flush()
+            if not self.hooked_warnings:
+                # This interpreter did not call the hook: take the warnings
+                # it emitted instead (without lines).
+                for w in caught:
+                    if issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message):
+                        self.warnings.append({"message": str(w.message).split("\n")[0], "line": None})
+        return {"result": result, "warnings": self.warnings}
+
+    def execute(self, code, ns):
+        # A script without top-level await runs as `python main.py` would: no
+        # loop running, `asyncio.run(main())` works. One with top-level
+        # await runs as the main task of a GuestLoop.
+        result = eval(code, ns)
+        if asyncio.iscoroutine(result):
+            _guest_asyncio_run(result)
+
+    def answer(self, value):
+        """The script's answer as reference.py reports it. Raises what the
+        script would raise printing it (a `__repr__` that fails, an int too
+        long to write)."""
+        try:
+            output = to_json(value)
+            json.dumps(output)  # an int past sys.get_int_max_str_digits raises here
+        except TypeError:
+            output = repr(value)
+        text = value if isinstance(value, str) else repr(value)
+        return {"status": "ok", "output": output, "output_text": str.__str__(text)}
+
+    def report(self, exc):
+        """The `ScriptResult` error for an uncaught exception."""
+        message = _head(_safe_str(exc))
+        if _is_missing_await(exc, message):
+            message += MISSING_AWAIT_HINT
+        tb = _format_traceback(exc)
+        if type(exc) is NameError:
+            # CPython's hint, as the monty guest adds it: only the report gets
+            # it (CPython's traceback printer adds it, `str(e)` stays plain).
+            prefix, suffix = "name '", "' is not defined"
+            if message.startswith(prefix) and message.endswith(suffix):
+                candidates = [name for name, _ in self.tools] + [LOAD_ARTIFACT_FN]
+                close = closest_name(message[len(prefix):-len(suffix)], candidates)
+                if close is not None:
+                    hint = f". Did you mean: '{close}'?"
+                    if tb.rstrip("\n").endswith(message):
+                        tb = tb.rstrip("\n") + hint + "\n"
+                    message += hint
+        return _script_error(type(exc).__name__, message, line=_script_line(exc), tb=tb)
+
+
+@contextlib.contextmanager
+def _recursion_limit(depth):
+    """The script's recursion limit, counted from where the script starts
+    (the guest's own frames, and the event loop's, come on top)."""
+    old = sys.getrecursionlimit()
+    if isinstance(depth, int) and depth > 0:
+        sys.setrecursionlimit(_stack_depth() + depth + 30)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+class _Sandbox:
+    """Every change to the interpreter a chain runs under, each undone by
+    the ExitStack it is installed on."""
+
+    def __init__(self, session, module, source, workspace):
+        self.session = session
+        self.module = module
+        self.source = source
+        self.workspace = workspace
+
+    def install(self, stack):
+        global _SESSION
+        session = self.session
+
+        def patch(obj, name, value):
+            missing = object()
+            old = getattr(obj, name, missing)
+            setattr(obj, name, value)
+
+            def undo():
+                if old is missing:
+                    delattr(obj, name)
+                else:
+                    setattr(obj, name, old)
+
+            stack.callback(undo)
+
+        def set_session(value):
+            global _SESSION
+            _SESSION = value
+
+        stack.callback(set_session, _SESSION)
+        _SESSION = session
+
+        # Output: stdout to the host, flushed last (callbacks run in reverse).
+        stack.callback(session.stdout.flush)
+        patch(sys, "stdout", session.stdout)
+        patch(sys, "stderr", _Discard())
+        patch(sys, "stdin", io.StringIO(""))  # input() is EOFError, never a hang
+        patch(sys, "breakpointhook", lambda *a, **k: None)
+
+        # The script's module, and its source for tracebacks and inspect.
+        old_main = sys.modules.get("__main__")
+        sys.modules["__main__"] = self.module
+        stack.callback(_restore_item, sys.modules, "__main__", old_main)
+        lines = self.source.splitlines(keepends=True)
+        old_cache = linecache.cache.get(SCRIPT_FILENAME)
+        linecache.cache[SCRIPT_FILENAME] = (len(self.source), None, lines, SCRIPT_FILENAME)
+        stack.callback(_restore_item, linecache.cache, SCRIPT_FILENAME, old_cache)
+
+        # Sleeps and event loops go to the host.
+        patch(time, "sleep", _host_sleep)
+        patch(asyncio, "run", _guest_asyncio_run)
+        patch(asyncio.runners, "run", _guest_asyncio_run)
+        patch(asyncio.events, "_event_loop_policy", _GuestPolicy(session))
+
+        # "never awaited" warnings with the script line of the call.
+        patch(warnings, "_warn_unawaited_coroutine", _warn_unawaited_coroutine)
+        old_depth = sys.get_coroutine_origin_tracking_depth()
+        sys.set_coroutine_origin_tracking_depth(_ORIGIN_DEPTH)
+        stack.callback(sys.set_coroutine_origin_tracking_depth, old_depth)
+
+        # Refusals: blocked imports (hidden from sys.modules too, where the
+        # stdlib's own imports left them), process functions of os.
+        finder = _BlockedImports()
+        sys.meta_path.insert(0, finder)
+        stack.callback(sys.meta_path.remove, finder)
+        for name in [n for n in sys.modules if _is_blocked(n)]:
+            stack.callback(sys.modules.__setitem__, name, sys.modules.pop(name))
+        for name in _OS_REFUSED:
+            if hasattr(os, name) or name in _OS_ALWAYS_REFUSED:
+                patch(os, name, _refused(name))
+
+        # Relative paths land in the workspace, when the host preopened it.
+        try:
+            old_cwd = os.getcwd()
+        except OSError:
+            old_cwd = None
+        try:
+            os.chdir(self.workspace)
+        except OSError:
+            pass
+        else:
+            if old_cwd is not None:
+                stack.callback(_chdir_quietly, old_cwd)
+
+
+def _restore_item(mapping, key, old):
+    if old is None:
+        mapping.pop(key, None)
+    else:
+        mapping[key] = old
+
+
+def _chdir_quietly(path):
+    try:
+        os.chdir(path)
+    except OSError:
+        pass
+
+
+def _host_sleep(seconds):
+    """`time.sleep` for a chain: parks it on the host."""
+    if not isinstance(seconds, (int, float)):
+        raise TypeError(f"'{type(seconds).__name__}' object cannot be interpreted as an integer")
+    if seconds != seconds:
+        raise ValueError("Invalid value NaN (not a number)")
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    _current_session().sleep_on_host(seconds)
+
+
+# --- the export -----------------------------------------------------------
+
+
+def run_chain(request, host, workspace=WORKSPACE):
+    """Runs one chain: a `RunRequest` (JSON text) in, a `Finish` (JSON text)
+    out. `host` has the four imports of the `host` interface: `start`,
+    `wait`, `load_artifact`, `stdout`. Never raises: an exception escaping
+    `run` would trap the whole instance."""
+    try:
+        finish = _run(request, host, workspace)
+    except BaseException as exc:
+        try:
+            finish = _internal_error(f"the guest failed: {type(exc).__name__}: {_head(_safe_str(exc), 2000)}")
+        except BaseException:
+            finish = _internal_error("the guest failed")
+    try:
+        return _wire(json.dumps(finish, ensure_ascii=False))
+    except BaseException:
+        try:
+            return json.dumps(_internal_error("the guest could not encode the chain's result"))
+        except BaseException:
+            return '{"result":{"status":"error","compile":false,"exc_type":"InternalError","message":"the guest failed","line":null,"traceback":"","memory_limit":false},"warnings":[]}'
+
+
+def _run(request, host, workspace):
+    try:
+        req = json.loads(request)
+        version = req["version"]
+        if version != PROTOCOL_VERSION:
+            return _internal_error(f"protocol version mismatch: host {version}, guest {PROTOCOL_VERSION}")
+        script = req["script"]
+        tools = [(t["name"], list(t["params"])) for t in req["tools"]]
+        limits = dict(req["limits"])
+        if not isinstance(script, str) or not all(isinstance(n, str) for n, _ in tools):
+            raise TypeError("script and tool names must be strings")
+    except (ValueError, KeyError, TypeError) as exc:
+        return _internal_error(f"malformed run request message: {exc}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning: CPython would print it to stderr
+            code = compile_script(script)
+    except Exception as exc:
+        # SyntaxError (and IndentationError...), or the parser's own limits
+        # (RecursionError, MemoryError, ValueError for NUL bytes).
+        line = exc.lineno if isinstance(exc, SyntaxError) else None
+        message = exc.msg if isinstance(exc, SyntaxError) and exc.msg else _safe_str(exc)
+        tb = "".join(traceback.format_exception_only(type(exc), exc))
+        error = _script_error(type(exc).__name__, _head(message), compile=True, line=line, tb=_head_tail(tb))
+        return {"result": error, "warnings": []}
+    return _Session(host, tools, limits).run(code, script, workspace)
+
+
+if wit_world is not None:
+
+    class WitWorld(wit_world.WitWorld):
+        """The component's export (componentize-py looks it up by this name)."""
+
+        def run(self, request: str) -> str:
+            return run_chain(request, _wit_host)

@@ -1,0 +1,403 @@
+"""Native tests of the CPython guest (`chainbox_guest.py`).
+
+    python3 guest/cpython/test_guest.py
+
+They run the guest module in this machine's CPython with a fake host that
+answers tool calls in-process, and check the `Finish` it returns and the
+host calls it makes. (the built component is tested through the engine by `tests/it`.)
+"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.dont_write_bytecode = True
+
+import chainbox_guest  # noqa: E402
+
+
+class FakeHost:
+    """The `host` interface, in-process. `tools` maps a tool name to a
+    function of the call's args returning a CallOutcome dict. `start` only
+    records the call; `wait` answers every started call it is asked about
+    (or, with `hold`, only those not held back)."""
+
+    def __init__(self, tools=None, hold=()):
+        self.tools = tools or {}
+        self.hold = set(hold)
+        self.events = []
+        self.calls = {}
+        self.artifacts = {}
+
+    def start(self, call_id, call):
+        call = json.loads(call)
+        self.events.append(("start", call_id, call))
+        self.calls[call_id] = call
+
+    def wait(self, message, timeout_ns):
+        ids = json.loads(message)["ids"]
+        self.events.append(("wait", ids, timeout_ns))
+        done = []
+        for call_id in ids:
+            call = self.calls.get(call_id)
+            if call is None or call["tool"] in self.hold:
+                continue
+            del self.calls[call_id]
+            done.append([call_id, self.tools[call["tool"]](call["args"])])
+        return json.dumps({"done": done})
+
+    def load_artifact(self, request):
+        self.events.append(("load_artifact", json.loads(request)))
+        return json.dumps({"status": "ok", "value": {"loaded": json.loads(request)["handle"]}})
+
+    def stdout(self, text):
+        self.events.append(("stdout", text))
+
+    def kinds(self):
+        return [e[0] for e in self.events]
+
+    def printed(self):
+        return "".join(e[1] for e in self.events if e[0] == "stdout")
+
+
+def ok(value):
+    return {"status": "ok", "value": value}
+
+
+def echo(args):
+    return ok(args)
+
+
+TOOLS = [
+    {"name": "echo", "params": ["a", "b"]},
+    {"name": "get_weather", "params": ["city"]},
+]
+
+
+def run(script, host=None, tools=TOOLS, version=4, recursion=500, workspace=None):
+    host = host if host is not None else FakeHost({"echo": echo, "get_weather": echo})
+    request = {
+        "version": version,
+        "script": script,
+        "tools": tools,
+        "limits": {"max_memory_bytes": 1 << 30, "max_recursion_depth": recursion},
+    }
+    text = chainbox_guest.run_chain(json.dumps(request), host, workspace or "/nonexistent-workspace")
+    return json.loads(text), host
+
+
+class Answers(unittest.TestCase):
+    def test_key_order_and_big_ints_survive(self):
+        finish, _ = run("{'z': 1, 'a': 2**100, 'm': [1.5, None, True]}")
+        self.assertEqual(finish["result"]["status"], "ok")
+        self.assertEqual(list(finish["result"]["output"]), ["z", "a", "m"])
+        self.assertEqual(finish["result"]["output"]["a"], 2**100)
+        self.assertEqual(finish["warnings"], [])
+
+    def test_tuples_and_sets_become_lists_dataclasses_objects(self):
+        finish, _ = run(
+            "from dataclasses import dataclass\n"
+            "@dataclass\nclass P:\n    x: int\n    y: tuple\n"
+            "(1, frozenset([2]), P(1, (2, 3)), {1: 'a', None: 'b', False: 'c', 2.5: 'd'})"
+        )
+        self.assertEqual(
+            finish["result"]["output"], [1, [2], {"x": 1, "y": [2, 3]}, {"1": "a", "null": "b", "false": "c", "2.5": "d"}]
+        )
+        self.assertEqual(finish["result"]["output_text"], "(1, frozenset({2}), P(x=1, y=(2, 3)), {1: 'a', None: 'b', False: 'c', 2.5: 'd'})")
+
+    def test_non_json_answer_is_its_repr(self):
+        finish, _ = run("object")
+        self.assertEqual(finish["result"]["output"], "<class 'object'>")
+        finish, _ = run("float('nan')")
+        self.assertEqual(finish["result"]["output"], "nan")
+
+    def test_str_answer_text_is_the_str(self):
+        finish, _ = run("'a\\nb'")
+        self.assertEqual(finish["result"]["output"], "a\nb")
+        self.assertEqual(finish["result"]["output_text"], "a\nb")
+
+    def test_no_final_expression_is_none(self):
+        finish, _ = run("x = 1")
+        self.assertEqual(finish["result"]["output"], None)
+        self.assertEqual(finish["result"]["output_text"], "None")
+
+    def test_version_mismatch_is_an_internal_error(self):
+        finish, host = run("await echo(1)", version=3)
+        self.assertEqual(finish["result"]["exc_type"], "InternalError")
+        self.assertIn("host 3, guest 4", finish["result"]["message"])
+        self.assertEqual(host.events, [])
+
+    def test_malformed_request_is_an_internal_error(self):
+        text = chainbox_guest.run_chain("{not json", FakeHost())
+        self.assertEqual(json.loads(text)["result"]["exc_type"], "InternalError")
+
+    def test_run_twice_leaks_nothing(self):
+        run("import os\nx = 1")
+        finish, host = run("print(x)")
+        self.assertEqual(finish["result"]["exc_type"], "NameError")
+        finish, host = run("await echo(1)")
+        self.assertEqual(host.events[0], ("start", 1, {"tool": "echo", "args": {"a": 1}}))
+        self.assertIs(sys.stdout, sys.__stdout__)
+
+
+class ToolCalls(unittest.TestCase):
+    def test_positional_and_keyword_arguments(self):
+        finish, host = run("await echo(1, b=(2, 3))")
+        self.assertEqual(host.events[0], ("start", 1, {"tool": "echo", "args": {"a": 1, "b": [2, 3]}}))
+        self.assertEqual(finish["result"]["output"], {"a": 1, "b": [2, 3]})
+
+    def test_too_many_positional_arguments(self):
+        finish, host = run("await get_weather('a', 'b')")
+        self.assertEqual(finish["result"]["exc_type"], "TypeError")
+        self.assertEqual(finish["result"]["message"], "get_weather() takes 1 positional argument but 2 were given")
+        self.assertNotIn("start", host.kinds())
+        finish, _ = run("await echo(1, 2, 3)")
+        self.assertEqual(finish["result"]["message"], "echo() takes 2 positional arguments but 3 were given")
+
+    def test_duplicate_argument(self):
+        finish, _ = run("await echo(1, a=2)")
+        self.assertEqual(finish["result"]["message"], "echo() got multiple values for argument 'a'")
+
+    def test_unconvertible_argument_is_a_type_error(self):
+        finish, _ = run("await echo(object())")
+        self.assertEqual(finish["result"]["exc_type"], "TypeError")
+        self.assertIn("not JSON serializable", finish["result"]["message"])
+        finish, _ = run("await echo(float('inf'))")
+        self.assertEqual(finish["result"]["exc_type"], "TypeError")
+
+    def test_tool_is_an_async_function_named_after_the_tool(self):
+        finish, _ = run("import inspect\n(echo.__name__, echo.__qualname__, inspect.iscoroutinefunction(echo))")
+        self.assertEqual(finish["result"]["output"], ["echo", "echo", True])
+
+    def test_outcome_statuses_raise_the_matching_exception(self):
+        cases = {
+            "error": "RuntimeError",
+            "denied": "PermissionError",
+            "timeout": "TimeoutError",
+            "invalid": "ValueError",
+            "not_found": "NameError",
+        }
+        for status, exc_type in cases.items():
+            host = FakeHost({"echo": lambda args, s=status: {"status": s, "message": f"{s}!"}})
+            finish, _ = run("x = 1\nawait echo(1)", host=host)
+            result = finish["result"]
+            self.assertEqual((result["exc_type"], result["message"], result["line"]), (exc_type, f"{status}!", 2))
+            self.assertNotIn("chainbox_guest", result["traceback"])
+
+    def test_outcome_can_be_caught(self):
+        host = FakeHost({"echo": lambda args: {"status": "denied", "message": "no"}})
+        finish, _ = run("try:\n    await echo(1)\nexcept PermissionError as e:\n    r = str(e)\nr", host=host)
+        self.assertEqual(finish["result"]["output"], "no")
+
+    def test_malformed_completions_fail_the_awaited_calls(self):
+        host = FakeHost({"echo": echo})
+        host.wait = lambda message, timeout: "garbage"
+        finish, _ = run("await echo(1)", host=host)
+        self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
+        self.assertIn("malformed completions", finish["result"]["message"])
+
+    def test_load_artifact_is_a_plain_function(self):
+        finish, host = run("load_artifact({'artifact_ref': 'sha256:ab'})")
+        self.assertEqual(finish["result"]["output"], {"loaded": {"artifact_ref": "sha256:ab"}})
+        self.assertEqual(host.kinds(), ["load_artifact"])
+
+    def test_a_tool_named_load_artifact_wins(self):
+        tools = [{"name": "load_artifact", "params": ["handle"]}]
+        host = FakeHost({"load_artifact": echo})
+        finish, host = run("await load_artifact('h')", host=host, tools=tools)
+        self.assertEqual(finish["result"]["output"], {"handle": "h"})
+        self.assertEqual(host.kinds(), ["start", "wait"])
+
+
+class Concurrency(unittest.TestCase):
+    def test_gather_starts_every_call_before_waiting(self):
+        finish, host = run("import asyncio\nawait asyncio.gather(echo(1), echo(2), get_weather('x'))")
+        self.assertEqual(host.kinds(), ["start", "start", "start", "wait"])
+        self.assertEqual(host.events[3], ("wait", [1, 2, 3], None))
+        self.assertEqual(finish["result"]["output"], [{"a": 1}, {"a": 2}, {"city": "x"}])
+
+    def test_gather_return_exceptions(self):
+        host = FakeHost({"echo": echo, "get_weather": lambda a: {"status": "error", "message": "down"}})
+        finish, _ = run(
+            "import asyncio\nr = await asyncio.gather(echo(1), get_weather('x'), return_exceptions=True)\n"
+            "[type(x).__name__ for x in r]",
+            host=host,
+        )
+        self.assertEqual(finish["result"]["output"], ["dict", "RuntimeError"])
+
+    def test_create_task_and_as_completed_and_semaphore(self):
+        finish, host = run(
+            "import asyncio\n"
+            "sem = asyncio.Semaphore(2)\n"
+            "async def one(i):\n    async with sem:\n        return (await echo(i))['a']\n"
+            "tasks = [asyncio.create_task(one(i)) for i in range(5)]\n"
+            "got = sorted([await t for t in asyncio.as_completed(tasks)])\n"
+            "got"
+        )
+        self.assertEqual(finish["result"]["output"], [0, 1, 2, 3, 4])
+        self.assertEqual(host.kinds()[:3], ["start", "start", "wait"])
+
+    def test_asyncio_sleep_and_time_sleep_wait_on_the_host(self):
+        finish, host = run("import asyncio, time\nawait asyncio.sleep(0.02)\ntime.sleep(1.5)\n'done'")
+        self.assertEqual(finish["result"]["output"], "done")
+        sleeps = [e for e in host.events if e[0] == "wait"]
+        self.assertTrue(all(ids == [] for _, ids, _ in sleeps))
+        self.assertLessEqual(sleeps[0][2], 20_000_000)
+        self.assertEqual(sleeps[-1][2], 1_500_000_000)
+
+    def test_wait_for_passes_its_timeout_to_the_host(self):
+        host = FakeHost({"echo": echo}, hold={"echo"})
+        finish, host = run("import asyncio\nawait asyncio.wait_for(echo(1), 0.05)", host=host)
+        self.assertEqual(finish["result"]["exc_type"], "TimeoutError")
+        timeouts = [t for kind, ids, t in (e for e in host.events if e[0] == "wait") if ids == [1]]
+        self.assertTrue(timeouts and all(t is not None and t <= 50_000_000 for t in timeouts), host.events)
+
+    def test_asyncio_run_in_a_script(self):
+        finish, host = run("import asyncio\nasync def main():\n    return await echo(7)\nasyncio.run(main())")
+        self.assertEqual(finish["result"]["output"], {"a": 7})
+
+    def test_get_event_loop_run_until_complete(self):
+        finish, _ = run("import asyncio\nloop = asyncio.get_event_loop()\nloop.run_until_complete(echo(8))")
+        self.assertEqual(finish["result"]["output"], {"a": 8})
+
+    def test_deadlock_ends_the_chain(self):
+        finish, _ = run("import asyncio\nawait asyncio.Event().wait()")
+        self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
+        self.assertIn("deadlock", finish["result"]["message"])
+
+
+class Warnings(unittest.TestCase):
+    def test_never_awaited_tool_call_with_its_line(self):
+        finish, host = run("x = 1\nc = echo(1)\nd = get_weather(\n  'x')\n5")
+        self.assertEqual(finish["result"]["output"], 5)
+        self.assertEqual(
+            finish["warnings"],
+            [
+                {"message": "coroutine 'echo' was never awaited", "line": 2},
+                {"message": "coroutine 'get_weather' was never awaited", "line": 3},
+            ],
+        )
+        self.assertNotIn("start", host.kinds())
+
+    def test_never_awaited_own_coroutine(self):
+        finish, _ = run("async def helper():\n    return 1\nhelper()\n2")
+        self.assertEqual(finish["warnings"], [{"message": "coroutine 'helper' was never awaited", "line": 3}])
+
+    def test_awaited_calls_do_not_warn(self):
+        finish, _ = run("c = echo(1)\nawait c")
+        self.assertEqual(finish["warnings"], [])
+
+
+class Errors(unittest.TestCase):
+    def test_syntax_error_is_a_compile_error_with_its_line(self):
+        finish, _ = run("x = 1\ny = (\n")
+        result = finish["result"]
+        self.assertTrue(result["compile"])
+        self.assertEqual((result["exc_type"], result["line"]), ("SyntaxError", 2))
+
+    def test_runtime_error_line_and_traceback(self):
+        finish, _ = run("def f():\n    return 1 / 0\nf()")
+        result = finish["result"]
+        self.assertFalse(result["compile"])
+        self.assertEqual((result["exc_type"], result["message"], result["line"]), ("ZeroDivisionError", "division by zero", 2))
+        self.assertTrue(result["traceback"].startswith("Traceback (most recent call last):\n  File \"main.py\", line 3"))
+        self.assertIn("return 1 / 0", result["traceback"])
+
+    def test_name_error_close_to_a_tool_gets_the_hint(self):
+        finish, _ = run("get_wether('x')")
+        self.assertEqual(finish["result"]["message"], "name 'get_wether' is not defined. Did you mean: 'get_weather'?")
+        finish, _ = run("totally_else")
+        self.assertEqual(finish["result"]["message"], "name 'totally_else' is not defined")
+
+    def test_missing_await_hint(self):
+        finish, _ = run("r = echo(1)\nr['a']")
+        self.assertEqual(finish["result"]["exc_type"], "TypeError")
+        self.assertTrue(finish["result"]["message"].endswith(chainbox_guest.MISSING_AWAIT_HINT))
+
+    def test_system_exit_and_keyboard_interrupt_are_reported(self):
+        finish, _ = run("import sys\nsys.exit(2)")
+        self.assertEqual((finish["result"]["exc_type"], finish["result"]["message"]), ("SystemExit", "2"))
+        finish, _ = run("exit()")
+        self.assertEqual(finish["result"]["exc_type"], "SystemExit")
+        finish, _ = run("import asyncio\nawait asyncio.sleep(0)\nraise KeyboardInterrupt")
+        self.assertEqual(finish["result"]["exc_type"], "KeyboardInterrupt")
+
+    def test_recursion_limit(self):
+        finish, _ = run("def f(n):\n    return f(n + 1)\nf(0)", recursion=100)
+        self.assertEqual(finish["result"]["exc_type"], "RecursionError")
+        finish, _ = run("def f(n):\n    return 0 if n == 0 else f(n - 1)\nf(80)", recursion=100)
+        self.assertEqual(finish["result"]["output"], 0)
+
+    def test_huge_message_is_bounded(self):
+        finish, _ = run("raise ValueError('x' * 1_000_000)")
+        self.assertLessEqual(len(finish["result"]["message"]), chainbox_guest.MAX_REPORTED_CHARS)
+        self.assertLess(len(finish["result"]["traceback"]), 3 * chainbox_guest.MAX_REPORTED_CHARS)
+
+    def test_failing_repr_of_the_answer_is_a_script_error(self):
+        finish, _ = run("class X:\n    def __repr__(self):\n        raise KeyError('r')\nX()")
+        self.assertEqual(finish["result"]["exc_type"], "KeyError")
+
+    def test_guest_bug_is_an_internal_error(self):
+        host = FakeHost()
+        host.stdout = None  # calling it raises TypeError inside the guest
+        finish, _ = run("print('x')", host=host)
+        self.assertEqual(finish["result"]["status"], "error")
+
+
+class Sandbox(unittest.TestCase):
+    def test_blocked_imports(self):
+        for module in ("socket", "subprocess", "ctypes", "multiprocessing", "select", "signal", "urllib.request"):
+            finish, _ = run(f"import {module}")
+            self.assertEqual(finish["result"]["exc_type"], "ImportError", module)
+            self.assertIn("not available in the chainbox sandbox", finish["result"]["message"])
+        import socket  # noqa: F401  (restored for the rest of the process)
+
+    def test_process_functions_are_refused(self):
+        for call in ("os.system('ls')", "os.popen('ls')", "os.kill(1, 9)", "os.execv('/bin/sh', ['sh'])"):
+            finish, _ = run(f"import os\n{call}")
+            self.assertEqual(finish["result"]["exc_type"], "PermissionError", call)
+        self.assertNotEqual(os.system.__module__, "chainbox_guest")
+
+    def test_input_is_eof(self):
+        finish, _ = run("input()")
+        self.assertEqual(finish["result"]["exc_type"], "EOFError")
+
+    def test_relative_paths_land_in_the_workspace(self):
+        with tempfile.TemporaryDirectory() as workspace:
+            before = os.getcwd()
+            finish, _ = run("open('f.txt', 'w').write('hi')\nimport os\nos.getcwd()", workspace=workspace)
+            self.assertEqual(finish["result"]["output"], os.path.realpath(workspace))
+            self.assertTrue(os.path.exists(os.path.join(workspace, "f.txt")))
+            self.assertEqual(os.getcwd(), before)
+
+
+class Stdout(unittest.TestCase):
+    def test_print_goes_to_the_host_in_order_with_tool_calls(self):
+        finish, host = run("print('a')\nprint('b', end='')\nawait echo(1)\nprint('c')\nimport sys\nsys.stdout.write('d')")
+        self.assertEqual(
+            [e[0] if e[0] != "stdout" else e[1] for e in host.events], ["a\n", "b", "start", "wait", "c\n", "d"]
+        )
+
+    def test_stderr_is_discarded(self):
+        finish, host = run("import sys\nprint('x', file=sys.stderr)\n1")
+        self.assertEqual(host.printed(), "")
+        self.assertEqual(finish["result"]["output"], 1)
+
+    def test_long_line_streams_out(self):
+        finish, host = run("import sys\nsys.stdout.write('x' * 20000)\nsys.stdout.write('y')")
+        self.assertEqual(host.printed(), "x" * 20000 + "y")
+        self.assertGreaterEqual(host.kinds().count("stdout"), 2)
+
+
+class Suggestions(unittest.TestCase):
+    def test_matches_cpythons_choices(self):
+        close = chainbox_guest.closest_name
+        self.assertEqual(close("get_wether", ["get_weather", "load_artifact"]), "get_weather")
+        self.assertEqual(close("Echo", ["echo"]), "echo")
+        self.assertIsNone(close("xyz", ["get_weather"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
