@@ -8,6 +8,7 @@
 //! The engine, tools, registry (`adversarial_registry`), policies (`tight`,
 //! `cpu_capped`) and checks the cases share are in `crate::fixtures`.
 
+mod both_guests;
 mod cancellation;
 mod concurrency;
 mod cpu;
