@@ -10,6 +10,7 @@ mod fixtures;
 mod adversarial;
 mod cli;
 mod corpus;
+mod cpython;
 mod discovery;
 mod fuzz_regressions;
 mod invoker;
