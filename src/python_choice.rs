@@ -1,37 +1,2716 @@
-//! Placeholder until the lexical scan lands (branch python-choice).
+//! Which interpreter runs a chain: monty unless the script needs CPython.
+//!
+//! chainbox runs chain scripts with monty (a fast Python subset, vendored at
+//! `guest/vendor/monty`) and falls back to a CPython guest for what monty
+//! cannot run. The choice is made before the chain starts, by
+//! [`needs_cpython`]: a static look at the script that names the first thing
+//! it found that monty lacks or does differently from CPython.
+//!
+//! The look is *lexical*: a small Python tokenizer (comments and every string
+//! form skipped, f-string replacement fields scanned as code) and a table of
+//! rules ([`RULES`]) over the token stream. A full parse would buy little: the
+//! rules look for names, keywords and short token patterns, a tokenizer never
+//! fails on a script monty or CPython would reject (the interpreter reports
+//! that), and it costs microseconds for a script of a few kilobytes.
+//!
+//! Every rule leans toward CPython. A false positive only costs speed (CPython
+//! gives the same answer, slower); a false negative runs the script in monty,
+//! which then fails where CPython would not, or answers differently. Each
+//! rule's comment names the monty source that shows the gap, so a rule can be
+//! dropped when monty closes it.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 /// Which interpreter runs a chain.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Interpreter {
+    /// The monty interpreter: a Python subset, fast to start.
     #[default]
-    /// monty.
     Monty,
-    /// CPython.
+    /// The CPython guest: all of Python, slower to start.
     Cpython,
 }
 
 impl Interpreter {
-    /// Its name.
+    /// The interpreter's name as configuration and reports spell it.
+    #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
-            Interpreter::Monty => "monty",
-            Interpreter::Cpython => "cpython",
+            Self::Monty => "monty",
+            Self::Cpython => "cpython",
+        }
+    }
+
+    /// The interpreter [`needs_cpython`] chooses for `script`.
+    #[must_use]
+    pub fn for_script(script: &str) -> Self {
+        if needs_cpython(script).is_some() {
+            Self::Cpython
+        } else {
+            Self::Monty
         }
     }
 }
 
-/// What the scan found.
-#[derive(Debug)]
-pub enum Needs {}
-
-impl std::fmt::Display for Needs {
-    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {}
+impl fmt::Display for Interpreter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
-/// The scan.
-pub fn needs_cpython(_script: &str) -> Option<Needs> {
+/// Why a script needs CPython: what the scan found, and on which line (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needs {
+    /// An import of a module monty does not have.
+    Module {
+        /// The module as written (`statistics`, `collections.abc`).
+        module: String,
+        /// The line of the import.
+        line: usize,
+    },
+    /// A name a monty module lacks, imported from it or read as an attribute.
+    ModuleMember {
+        /// The module (`dataclasses`).
+        module: String,
+        /// The missing name (`asdict`).
+        member: String,
+        /// The line of the use.
+        line: usize,
+    },
+    /// A keyword argument monty's version of a function does not accept.
+    KeywordArgument {
+        /// The function (`asyncio.gather`).
+        function: String,
+        /// The keyword (`return_exceptions`).
+        keyword: String,
+        /// The line of the call.
+        line: usize,
+    },
+    /// A builtin name CPython has and monty does not.
+    Builtin {
+        /// The name (`super`, `ConnectionError`).
+        name: String,
+        /// The line of the use.
+        line: usize,
+    },
+    /// An attribute of a builtin or library type that monty's type lacks,
+    /// such as an unbound method (`str.upper`) or a class method.
+    TypeAttribute {
+        /// The type as written (`str`, `datetime`).
+        type_name: String,
+        /// The attribute (`upper`).
+        attribute: String,
+        /// The line of the use.
+        line: usize,
+    },
+    /// A special method a class defines that monty never calls (`__lt__`).
+    DefinesSpecialMethod {
+        /// The method name.
+        name: String,
+        /// The line of the `def`.
+        line: usize,
+    },
+    /// A special attribute monty's objects do not have (`__dict__`).
+    UsesSpecialAttribute {
+        /// The attribute name.
+        name: String,
+        /// The line of the use.
+        line: usize,
+    },
+    /// A syntax form or behaviour monty lacks, described in words.
+    Feature {
+        /// What the script does, e.g. "uses `yield` (generators)".
+        what: &'static str,
+        /// The line of the use.
+        line: usize,
+    },
+}
+
+impl Needs {
+    /// The line (1-based) where the scan found it.
+    #[must_use]
+    pub fn line(&self) -> usize {
+        match self {
+            Self::Module { line, .. }
+            | Self::ModuleMember { line, .. }
+            | Self::KeywordArgument { line, .. }
+            | Self::Builtin { line, .. }
+            | Self::TypeAttribute { line, .. }
+            | Self::DefinesSpecialMethod { line, .. }
+            | Self::UsesSpecialAttribute { line, .. }
+            | Self::Feature { line, .. } => *line,
+        }
+    }
+}
+
+impl fmt::Display for Needs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Module { module, .. } => write!(f, "imports `{module}`, which monty does not have"),
+            Self::ModuleMember { module, member, .. } => {
+                write!(f, "uses `{module}.{member}`, which monty's `{module}` does not have")
+            }
+            Self::KeywordArgument { function, keyword, .. } => {
+                write!(
+                    f,
+                    "passes `{keyword}=` to `{function}`, which monty's `{function}` does not accept"
+                )
+            }
+            Self::Builtin { name, .. } => write!(f, "uses the builtin `{name}`, which monty does not have"),
+            Self::TypeAttribute {
+                type_name, attribute, ..
+            } => write!(
+                f,
+                "uses `{type_name}.{attribute}`, which monty's `{type_name}` type does not have"
+            ),
+            Self::DefinesSpecialMethod { name, .. } => {
+                write!(f, "defines the special method `{name}`, which monty does not call")
+            }
+            Self::UsesSpecialAttribute { name, .. } => {
+                write!(
+                    f,
+                    "uses the special attribute `{name}`, which monty's objects do not have"
+                )
+            }
+            Self::Feature { what, .. } => f.write_str(what),
+        }?;
+        write!(f, " (line {})", self.line())
+    }
+}
+
+/// The scan: `None` if monty runs the script as far as a static look can
+/// tell, else the first thing found (the earliest token any rule fires on).
+#[must_use]
+pub fn needs_cpython(script: &str) -> Option<Needs> {
+    first_finding(script).map(|(_, needs)| needs)
+}
+
+/// The first finding and the name of the rule that made it.
+fn first_finding(script: &str) -> Option<(&'static str, Needs)> {
+    let scan = Scan::new(script);
+    (0..scan.tokens.len()).find_map(|at| {
+        RULES
+            .iter()
+            .find_map(|rule| (rule.check)(&scan, at).map(|needs| (rule.name, needs)))
+    })
+}
+
+// --- what monty has (read from guest/vendor/monty/src) -----------------------
+
+/// The modules monty can import: `StandardLib::from_static` in
+/// `src/modules/mod.rs` (an import of any other name goes to the host, and
+/// chainbox's guest serves none: `ModuleNotFoundError`). `os.path` is the one
+/// submodule (`LoadSubmodule`); `__future__` is handled by the parser.
+const MONTY_MODULES: &[&str] = &[
+    "__future__",
+    "asyncio",
+    "base64",
+    "binascii",
+    "bisect",
+    "collections",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "functools",
+    "hashlib",
+    "itertools",
+    "json",
+    "math",
+    "os",
+    "os.path",
+    "pathlib",
+    "posixpath",
+    "random",
+    "re",
+    "sys",
+    "time",
+    "tomllib",
+    "typing",
+    "unicodedata",
+];
+
+/// The names each monty module has: the attributes its `create_module` sets
+/// (`src/modules/<name>.rs`, with the `StaticStrings` texts of `src/intern.rs`).
+/// A name outside its module's list is an `ImportError` or `AttributeError` in
+/// monty. `__future__` lists the parser's `SUPPORTED_FUTURES` (`src/parse.rs`).
+const MODULE_MEMBERS: &[(&str, &[&str])] = &[
+    (
+        "__future__",
+        &[
+            "nested_scopes",
+            "generators",
+            "division",
+            "absolute_import",
+            "with_statement",
+            "print_function",
+            "unicode_literals",
+            "generator_stop",
+            "annotations",
+        ],
+    ),
+    // Only gather, run and sleep: no create_task, wait_for, Queue, ...
+    ("asyncio", &["gather", "run", "sleep"]),
+    (
+        "base64",
+        &[
+            "MAXBINSIZE",
+            "MAXLINESIZE",
+            "a85decode",
+            "a85encode",
+            "b16decode",
+            "b16encode",
+            "b32decode",
+            "b32encode",
+            "b32hexdecode",
+            "b32hexencode",
+            "b64decode",
+            "b64encode",
+            "b85decode",
+            "b85encode",
+            "decodebytes",
+            "encodebytes",
+            "standard_b64decode",
+            "standard_b64encode",
+            "urlsafe_b64decode",
+            "urlsafe_b64encode",
+            "z85decode",
+            "z85encode",
+        ],
+    ),
+    (
+        "binascii",
+        &[
+            "Error",
+            "Incomplete",
+            "a2b_base64",
+            "a2b_hex",
+            "a2b_qp",
+            "a2b_uu",
+            "b2a_base64",
+            "b2a_hex",
+            "b2a_qp",
+            "b2a_uu",
+            "crc32",
+            "crc_hqx",
+            "hexlify",
+            "unhexlify",
+        ],
+    ),
+    (
+        "bisect",
+        &[
+            "bisect",
+            "bisect_left",
+            "bisect_right",
+            "insort",
+            "insort_left",
+            "insort_right",
+        ],
+    ),
+    // No OrderedDict, ChainMap, UserDict, abc.
+    ("collections", &["Counter", "defaultdict", "deque", "namedtuple"]),
+    ("copy", &["copy", "deepcopy"]),
+    (
+        "csv",
+        &[
+            "Dialect",
+            "DictReader",
+            "DictWriter",
+            "Error",
+            "QUOTE_ALL",
+            "QUOTE_MINIMAL",
+            "QUOTE_NONE",
+            "QUOTE_NONNUMERIC",
+            "QUOTE_NOTNULL",
+            "QUOTE_STRINGS",
+            "excel",
+            "excel_tab",
+            "field_size_limit",
+            "get_dialect",
+            "list_dialects",
+            "reader",
+            "unix_dialect",
+            "writer",
+        ],
+    ),
+    // No asdict, astuple, fields, replace, InitVar, KW_ONLY, make_dataclass.
+    (
+        "dataclasses",
+        &["FrozenInstanceError", "MISSING", "dataclass", "field", "is_dataclass"],
+    ),
+    ("datetime", &["date", "datetime", "time", "timedelta", "timezone"]),
+    (
+        "decimal",
+        &[
+            "BasicContext",
+            "Clamped",
+            "Context",
+            "ConversionSyntax",
+            "Decimal",
+            "DecimalException",
+            "DecimalTuple",
+            "DefaultContext",
+            "DivisionByZero",
+            "DivisionImpossible",
+            "DivisionUndefined",
+            "ExtendedContext",
+            "FloatOperation",
+            "HAVE_CONTEXTVAR",
+            "HAVE_THREADS",
+            "IEEEContext",
+            "IEEE_CONTEXT_MAX_BITS",
+            "Inexact",
+            "InvalidContext",
+            "InvalidOperation",
+            "MAX_EMAX",
+            "MAX_PREC",
+            "MIN_EMIN",
+            "MIN_ETINY",
+            "Overflow",
+            "ROUND_05UP",
+            "ROUND_CEILING",
+            "ROUND_DOWN",
+            "ROUND_FLOOR",
+            "ROUND_HALF_DOWN",
+            "ROUND_HALF_EVEN",
+            "ROUND_HALF_UP",
+            "ROUND_UP",
+            "Rounded",
+            "Subnormal",
+            "Underflow",
+            "__libmpdec_version__",
+            "__version__",
+            "getcontext",
+            "localcontext",
+            "setcontext",
+        ],
+    ),
+    // No wraps, cmp_to_key, total_ordering, cached_property, singledispatch.
+    ("functools", &["cache", "lru_cache", "partial", "reduce"]),
+    (
+        "hashlib",
+        &[
+            "algorithms_available",
+            "algorithms_guaranteed",
+            "blake2b",
+            "blake2s",
+            "md5",
+            "new",
+            "pbkdf2_hmac",
+            "sha1",
+            "sha224",
+            "sha256",
+            "sha384",
+            "sha512",
+            "sha3_224",
+            "sha3_256",
+            "sha3_384",
+            "sha3_512",
+            "shake_128",
+            "shake_256",
+        ],
+    ),
+    (
+        "itertools",
+        &[
+            "_grouper",
+            "_tee",
+            "_tee_dataobject",
+            "accumulate",
+            "batched",
+            "chain",
+            "combinations",
+            "combinations_with_replacement",
+            "compress",
+            "count",
+            "cycle",
+            "dropwhile",
+            "filterfalse",
+            "groupby",
+            "islice",
+            "pairwise",
+            "permutations",
+            "product",
+            "repeat",
+            "starmap",
+            "takewhile",
+            "tee",
+            "zip_longest",
+        ],
+    ),
+    // No JSONEncoder / JSONDecoder.
+    ("json", &["JSONDecodeError", "dump", "dumps", "load", "loads"]),
+    (
+        "math",
+        &[
+            "e",
+            "acos",
+            "acosh",
+            "asin",
+            "asinh",
+            "atan",
+            "atan2",
+            "atanh",
+            "cbrt",
+            "ceil",
+            "comb",
+            "copysign",
+            "cos",
+            "cosh",
+            "degrees",
+            "dist",
+            "erf",
+            "erfc",
+            "exp",
+            "exp2",
+            "expm1",
+            "fabs",
+            "factorial",
+            "floor",
+            "fma",
+            "fmod",
+            "frexp",
+            "fsum",
+            "gamma",
+            "gcd",
+            "hypot",
+            "inf",
+            "isclose",
+            "isfinite",
+            "isinf",
+            "isnan",
+            "isqrt",
+            "lcm",
+            "ldexp",
+            "lgamma",
+            "log",
+            "log10",
+            "log1p",
+            "log2",
+            "modf",
+            "nan",
+            "nextafter",
+            "perm",
+            "pi",
+            "pow",
+            "prod",
+            "radians",
+            "remainder",
+            "sin",
+            "sinh",
+            "sqrt",
+            "sumprod",
+            "tan",
+            "tanh",
+            "tau",
+            "trunc",
+            "ulp",
+        ],
+    ),
+    (
+        "os",
+        &[
+            "altsep", "chdir", "curdir", "defpath", "devnull", "environ", "extsep", "fspath", "getcwd", "getcwdb",
+            "getenv", "linesep", "listdir", "makedirs", "mkdir", "name", "pardir", "path", "pathsep", "remove",
+            "rename", "replace", "rmdir", "scandir", "sep", "stat", "unlink", "urandom", "walk",
+        ],
+    ),
+    (
+        "os.path",
+        &[
+            "abspath",
+            "altsep",
+            "basename",
+            "commonpath",
+            "commonprefix",
+            "curdir",
+            "defpath",
+            "devnull",
+            "dirname",
+            "exists",
+            "expanduser",
+            "expandvars",
+            "extsep",
+            "getatime",
+            "getctime",
+            "getmtime",
+            "getsize",
+            "isabs",
+            "isdevdrive",
+            "isdir",
+            "isfile",
+            "isjunction",
+            "islink",
+            "ismount",
+            "join",
+            "lexists",
+            "normcase",
+            "normpath",
+            "pardir",
+            "pathsep",
+            "realpath",
+            "relpath",
+            "samefile",
+            "samestat",
+            "sep",
+            "split",
+            "splitdrive",
+            "splitext",
+            "splitroot",
+            "supports_unicode_filenames",
+        ],
+    ),
+    ("pathlib", &["Path"]),
+    (
+        "random",
+        &[
+            "Random",
+            "betavariate",
+            "binomialvariate",
+            "choice",
+            "choices",
+            "expovariate",
+            "gammavariate",
+            "gauss",
+            "getrandbits",
+            "getstate",
+            "lognormvariate",
+            "normalvariate",
+            "paretovariate",
+            "randbytes",
+            "randint",
+            "random",
+            "randrange",
+            "sample",
+            "seed",
+            "setstate",
+            "shuffle",
+            "triangular",
+            "uniform",
+            "vonmisesvariate",
+            "weibullvariate",
+        ],
+    ),
+    // No subn, VERBOSE/X, UNICODE/U.
+    (
+        "re",
+        &[
+            "A",
+            "ASCII",
+            "DOTALL",
+            "I",
+            "IGNORECASE",
+            "M",
+            "MULTILINE",
+            "Match",
+            "NOFLAG",
+            "Pattern",
+            "PatternError",
+            "S",
+            "compile",
+            "error",
+            "escape",
+            "findall",
+            "finditer",
+            "fullmatch",
+            "match",
+            "search",
+            "split",
+            "sub",
+        ],
+    ),
+    (
+        "sys",
+        &[
+            "abiflags",
+            "api_version",
+            "argv",
+            "base_exec_prefix",
+            "base_prefix",
+            "builtin_module_names",
+            "byteorder",
+            "copyright",
+            "dont_write_bytecode",
+            "exec_prefix",
+            "executable",
+            "flags",
+            "float_info",
+            "float_repr_style",
+            "hexversion",
+            "maxsize",
+            "maxunicode",
+            "platform",
+            "platlibdir",
+            "prefix",
+            "pycache_prefix",
+            "setrecursionlimit",
+            "stderr",
+            "stdout",
+            "version",
+            "version_info",
+        ],
+    ),
+    (
+        "time",
+        &[
+            "asctime",
+            "ctime",
+            "gmtime",
+            "localtime",
+            "mktime",
+            "monotonic",
+            "monotonic_ns",
+            "perf_counter",
+            "perf_counter_ns",
+            "process_time",
+            "process_time_ns",
+            "sleep",
+            "strftime",
+            "strptime",
+            "thread_time",
+            "thread_time_ns",
+            "time",
+            "time_ns",
+        ],
+    ),
+    ("tomllib", &["TOMLDecodeError", "load", "loads"]),
+    (
+        "typing",
+        &[
+            "Annotated",
+            "Any",
+            "Callable",
+            "ClassVar",
+            "Dict",
+            "Final",
+            "FrozenSet",
+            "Generator",
+            "Generic",
+            "Iterable",
+            "Iterator",
+            "List",
+            "Literal",
+            "Mapping",
+            "Never",
+            "NoReturn",
+            "Optional",
+            "Protocol",
+            "Self",
+            "Sequence",
+            "Set",
+            "TYPE_CHECKING",
+            "Tuple",
+            "Type",
+            "TypeVar",
+            "Union",
+        ],
+    ),
+    (
+        "unicodedata",
+        &[
+            "category",
+            "combining",
+            "is_normalized",
+            "lookup",
+            "name",
+            "normalize",
+            "unidata_version",
+        ],
+    ),
+];
+
+/// Attributes read on a type object itself (`dict.fromkeys`, `datetime.now`):
+/// `Type::call_class_method` and `Type::class_getattr` / `class_constant` in
+/// `src/types/type.rs`. Anything else on these types, an unbound method such
+/// as `str.upper` included, is an `AttributeError` in monty. Every type has
+/// `__name__` besides.
+const TYPE_ATTRIBUTES: &[(&str, &[&str])] = &[
+    ("bool", &[]),
+    ("bytes", &["fromhex", "__class_getitem__"]),
+    ("complex", &["from_number"]),
+    ("dict", &["fromkeys", "__class_getitem__"]),
+    ("float", &[]),
+    ("frozenset", &["__class_getitem__"]),
+    ("int", &[]),
+    ("list", &["__class_getitem__"]),
+    ("object", &["__setattr__"]),
+    ("range", &[]),
+    ("set", &["__class_getitem__"]),
+    ("slice", &[]),
+    ("str", &[]),
+    ("tuple", &["__class_getitem__"]),
+    ("type", &["__class_getitem__"]),
+    ("datetime.date", &["today", "fromisoformat", "min", "max", "resolution"]),
+    (
+        "datetime.datetime",
+        &[
+            "now",
+            "strptime",
+            "fromisoformat",
+            "combine",
+            "min",
+            "max",
+            "resolution",
+        ],
+    ),
+    ("datetime.time", &["fromisoformat", "min", "max", "resolution"]),
+    ("datetime.timedelta", &["min", "max", "resolution"]),
+    ("datetime.timezone", &["utc", "min", "max"]),
+    ("decimal.Decimal", &["from_float", "from_number"]),
+];
+
+/// CPython builtins monty does not have: the commented-out entries of
+/// `BuiltinsFunctions` (crate `monty-types`, `src/builtins.rs`), the types
+/// `Type::from_builtin_name` does not name (`src/types/type.rs`), and the
+/// exception classes missing from `ExcType` (`monty-types` `src/exceptions.rs`).
+const MISSING_BUILTINS: &[&str] = &[
+    "__import__",
+    "aiter",
+    "anext",
+    "ascii",
+    "breakpoint",
+    "bytearray",
+    "callable",
+    "classmethod",
+    "compile",
+    "delattr",
+    "dir",
+    "exit",
+    "globals",
+    "help",
+    "input",
+    "issubclass",
+    "memoryview",
+    "quit",
+    "staticmethod",
+    "super",
+    "vars",
+    "BaseExceptionGroup",
+    "BlockingIOError",
+    "BrokenPipeError",
+    "BufferError",
+    "BytesWarning",
+    "ChildProcessError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "DeprecationWarning",
+    "EOFError",
+    "EncodingWarning",
+    "EnvironmentError",
+    "ExceptionGroup",
+    "FloatingPointError",
+    "FutureWarning",
+    "GeneratorExit",
+    "IOError",
+    "ImportWarning",
+    "IndentationError",
+    "InterruptedError",
+    "PendingDeprecationWarning",
+    "ProcessLookupError",
+    "ReferenceError",
+    "ResourceWarning",
+    "RuntimeWarning",
+    "StopAsyncIteration",
+    "SyntaxWarning",
+    "SystemError",
+    "TabError",
+    "UnicodeError",
+    "UnicodeTranslateError",
+    "UnicodeWarning",
+    "UserWarning",
+    "Warning",
+];
+
+/// Special methods a user class may define and monty calls: the dunders
+/// `src/types/instance.rs` dispatches, `__init__` (`src/bytecode/vm/call.rs`)
+/// and dataclasses' `__post_init__`. A class defining another (`__lt__`,
+/// `__len__`, `__bool__`, `__ne__`, `__getattr__`) works in CPython and not
+/// in monty, silently (`sorted` of such objects, `if obj:`).
+const USER_SPECIAL_METHODS: &[&str] = &[
+    "__init__",
+    "__post_init__",
+    "__repr__",
+    "__str__",
+    "__eq__",
+    "__hash__",
+    "__iter__",
+    "__next__",
+    "__call__",
+    "__enter__",
+    "__exit__",
+    "__contains__",
+    "__getitem__",
+    "__setitem__",
+    "__round__",
+    "__deepcopy__",
+    "__abs__",
+    "__neg__",
+    "__pos__",
+    "__invert__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__trunc__",
+    "__floor__",
+    "__ceil__",
+    "__add__",
+    "__sub__",
+    "__mul__",
+    "__matmul__",
+    "__truediv__",
+    "__floordiv__",
+    "__mod__",
+    "__divmod__",
+    "__pow__",
+    "__lshift__",
+    "__rshift__",
+    "__and__",
+    "__or__",
+    "__xor__",
+    "__radd__",
+    "__rsub__",
+    "__rmul__",
+    "__rmatmul__",
+    "__rtruediv__",
+    "__rfloordiv__",
+    "__rmod__",
+    "__rdivmod__",
+    "__rpow__",
+    "__rlshift__",
+    "__rrshift__",
+    "__rand__",
+    "__ror__",
+    "__rxor__",
+];
+
+/// Special attributes monty's objects have besides [`USER_SPECIAL_METHODS`]:
+/// the dunder `StaticStrings` of `src/intern.rs` and `__class__`
+/// (`src/types/instance.rs`). Others (`__dict__`, `__subclasses__`, `__mro__`,
+/// `__bases__`, `__slots__`) are missing.
+const SPECIAL_ATTRIBUTES: &[&str] = &[
+    "__name__",
+    "__qualname__",
+    "__module__",
+    "__doc__",
+    "__class__",
+    "__annotations__",
+    "__dataclass_fields__",
+    "__dataclass_params__",
+    "__match_args__",
+    "__wrapped__",
+    "__args__",
+    "__origin__",
+    "__parameters__",
+    "__class_getitem__",
+    "__setattr__",
+    "__delattr__",
+    "__getnewargs__",
+    "__fspath__",
+    "__missing__",
+    "__version__",
+    "__libmpdec_version__",
+    "__main__",
+];
+
+/// Calls whose keyword arguments monty rejects. `None`: every keyword.
+const REJECTED_KEYWORDS: &[(&str, Option<&[&str]>)] = &[
+    // `#[from_args(name = "gather", kwargs_not_supported_yet)]` in
+    // src/modules/asyncio.rs: no `return_exceptions=`.
+    ("asyncio.gather", None),
+    // src/modules/asyncio.rs `run`: "no keyword arguments" (CPython: `debug=`).
+    ("asyncio.run", None),
+    // `call_dumps` in src/modules/json/dump.rs: "CPython kwargs `cls`,
+    // `default`, and `check_circular` are intentionally unsupported".
+    ("json.dumps", Some(&["cls", "default", "check_circular"])),
+    ("json.dump", Some(&["cls", "default", "check_circular"])),
+    // `call_loads` in src/modules/json/load.rs: `cls`, `object_hook`,
+    // `parse_constant` and `object_pairs_hook` raise TypeError.
+    (
+        "json.loads",
+        Some(&["cls", "object_hook", "parse_constant", "object_pairs_hook"]),
+    ),
+    (
+        "json.load",
+        Some(&["cls", "object_hook", "parse_constant", "object_pairs_hook"]),
+    ),
+    // src/modules/dataclasses/mod.rs: "dataclass() does not yet support the
+    // {name} option".
+    (
+        "dataclasses.dataclass",
+        Some(&["order", "unsafe_hash", "match_args", "kw_only", "slots", "weakref_slot"]),
+    ),
+    // src/modules/dataclasses/field.rs: "field() does not yet support the
+    // {name} argument".
+    (
+        "dataclasses.field",
+        Some(&["init", "repr", "hash", "compare", "metadata", "kw_only", "doc"]),
+    ),
+    // src/builtins/pow.rs: `kwargs_not_supported_yet`.
+    ("builtins.pow", None),
+    // src/builtins/map.rs: "The `strict=` parameter is not yet supported".
+    ("builtins.map", Some(&["strict"])),
+];
+
+/// Calls that await (or schedule) the coroutine objects passed to them.
+const COROUTINE_TAKERS: &[&str] = &[
+    "gather",
+    "run",
+    "create_task",
+    "ensure_future",
+    "wait_for",
+    "shield",
+    "wait",
+];
+
+// --- the rules ---------------------------------------------------------------
+
+/// One rule of the scan: looks at the token at an index and reports what it found there.
+struct Rule {
+    /// A short name, for tests and reading.
+    name: &'static str,
+    /// The check, run at every token.
+    check: fn(&Scan<'_>, usize) -> Option<Needs>,
+}
+
+/// Every rule of the scan, in one place. Each entry says why its construct
+/// needs CPython and where monty's source shows it.
+const RULES: &[Rule] = &[
+    // `import X` / `from X import …` of a module outside MONTY_MODULES: monty
+    // asks the host, chainbox serves none, ModuleNotFoundError
+    // (src/bytecode/vm/mod.rs `load_module`, src/run.rs "An import nobody
+    // serves is a missing module"). Includes `from X import *`, which
+    // src/parse.rs rejects: "Wildcard imports … are not supported".
+    Rule {
+        name: "import",
+        check: rule_import,
+    },
+    // `module.name` where monty's module lacks `name` (AttributeError), e.g.
+    // `asyncio.create_task`, `dataclasses.asdict`.
+    Rule {
+        name: "module_attribute",
+        check: rule_module_attribute,
+    },
+    // `str.upper`, `int.from_bytes`, `datetime.utcnow`, …: attributes of a type
+    // object monty's `Type::class_getattr` / `call_class_method` lack.
+    Rule {
+        name: "type_attribute",
+        check: rule_type_attribute,
+    },
+    // Keyword arguments monty's function rejects (REJECTED_KEYWORDS).
+    Rule {
+        name: "keyword_argument",
+        check: rule_keyword_argument,
+    },
+    // `round(x, n)`: monty rounds the shortest decimal text (round(2.675, 2)
+    // is 2.68), CPython the binary double (2.67): known_differences.toml
+    // `round_money_amounts`.
+    Rule {
+        name: "round_digits",
+        check: rule_round_digits,
+    },
+    // `re.sub(p, fn, s)` / `pattern.sub(fn, s)` with a replacement that is not
+    // a string literal: src/modules/re.rs and src/types/re_pattern.rs,
+    // "callable replacement is not yet supported in re.sub()".
+    Rule {
+        name: "re_sub_callable",
+        check: rule_re_sub_callable,
+    },
+    // Syntax src/parse.rs rejects with NotImplementedError: `yield`,
+    // `yield from`, `del`, class bases, `async for`/`async with`/async
+    // comprehensions, `except*`, `type X = …`, `@=` (src/bytecode/compiler.rs),
+    // t-strings, several `**` unpackings in one call.
+    Rule {
+        name: "syntax",
+        check: rule_syntax,
+    },
+    // A class body holding anything but methods, `name = value`,
+    // `name: T = value`, `pass` and strings (decorated methods included):
+    // src/parse.rs `parse_class_def`, "method decorators
+    // (classmethod/staticmethod/property)" and "class bodies containing
+    // anything other than methods and simple class variables".
+    Rule {
+        name: "class_body",
+        check: rule_class_body,
+    },
+    // The script's own `async def` called without `await` (outside a gather or
+    // task): CPython warns "coroutine … was never awaited", monty stays silent
+    // (known_differences.toml `never_awaited_user_coroutine`).
+    Rule {
+        name: "unawaited_own_coroutine",
+        check: rule_unawaited_own_coroutine,
+    },
+    // A builtin monty lacks (MISSING_BUILTINS), unless the script binds the name itself.
+    Rule {
+        name: "missing_builtin",
+        check: rule_missing_builtin,
+    },
+    // `eval` / `exec`: monty has them (src/builtins/eval_exec.rs), but the
+    // code they run is a runtime string this scan cannot see.
+    Rule {
+        name: "eval_exec",
+        check: rule_eval_exec,
+    },
+    // `def __lt__` & co. in a class: monty never calls them (USER_SPECIAL_METHODS).
+    Rule {
+        name: "special_method",
+        check: rule_special_method,
+    },
+    // `obj.__dict__`, `cls.__subclasses__()`, …: missing (SPECIAL_ATTRIBUTES).
+    Rule {
+        name: "special_attribute",
+        check: rule_special_attribute,
+    },
+    // `except ZeroDivisionError as e`: monty words every ZeroDivisionError
+    // "division by zero", CPython says "float division by zero", "integer
+    // modulo by zero", …; a script that binds the exception reads its message
+    // (known_differences.toml `zero_division_messages`).
+    Rule {
+        name: "zero_division_message",
+        check: rule_zero_division_message,
+    },
+];
+
+fn rule_import(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name || !(token.text == "import" || token.text == "from") {
+        return None;
+    }
+    let statement = scan.import_at(at)?;
+    if statement.relative {
+        return Some(Needs::Feature {
+            what: "uses a relative import",
+            line: token.line,
+        });
+    }
+    if !MONTY_MODULES.contains(&statement.module.as_str()) {
+        return Some(Needs::Module {
+            module: statement.module,
+            line: token.line,
+        });
+    }
+    if statement.wildcard {
+        return Some(Needs::Feature {
+            what: "uses `from … import *`, which monty does not support",
+            line: token.line,
+        });
+    }
+    for name in &statement.names {
+        if !module_has(&statement.module, name) {
+            return Some(Needs::ModuleMember {
+                module: statement.module,
+                member: name.clone(),
+                line: token.line,
+            });
+        }
+    }
     None
+}
+
+fn rule_module_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let (path, mut next) = scan.bound_reference(at)?;
+    let mut module = match path {
+        Binding::Module(module) => module,
+        Binding::Member(..) => return None,
+    };
+    // Walk `a.b.c` while it stays inside modules (`os.path.join`).
+    while let Some(member) = scan.attribute_after(next) {
+        if !module_has(&module, member) {
+            return Some(Needs::ModuleMember {
+                module,
+                member: member.to_owned(),
+                line: scan.tokens[at].line,
+            });
+        }
+        let dotted = format!("{module}.{member}");
+        if MONTY_MODULES.contains(&dotted.as_str()) {
+            module = dotted;
+            next += 2;
+        } else {
+            return None;
+        }
+    }
+    None
+}
+
+fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name || scan.follows_dot(at) {
+        return None;
+    }
+    // The type the name (or `module.name`) stands for, and where its attribute starts.
+    let (type_path, written, next) = if let Some((binding, next)) = scan.bound_reference(at) {
+        match binding {
+            Binding::Member(module, member) => (format!("{module}.{member}"), member, next),
+            Binding::Module(module) => {
+                let member = scan.attribute_after(next)?;
+                (format!("{module}.{member}"), member.to_owned(), next + 2)
+            }
+        }
+    } else if !scan.bound.contains(token.text) {
+        (token.text.to_owned(), token.text.to_owned(), at + 1)
+    } else {
+        return None;
+    };
+    let allowed = TYPE_ATTRIBUTES.iter().find(|(name, _)| *name == type_path)?.1;
+    let attribute = scan.attribute_after(next)?;
+    if attribute == "__name__" || allowed.contains(&attribute) {
+        return None;
+    }
+    Some(Needs::TypeAttribute {
+        type_name: written,
+        attribute: attribute.to_owned(),
+        line: token.line,
+    })
+}
+
+fn rule_keyword_argument(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op {
+        return None;
+    }
+    let function = scan.callee_path(at)?;
+    let (_, rejected) = REJECTED_KEYWORDS.iter().find(|(name, _)| *name == function)?;
+    let keyword = scan
+        .keyword_arguments(at)
+        .into_iter()
+        .find(|keyword| rejected.is_none_or(|names| names.contains(keyword)))?;
+    Some(Needs::KeywordArgument {
+        function: function.trim_start_matches("builtins.").to_owned(),
+        keyword: keyword.to_owned(),
+        line: token.line,
+    })
+}
+
+fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.round" {
+        return None;
+    }
+    (scan.arguments(at).len() > 1).then_some(Needs::Feature {
+        what: "calls `round(x, n)`, which monty rounds differently from CPython (round(2.675, 2))",
+        line: token.line,
+    })
+}
+
+fn rule_re_sub_callable(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op {
+        return None;
+    }
+    let callee = scan.callee_path(at)?;
+    let replacement = match callee.as_str() {
+        "re.sub" => 1,
+        // `pattern.sub(repl, string)` on a compiled pattern (or anything else
+        // with a `sub` method: a false positive at worst).
+        _ if callee.ends_with(".sub") && !callee.starts_with("re.") => 0,
+        _ => return None,
+    };
+    let arguments = scan.arguments(at);
+    let literal = arguments.get(replacement).is_some_and(|range| {
+        range.clone().all(|i| {
+            scan.tokens
+                .get(i)
+                .is_some_and(|t| t.kind == Kind::Str && !t.is_fstring())
+        })
+    });
+    (!literal).then_some(Needs::Feature {
+        what: "passes `re.sub` a replacement that is not a string literal (monty's re.sub takes no function)",
+        line: token.line,
+    })
+}
+
+fn rule_syntax(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    let next = scan.tokens.get(at + 1).map(|t| t.text);
+    let what = match (token.kind, token.text) {
+        (Kind::Name, "yield") => "uses `yield` (generators)",
+        (Kind::Name, "del") => "uses the `del` statement",
+        (Kind::Name, "class") => {
+            // `class X(Base):`; `class X():` has no base and monty takes it.
+            let paren = scan.tokens.get(at + 2)?;
+            let after = scan.tokens.get(at + 3)?;
+            if paren.text == "(" && after.text != ")" {
+                "defines a class with a base class (class inheritance)"
+            } else {
+                return None;
+            }
+        }
+        (Kind::Name, "async") if next == Some("for") => "uses `async for` (or an async comprehension)",
+        (Kind::Name, "async") if next == Some("with") => "uses `async with`",
+        (Kind::Name, "except") if next == Some("*") => "uses `except*` (exception groups)",
+        (Kind::Name, "type")
+            if token.starts_line
+                && scan.tokens.get(at + 1).is_some_and(|t| t.kind == Kind::Name)
+                && matches!(scan.tokens.get(at + 2).map(|t| t.text), Some("=" | "[")) =>
+        {
+            "uses a `type` alias statement"
+        }
+        (Kind::Op, "@=") => "uses the `@=` operator",
+        (Kind::Str, _) if token.prefix.contains(['t', 'T']) => "uses a template string (t-string)",
+        (Kind::Op, "(") if scan.callee_path(at).is_some() && scan.double_star_unpackings(at) > 1 => {
+            "unpacks several `**` mappings into one call"
+        }
+        _ => return None,
+    };
+    Some(Needs::Feature { what, line: token.line })
+}
+
+fn rule_class_body(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if !token.starts_line || !scan.in_class_body.contains(&at) {
+        return None;
+    }
+    let next = scan.tokens.get(at + 1);
+    let allowed = match (token.kind, token.text) {
+        (Kind::Name, "def" | "pass") | (Kind::Str, _) | (Kind::Op, "...") => true,
+        (Kind::Name, "async") => next.is_some_and(|t| t.text == "def"),
+        (Kind::Name, _) => next.is_some_and(|t| t.text == "=" || t.text == ":"),
+        _ => false,
+    };
+    if allowed {
+        return None;
+    }
+    let what = if token.text == "@" {
+        "decorates a method (@property, @staticmethod, @classmethod, …)"
+    } else {
+        "puts a statement other than methods and plain class variables in a class body"
+    };
+    Some(Needs::Feature { what, line: token.line })
+}
+
+fn rule_unawaited_own_coroutine(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name
+        || !scan.async_defs.contains(token.text)
+        || scan.tokens.get(at + 1).is_none_or(|t| t.text != "(")
+        || scan.follows_dot(at)
+    {
+        return None;
+    }
+    let before = at.checked_sub(1).and_then(|i| scan.tokens.get(i)).map(|t| t.text);
+    if matches!(before, Some("await" | "def")) {
+        return None;
+    }
+    // Inside the arguments of a call that awaits it (`asyncio.gather(f(1), f(2))`).
+    let mut open = scan.enclosing_open[at];
+    while let Some(paren) = open {
+        if scan.tokens[paren].text == "("
+            && let Some(callee) = scan.callee_path(paren)
+            && COROUTINE_TAKERS.contains(&callee.rsplit('.').next().unwrap_or_default())
+        {
+            return None;
+        }
+        open = scan.enclosing_open[paren];
+    }
+    Some(Needs::Feature {
+        what: "calls its own coroutine function without `await` (CPython warns if it is never awaited, monty does not)",
+        line: token.line,
+    })
+}
+
+fn rule_missing_builtin(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name
+        || !MISSING_BUILTINS.contains(&token.text)
+        || scan.follows_dot(at)
+        || scan.bound.contains(token.text)
+        || scan.is_keyword_argument(at)
+    {
+        return None;
+    }
+    Some(Needs::Builtin {
+        name: token.text.to_owned(),
+        line: token.line,
+    })
+}
+
+fn rule_eval_exec(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name
+        || !matches!(token.text, "eval" | "exec")
+        || scan.follows_dot(at)
+        || scan.bound.contains(token.text)
+        || scan.is_keyword_argument(at)
+    {
+        return None;
+    }
+    Some(Needs::Feature {
+        what: "runs code from a string (`eval`/`exec`), which the scan cannot see",
+        line: token.line,
+    })
+}
+
+fn rule_special_method(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "def" || token.kind != Kind::Name {
+        return None;
+    }
+    let name = scan.tokens.get(at + 1)?;
+    if !is_dunder(name.text) || USER_SPECIAL_METHODS.contains(&name.text) {
+        return None;
+    }
+    Some(Needs::DefinesSpecialMethod {
+        name: name.text.to_owned(),
+        line: token.line,
+    })
+}
+
+fn rule_special_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name || !scan.follows_dot(at) || !is_dunder(token.text) {
+        return None;
+    }
+    if SPECIAL_ATTRIBUTES.contains(&token.text) || USER_SPECIAL_METHODS.contains(&token.text) {
+        return None;
+    }
+    Some(Needs::UsesSpecialAttribute {
+        name: token.text.to_owned(),
+        line: token.line,
+    })
+}
+
+fn rule_zero_division_message(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name || token.text != "except" {
+        return None;
+    }
+    // The clause runs to its `:` outside brackets.
+    let mut names_it = false;
+    for t in scan.tokens.iter().skip(at + 1) {
+        if t.depth == token.depth && t.text == ":" {
+            break;
+        }
+        if t.text == "ZeroDivisionError" {
+            names_it = true;
+        }
+        if names_it && t.text == "as" {
+            return Some(Needs::Feature {
+                what: "reads a ZeroDivisionError's message, which monty words differently",
+                line: token.line,
+            });
+        }
+    }
+    None
+}
+
+fn module_has(module: &str, name: &str) -> bool {
+    MODULE_MEMBERS
+        .iter()
+        .find(|(m, _)| *m == module)
+        .is_none_or(|(_, names)| names.contains(&name))
+}
+
+fn is_dunder(name: &str) -> bool {
+    name.len() > 4 && name.starts_with("__") && name.ends_with("__")
+}
+
+// --- the token stream ----------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An identifier or keyword.
+    Name,
+    /// A number literal.
+    Number,
+    /// A string literal (its text is the whole literal).
+    Str,
+    /// An operator or delimiter.
+    Op,
+    /// The `{` opening an f-string replacement field: keeps the tokens of
+    /// neighbouring fields apart (its text is the `{`, but it is no bracket).
+    FieldStart,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    kind: Kind,
+    text: &'a str,
+    /// 1-based line of the token's start.
+    line: usize,
+    /// Whether the token begins a logical line.
+    starts_line: bool,
+    /// The indentation (columns) of the token's logical line.
+    indent: usize,
+    /// Bracket depth at the token (an opening bracket has the outer depth).
+    depth: usize,
+    /// For strings, the prefix letters (`rb`, `f`); empty otherwise.
+    prefix: &'a str,
+}
+
+impl Token<'_> {
+    fn is_fstring(&self) -> bool {
+        self.kind == Kind::Str && self.prefix.contains(['f', 'F'])
+    }
+}
+
+/// Splits Python source into tokens. Never fails: what it does not know
+/// becomes a one-character operator, an unterminated string runs to its end.
+struct Tokenizer<'a> {
+    src: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    end: usize,
+    line: usize,
+    depth: usize,
+    indent: usize,
+    at_line_start: bool,
+    /// Inside an f-string field: no logical lines, no indentation.
+    nested: bool,
+    tokens: Vec<Token<'a>>,
+}
+
+const THREE_CHAR_OPS: &[&str] = &["**=", "//=", ">>=", "<<=", "..."];
+const TWO_CHAR_OPS: &[&str] = &[
+    "**", "//", "==", "!=", "<=", ">=", "->", ":=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=", "<<", ">>",
+];
+
+impl<'a> Tokenizer<'a> {
+    fn new(src: &'a str) -> Self {
+        Self {
+            src,
+            bytes: src.as_bytes(),
+            pos: 0,
+            end: src.len(),
+            line: 1,
+            depth: 0,
+            indent: 0,
+            at_line_start: true,
+            nested: false,
+            tokens: Vec::new(),
+        }
+    }
+
+    fn peek(&self, offset: usize) -> Option<u8> {
+        let i = self.pos + offset;
+        if i < self.end { self.bytes.get(i).copied() } else { None }
+    }
+
+    fn run(mut self) -> Vec<Token<'a>> {
+        self.tokenize();
+        self.tokens
+    }
+
+    fn tokenize(&mut self) {
+        let mut starts_line = true;
+        while let Some(c) = self.peek(0) {
+            if self.at_line_start && !self.nested {
+                // Measure the indentation; blank and comment-only lines do not count.
+                let mut width = 0;
+                while let Some(b' ' | b'\t' | b'\x0c') = self.peek(0) {
+                    width += if self.peek(0) == Some(b'\t') { 8 - width % 8 } else { 1 };
+                    self.pos += 1;
+                }
+                self.at_line_start = false;
+                if !matches!(self.peek(0), Some(b'\n' | b'\r' | b'#') | None) {
+                    self.indent = width;
+                    starts_line = true;
+                }
+                continue;
+            }
+            let start = self.pos;
+            match c {
+                b' ' | b'\t' | b'\x0c' | b'\r' => self.pos += 1,
+                b'\n' => {
+                    self.pos += 1;
+                    self.line += 1;
+                    if self.depth == 0 {
+                        self.at_line_start = true;
+                    }
+                }
+                b'\\' => {
+                    // A line continuation (or a stray backslash).
+                    self.pos += 1;
+                    if self.peek(0) == Some(b'\r') {
+                        self.pos += 1;
+                    }
+                    if self.peek(0) == Some(b'\n') {
+                        self.pos += 1;
+                        self.line += 1;
+                    }
+                }
+                b'#' => {
+                    while self.peek(0).is_some_and(|b| b != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                b'"' | b'\'' => {
+                    self.string(start, start, starts_line);
+                    starts_line = false;
+                }
+                c if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 => {
+                    while self
+                        .peek(0)
+                        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80)
+                    {
+                        self.pos += 1;
+                    }
+                    let word = &self.src[start..self.pos];
+                    if matches!(self.peek(0), Some(b'"' | b'\'')) && is_string_prefix(word) {
+                        self.string(start, self.pos, starts_line);
+                    } else {
+                        self.push(Kind::Name, start, starts_line, "");
+                    }
+                    starts_line = false;
+                }
+                c if c.is_ascii_digit() || (c == b'.' && self.peek(1).is_some_and(|b| b.is_ascii_digit())) => {
+                    self.pos += 1;
+                    while let Some(b) = self.peek(0) {
+                        let exponent_sign = matches!(b, b'+' | b'-')
+                            && matches!(self.bytes.get(self.pos - 1), Some(b'e' | b'E'))
+                            && !self.src[start..self.pos].starts_with("0x")
+                            && !self.src[start..self.pos].starts_with("0X");
+                        if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || exponent_sign {
+                            self.pos += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    self.push(Kind::Number, start, starts_line, "");
+                    starts_line = false;
+                }
+                _ => {
+                    let rest = &self.src[start..self.end];
+                    let len = THREE_CHAR_OPS
+                        .iter()
+                        .chain(TWO_CHAR_OPS)
+                        .find(|op| rest.starts_with(**op))
+                        .map_or_else(|| rest.chars().next().map_or(1, char::len_utf8), |op| op.len());
+                    self.pos += len;
+                    match c {
+                        b'(' | b'[' | b'{' => {
+                            self.push(Kind::Op, start, starts_line, "");
+                            self.depth += 1;
+                        }
+                        b')' | b']' | b'}' => {
+                            self.depth = self.depth.saturating_sub(1);
+                            self.push(Kind::Op, start, starts_line, "");
+                        }
+                        _ => self.push(Kind::Op, start, starts_line, ""),
+                    }
+                    starts_line = false;
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, kind: Kind, start: usize, starts_line: bool, prefix: &'a str) {
+        self.tokens.push(Token {
+            kind,
+            text: &self.src[start..self.pos],
+            line: self.line,
+            starts_line: starts_line && !self.nested,
+            indent: self.indent,
+            depth: self.depth,
+            prefix,
+        });
+    }
+
+    /// A string literal whose prefix starts at `start` and whose quote is at `quote_at`.
+    fn string(&mut self, start: usize, quote_at: usize, starts_line: bool) {
+        let prefix = &self.src[start..quote_at];
+        let line = self.line;
+        let quote = self.bytes[quote_at];
+        self.pos = quote_at;
+        let triple = self.peek(1) == Some(quote) && self.peek(2) == Some(quote);
+        let open = if triple { 3 } else { 1 };
+        self.pos += open;
+        let body_start = self.pos;
+        let mut body_end = self.end;
+        while let Some(b) = self.peek(0) {
+            match b {
+                b'\\' => {
+                    if self.peek(1) == Some(b'\n') {
+                        self.line += 1;
+                    }
+                    self.pos += 2;
+                }
+                b'\n' => {
+                    self.line += 1;
+                    self.pos += 1;
+                    if !triple {
+                        // Unterminated: the line ends the literal.
+                        body_end = self.pos - 1;
+                        break;
+                    }
+                }
+                _ if b == quote && (!triple || (self.peek(1) == Some(quote) && self.peek(2) == Some(quote))) => {
+                    body_end = self.pos;
+                    self.pos += open;
+                    break;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        self.pos = self.pos.min(self.end);
+        let body_end = body_end.min(self.end);
+        self.tokens.push(Token {
+            kind: Kind::Str,
+            text: &self.src[start..self.pos],
+            line,
+            starts_line: starts_line && !self.nested,
+            indent: self.indent,
+            depth: self.depth,
+            prefix,
+        });
+        if prefix.contains(['f', 'F', 't', 'T']) {
+            self.fstring_fields(body_start, body_end, line);
+        }
+    }
+
+    /// Tokenizes the replacement fields `{expr!r:spec}` of an f-string body as code.
+    fn fstring_fields(&mut self, start: usize, end: usize, line: usize) {
+        let mut i = start;
+        while i < end {
+            match self.bytes.get(i) {
+                Some(b'{') if self.bytes.get(i + 1) == Some(&b'{') => i += 2,
+                Some(b'{') => {
+                    let (expr_end, field_end) = field_bounds(self.bytes, i + 1, end);
+                    let field_line = line + self.src[start..i].matches('\n').count();
+                    self.tokens.push(Token {
+                        kind: Kind::FieldStart,
+                        text: &self.src[i..=i],
+                        line: field_line,
+                        starts_line: false,
+                        indent: self.indent,
+                        depth: self.depth + 1,
+                        prefix: "",
+                    });
+                    let mut inner = Tokenizer {
+                        src: self.src,
+                        bytes: self.bytes,
+                        pos: i + 1,
+                        end: expr_end,
+                        line: field_line,
+                        depth: self.depth + 1,
+                        indent: self.indent,
+                        at_line_start: false,
+                        nested: true,
+                        tokens: Vec::new(),
+                    };
+                    inner.tokenize();
+                    self.tokens.append(&mut inner.tokens);
+                    // A format spec may hold nested fields: `{x:{width}}`.
+                    if expr_end < field_end {
+                        self.fstring_fields(expr_end, field_end, field_line);
+                    }
+                    i = field_end + 1;
+                }
+                Some(_) => i += 1,
+                None => break,
+            }
+        }
+    }
+}
+
+/// Where a replacement field's expression ends (at a top-level `!`, `:` or
+/// `}`) and where the field ends (its closing `}`), from just after its `{`.
+fn field_bounds(bytes: &[u8], from: usize, end: usize) -> (usize, usize) {
+    let mut depth = 0usize;
+    let mut expr_end = None;
+    let mut i = from;
+    let mut quote: Option<u8> = None;
+    while i < end {
+        let Some(&b) = bytes.get(i) else { break };
+        if let Some(q) = quote {
+            if b == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'\'' | b'"' => quote = Some(b),
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b'}' if depth == 0 => return (expr_end.unwrap_or(i), i),
+            b'}' => depth -= 1,
+            b'!' if depth == 0 && expr_end.is_none() && bytes.get(i + 1) != Some(&b'=') => expr_end = Some(i),
+            b':' if depth == 0 && expr_end.is_none() => expr_end = Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    (expr_end.unwrap_or(end), end)
+}
+
+fn is_string_prefix(word: &str) -> bool {
+    word.len() <= 2
+        && word
+            .chars()
+            .all(|c| matches!(c.to_ascii_lowercase(), 'r' | 'u' | 'b' | 'f' | 't'))
+        && matches!(
+            word.to_ascii_lowercase().as_str(),
+            "r" | "u" | "b" | "f" | "t" | "br" | "rb" | "fr" | "rf" | "tr" | "rt"
+        )
+}
+
+// --- the scan's view of the script ---------------------------------------------
+
+/// What a name bound by an import stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Binding {
+    /// A module (`import json`, `import os.path as p`, `from os import path`).
+    Module(String),
+    /// A name from a module (`from datetime import datetime`).
+    Member(String, String),
+}
+
+/// One import statement.
+#[derive(Debug, Default)]
+struct Import<'a> {
+    /// The module, dotted (for `import a, b`, the first module monty lacks, else the last).
+    module: String,
+    /// The names of a `from` import.
+    names: Vec<String>,
+    /// `from . import x`.
+    relative: bool,
+    /// `from x import *`.
+    wildcard: bool,
+    /// The names it binds and what they stand for.
+    bindings: Vec<(&'a str, Binding)>,
+}
+
+struct Scan<'a> {
+    tokens: Vec<Token<'a>>,
+    /// The innermost open bracket around each token.
+    enclosing_open: Vec<Option<usize>>,
+    /// Names bound by imports.
+    imports: HashMap<&'a str, Binding>,
+    /// Names the script binds itself (assignments, `def`, `class`, parameters,
+    /// loop and `as` targets), so a builtin rule does not fire on them.
+    bound: HashSet<&'a str>,
+    /// Names of the script's `async def` functions.
+    async_defs: HashSet<&'a str>,
+    /// Line-starting tokens directly inside a class body.
+    in_class_body: HashSet<usize>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(script: &'a str) -> Self {
+        let tokens = Tokenizer::new(script).run();
+        let mut scan = Self {
+            enclosing_open: Vec::with_capacity(tokens.len()),
+            tokens,
+            imports: HashMap::new(),
+            bound: HashSet::new(),
+            async_defs: HashSet::new(),
+            in_class_body: HashSet::new(),
+        };
+        scan.index();
+        scan
+    }
+
+    fn index(&mut self) {
+        let mut open: Vec<usize> = Vec::new();
+        // (indentation, is a `class` line) of the enclosing lines.
+        let mut blocks: Vec<(usize, bool)> = Vec::new();
+        for i in 0..self.tokens.len() {
+            let token = self.tokens[i];
+            if token.kind == Kind::Op && matches!(token.text, ")" | "]" | "}") {
+                open.pop();
+            }
+            self.enclosing_open.push(open.last().copied());
+            if token.kind == Kind::Op && matches!(token.text, "(" | "[" | "{") {
+                open.push(i);
+            }
+            if token.starts_line {
+                while blocks.last().is_some_and(|(indent, _)| *indent >= token.indent) {
+                    blocks.pop();
+                }
+                if blocks.last().is_some_and(|(_, is_class)| *is_class) {
+                    self.in_class_body.insert(i);
+                }
+                blocks.push((token.indent, token.text == "class"));
+            }
+            if token.kind != Kind::Name {
+                continue;
+            }
+            let prev = i.checked_sub(1).map(|p| self.tokens[p].text);
+            let next = self.tokens.get(i + 1).map(|t| t.text);
+            match token.text {
+                "import" | "from" => {
+                    if let Some(import) = self.import_at(i) {
+                        for (name, binding) in import.bindings {
+                            self.imports.insert(name, binding);
+                        }
+                    }
+                }
+                "def" | "class" => {
+                    if let Some(name) = self.tokens.get(i + 1).filter(|t| t.kind == Kind::Name) {
+                        self.bound.insert(name.text);
+                        if token.text == "def" && prev == Some("async") {
+                            self.async_defs.insert(name.text);
+                        }
+                    }
+                    if token.text == "def" {
+                        self.bind_parameters(i + 2);
+                    }
+                }
+                "lambda" => self.bind_lambda_parameters(i + 1),
+                "for" | "as" | "global" | "nonlocal" => {
+                    // The targets up to `in` / the end of the clause.
+                    for t in self.tokens.iter().skip(i + 1) {
+                        match (t.kind, t.text) {
+                            (Kind::Name, "in") => break,
+                            (Kind::Name, _) => {
+                                self.bound.insert(t.text);
+                            }
+                            (Kind::Op, "," | "(" | ")" | "[" | "]" | "*") => {}
+                            _ => break,
+                        }
+                    }
+                }
+                _ if matches!(next, Some("=" | ":=")) && !self.is_keyword_argument(i) => {
+                    self.bound.insert(token.text);
+                }
+                _ if next == Some(",") && token.depth == 0 && self.statement_assigns(i) => {
+                    self.bound.insert(token.text);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the statement holding `at` assigns with a top-level `=` after it (`a, b = …`).
+    fn statement_assigns(&self, at: usize) -> bool {
+        self.tokens
+            .iter()
+            .skip(at + 1)
+            .take_while(|t| !t.starts_line && t.text != ";")
+            .any(|t| t.depth == 0 && t.text == "=")
+    }
+
+    fn bind_parameters(&mut self, paren: usize) {
+        if self.tokens.get(paren).is_none_or(|t| t.text != "(") {
+            return;
+        }
+        let depth = self.tokens[paren].depth + 1;
+        let mut expect_name = true;
+        for t in self.tokens.iter().skip(paren + 1) {
+            if t.depth < depth {
+                break;
+            }
+            if t.depth == depth {
+                match (t.kind, t.text) {
+                    (Kind::Name, _) if expect_name => {
+                        self.bound.insert(t.text);
+                        expect_name = false;
+                    }
+                    (Kind::Op, ",") => expect_name = true,
+                    (Kind::Op, "*" | "**" | "/") => {}
+                    _ => expect_name = false,
+                }
+            }
+        }
+    }
+
+    fn bind_lambda_parameters(&mut self, from: usize) {
+        let mut expect_name = true;
+        for t in self.tokens.iter().skip(from) {
+            match (t.kind, t.text) {
+                (Kind::Op, ":") => break,
+                (Kind::Name, _) if expect_name => {
+                    self.bound.insert(t.text);
+                    expect_name = false;
+                }
+                (Kind::Op, ",") => expect_name = true,
+                (Kind::Op, "*" | "**" | "/") => {}
+                _ => expect_name = false,
+            }
+        }
+    }
+
+    /// Parses the import statement whose `import` / `from` keyword is at `at`.
+    fn import_at(&self, at: usize) -> Option<Import<'a>> {
+        let keyword = self.tokens.get(at)?;
+        // `yield from x` / `raise E from e` are not imports.
+        if at > 0 && matches!(self.tokens[at - 1].text, "yield") {
+            return None;
+        }
+        let mut i = at + 1;
+        let mut import = Import::default();
+        if keyword.text == "from" {
+            while self.tokens.get(i).is_some_and(|t| t.text == "." || t.text == "...") {
+                import.relative = true;
+                i += 1;
+            }
+            let (module, after) = self.dotted_name(i);
+            if self.tokens.get(after).is_none_or(|t| t.text != "import") {
+                return None;
+            }
+            import.module = module.unwrap_or_default();
+            i = after + 1;
+            if self.tokens.get(i).is_some_and(|t| t.text == "(") {
+                i += 1;
+            }
+            while let Some(t) = self.tokens.get(i) {
+                if t.starts_line {
+                    break;
+                }
+                match (t.kind, t.text) {
+                    (Kind::Op, "*") => import.wildcard = true,
+                    (Kind::Name, "as") => {
+                        if let (Some(alias), Some(name)) = (self.tokens.get(i + 1), import.names.last()) {
+                            import.bindings.pop();
+                            import.bindings.push((alias.text, member_binding(&import.module, name)));
+                            i += 1;
+                        }
+                    }
+                    (Kind::Name, name) => {
+                        import.names.push(name.to_owned());
+                        import.bindings.push((t.text, member_binding(&import.module, name)));
+                    }
+                    (Kind::Op, "," | "(") => {}
+                    _ => break,
+                }
+                i += 1;
+            }
+            return Some(import);
+        }
+        // `import a.b as c, d`, not the `import` of a `from` import.
+        let statement_start = keyword.starts_line
+            || at
+                .checked_sub(1)
+                .is_some_and(|p| matches!(self.tokens[p].text, ";" | ":"));
+        if !statement_start {
+            return None;
+        }
+        let mut first_missing: Option<String> = None;
+        while let (Some(module), after) = self.dotted_name(i) {
+            let top_token = self.tokens.get(i)?;
+            i = after;
+            if self.tokens.get(i).is_some_and(|t| t.text == "as") {
+                if let Some(alias) = self.tokens.get(i + 1) {
+                    import.bindings.push((alias.text, Binding::Module(module.clone())));
+                }
+                i += 2;
+            } else {
+                import
+                    .bindings
+                    .push((top_token.text, Binding::Module(top_token.text.to_owned())));
+            }
+            if first_missing.is_none() && !MONTY_MODULES.contains(&module.as_str()) {
+                first_missing = Some(module.clone());
+            }
+            import.module = module;
+            if self.tokens.get(i).is_some_and(|t| t.text == ",") {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if let Some(missing) = first_missing {
+            import.module = missing;
+        }
+        (!import.module.is_empty()).then_some(import)
+    }
+
+    /// A dotted name starting at `at`, and the index after it.
+    fn dotted_name(&self, at: usize) -> (Option<String>, usize) {
+        let mut name = String::new();
+        let mut i = at;
+        while let Some(t) = self.tokens.get(i).filter(|t| t.kind == Kind::Name) {
+            if matches!(t.text, "import" | "as") {
+                break;
+            }
+            name.push_str(t.text);
+            i += 1;
+            if self.tokens.get(i).is_some_and(|t| t.text == ".") {
+                name.push('.');
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        ((!name.is_empty()).then_some(name), i)
+    }
+
+    /// If the token at `at` is a name bound by an import (not an attribute),
+    /// what it stands for and the index after it.
+    fn bound_reference(&self, at: usize) -> Option<(Binding, usize)> {
+        let token = self.tokens.get(at)?;
+        if token.kind != Kind::Name || self.follows_dot(at) {
+            return None;
+        }
+        Some((self.imports.get(token.text)?.clone(), at + 1))
+    }
+
+    /// The attribute name of `.name` at `at`.
+    fn attribute_after(&self, at: usize) -> Option<&'a str> {
+        let dot = self.tokens.get(at)?;
+        let name = self.tokens.get(at + 1)?;
+        (dot.text == "." && name.kind == Kind::Name).then_some(name.text)
+    }
+
+    fn follows_dot(&self, at: usize) -> bool {
+        at.checked_sub(1).is_some_and(|p| self.tokens[p].text == ".")
+    }
+
+    /// Whether the name at `at` is a keyword argument's name (`f(name=…)`).
+    fn is_keyword_argument(&self, at: usize) -> bool {
+        let next_is_eq = self.tokens.get(at + 1).is_some_and(|t| t.text == "=");
+        let open = self.enclosing_open.get(at).copied().flatten();
+        next_is_eq
+            && open.is_some_and(|o| self.tokens[o].text == "(")
+            && at
+                .checked_sub(1)
+                .is_some_and(|p| matches!(self.tokens[p].text, "(" | ","))
+    }
+
+    /// The called function of the `(` at `paren`, resolved through imports:
+    /// `asyncio.gather`, `builtins.round`, `obj.sub` (unresolved receivers
+    /// keep their written name).
+    fn callee_path(&self, paren: usize) -> Option<String> {
+        let mut i = paren.checked_sub(1)?;
+        let mut parts = Vec::new();
+        loop {
+            let t = self.tokens.get(i)?;
+            if t.kind != Kind::Name {
+                return None;
+            }
+            parts.push(t.text);
+            if i >= 2 && self.tokens[i - 1].text == "." && self.tokens[i - 2].kind == Kind::Name {
+                i -= 2;
+            } else {
+                break;
+            }
+        }
+        let before = if self.tokens[i].starts_line {
+            None
+        } else {
+            i.checked_sub(1).map(|p| self.tokens[p].text)
+        };
+        // A call's name, not `def f(` / `class C(`.
+        if matches!(before, Some("def" | "class")) {
+            return None;
+        }
+        // Only a name chain can be resolved; `x[0].sub(` keeps its method.
+        if matches!(before, Some(")" | "]" | "}" | ".")) {
+            return Some(format!("?.{}", parts.first()?));
+        }
+        parts.reverse();
+        let first = parts[0];
+        let head = match self.imports.get(first) {
+            Some(Binding::Module(module)) => module.clone(),
+            Some(Binding::Member(module, member)) => format!("{module}.{member}"),
+            None if parts.len() == 1 && !self.bound.contains(first) => format!("builtins.{first}"),
+            None => first.to_owned(),
+        };
+        let mut path = head;
+        for part in &parts[1..] {
+            path.push('.');
+            path.push_str(part);
+        }
+        Some(path)
+    }
+
+    /// The token ranges of the top-level arguments of the call at `paren`.
+    fn arguments(&self, paren: usize) -> Vec<std::ops::Range<usize>> {
+        let Some(open) = self.tokens.get(paren) else {
+            return Vec::new();
+        };
+        let inner = open.depth + 1;
+        let mut arguments = Vec::new();
+        let mut start = paren + 1;
+        let mut i = paren + 1;
+        while let Some(t) = self.tokens.get(i) {
+            if t.depth < inner {
+                break;
+            }
+            if t.depth == inner && t.text == "," {
+                arguments.push(start..i);
+                start = i + 1;
+            }
+            i += 1;
+        }
+        if start < i {
+            arguments.push(start..i);
+        }
+        arguments.retain(|range| !range.is_empty());
+        arguments
+    }
+
+    /// The keyword names of the call at `paren`.
+    fn keyword_arguments(&self, paren: usize) -> Vec<&'a str> {
+        self.arguments(paren)
+            .into_iter()
+            .filter_map(|range| {
+                let name = self.tokens.get(range.start)?;
+                let eq = self.tokens.get(range.start + 1)?;
+                (name.kind == Kind::Name && eq.text == "=").then_some(name.text)
+            })
+            .collect()
+    }
+
+    /// How many `**mapping` arguments the call at `paren` has.
+    fn double_star_unpackings(&self, paren: usize) -> usize {
+        self.arguments(paren)
+            .into_iter()
+            .filter(|range| self.tokens.get(range.start).is_some_and(|t| t.text == "**"))
+            .count()
+    }
+}
+
+fn member_binding(module: &str, name: &str) -> Binding {
+    let dotted = format!("{module}.{name}");
+    if MONTY_MODULES.contains(&dotted.as_str()) {
+        Binding::Module(dotted)
+    } else {
+        Binding::Member(module.to_owned(), name.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule that fires first on `script`, and what it says.
+    fn found(script: &str) -> Option<(&'static str, String)> {
+        first_finding(script).map(|(rule, needs)| (rule, needs.to_string()))
+    }
+
+    fn assert_cpython(script: &str, rule: &str, says: &str) {
+        let found = found(script);
+        assert!(
+            found
+                .as_ref()
+                .is_some_and(|(r, text)| *r == rule && text.contains(says)),
+            "expected rule {rule} saying {says:?}, scan found {found:?} in:\n{script}"
+        );
+    }
+
+    fn assert_monty(script: &str) {
+        assert_eq!(found(script), None, "expected monty for:\n{script}");
+    }
+
+    #[test]
+    fn rule_names_are_unique() {
+        let names: HashSet<_> = RULES.iter().map(|rule| rule.name).collect();
+        assert_eq!(names.len(), RULES.len());
+    }
+
+    #[test]
+    fn interpreter_names_and_choice() {
+        assert_eq!(Interpreter::Monty.as_str(), "monty");
+        assert_eq!(Interpreter::Cpython.as_str(), "cpython");
+        assert_eq!(Interpreter::for_script("x = 1\nx"), Interpreter::Monty);
+        assert_eq!(Interpreter::for_script("import statistics"), Interpreter::Cpython);
+    }
+
+    #[test]
+    fn import_of_a_module_monty_lacks() {
+        assert_cpython(
+            "import statistics\nstatistics.mean([1])",
+            "import",
+            "imports `statistics`, which monty does not have (line 1)",
+        );
+        assert_cpython("x = 1\nfrom io import StringIO", "import", "imports `io`");
+        assert_cpython("import json, asyncio, textwrap", "import", "`textwrap`");
+    }
+
+    #[test]
+    fn import_of_a_submodule_monty_lacks() {
+        assert_cpython("import collections.abc", "import", "`collections.abc`");
+        assert_cpython("from xml.etree import ElementTree", "import", "`xml.etree`");
+    }
+
+    #[test]
+    fn imports_of_monty_modules_stay_monty() {
+        assert_monty(
+            "import json\nimport re, math\nimport asyncio as aio\nimport os.path\nfrom os import path\n\
+             from datetime import datetime, timedelta\nfrom collections import Counter, defaultdict\n\
+             from __future__ import annotations\nfrom typing import Any, Optional\n",
+        );
+    }
+
+    #[test]
+    fn from_import_of_a_name_the_module_lacks() {
+        assert_cpython(
+            "from dataclasses import dataclass, asdict",
+            "import",
+            "`dataclasses.asdict`",
+        );
+        assert_cpython("from functools import wraps", "import", "`functools.wraps`");
+        assert_cpython(
+            "from collections import (\n    Counter,\n    OrderedDict,\n)",
+            "import",
+            "`collections.OrderedDict`",
+        );
+    }
+
+    #[test]
+    fn wildcard_import() {
+        assert_cpython("from math import *", "import", "import *");
+    }
+
+    #[test]
+    fn relative_import() {
+        assert_cpython("from . import helpers", "import", "relative import");
+    }
+
+    #[test]
+    fn raise_from_is_not_an_import() {
+        assert_monty("try:\n    x = 1\nexcept KeyError as e:\n    raise ValueError('no') from e");
+    }
+
+    #[test]
+    fn module_attribute_monty_lacks() {
+        assert_cpython(
+            "import asyncio\nt = asyncio.create_task(f())",
+            "module_attribute",
+            "`asyncio.create_task`",
+        );
+        assert_cpython(
+            "import asyncio as aio\naio.wait_for(f(), 1)",
+            "module_attribute",
+            "`asyncio.wait_for`",
+        );
+        assert_cpython(
+            "import os\nos.path.islinkx('a')",
+            "module_attribute",
+            "`os.path.islinkx`",
+        );
+        assert_cpython(
+            "import dataclasses\ndataclasses.fields(x)",
+            "module_attribute",
+            "`dataclasses.fields`",
+        );
+    }
+
+    #[test]
+    fn module_attributes_monty_has_stay_monty() {
+        assert_monty(
+            "import os, json, re\nos.path.join('a', 'b')\njson.dumps({}, indent=2)\nre.compile('x').findall('y')",
+        );
+    }
+
+    #[test]
+    fn unbound_method_of_a_builtin_type() {
+        assert_cpython("names = list(map(str.upper, ['a']))", "type_attribute", "`str.upper`");
+        assert_cpython("int.from_bytes(b'a', 'big')", "type_attribute", "`int.from_bytes`");
+        assert_cpython("dict.items(d)", "type_attribute", "`dict.items`");
+    }
+
+    #[test]
+    fn type_attributes_monty_has_stay_monty() {
+        assert_monty("d = dict.fromkeys(['a'], 0)\nn = str.__name__\nb = bytes.fromhex('00')");
+    }
+
+    #[test]
+    fn rebound_type_name_is_not_the_type() {
+        assert_monty("str = 'abc'\nstr.upper()");
+    }
+
+    #[test]
+    fn library_class_method_monty_lacks() {
+        assert_cpython(
+            "from datetime import datetime\ndatetime.utcnow()",
+            "type_attribute",
+            "`datetime.utcnow`",
+        );
+        assert_cpython(
+            "import datetime\ndatetime.date.fromtimestamp(0)",
+            "type_attribute",
+            "`date.fromtimestamp`",
+        );
+        assert_monty("from datetime import datetime, date, timezone\ndatetime.now(timezone.utc)\ndate.today()");
+    }
+
+    #[test]
+    fn gather_with_a_keyword_argument() {
+        assert_cpython(
+            "import asyncio\nr = await asyncio.gather(a(), b(), return_exceptions=True)",
+            "keyword_argument",
+            "`return_exceptions=` to `asyncio.gather`",
+        );
+        assert_cpython(
+            "from asyncio import gather\nawait gather(a(), return_exceptions=False)",
+            "keyword_argument",
+            "gather",
+        );
+    }
+
+    #[test]
+    fn gather_without_keywords_stays_monty() {
+        assert_monty("import asyncio\nr = await asyncio.gather(*[get_user(i) for i in range(3)])");
+    }
+
+    #[test]
+    fn json_hooks_monty_lacks() {
+        assert_cpython(
+            "import json\njson.dumps(x, default=str)",
+            "keyword_argument",
+            "`default=` to `json.dumps`",
+        );
+        assert_cpython(
+            "import json\njson.loads(s, object_hook=f)",
+            "keyword_argument",
+            "`object_hook=`",
+        );
+        assert_monty("import json\njson.dumps(x, indent=2, sort_keys=True, separators=(',', ':'))");
+    }
+
+    #[test]
+    fn dataclass_options_monty_lacks() {
+        assert_cpython(
+            "from dataclasses import dataclass\n@dataclass(order=True)\nclass A:\n    x: int",
+            "keyword_argument",
+            "`order=`",
+        );
+        assert_monty(
+            "from dataclasses import dataclass, field\n@dataclass(frozen=True)\nclass A:\n    x: int = field(default=0)",
+        );
+    }
+
+    #[test]
+    fn round_with_digits() {
+        assert_cpython("round(2.675, 2)", "round_digits", "round(x, n)");
+        assert_cpython("round(x, ndigits=1)", "round_digits", "round(x, n)");
+    }
+
+    #[test]
+    fn round_to_an_integer_stays_monty() {
+        assert_monty("n = round(2.5)\nm = round(sum([1.5, 2]))");
+    }
+
+    #[test]
+    fn re_sub_with_a_function() {
+        assert_cpython(
+            "import re\nre.sub(r'\\d+', lambda m: m.group(0) * 2, s)",
+            "re_sub_callable",
+            "re.sub",
+        );
+        assert_cpython(
+            "import re\np = re.compile('a')\np.sub(repl, s)",
+            "re_sub_callable",
+            "re.sub",
+        );
+    }
+
+    #[test]
+    fn re_sub_with_a_string_stays_monty() {
+        assert_monty("import re\nre.sub(r'\\s+', ' ', s)\nre.compile('a').sub('b', s)");
+    }
+
+    #[test]
+    fn yield_is_a_generator() {
+        assert_cpython(
+            "def pages():\n    yield 1\n",
+            "syntax",
+            "uses `yield` (generators) (line 2)",
+        );
+        assert_cpython("def pages():\n    yield from [1]\n", "syntax", "`yield`");
+    }
+
+    #[test]
+    fn del_statement() {
+        assert_cpython("d = {'a': 1}\ndel d['a']", "syntax", "`del`");
+    }
+
+    #[test]
+    fn class_inheritance() {
+        assert_cpython("class NotFound(Exception):\n    pass", "syntax", "class inheritance");
+    }
+
+    #[test]
+    fn class_without_base_stays_monty() {
+        assert_monty(
+            "from dataclasses import dataclass\n@dataclass\nclass Row:\n    \"\"\"A row.\"\"\"\n    name: str\n    \
+             total: float = 0.0\n\n    def label(self):\n        return self.name\n\nclass Empty():\n    pass\n",
+        );
+    }
+
+    #[test]
+    fn async_for_and_async_with() {
+        assert_cpython(
+            "async def f():\n    async for x in y:\n        pass",
+            "syntax",
+            "`async for`",
+        );
+        assert_cpython(
+            "async def f():\n    async with y:\n        pass",
+            "syntax",
+            "`async with`",
+        );
+    }
+
+    #[test]
+    fn except_star() {
+        assert_cpython("try:\n    pass\nexcept* ValueError:\n    pass", "syntax", "except*");
+    }
+
+    #[test]
+    fn type_alias_statement() {
+        assert_cpython("type Rows = list[dict]", "syntax", "`type` alias");
+        assert_monty("kind = type(x)\ntype(x)");
+    }
+
+    #[test]
+    fn matmul_assignment() {
+        assert_cpython("m @= n", "syntax", "`@=`");
+    }
+
+    #[test]
+    fn t_string() {
+        assert_cpython("s = t'hi {name}'", "syntax", "t-string");
+    }
+
+    #[test]
+    fn several_double_star_unpackings_in_a_call() {
+        assert_cpython("f(**a, **b)", "syntax", "`**`");
+        assert_monty("f(**a)\nd = {**a, **b}\nx = 2 ** 3");
+    }
+
+    #[test]
+    fn method_decorator() {
+        assert_cpython(
+            "class A:\n    @property\n    def x(self):\n        return 1",
+            "class_body",
+            "decorates a method",
+        );
+    }
+
+    #[test]
+    fn statement_in_a_class_body() {
+        assert_cpython("class A:\n    if True:\n        x = 1", "class_body", "class body");
+        assert_cpython("class A:\n    a, b = 1, 2", "class_body", "class body");
+    }
+
+    #[test]
+    fn own_coroutine_never_awaited() {
+        assert_cpython(
+            "async def notify(u):\n    return await send_email(to=u)\n\nnotify(1)\n",
+            "unawaited_own_coroutine",
+            "without `await` (CPython warns if it is never awaited, monty does not) (line 4)",
+        );
+    }
+
+    #[test]
+    fn own_coroutine_awaited_or_gathered_stays_monty() {
+        assert_monty(
+            "import asyncio\nasync def one(i):\n    return await get_user(i)\n\nfirst = await one(1)\n\
+             rest = await asyncio.gather(one(2), *[one(i) for i in range(3, 5)])\n",
+        );
+    }
+
+    #[test]
+    fn builtin_monty_lacks() {
+        assert_cpython(
+            "class A:\n    def __init__(self):\n        super().__init__()",
+            "missing_builtin",
+            "`super`",
+        );
+        assert_cpython(
+            "try:\n    x = 1\nexcept ConnectionError:\n    pass",
+            "missing_builtin",
+            "`ConnectionError`",
+        );
+        assert_cpython("print(callable(f))", "missing_builtin", "`callable`");
+    }
+
+    #[test]
+    fn script_bound_name_is_not_the_builtin() {
+        assert_monty("input = await get_user(1)\nprint(input)\ndef dir(x):\n    return x\nf(vars=1)");
+    }
+
+    #[test]
+    fn eval_and_exec() {
+        assert_cpython("eval('1 + 1')", "eval_exec", "eval");
+        assert_cpython("exec(code)", "eval_exec", "exec");
+    }
+
+    #[test]
+    fn special_method_monty_never_calls() {
+        assert_cpython(
+            "class A:\n    def __lt__(self, other):\n        return True",
+            "special_method",
+            "`__lt__`",
+        );
+        assert_cpython(
+            "class A:\n    def __len__(self):\n        return 0",
+            "special_method",
+            "`__len__`",
+        );
+    }
+
+    #[test]
+    fn special_methods_monty_calls_stay_monty() {
+        assert_monty(
+            "class A:\n    def __init__(self):\n        self.x = 1\n    def __repr__(self):\n        return 'A'\n    \
+             def __eq__(self, o):\n        return True",
+        );
+    }
+
+    #[test]
+    fn special_attribute_monty_lacks() {
+        assert_cpython("vars_of = obj.__dict__", "special_attribute", "`__dict__`");
+        assert_cpython("A.__subclasses__()", "special_attribute", "`__subclasses__`");
+        assert_monty("name = type(obj).__name__\ncls = obj.__class__");
+    }
+
+    #[test]
+    fn zero_division_message_read() {
+        assert_cpython(
+            "try:\n    x = 1 / 0\nexcept ZeroDivisionError as e:\n    print(e)",
+            "zero_division_message",
+            "ZeroDivisionError",
+        );
+        assert_cpython(
+            "try:\n    x = 1 / 0\nexcept (ValueError, ZeroDivisionError) as e:\n    print(e)",
+            "zero_division_message",
+            "ZeroDivisionError",
+        );
+    }
+
+    #[test]
+    fn zero_division_caught_without_its_message_stays_monty() {
+        assert_monty(
+            "try:\n    x = 1 / 0\nexcept ZeroDivisionError:\n    x = 0\ntry:\n    pass\nexcept ValueError as e:\n    pass",
+        );
+    }
+
+    #[test]
+    fn strings_do_not_fire() {
+        assert_monty(concat!(
+            "a = 'yield import statistics'\n",
+            "b = \"del x; str.upper\"\n",
+            "c = '''\nimport statistics\nyield\n'''\n",
+            "d = r'\\d+ yield'\n",
+            "e = b'import io'\n",
+            "g = rb\"del\"\n",
+            "h = \"\"\"class A(B): pass\"\"\"\n",
+            "i = 'it\\'s yield'\n",
+            "j = u\"del\" 'yield'\n",
+        ));
+    }
+
+    #[test]
+    fn comments_do_not_fire() {
+        assert_monty("# import statistics\nx = 1  # yield del str.upper\n# class A(B):\n");
+    }
+
+    #[test]
+    fn fstring_text_does_not_fire() {
+        assert_monty("name = 'x'\ns = f'yield {name!r:>10} del {{str.upper}} {name:{width}} {x:%Y-%m}'");
+    }
+
+    #[test]
+    fn fstring_fields_are_scanned() {
+        assert_cpython("s = f'{str.upper(name)}'", "type_attribute", "`str.upper`");
+        assert_cpython("s = f'''a\n{round(x, 2)}'''", "round_digits", "(line 2)");
+        assert_cpython(
+            "s = f\"{', '.join(x)} {d['k']:{round(w, 1)}}\"",
+            "round_digits",
+            "round",
+        );
+    }
+
+    #[test]
+    fn line_numbers_count_multiline_strings_and_continuations() {
+        assert_cpython("x = '''\n\n'''\ny = 1 + \\\n    2\nimport io", "import", "(line 6)");
+    }
+
+    #[test]
+    fn typical_chain_stays_monty() {
+        assert_monty(
+            r#"import asyncio
+import json
+import math
+import re
+from collections import Counter
+
+# Fetch the users, then their orders, concurrently.
+users = await list_users(limit=10)
+orders = await asyncio.gather(*[get_orders(u["id"]) for u in users["items"]])
+totals = {u["name"]: sum(o["amount"] for o in os) for u, os in zip(users["items"], orders)}
+best = max(totals, key=lambda n: totals[n])
+words = Counter(w.lower() for w in re.findall(r"\w+", json.dumps(totals)))
+if best:
+    print(f"best: {best} with {totals[best]:.2f} ({math.sqrt(len(totals)):.1f})")
+match users:
+    case {"items": [first, *_]}:
+        head = first
+    case _:
+        head = None
+with open("/tmp/x") as f:
+    pass
+def helper(xs, *, scale=1.0):
+    global best
+    return [x * scale for x in xs if x]
+report = {"best": best, "count": len(totals), "words": dict(words.most_common(3))}
+report
+"#,
+        );
+    }
+
+    /// The `[differs]` entries of the corpus's known differences.
+    fn known_differences() -> Vec<String> {
+        let text = std::fs::read_to_string("tests/corpus/known_differences.toml")
+            .expect("run the test binary from the worktree root");
+        let mut in_differs = false;
+        let mut names = Vec::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                in_differs = line == "[differs]";
+            } else if in_differs
+                && !line.starts_with('#')
+                && let Some((name, _)) = line.split_once('=')
+            {
+                names.push(name.trim().to_owned());
+            }
+        }
+        names
+    }
+
+    fn corpus_cases() -> Vec<(String, String)> {
+        let mut cases: Vec<(String, String)> = std::fs::read_dir("tests/corpus/cases")
+            .expect("run the test binary from the worktree root")
+            .filter_map(|entry| {
+                let path = entry.ok()?.path();
+                if path.extension()? != "py" {
+                    return None;
+                }
+                let name = path.file_stem()?.to_str()?.to_owned();
+                Some((name, std::fs::read_to_string(&path).ok()?))
+            })
+            .collect();
+        cases.sort();
+        cases
+    }
+
+    #[test]
+    fn corpus_known_differences_and_cpython_cases_route_to_cpython() {
+        // A boundary rule of chainbox's command tools, not an interpreter difference.
+        const NOT_INTERPRETER: &[&str] = &["tool_result_content_blocks"];
+        let differs = known_differences();
+        assert!(!differs.is_empty());
+        let cases = corpus_cases();
+        for name in &differs {
+            assert!(cases.iter().any(|(case, _)| case == name), "no case file for {name}");
+        }
+        let mut misses = Vec::new();
+        let mut others = Vec::new();
+        for (name, script) in &cases {
+            let must =
+                (differs.contains(name) && !NOT_INTERPRETER.contains(&name.as_str())) || name.starts_with("cpython_");
+            match (must, needs_cpython(script)) {
+                (true, None) => misses.push(name.clone()),
+                (false, Some(needs)) => others.push(format!("{name}: {needs}")),
+                (true, Some(needs)) => eprintln!("  required  {name}: {needs}"),
+                (false, None) => {}
+            }
+        }
+        eprintln!("other corpus cases routed to CPython ({}):", others.len());
+        for line in &others {
+            eprintln!("  extra     {line}");
+        }
+        assert!(misses.is_empty(), "routed to monty but must run in CPython: {misses:?}");
+    }
 }
