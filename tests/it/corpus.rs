@@ -10,8 +10,13 @@
 //!   runner: `python3 tests/corpus/reference.py` re-blesses every case
 //!   (`--check` only compares).
 //! - `known_differences.toml` — cases that differ from CPython for a known
-//!   reason (a Python feature monty lacks, a documented boundary rule), each
-//!   with that reason. A listed case must still differ, so the list stays true.
+//!   reason (a documented boundary rule, a difference between CPython
+//!   versions), each with that reason. A listed case must still differ, so
+//!   the list stays true.
+//!
+//! Every case runs under the default policy, so `python = "auto"` chooses
+//! its interpreter: monty, or the CPython guest for what monty lacks (the
+//! `cpython_*` cases exercise those features).
 //!
 //! Compared, for every case: `status`, `output` (JSON, key order included,
 //! integers by their digits), `output_text`, `stdout`, the uncaught

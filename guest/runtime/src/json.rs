@@ -29,7 +29,10 @@ fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
         },
         "float" => {
             let f = value.as_float().unwrap_or(f64::NAN);
-            Value::Number(Number::from_f64(f).ok_or_else(|| format!("float {f} is not JSON compliant"))?)
+            // Named as Python writes it (`nan`, `inf`), as the CPython guest does.
+            Value::Number(
+                Number::from_f64(f).ok_or_else(|| format!("float {} is not JSON compliant", value.py_repr()))?,
+            )
         }
         "str" => Value::String(value.as_str().unwrap_or_default().to_owned()),
         "list" | "tuple" | "set" | "frozenset" | "namedtuple" => Value::Array(
