@@ -187,9 +187,11 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
 
 /// The CPython guest's imports: the `host` interface of
 /// `guest/cpython/wit/chain.wit`, and WASI preview 2 (whose capabilities the
-/// chain's `WasiCtx` limits to clocks, randomness and the workspace).
+/// chain's `WasiCtx` limits to clocks, randomness and the workspace), its
+/// byte-writing functions counted against the workspace quota ([`super::quota`]).
 pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    super::quota::add_to_linker(linker)?;
     let mut host = linker.instance(CPYTHON_HOST_INTERFACE)?;
     host.func_wrap(
         "start",

@@ -15,6 +15,7 @@
 
 mod imports;
 mod meters;
+mod quota;
 
 pub(crate) use imports::{add_to_component_linker, add_to_linker};
 pub(crate) use meters::Meters;
@@ -73,6 +74,9 @@ pub(crate) struct ChainState {
     /// profiles).
     pub(crate) guest_memory: Option<wasmtime::Memory>,
     workspace: Arc<Mutex<Workspace>>,
+    /// Bytes the CPython guest has written into its workspace through WASI
+    /// (the monty guest's are counted by `monty-fs`); see [`quota`].
+    written: u64,
 }
 
 /// A reason the host ended the chain from inside a host call.
@@ -196,6 +200,7 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Res
         memory: MemoryLimiter::new(usize::try_from(policy.max_memory_bytes).unwrap_or(usize::MAX), meters),
         guest_memory: None,
         workspace: setup.workspace,
+        written: 0,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.memory);

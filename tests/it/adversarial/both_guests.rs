@@ -300,3 +300,53 @@ async fn the_filesystem_shows_only_the_workspace_on_cpython() {
     let text = listing.output.to_string();
     assert!(!text.contains("etc") && !text.contains("root"), "{listing:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filling_the_host_disk_through_the_workspace_is_capped_on_both_guests() {
+    // WASI file writes run on the host's blocking threads, outside the
+    // chain's CPU clock: without the quota a CPython chain wrote host disk
+    // at disk speed for its whole total timeout.
+    let policy = ChainPolicy {
+        max_cpu_s: 5.0,
+        total_timeout_s: 20.0,
+        ..tight()
+    };
+    for script in [
+        "from pathlib import Path\nchunk = 'x' * (4 * 1024 * 1024)\ni = 0\nwhile True:\n    Path('/workspace/f' + str(i)).write_text(chunk)\n    i += 1",
+        "chunk = 'x' * (4 * 1024 * 1024)\nwhile True:\n    with open('/workspace/same', 'w') as f:\n        f.write(chunk)",
+    ] {
+        for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+            let workspace = tempfile::tempdir().expect("temp dir");
+            let options = chainbox::RunOptions {
+                workspace: Some(workspace.path().to_path_buf()),
+                ..chainbox::RunOptions::default()
+            };
+            let policy = ChainPolicy {
+                python,
+                ..policy.clone()
+            };
+            let r = engine()
+                .run_with(
+                    script,
+                    &adversarial_registry(),
+                    &policy,
+                    &Approval::auto(ToolRisk::Safe),
+                    options,
+                )
+                .await;
+            assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+            assert_eq!(
+                r.error.as_ref().map(|e| e.error_type.as_str()),
+                Some("OSError"),
+                "{r:#?}"
+            );
+            let on_disk: u64 = std::fs::read_dir(workspace.path())
+                .expect("workspace")
+                .map(|e| e.and_then(|e| e.metadata()).map_or(0, |m| m.len()))
+                .sum();
+            assert!(on_disk <= 256 * MIB, "{python:?}: {on_disk} bytes written");
+        }
+    }
+    assert_next_chain_ok().await;
+    assert_next_cpython_chain_ok().await;
+}

@@ -513,9 +513,11 @@ fn run_guest(cases: &[&Case]) -> Vec<Outcome> {
     runtime.block_on(async {
         let engine = crate::fixtures::engine();
         let registry = ToolRegistry::new();
+        // The monty guest against native monty: never the CPython guest.
         let policy = ChainPolicy {
             total_timeout_s: CASE_TIMEOUT.as_secs_f64(),
             max_cpu_s: CASE_TIMEOUT.as_secs_f64(),
+            python: chainbox::PythonChoice::Monty,
             ..ChainPolicy::default()
         };
         let approval = Approval::auto(ToolRisk::Safe);
