@@ -6,7 +6,8 @@
 //! finished, plus the increase per parked chain. Not a criterion bench: the figure is
 //! a size, not a time. `CHAINBOX_PARKED=1000,10000` picks the levels;
 //! `CHAINBOX_PARKED_HOLD_S=30` keeps each level parked that long (to read
-//! `/proc/<pid>/smaps` meanwhile).
+//! `/proc/<pid>/smaps` meanwhile); `CHAINBOX_PARKED_PYTHON=cpython` parks
+//! chains of the CPython guest instead of monty.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::{
-    Approval, ChainPolicy, Engine, EngineConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk,
+    Approval, ChainPolicy, Engine, EngineConfig, PythonChoice, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    ToolRisk,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
@@ -81,9 +83,14 @@ async fn level(chains: usize) {
         release: Notify::new(),
     });
     let registry = ToolRegistry::from_local([park.clone() as Arc<dyn Tool>]).expect("registry");
+    let python = match std::env::var("CHAINBOX_PARKED_PYTHON").as_deref() {
+        Ok("cpython") => PythonChoice::Cpython,
+        _ => PythonChoice::Monty,
+    };
     let policy = ChainPolicy {
         total_timeout_s: 600.0,
         call_timeout_s: 600.0,
+        python,
         ..ChainPolicy::default()
     };
     let approval = Approval::auto(ToolRisk::Safe);
@@ -119,7 +126,7 @@ async fn level(chains: usize) {
     let after = memory();
     let per_chain = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1024.0 / chains as f64;
     println!(
-        "{chains:>6} parked chains (all parked after {parked_after:.2?}, {ok}/{chains} ok):\n\
+        "{chains:>6} parked {python:?} chains (all parked after {parked_after:.2?}, {ok}/{chains} ok):\n\
          \x20      RSS before {:.0} MiB, parked {:.0} MiB (+{:.0} KiB per chain), after {:.0} MiB\n\
          \x20      PSS before {:.0} MiB, parked {:.0} MiB (+{:.0} KiB per chain), after {:.0} MiB",
         mib(before.0),
