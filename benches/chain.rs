@@ -7,7 +7,9 @@
 //! - `gather_10x50ms`: ten gathered calls of a tool sleeping 50 ms
 //!   (concurrency: ideal is 50 ms);
 //! - `invoker_call`: one call through the invoker alone (budget, digest,
-//!   schema check, policy, record, shaping), no sandbox.
+//!   schema check, policy, record, shaping), no sandbox;
+//! - `python_choice_*`: the scan `python = "auto"` runs on a chain's script
+//!   before it starts (two corpus scripts).
 //!
 //! Native monty runs the same script through the `monty` crate in-process,
 //! external calls answered inline: the floor for this interpreter. It has no
@@ -138,6 +140,27 @@ fn benches(c: &mut Criterion) {
         group.finish();
     }
     invoker_call(c, &runtime);
+    python_choice(c);
+}
+
+/// What `python = "auto"` adds to every chain before it starts: the scan
+/// that picks the interpreter, on a realistic chain of the corpus.
+fn python_choice(c: &mut Criterion) {
+    let scripts = [
+        (
+            "python_choice_gather_metrics_week",
+            include_str!("../tests/corpus/cases/gather_metrics_week.py"),
+        ),
+        (
+            "python_choice_paginate_orders_cursor",
+            include_str!("../tests/corpus/cases/paginate_orders_cursor.py"),
+        ),
+    ];
+    for (name, script) in scripts {
+        c.bench_function(name, |b| {
+            b.iter(|| chainbox::python_choice::needs_cpython(std::hint::black_box(script)))
+        });
+    }
 }
 
 /// One call through the invoker alone: budget, args digest, schema check,

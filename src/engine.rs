@@ -181,7 +181,7 @@ impl CpythonGuest {
             .wasm_component_model(true);
         let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
         let path = cache_dir.join(format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM)));
-        let component = match load_cached(&path, |p| unsafe_deserialize_component(&engine, p)) {
+        let component = match load_cached(&path, |p| deserialize_component_file(&engine, p)) {
             Some(component) => component,
             None => {
                 let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
@@ -189,7 +189,7 @@ impl CpythonGuest {
                     &cache_dir,
                     &path,
                     &compiled,
-                    |p| unsafe_deserialize_component(&engine, p),
+                    |p| deserialize_component_file(&engine, p),
                     || {
                         // SAFETY: `compiled` was produced just now by this engine.
                         unsafe { Component::deserialize(&engine, &compiled) }
@@ -207,7 +207,7 @@ impl CpythonGuest {
 
 /// SAFETY (of the call inside): only ever given cache files named by
 /// [`cache_key`], which this engine's kind wrote (see [`load_cached`]).
-fn unsafe_deserialize_component(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Component> {
+fn deserialize_component_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: see above.
     unsafe { Component::deserialize_file(engine, path) }
 }

@@ -1,6 +1,8 @@
-//! One chain inside wasmtime: its `Store` and how its run ended. The host
-//! side of the guest contract is [`imports`]; the chain's limits and what it
-//! used are [`meters`].
+//! One chain inside wasmtime: its `Store` (the same [`ChainState`] for
+//! both guests: the monty module and the CPython component) and how its
+//! run ended. The host side of the guest contract is [`imports`]; the
+//! chain's limits and what it used are [`meters`]; the CPython guest's
+//! workspace write quota is [`quota`].
 //!
 //! Invariants:
 //! - Only [`imports`] reads or writes guest memory. Every read is
@@ -9,9 +11,11 @@
 //!   [`Meters`]) before the trap that enforces them, so the trap is
 //!   classified from facts, not from error strings.
 //! - The guest has no WASI capabilities beyond clocks and randomness: no
-//!   environment, no arguments, no preopened host paths, no sockets. Its
-//!   files are served through the `os` import by `monty-fs`, confined to the
-//!   chain's workspace directory, which is created on first use.
+//!   environment, no arguments, no sockets, no host paths but the chain's
+//!   workspace. The monty guest's files are served through the `os` import
+//!   by `monty-fs`, confined to the workspace directory, which is created on
+//!   first use; the CPython guest gets that directory preopened as
+//!   `/workspace` (created before it starts), its only one.
 
 mod imports;
 mod meters;

@@ -142,24 +142,22 @@ async fn auto_runs_a_script_needing_cpython_on_cpython() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn auto_falls_back_to_cpython_when_monty_refuses_to_parse() {
-    // A syntax monty's parser lacks, whatever the scan knows.
-    let script = "match [1, 2]:\n    case [a, b]:\n        r = a + b\nr";
-    let monty = run_on(PythonChoice::Monty, script, &registry()).await;
-    if monty.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Compile) {
-        let r = run_on(PythonChoice::Auto, script, &registry()).await;
-        assert_ok(&r);
-        assert_eq!(r.interpreter, Interpreter::Cpython);
-        assert_eq!(r.output, json!(3));
-    }
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_real_syntax_error_under_auto_is_cpythons_compile_error() {
+async fn auto_hands_a_script_monty_cannot_parse_to_cpython() {
+    // Nothing ran on monty (its parser refused the script), so CPython runs
+    // it, and its answer (here CPython's own SyntaxError) is the chain's.
     let r = run_on(PythonChoice::Auto, "await add(a=1, b=\n", &registry()).await;
     assert_eq!(r.status, ChainStatus::Error);
     assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Compile), "{r:#?}");
+    assert_eq!(r.interpreter, Interpreter::Cpython);
     assert_eq!(r.tool_calls, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn match_statements_give_the_same_answer_under_auto() {
+    let script = "match [1, 2]:\n    case [a, b]:\n        r = a + b\nr";
+    let r = run_on(PythonChoice::Auto, script, &registry()).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(3));
 }
 
 #[tokio::test(flavor = "multi_thread")]
