@@ -35,9 +35,12 @@ fn tools() -> ToolRegistry {
 }
 
 async fn run_on(python: PythonChoice, script: &str, registry: &ToolRegistry) -> ChainRunResult {
+    // A short call timeout, so the timeout case ends in seconds.
     let policy = ChainPolicy {
         python,
         max_inline_result_bytes: 256,
+        call_timeout_s: 3.0,
+        approval_timeout_s: 2.0,
         ..ChainPolicy::default()
     };
     engine()
