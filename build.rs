@@ -146,6 +146,14 @@ fn build_cpython_guest(manifest_dir: &Path) {
         std::fs::write(&marker, b"").expect("chainbox build: write the componentize-py marker");
     }
     let wasm = guest_dir.join("chainbox-cpython.wasm");
+    // The dev, test and clippy builds each run this script: build the
+    // component once per content of its inputs (~20-40 s each time).
+    let key = guest_dir.join("chainbox-cpython.wasm.inputs");
+    let inputs = cpython_inputs(&source);
+    if wasm.exists() && std::fs::read(&key).is_ok_and(|k| k == inputs) {
+        println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
+        return;
+    }
     let status = Command::new(&python)
         .env("PYTHONPATH", &tool_dir)
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -165,7 +173,29 @@ fn build_cpython_guest(manifest_dir: &Path) {
     if !status.success() || !wasm.exists() {
         panic!("chainbox build: componentize-py failed to build the CPython guest ({status})");
     }
+    std::fs::write(&key, &inputs).expect("chainbox build: write the CPython guest's input key");
     println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
+}
+
+/// Everything the CPython guest is built from, as one byte string: the
+/// pinned componentize-py, then each file of `wit/` and `src/` by name and
+/// content (sorted, so the order is stable).
+fn cpython_inputs(source: &Path) -> Vec<u8> {
+    let mut files = Vec::new();
+    for dir in ["wit", "src"] {
+        if let Ok(entries) = std::fs::read_dir(source.join(dir)) {
+            files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+        }
+    }
+    files.sort();
+    let mut inputs = COMPONENTIZE_PY.as_bytes().to_vec();
+    for file in files {
+        inputs.extend_from_slice(file.to_string_lossy().as_bytes());
+        inputs.push(0);
+        inputs.extend(std::fs::read(&file).unwrap_or_default());
+        inputs.push(0);
+    }
+    inputs
 }
 
 /// Adds the wasm target with rustup when the active toolchain lacks it.
