@@ -1140,7 +1140,10 @@ fn rule_module_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 
 fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let token = scan.tokens.get(at)?;
-    if token.kind != Kind::Name || scan.follows_dot(at) {
+    // Every form this rule knows (`str.x`, `mod.type.x`, `type.x` imported
+    // from a module) starts with a name followed by a dot: most names are
+    // not, and cost nothing more.
+    if token.kind != Kind::Name || scan.follows_dot(at) || scan.tokens.get(at + 1).is_none_or(|t| t.text != ".") {
         return None;
     }
     // The type the name (or `module.name`) stands for, and where its attribute starts.
@@ -2035,7 +2038,7 @@ impl<'a> Scan<'a> {
     /// what it stands for and the index after it.
     fn bound_reference(&self, at: usize) -> Option<(Binding, usize)> {
         let token = self.tokens.get(at)?;
-        if token.kind != Kind::Name || self.follows_dot(at) {
+        if self.imports.is_empty() || token.kind != Kind::Name || self.follows_dot(at) {
             return None;
         }
         Some((self.imports.get(token.text)?.clone(), at + 1))
