@@ -3,13 +3,15 @@
 //! `perf record` or `valgrind --tool=callgrind` at when profiling.
 //!
 //! ```text
-//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare] [--mt]
+//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare] [--mt] [--cpython]
 //! ```
 //!
 //! `--compare` alternates chainbox and native runs in one process and prints
 //! both and their ratio: on a noisy machine, interleaving keeps drift from
 //! favouring either side. `--compare --no-prefault` alternates with an
 //! engine that does not prefault its hot pages instead of native monty.
+//!
+//! `--cpython` runs the chains on the CPython guest (`python = "cpython"`).
 //!
 //! The script may call `noop()`, a tool that returns `None`.
 
@@ -18,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::{
-    Approval, ChainPolicy, Engine, EngineConfig, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk,
+    Approval, ChainPolicy, Engine, EngineConfig, PythonChoice, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
+    ToolRisk,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{CompileOptions, MontyObject, NameLookupResult, PrintWriter, ResourceTracker};
@@ -110,8 +113,14 @@ fn main() {
     };
     let noop = Noop(json!({"type": "object", "properties": {}}));
     let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
+    let python = if args.iter().any(|a| a == "--cpython") {
+        PythonChoice::Cpython
+    } else {
+        PythonChoice::Monty
+    };
     let policy = ChainPolicy {
         max_tool_calls: 100_000,
+        python,
         ..ChainPolicy::default()
     };
     let approval = Approval::auto(ToolRisk::Safe);
