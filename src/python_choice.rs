@@ -180,10 +180,30 @@ impl fmt::Display for Needs {
     }
 }
 
+/// Largest script the scan reads. The scan runs on the host, before the
+/// chain and outside its limits, and some of its rules look ahead from a
+/// token to the end of its clause, so a hostile script of repeated keywords
+/// made it quadratic (80 KB of `for` took ~60 s in a debug build). A larger
+/// script goes to CPython unread: CPython runs any script, and a script
+/// this large has start-up to spare. Model-written chains are a few KiB.
+pub const MAX_SCANNED_BYTES: usize = 32 * 1024;
+
+/// Most tokens a rule looks ahead (to the end of a clause, a call's
+/// arguments) or out (through enclosing brackets) from one token: with the
+/// size bound, it keeps a hostile script's scan linear. A clause longer than
+/// this is read in part, which can only make a rule fire less often on it.
+const LOOKAHEAD: usize = 256;
+
 /// The scan: `None` if monty runs the script as far as a static look can
 /// tell, else the first thing found (the earliest token any rule fires on).
 #[must_use]
 pub fn needs_cpython(script: &str) -> Option<Needs> {
+    if script.len() > MAX_SCANNED_BYTES {
+        return Some(Needs::Feature {
+            what: "is longer than the scan reads (MAX_SCANNED_BYTES)",
+            line: 1,
+        });
+    }
     first_finding(script).map(|(_, needs)| needs)
 }
 
@@ -1302,7 +1322,9 @@ fn rule_unawaited_own_coroutine(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     // Inside the arguments of a call that awaits it (`asyncio.gather(f(1), f(2))`).
     let mut open = scan.enclosing_open[at];
-    while let Some(paren) = open {
+    let mut levels = 0;
+    while let Some(paren) = open.filter(|_| levels < LOOKAHEAD) {
+        levels += 1;
         if scan.tokens[paren].text == "("
             && let Some(callee) = scan.callee_path(paren)
             && COROUTINE_TAKERS.contains(&callee.rsplit('.').next().unwrap_or_default())
@@ -1385,7 +1407,7 @@ fn rule_zero_division_message(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     // The clause runs to its `:` outside brackets.
     let mut names_it = false;
-    for t in scan.tokens.iter().skip(at + 1) {
+    for t in scan.tokens.iter().skip(at + 1).take(LOOKAHEAD) {
         if t.depth == token.depth && t.text == ":" {
             break;
         }
@@ -1858,7 +1880,7 @@ impl<'a> Scan<'a> {
                 "lambda" => self.bind_lambda_parameters(i + 1),
                 "for" | "as" | "global" | "nonlocal" => {
                     // The targets up to `in` / the end of the clause.
-                    for t in self.tokens.iter().skip(i + 1) {
+                    for t in self.tokens.iter().skip(i + 1).take(LOOKAHEAD) {
                         match (t.kind, t.text) {
                             (Kind::Name, "in") => break,
                             (Kind::Name, _) => {
@@ -1895,7 +1917,7 @@ impl<'a> Scan<'a> {
         }
         let depth = self.tokens[paren].depth + 1;
         let mut expect_name = true;
-        for t in self.tokens.iter().skip(paren + 1) {
+        for t in self.tokens.iter().skip(paren + 1).take(LOOKAHEAD) {
             if t.depth < depth {
                 break;
             }
@@ -1915,7 +1937,7 @@ impl<'a> Scan<'a> {
 
     fn bind_lambda_parameters(&mut self, from: usize) {
         let mut expect_name = true;
-        for t in self.tokens.iter().skip(from) {
+        for t in self.tokens.iter().skip(from).take(LOOKAHEAD) {
             match (t.kind, t.text) {
                 (Kind::Op, ":") => break,
                 (Kind::Name, _) if expect_name => {
@@ -1952,7 +1974,7 @@ impl<'a> Scan<'a> {
             if self.tokens.get(i).is_some_and(|t| t.text == "(") {
                 i += 1;
             }
-            while let Some(t) = self.tokens.get(i) {
+            while let Some(t) = self.tokens.get(i).filter(|_| i < at + LOOKAHEAD) {
                 if t.starts_line {
                     break;
                 }
@@ -2018,7 +2040,11 @@ impl<'a> Scan<'a> {
     fn dotted_name(&self, at: usize) -> (Option<String>, usize) {
         let mut name = String::new();
         let mut i = at;
-        while let Some(t) = self.tokens.get(i).filter(|t| t.kind == Kind::Name) {
+        while let Some(t) = self
+            .tokens
+            .get(i)
+            .filter(|t| t.kind == Kind::Name && i < at + LOOKAHEAD)
+        {
             if matches!(t.text, "import" | "as") {
                 break;
             }
@@ -2122,7 +2148,7 @@ impl<'a> Scan<'a> {
         let mut arguments = Vec::new();
         let mut start = paren + 1;
         let mut i = paren + 1;
-        while let Some(t) = self.tokens.get(i) {
+        while let Some(t) = self.tokens.get(i).filter(|_| i < paren + LOOKAHEAD) {
             if t.depth < inner {
                 break;
             }
@@ -2171,6 +2197,35 @@ fn member_binding(module: &str, name: &str) -> Binding {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_script_longer_than_the_scan_reads_goes_to_cpython_unread() {
+        let script = "for ".repeat(MAX_SCANNED_BYTES);
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            super::needs_cpython(&script),
+            Some(Needs::Feature { line: 1, .. })
+        ));
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+    }
+
+    #[test]
+    fn the_worst_script_the_scan_reads_is_scanned_quickly() {
+        // Repeated keywords whose rules look ahead: the quadratic case, at
+        // the size bound.
+        for word in [
+            "for ", "as ", "lambda ", "except ", "f(", "round(", "from.", "import ", "(", "x.",
+        ] {
+            let script = word.repeat(MAX_SCANNED_BYTES / word.len());
+            let started = std::time::Instant::now();
+            let _ = super::needs_cpython(&script);
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{word:?}: {:?}",
+                started.elapsed()
+            );
+        }
+    }
+
     use super::*;
 
     /// The rule that fires first on `script`, and what it says.
