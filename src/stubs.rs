@@ -21,7 +21,7 @@ use crate::policy::ChainPolicy;
 use crate::tools::{AnyTool, Tool, ToolRegistry, ToolRisk, is_identifier};
 
 /// The comment block that opens the stubs: what a chain script is, its
-/// errors, and the gaps of the Python subset it runs in (monty 1.4).
+/// errors, and which Python runs it.
 pub const STUBS_PREAMBLE: &str = r#"# Tools you can call from a chain script.
 #
 # A chain script is Python run in a sandbox (the monty interpreter, a Python
@@ -48,14 +48,13 @@ pub const STUBS_PREAMBLE: &str = r#"# Tools you can call from a chain script.
 # Images and other media arrive as {"text": ..., "files": [{"path", "media_type",
 # "artifact_ref"}]}; the files are under /workspace/media and open() reads them.
 #
-# The Python subset has gaps; avoid:
-#   - generators and `yield` (generator expressions like sum(x for x in xs) are fine)
-#   - class inheritance, so no custom exception classes: raise built-in ones
-#   - `del`, `async for`, `async with`, method decorators (@property, @staticmethod)
-#   - the `statistics` module; compute means and the like by hand
-# Standard library: json, re, math, datetime, itertools, collections, functools,
-# asyncio (gather), dataclasses, random, base64, hashlib. No network, no
-# subprocesses; files only under /workspace.
+# The script runs on a fast Python subset (monty) when it can, and on full
+# CPython 3.14 when it needs more (class inheritance and custom exceptions,
+# generators, `statistics`, `dataclasses.asdict`, gather(return_exceptions=True),
+# create_task...), chosen before it starts (unless the policy's `python` pins one).
+# Standard library: json, re, math, statistics, datetime, itertools, collections,
+# functools, asyncio, dataclasses, decimal, csv, io, textwrap, random, base64,
+# hashlib and more. No network, no subprocesses; files only under /workspace.
 
 from typing import Any, Literal
 "#;
@@ -662,7 +661,7 @@ mod tests {
             "TimeoutError",
             "ValueError",
             "asyncio.gather",
-            "yield",
+            "CPython 3.14",
         ] {
             assert!(STUBS_PREAMBLE.contains(name), "{name}");
         }
