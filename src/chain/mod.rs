@@ -44,6 +44,14 @@ pub(crate) async fn run(
     approval: &Approval,
     options: RunOptions,
 ) -> ChainRunResult {
+    let interpreter = choose(policy.python, script);
+    if interpreter == Interpreter::Cpython {
+        // Compiling (or loading) the CPython guest happens once per engine,
+        // on the first chain that needs it: it is the engine's start-up, not
+        // this chain's time (nor in its timeout or `duration_ms`). If it
+        // fails, the chain reports it below.
+        let _ = core.cpython().await;
+    }
     let started = Instant::now();
     if let Err(e) = policy.validate() {
         // The same field-naming errors as a policy file gets; nothing runs.
@@ -52,19 +60,13 @@ pub(crate) async fn run(
         result.duration_ms = millis(started.elapsed());
         return result;
     }
-    let interpreter = choose(policy.python, script);
-    if interpreter == Interpreter::Cpython {
-        // Compiling (or loading) the CPython guest happens once per engine,
-        // on the first chain that needs it: it is the engine's start-up, not
-        // this chain's time. If it fails, the chain reports it below.
-        let _ = core.cpython().await;
-    }
     let chain = Started::new(core, registry, policy, approval, options);
-    let total = chain.policy.total_timeout();
-    let mut result = match tokio::time::timeout(total, chain.run(core, script, registry, interpreter)).await {
-        Ok(result) => result,
-        Err(_) => chain.timed_out(total, interpreter),
-    };
+    let mut result = chain.run(core, script, registry, interpreter).await;
+    if chain.hand_to_cpython(&result) {
+        // As above: the CPython guest is built outside the chain's time.
+        let _ = core.cpython().await;
+        result = chain.run(core, script, registry, Interpreter::Cpython).await;
+    }
     chain.close(&mut result);
     result.duration_ms = millis(started.elapsed());
     result
@@ -154,10 +156,8 @@ impl Started {
         }
     }
 
-    /// The guest runs in a pool slot and its ending becomes the result.
-    /// Under `auto`, a script monty's parser refuses runs again on CPython:
-    /// nothing of it has run (no call, no file, no output), so nothing can
-    /// happen twice.
+    /// The guest runs in a pool slot under the total timeout, and its
+    /// ending becomes the result.
     async fn run(
         &self,
         core: &Core,
@@ -165,16 +165,21 @@ impl Started {
         registry: &ToolRegistry,
         interpreter: Interpreter,
     ) -> ChainRunResult {
-        let mut result = self.run_on(core, script, registry, interpreter).await;
-        let refused = result.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Compile);
-        if refused
-            && interpreter == Interpreter::Monty
-            && self.policy.python == PythonChoice::Auto
-            && self.session.calls_attempted() == 0
-        {
-            result = self.run_on(core, script, registry, Interpreter::Cpython).await;
+        let total = self.policy.total_timeout();
+        match tokio::time::timeout(total, self.run_on(core, script, registry, interpreter)).await {
+            Ok(result) => result,
+            Err(_) => self.timed_out(total, interpreter),
         }
-        result
+    }
+
+    /// Under `auto`, whether a monty run's ending hands the script to
+    /// CPython: monty's parser refused it, so nothing of it ran (no call, no
+    /// file, no output) and nothing can happen twice.
+    fn hand_to_cpython(&self, result: &ChainRunResult) -> bool {
+        result.interpreter == Interpreter::Monty
+            && self.policy.python == PythonChoice::Auto
+            && result.error.as_ref().is_some_and(|e| e.kind == ErrorKind::Compile)
+            && self.session.calls_attempted() == 0
     }
 
     async fn run_on(
