@@ -29,7 +29,27 @@ use serde_json::{Map, Value, json};
 /// loaded) once.
 pub fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| Engine::new().expect("engine"))
+    ENGINE.get_or_init(|| {
+        let engine = Engine::new().expect("engine");
+        // Build the CPython guest now, while every other test waits here:
+        // compiled on a first CPython chain (~15-45 s on a cold cache, on
+        // every core) it would load the machine under timing-sensitive
+        // tests. On its own thread and runtime: the caller may be inside one.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("runtime");
+                    runtime.block_on(engine.prepare_cpython())
+                })
+                .join()
+                .expect("the CPython guest's build thread")
+                .expect("the CPython guest")
+        });
+        engine
+    })
 }
 
 // ---------------------------------------------------------------- policies
