@@ -491,8 +491,10 @@ pub fn readable(result: &ChainRunResult) -> String {
     }
     let _ = writeln!(
         out,
-        "── trace: {} tool calls in {:.1} ms ──",
-        result.tool_calls, result.duration_ms
+        "── trace: {} tool calls in {:.1} ms ({}) ──",
+        result.tool_calls,
+        result.duration_ms,
+        result.interpreter.as_str()
     );
     if !result.call_trace.is_empty() {
         let _ = writeln!(
