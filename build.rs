@@ -36,15 +36,7 @@ fn main() {
         return;
     }
 
-    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // OUT_DIR is <target>/<profile>/build/<pkg>/out: share one guest build
-    // across profiles and test binaries under <target>/guest.
-    let target_dir = out_dir
-        .ancestors()
-        .nth(4)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| manifest_dir.join("target"))
-        .join("guest");
+    let target_dir = guest_target_dir(&manifest_dir);
 
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     ensure_target_installed();
@@ -88,6 +80,19 @@ fn main() {
     println!("cargo:rustc-env=CHAINBOX_GUEST_WASM_PATH={}", wasm.display());
 }
 
+/// Where both guests are built: `<target>/guest`. OUT_DIR is
+/// `<target>/<profile>/build/<pkg>/out`, so one guest build is shared
+/// across profiles and test binaries.
+fn guest_target_dir(manifest_dir: &Path) -> PathBuf {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    out_dir
+        .ancestors()
+        .nth(4)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest_dir.join("target"))
+        .join("guest")
+}
+
 /// componentize-py, pinned: the CPython (3.14) it embeds is part of the guest.
 const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 
@@ -104,13 +109,7 @@ fn build_cpython_guest(manifest_dir: &Path) {
         println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={prebuilt}");
         return;
     }
-    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let guest_dir = out_dir
-        .ancestors()
-        .nth(4)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| manifest_dir.join("target"))
-        .join("guest");
+    let guest_dir = guest_target_dir(manifest_dir);
     let python = env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let tool_dir = guest_dir.join("componentize-py");
     let marker = tool_dir.join(format!("{COMPONENTIZE_PY}.installed"));
