@@ -142,6 +142,9 @@ pub(crate) struct CpythonGuest {
 impl Core {
     /// The CPython guest, built on first use.
     pub(crate) async fn cpython(&self) -> Result<&CpythonGuest, &EngineError> {
+        if let Some(built) = self.cpython.get() {
+            return built.as_ref();
+        }
         let dir = self.cache_dir.clone();
         let stop = self.stop_ticker.clone();
         let slots = self.cpython_slots;
