@@ -278,6 +278,16 @@ fn demo_prints_its_output_and_trace() {
 }
 
 #[test]
+fn the_readable_report_names_the_interpreter_that_ran() {
+    for (python, name) in [("monty", "(monty)"), ("cpython", "(cpython)")] {
+        let out = chainbox(&["run", "-", "--python", python], Some("1 + 1"));
+        assert_eq!(out.code, Some(0), "{out:#?}");
+        assert!(out.stdout.contains("tool calls in"), "{out:#?}");
+        assert!(out.stdout.contains(name), "{python}: {out:#?}");
+    }
+}
+
+#[test]
 fn failing_tool_gives_an_error_record_and_a_catchable_runtime_error() {
     let script = "\
 try:
