@@ -21,10 +21,13 @@ Everything at module level runs once, at build time: componentize-py
 imports this module and snapshots the interpreter, so the stdlib imported
 here is pre-initialised in every chain (and, in a componentize-py build,
 the only stdlib there is: a module not imported here, directly or by one
-that is, is a ModuleNotFoundError in a chain). All per-chain state lives in a `_Session`, and
-every patch of the interpreter is undone when `run` returns, so `run` can
-be called twice (the native tests do) without one chain leaking into the
-next.
+that is, is a ModuleNotFoundError in a chain). All per-chain state lives
+in a `_Session`. The patches of the interpreter that are the same for
+every chain (`_patch_interpreter`: refusals, stdio, sleeps, event loops)
+are made once at build time, in the snapshot; natively they are made per
+chain and undone when `run` returns, as the per-chain ones always are, so
+`run` can be called twice (the native tests do) without one chain leaking
+into the next.
 
 The Python-level refusals below (blocked imports, `os.system`...) make
 escape attempts fail clearly; the sandbox itself is the host's WASI
@@ -149,7 +152,10 @@ def _internal_error(message):
 
 # One encoder for every message: `json.dumps(..., ensure_ascii=False)`
 # builds a new one per call, a visible share of each tool call's cost.
+# Both are bound here, at build time: a script that replaces `json.dumps`
+# or `json.loads` in its own chain cannot break the guest's messages.
 _JSON_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+_JSON_DECODE = json.JSONDecoder().decode
 
 
 def _encode(message):
@@ -254,7 +260,7 @@ def _outcome_value(outcome):
 
 def _decode_outcome(text):
     try:
-        outcome = json.loads(text)
+        outcome = _JSON_DECODE(text)
     except ValueError as exc:
         raise RuntimeError(f"malformed call outcome message: {exc}") from None
     return _outcome_value(outcome)
@@ -383,8 +389,7 @@ class _GuestPolicy:
     (as CPython did up to 3.13), so older `get_event_loop().run_until_complete`
     scripts work too."""
 
-    def __init__(self, session):
-        self._session = session
+    def __init__(self):
         self._loop = None
 
     def get_event_loop(self):
@@ -396,7 +401,7 @@ class _GuestPolicy:
         self._loop = loop
 
     def new_event_loop(self):
-        return GuestLoop(self._session)
+        return GuestLoop(_current_session())
 
 
 def _guest_asyncio_run(main, *, debug=None, loop_factory=None):
@@ -422,7 +427,7 @@ def _outcome_of(answer, call_id):
     """The outcome of `call_id` in a `Completions`; a malformed answer is
     the call's failure, as the monty guest has it."""
     try:
-        for done_id, outcome in json.loads(answer)["done"]:
+        for done_id, outcome in _JSON_DECODE(answer)["done"]:
             if done_id == call_id:
                 return outcome
         problem = f"call {call_id} is missing from the completions"
@@ -486,8 +491,12 @@ def _refused(name):
 
 # --- "never awaited" warnings ----------------------------------------------
 
-# Deep enough to find the script's frame behind a helper or a comprehension.
-_ORIGIN_DEPTH = 16
+# The frame that creates a tool's coroutine is the script's own (a helper,
+# lambda or generator expression of the script is in main.py too; list
+# comprehensions are inlined). Deeper tracking computed the line of every
+# frame behind each coroutine made, asyncio's among them: measured a fifth
+# of each tool call's cost in the component.
+_ORIGIN_DEPTH = 1
 
 
 def _warn_unawaited_coroutine(coro):
@@ -646,9 +655,11 @@ def compile_script(source, filename=SCRIPT_FILENAME):
     tree = ast.parse(source, filename)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
-        assign = ast.Assign(targets=[ast.Name(ANSWER, ast.Store())], value=last.value)
-        tree.body[-1] = ast.copy_location(assign, last)
-        ast.fix_missing_locations(tree)
+        # Each new node gets the expression's location (not a walk of the
+        # whole tree with `ast.fix_missing_locations`: a third of a trivial
+        # chain's guest time).
+        target = ast.copy_location(ast.Name(ANSWER, ast.Store()), last)
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
     return compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
@@ -685,7 +696,7 @@ class _Session:
     def resolve(self, answer, ids):
         """Resolves the futures of the calls a `Completions` says finished."""
         try:
-            done = json.loads(answer)["done"]
+            done = _JSON_DECODE(answer)["done"]
             results = [(call_id, outcome) for call_id, outcome in done]
         except (ValueError, KeyError, TypeError) as exc:
             # As the monty guest: every awaited call fails with the reason.
@@ -814,7 +825,7 @@ class _Session:
         long to write)."""
         try:
             output = to_json(value)
-            json.dumps(output)  # an int past sys.get_int_max_str_digits raises here
+            _JSON_ENCODE(output)  # an int past sys.get_int_max_str_digits raises here
         except TypeError:
             output = repr(value)
         text = value if isinstance(value, str) else repr(value)
@@ -868,9 +879,6 @@ class _Sandbox:
         global _SESSION
         session = self.session
 
-        def patch(obj, name, value):
-            _patch(stack, obj, name, value)
-
         def set_session(value):
             global _SESSION
             _SESSION = value
@@ -878,12 +886,12 @@ class _Sandbox:
         stack.callback(set_session, _SESSION)
         _SESSION = session
 
+        if not _INTERPRETER_PATCHED:
+            _patch_interpreter(stack)
+
         # Output: stdout to the host, flushed last (callbacks run in reverse).
         stack.callback(session.stdout.flush)
-        patch(sys, "stdout", session.stdout)
-        patch(sys, "stderr", _Discard())
-        patch(sys, "stdin", io.StringIO(""))  # input() is EOFError, never a hang
-        patch(sys, "breakpointhook", lambda *a, **k: None)
+        _patch(stack, sys, "stdout", session.stdout)
 
         # The script's module, and its source for tracebacks and inspect.
         old_main = sys.modules.get("__main__")
@@ -893,21 +901,6 @@ class _Sandbox:
         old_cache = linecache.cache.get(SCRIPT_FILENAME)
         linecache.cache[SCRIPT_FILENAME] = (len(self.source), None, lines, SCRIPT_FILENAME)
         stack.callback(_restore_item, linecache.cache, SCRIPT_FILENAME, old_cache)
-
-        # Sleeps and event loops go to the host.
-        patch(time, "sleep", _host_sleep)
-        patch(asyncio, "run", _guest_asyncio_run)
-        patch(asyncio.runners, "run", _guest_asyncio_run)
-        patch(asyncio.events, "_event_loop_policy", _GuestPolicy(session))
-
-        # "never awaited" warnings with the script line of the call.
-        patch(warnings, "_warn_unawaited_coroutine", _warn_unawaited_coroutine)
-        old_depth = sys.get_coroutine_origin_tracking_depth()
-        sys.set_coroutine_origin_tracking_depth(_ORIGIN_DEPTH)
-        stack.callback(sys.set_coroutine_origin_tracking_depth, old_depth)
-
-        if not _REFUSALS_PERMANENT:
-            _install_refusals(stack)
 
         # Relative paths land in the workspace, when the host preopened it.
         try:
@@ -921,6 +914,31 @@ class _Sandbox:
         else:
             if old_cwd is not None:
                 stack.callback(_chdir_quietly, old_cwd)
+
+
+def _patch_interpreter(stack):
+    """Every change to the interpreter that is the same for every chain:
+    undone by `stack` natively; in the component, made once at build time
+    and kept (every chain is a fresh instance of the snapshot, so nothing
+    needs undoing and no chain pays for making them)."""
+    patch = functools.partial(_patch, stack)
+    patch(sys, "stderr", _Discard())
+    patch(sys, "stdin", io.StringIO(""))  # input() is EOFError, never a hang
+    patch(sys, "breakpointhook", lambda *a, **k: None)
+
+    # Sleeps and event loops go to the host.
+    patch(time, "sleep", _host_sleep)
+    patch(asyncio, "run", _guest_asyncio_run)
+    patch(asyncio.runners, "run", _guest_asyncio_run)
+    patch(asyncio.events, "_event_loop_policy", _GuestPolicy())
+
+    # "never awaited" warnings with the script line of the call.
+    patch(warnings, "_warn_unawaited_coroutine", _warn_unawaited_coroutine)
+    old_depth = sys.get_coroutine_origin_tracking_depth()
+    sys.set_coroutine_origin_tracking_depth(_ORIGIN_DEPTH)
+    stack.callback(sys.set_coroutine_origin_tracking_depth, old_depth)
+
+    _install_refusals(stack)
 
 
 def _patch(stack, obj, name, value):
@@ -938,10 +956,9 @@ def _patch(stack, obj, name, value):
     stack.callback(undo)
 
 
-# Whether the refusals below are installed for good (in the component, at
-# build time: every chain is a fresh instance of the snapshot, so nothing
-# needs undoing and no chain pays for installing them).
-_REFUSALS_PERMANENT = False
+# Whether `_patch_interpreter` was applied for good (in the component, at
+# build time).
+_INTERPRETER_PATCHED = False
 
 
 def _install_refusals(stack):
@@ -998,17 +1015,17 @@ def run_chain(request, host, workspace=WORKSPACE):
         except BaseException:
             finish = _internal_error("the guest failed")
     try:
-        return _wire(json.dumps(finish, ensure_ascii=False))
+        return _wire(_JSON_ENCODE(finish))
     except BaseException:
         try:
-            return json.dumps(_internal_error("the guest could not encode the chain's result"))
+            return _JSON_ENCODE(_internal_error("the guest could not encode the chain's result"))
         except BaseException:
             return '{"result":{"status":"error","compile":false,"exc_type":"InternalError","message":"the guest failed","line":null,"traceback":"","memory_limit":false},"warnings":[]}'
 
 
 def _run(request, host, workspace):
     try:
-        req = json.loads(request)
+        req = _JSON_DECODE(request)
         version = req["version"]
         if version != PROTOCOL_VERSION:
             return _internal_error(f"protocol version mismatch: host {version}, guest {PROTOCOL_VERSION}")
@@ -1047,20 +1064,17 @@ if wit_world is not None:
 
 
 def _warm_up():
-    """Runs one trivial chain at build time, so what a first chain builds
-    lazily (caches, the event loop's classes, the blocked-module answers) is
-    in the snapshot. After it, the refusals are installed for good and every
-    object alive is moved into the permanent generation (`gc.freeze`), so
-    the collection that ends each chain (for the "never awaited" warnings)
-    walks only what the chain made: collecting the whole pre-imported
-    stdlib cost ~45 ms per chain in the component."""
+    """Runs one small chain (a tool call, an answer) at build time, so what
+    a first chain builds lazily (caches, specialised bytecode, the event
+    loop's classes, the blocked-module answers) is in the snapshot."""
 
-    class _NoHost:
+    class _WarmUpHost:
         def start(self, call_id, call):
             pass
 
         def wait(self, wait, timeout_ns):
-            return '{"done": []}'
+            ids = json.loads(wait)["ids"]
+            return json.dumps({"done": [[i, {"status": "ok", "value": None}] for i in ids]})
 
         def load_artifact(self, request):
             return '{"status": "error", "message": "no host"}'
@@ -1070,16 +1084,23 @@ def _warm_up():
 
     request = {
         "version": PROTOCOL_VERSION,
-        "script": "1 + 1",
-        "tools": [],
+        "script": "x = await warm_up(1)\nprint(x)\n1 + 1",
+        "tools": [{"name": "warm_up", "params": ["n"]}],
         "limits": {"max_memory_bytes": 1 << 28, "max_recursion_depth": 1000},
     }
-    run_chain(json.dumps(request), _NoHost())
+    for _ in range(3):
+        run_chain(json.dumps(request), _WarmUpHost())
 
 
 if wit_world is not None:
+    # The interpreter's patches and refusals are made for good, then the
+    # warm-up runs on them. Last, every object alive is moved into the
+    # permanent generation (`gc.freeze`), so the collection that ends each
+    # chain (for the "never awaited" warnings) walks only what the chain
+    # made: collecting the whole pre-imported stdlib cost ~45 ms per chain.
+    _patch_interpreter(contextlib.ExitStack())  # never closed: for good
+    _INTERPRETER_PATCHED = True
     _warm_up()
-    _install_refusals(contextlib.ExitStack())  # never closed: for good
-    _REFUSALS_PERMANENT = True
+    asyncio.events._event_loop_policy._loop = None
     gc.collect()
     gc.freeze()
