@@ -13,6 +13,11 @@
 //!
 //! `--cpython` runs the chains on the CPython guest (`python = "cpython"`).
 //!
+//! `--idle MS` pauses MS milliseconds (untimed) before each run, as an
+//! agent's model thinks between chains: the latency of a chain on an idle
+//! engine, not back-to-back throughput (the CPython guest prepares its next
+//! instance, and tears the last one down, between chains).
+//!
 //! The script may call `noop()`, a tool that returns `None`.
 
 use std::sync::Arc;
@@ -142,8 +147,16 @@ fn main() {
         }
         t.elapsed()
     };
+    let idle = args
+        .iter()
+        .position(|a| a == "--idle")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .map(Duration::from_millis);
     let (mut ours, mut theirs) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     for _ in 0..runs {
+        if let Some(idle) = idle {
+            std::thread::sleep(idle);
+        }
         if !native_only {
             ours.push(chainbox());
         }

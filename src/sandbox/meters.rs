@@ -92,6 +92,8 @@ pub(crate) struct MemoryLimiter {
     limit: usize,
     meters: Arc<Meters>,
     hit: bool,
+    /// The linear memory's size after the last growth allowed.
+    current: usize,
 }
 
 impl MemoryLimiter {
@@ -100,7 +102,20 @@ impl MemoryLimiter {
             limit,
             meters,
             hit: false,
+            current: 0,
         }
+    }
+
+    /// The linear memory's size, as far as growths have told.
+    pub(crate) fn current(&self) -> usize {
+        self.current
+    }
+
+    /// The memory is already `size` bytes (a spare instance's, grown
+    /// before this limiter's chain started): counted as if grown now.
+    pub(crate) fn grown_to(&mut self, size: usize) {
+        self.current = self.current.max(size);
+        self.meters.peak_memory.fetch_max(size as u64, Ordering::Relaxed);
     }
 
     /// Whether a growth past the limit was refused (the fact a memory kill
@@ -128,7 +143,7 @@ impl ResourceLimiter for MemoryLimiter {
             self.hit = true;
             return Err(MemoryLimitExceeded { limit: self.limit }.into());
         }
-        self.meters.peak_memory.fetch_max(desired as u64, Ordering::Relaxed);
+        self.grown_to(desired);
         Ok(true)
     }
 

@@ -122,6 +122,12 @@ impl ChainState {
         }
     }
 
+    /// Cancels the tool calls still running (what dropping the store does),
+    /// for a store whose drop is left to another thread.
+    pub(crate) fn cancel_running_calls(&mut self) {
+        self.running.abort_all();
+    }
+
     fn stage(&mut self, bytes: Vec<u8>) -> i32 {
         self.staged = bytes;
         self.staged.len() as i32
@@ -138,6 +144,7 @@ impl ChainState {
 }
 
 /// Everything a run needs that the engine does not own.
+#[derive(Clone)]
 pub(crate) struct ChainSetup<'a> {
     pub script: &'a str,
     pub registry: &'a ToolRegistry,
@@ -151,62 +158,7 @@ pub(crate) struct ChainSetup<'a> {
 
 /// Builds the store for one chain, with its limits armed.
 pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
-    let policy = setup.policy;
-    let tools = setup
-        .registry
-        .iter()
-        .map(|tool| ToolDecl {
-            name: tool.name().to_owned(),
-            params: tool
-                .as_local()
-                .map(|t| schema_params(t.input_schema()))
-                .unwrap_or_default(),
-        })
-        .collect();
-    let soft = (policy.max_memory_bytes as f64 * SOFT_MEMORY_SHARE) as u64;
-    let request = RunRequest {
-        version: PROTOCOL_VERSION,
-        script: setup.script.to_owned(),
-        tools,
-        limits: GuestLimits {
-            max_memory_bytes: soft,
-            max_recursion_depth: MAX_RECURSION_DEPTH,
-        },
-    };
-    // No env, no args, no network; stdio closed. The monty guest's files go
-    // through the `os` import; the CPython guest reads and writes the
-    // workspace directory itself, preopened as `/workspace` (WASI's
-    // capability model confines it there).
-    let mut wasi = WasiCtxBuilder::new();
-    if setup.interpreter == Interpreter::Cpython {
-        let dir = {
-            let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
-            workspace.dir().map_err(|e| e.to_string())?
-        };
-        wasi.preopened_dir(&dir, WORKSPACE, FsPerms::ReadWrite)
-            .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
-        // Denied by default already; said here so it stays structural.
-        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
-    }
-    let wasi = wasi.build_p1();
-    let meters = setup.meters;
-    let state = ChainState {
-        wasi,
-        session: setup.session,
-        request: Some(encode(&request)),
-        staged: Vec::new(),
-        running: JoinSet::new(),
-        running_ids: HashMap::new(),
-        done: Vec::new(),
-        meters: meters.clone(),
-        finish: None,
-        fatal: None,
-        memory: MemoryLimiter::new(usize::try_from(policy.max_memory_bytes).unwrap_or(usize::MAX), meters),
-        guest_memory: None,
-        workspace: setup.workspace,
-        written: 0,
-    };
-    let mut store = Store::new(engine, state);
+    let mut store = Store::new(engine, ChainState::for_chain(setup)?);
     store.limiter(|s| &mut s.memory);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |ctx| {
@@ -227,6 +179,89 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Res
         }
     });
     Ok(store)
+}
+
+/// Gives a spare store (built by [`new_store`] for a placeholder chain and
+/// instantiated before its chain was known) to the chain of `setup`: its
+/// state is replaced whole, so nothing of the placeholder (WASI context,
+/// session, meters) reaches the chain, and its limits start now. `None`
+/// if the instance is already larger than the chain's memory limit (the
+/// chain then starts on a fresh instance and fails as it would have).
+pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Option<Result<Store<ChainState>, String>> {
+    let size = store.data().memory.current();
+    if size as u64 > setup.policy.max_memory_bytes {
+        return None;
+    }
+    let state = match ChainState::for_chain(setup) {
+        Ok(state) => state,
+        Err(e) => return Some(Err(e)),
+    };
+    *store.data_mut() = state;
+    store.data_mut().memory.grown_to(size);
+    store.set_epoch_deadline(1);
+    Some(Ok(store))
+}
+
+impl ChainState {
+    /// The state of a store for the chain of `setup`.
+    fn for_chain(setup: ChainSetup<'_>) -> Result<ChainState, String> {
+        let policy = setup.policy;
+        let tools = setup
+            .registry
+            .iter()
+            .map(|tool| ToolDecl {
+                name: tool.name().to_owned(),
+                params: tool
+                    .as_local()
+                    .map(|t| schema_params(t.input_schema()))
+                    .unwrap_or_default(),
+            })
+            .collect();
+        let soft = (policy.max_memory_bytes as f64 * SOFT_MEMORY_SHARE) as u64;
+        let request = RunRequest {
+            version: PROTOCOL_VERSION,
+            script: setup.script.to_owned(),
+            tools,
+            limits: GuestLimits {
+                max_memory_bytes: soft,
+                max_recursion_depth: MAX_RECURSION_DEPTH,
+            },
+        };
+        // No env, no args, no network; stdio closed. The monty guest's files go
+        // through the `os` import; the CPython guest reads and writes the
+        // workspace directory itself, preopened as `/workspace` (WASI's
+        // capability model confines it there).
+        let mut wasi = WasiCtxBuilder::new();
+        if setup.interpreter == Interpreter::Cpython {
+            let dir = {
+                let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
+                workspace.dir().map_err(|e| e.to_string())?
+            };
+            wasi.preopened_dir(&dir, WORKSPACE, FsPerms::ReadWrite)
+                .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
+            // Denied by default already; said here so it stays structural.
+            wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        }
+        let wasi = wasi.build_p1();
+        let meters = setup.meters;
+        let state = ChainState {
+            wasi,
+            session: setup.session,
+            request: Some(encode(&request)),
+            staged: Vec::new(),
+            running: JoinSet::new(),
+            running_ids: HashMap::new(),
+            done: Vec::new(),
+            meters: meters.clone(),
+            finish: None,
+            fatal: None,
+            memory: MemoryLimiter::new(usize::try_from(policy.max_memory_bytes).unwrap_or(usize::MAX), meters),
+            guest_memory: None,
+            workspace: setup.workspace,
+            written: 0,
+        };
+        Ok(state)
+    }
 }
 
 /// How the guest run ended, for the chain result.

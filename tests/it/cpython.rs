@@ -188,3 +188,41 @@ async fn the_result_json_names_the_interpreter() {
     assert_eq!(v["interpreter"], "cpython");
     assert_eq!(v["output"], json!(2));
 }
+
+/// A CPython chain usually starts on the spare instance, made before the
+/// chain was known: nothing of one chain (globals, patched modules, the
+/// working directory's files) reaches the next.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cpython_chain_sees_nothing_of_the_chain_before() {
+    let first =
+        "import json, os\njson.dumps = None\nsecret = 41\nopen('left.txt', 'w').write('x')\nsorted(os.listdir('.'))";
+    let r = run_on(PythonChoice::Cpython, first, &registry()).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["left.txt"]));
+    let second = "import json, os\n[json.dumps({'a': 1}), 'secret' in globals(), os.listdir('.')]";
+    for _ in 0..3 {
+        let r = run_on(PythonChoice::Cpython, second, &registry()).await;
+        assert_ok(&r);
+        assert_eq!(r.output, json!(["{\"a\": 1}", false, []]));
+    }
+}
+
+/// The spare instance was made under no chain's limits: a chain whose
+/// memory limit is below what CPython needs to start fails as a fresh
+/// instance would, with the memory limit's kind, and reports its peak.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_limit_below_cpythons_start_is_a_memory_error_not_a_spare() {
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        max_memory_bytes: 4 << 20,
+        ..ChainPolicy::default()
+    };
+    let r = engine()
+        .run("1 + 1", &registry(), &policy, &Approval::auto(ToolRisk::Safe))
+        .await;
+    assert_eq!(r.status, ChainStatus::Error, "{r:#?}");
+    assert_eq!(r.interpreter, Interpreter::Cpython);
+    let ok = run_on(PythonChoice::Cpython, "1 + 1", &registry()).await;
+    assert_ok(&ok);
+    assert!(ok.usage.peak_memory_bytes > 4 << 20, "{:?}", ok.usage);
+}
