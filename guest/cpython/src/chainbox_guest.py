@@ -153,9 +153,49 @@ def _internal_error(message):
 # One encoder for every message: `json.dumps(..., ensure_ascii=False)`
 # builds a new one per call, a visible share of each tool call's cost.
 # Both are bound here, at build time: a script that replaces `json.dumps`
-# or `json.loads` in its own chain cannot break the guest's messages.
-_JSON_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
-_JSON_DECODE = json.JSONDecoder().decode
+# or `json.loads` in its own chain cannot break the guest's messages. Where
+# the stdlib's C accelerator is there (it is in the component), they call
+# it directly: `JSONEncoder.encode` and `JSONDecoder.decode` are two Python
+# frames and a regex each, a visible share of every tool call.
+def _json_encoder():
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=False).encode
+
+    def unencodable(value):
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    # No circular-reference markers: every message is built by `to_json`,
+    # which is depth-bounded, or by the guest itself.
+    encoder = make(None, unencodable, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    join = "".join
+
+    def encode(value):
+        return join(encoder(value, 0))
+
+    return encode
+
+
+def _json_decoder():
+    make = getattr(json.scanner, "c_make_scanner", None)
+    if make is None:
+        return json.JSONDecoder().decode
+    scan = make(json.JSONDecoder())
+
+    def decode(text):
+        try:
+            value, end = scan(text, 0)
+        except StopIteration as stop:
+            raise ValueError(f"Expecting value: char {stop.value}") from None
+        if end != len(text) and text[end:].strip():
+            raise ValueError(f"Extra data: char {end}")
+        return value
+
+    return decode
+
+
+_JSON_ENCODE = _json_encoder()
+_JSON_DECODE = _json_decoder()
 
 
 def _encode(message):
@@ -711,34 +751,33 @@ class _Session:
             if fut is not None and not fut.done():
                 fut.set_result(outcome)
 
-    async def call(self, message):
-        """Runs one tool call on the host: what awaiting a tool does."""
+    def begin(self, message):
+        """Starts one tool call on the host (what awaiting a tool does).
+        Returns `(outcome, None)` when nothing else could run before the
+        call answers (no ready callback, no timer, no other call in flight),
+        the call waited for here, without a trip through the event loop (a
+        tenth of the cost of each awaited call in the component); else
+        `(call_id, future)`, the future resolved by the loop."""
         loop = asyncio.get_running_loop()
         if not isinstance(loop, GuestLoop) or loop.session is not self:
             raise RuntimeError("a tool call can only run on the chain's own event loop")
         call_id = self.next_id
         self.next_id += 1
-        self.stdout.flush()
+        stdout = self.stdout
+        if stdout._line:
+            stdout.flush()
         self.host.start(call_id, message)
-        if not loop._ready and not loop._scheduled and all(f.done() for f in self.pending.values()):
-            # Nothing else could run before this call answers (no ready
-            # callback, no timer, no other call in flight): wait for it
-            # here, without a trip through the event loop (a tenth of the
-            # cost of each awaited call in the component).
+        pending = self.pending
+        if not loop._ready and not loop._scheduled and (not pending or all(f.done() for f in pending.values())):
             answer = self.host.wait('{"ids": [%d]}' % call_id, None)
-            return _outcome_value(_outcome_of(answer, call_id))
+            return _outcome_of(answer, call_id), None
         fut = loop.create_future()
-        self.pending[call_id] = fut
-        try:
-            outcome = await fut
-        finally:
-            # A cancelled call (wait_for, a cancelled task) is no longer
-            # waited for; the host ends it with the chain.
-            self.pending.pop(call_id, None)
-        return _outcome_value(outcome)
+        pending[call_id] = fut
+        return call_id, fut
 
     def make_tool(self, name, params):
-        session = self
+        begin = self.begin
+        pending = self.pending
 
         async def tool(*args, **kwargs):
             if len(args) > len(params):
@@ -751,7 +790,18 @@ class _Session:
                 if key in arguments:
                     raise TypeError(f"{name}() got multiple values for argument '{key}'")
                 arguments[key] = _to_json_in_script(value)
-            return await session.call(_encode({"tool": name, "args": arguments}))
+            # One coroutine per call (this one): each costs its creation
+            # and its origin.
+            outcome, fut = begin(_encode({"tool": name, "args": arguments}))
+            if fut is not None:
+                call_id = outcome
+                try:
+                    outcome = await fut
+                finally:
+                    # A cancelled call (wait_for, a cancelled task) is no
+                    # longer waited for; the host ends it with the chain.
+                    pending.pop(call_id, None)
+            return _outcome_value(outcome)
 
         # The coroutine takes its name from these: "coroutine 'NAME' was
         # never awaited", repr, tracebacks.
