@@ -141,23 +141,34 @@ pub(crate) struct Core {
 /// Why the spare: a fresh CPython instance costs ~1.5 ms to instantiate
 /// (libpython's function table, the component's glue) and its teardown
 /// (resetting ~8 MiB of written heap) ~2.5 ms; both are off a chain's path
-/// when the chain takes an instance made ahead of time, on a blocking
-/// thread, and leaves its own store to be dropped on one.
+/// when the chain takes an instance made ahead of time and leaves its own
+/// store to the housekeeper: one thread per guest, at a lower priority
+/// than the chains, that drops finished chains' stores and then makes the
+/// next spare. On a busy machine the chains win the CPU; a chain that
+/// finds no spare instantiates its own.
 pub(crate) struct CpythonGuest {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
     spare: std::sync::Mutex<Option<Spare>>,
-    /// A refill is under way (at most one at a time).
-    refilling: AtomicBool,
     /// What a spare's store holds until a chain takes it: no tools, no
     /// workspace, deny-all approval.
     placeholder: Placeholder,
+    /// The housekeeper's queue: what to drop (`None`: only refill).
+    housekeeper: std::sync::Mutex<std::sync::mpsc::Sender<Option<Retired>>>,
 }
 
-/// An instance made before its chain was known.
+/// A finished chain's store (and its pool slot), for the housekeeper to drop.
+pub(crate) type Retired = Box<dyn Send>;
+
+/// Niceness of the housekeeper thread (0 is the chains' own).
+const HOUSEKEEPER_NICE: i32 = 10;
+
+/// An instance made before its chain was known, and a workspace
+/// directory for that chain.
 pub(crate) struct Spare {
     pub(crate) store: wasmtime::Store<ChainState>,
     pub(crate) run: wasmtime::component::TypedFunc<(String,), (String,)>,
+    pub(crate) workspace: Option<tempfile::TempDir>,
 }
 
 struct Placeholder {
@@ -197,15 +208,23 @@ impl CpythonGuest {
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    /// Makes the next spare instance, unless one is ready or under way.
-    /// Blocks: call it on a blocking thread, inside a tokio runtime.
-    pub(crate) fn refill(self: &Arc<Self>) {
-        if self.spare.lock().unwrap_or_else(|p| p.into_inner()).is_some() || self.refilling.swap(true, Ordering::AcqRel)
-        {
+    /// Hands a finished chain's store to the housekeeper (dropped there,
+    /// then the next spare made); dropped here if the housekeeper is gone.
+    pub(crate) fn retire(&self, retired: Retired) {
+        let queue = self.housekeeper.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(returned) = queue.send(Some(retired)) {
+            drop(queue);
+            drop(returned);
+        }
+    }
+
+    /// Makes the next spare instance unless one is ready (on the
+    /// housekeeper's thread).
+    fn refill(&self) {
+        if self.spare.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
             return;
         }
-        let _refill = Refill(self.clone());
-        match tokio::runtime::Handle::current().block_on(self.instantiate_spare()) {
+        match futures::executor::block_on(self.instantiate_spare()) {
             Ok(spare) => *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare),
             Err(e) => tracing::debug!("chainbox: no spare CPython instance: {e}"),
         }
@@ -227,16 +246,30 @@ impl CpythonGuest {
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
         let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run")).map_err(|e| e.to_string())?;
-        Ok(Spare { store, run })
+        let workspace = tempfile::Builder::new().prefix("chainbox-ws-").tempdir().ok();
+        Ok(Spare { store, run, workspace })
     }
 }
 
-/// A refill under way; over when dropped, even if it panicked.
-struct Refill(Arc<CpythonGuest>);
-
-impl Drop for Refill {
-    fn drop(&mut self) {
-        self.0.refilling.store(false, Ordering::Release);
+/// The housekeeper's loop: drops what chains left, then refills the
+/// spare once its queue is empty. Ends when the guest is dropped (its
+/// sender with it).
+fn housekeep(guest: std::sync::Weak<CpythonGuest>, queue: std::sync::mpsc::Receiver<Option<Retired>>) {
+    // SAFETY: setpriority on the calling thread (who = 0) only changes its
+    // scheduling niceness; failure leaves it at the default, harmlessly.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPER_NICE);
+    }
+    while let Ok(job) = queue.recv() {
+        drop(job);
+        while let Ok(job) = queue.try_recv() {
+            drop(job);
+        }
+        match guest.upgrade() {
+            Some(guest) => guest.refill(),
+            None => return,
+        }
     }
 }
 
@@ -252,15 +285,9 @@ impl Core {
         let guest = self
             .cpython
             .get_or_init(|| async move {
-                let built = tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots))
+                tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots))
                     .await
-                    .unwrap_or_else(|e| Err(EngineError::Wasmtime(format!("building the CPython guest failed: {e}"))));
-                let built = built.map(Arc::new);
-                if let Ok(guest) = &built {
-                    let guest = guest.clone();
-                    tokio::task::spawn_blocking(move || guest.refill());
-                }
-                built
+                    .unwrap_or_else(|e| Err(EngineError::Wasmtime(format!("building the CPython guest failed: {e}"))))
             })
             .await;
         guest.as_ref()
@@ -268,7 +295,7 @@ impl Core {
 }
 
 impl CpythonGuest {
-    fn new(cache_dir: PathBuf, stop_ticker: Arc<AtomicBool>, slots: u32) -> Result<Self, EngineError> {
+    fn new(cache_dir: PathBuf, stop_ticker: Arc<AtomicBool>, slots: u32) -> Result<Arc<Self>, EngineError> {
         // One more instance than chains: the spare. (A finished chain's
         // store, dropped on another thread, keeps its chain's slot permit.)
         let slots = slots.saturating_add(1);
@@ -328,13 +355,22 @@ impl CpythonGuest {
         sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
         spawn_ticker(engine.clone(), stop_ticker);
-        Ok(CpythonGuest {
+        let (queue, jobs) = std::sync::mpsc::channel();
+        let guest = Arc::new(CpythonGuest {
             engine,
             pre,
             spare: std::sync::Mutex::new(None),
-            refilling: AtomicBool::new(false),
             placeholder: Placeholder::new(),
-        })
+            housekeeper: std::sync::Mutex::new(queue),
+        });
+        let weak = Arc::downgrade(&guest);
+        std::thread::Builder::new()
+            .name("chainbox-cpython-housekeeper".into())
+            .spawn(move || housekeep(weak, jobs))
+            .map_err(|e| EngineError::Wasmtime(format!("could not start the CPython housekeeper: {e}")))?;
+        // The first spare, made before the first chain asks.
+        let _ = guest.housekeeper.lock().unwrap_or_else(|p| p.into_inner()).send(None);
+        Ok(guest)
     }
 }
 

@@ -80,6 +80,15 @@ impl Workspace {
         Ok(self.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default())
     }
 
+    /// Takes `dir`, a fresh empty temporary directory made ahead of time, as
+    /// this workspace's own, if it has none yet and none was supplied
+    /// (creating one on the chain's path cost ~0.25 ms on ext4 here).
+    pub(crate) fn adopt(&mut self, dir: tempfile::TempDir) {
+        if self.supplied.is_none() && self.temp.is_none() {
+            self.temp = Some(dir);
+        }
+    }
+
     /// The mount table serving the script's file calls.
     pub fn mounts(&mut self) -> Result<&mut MountTable, WorkspaceError> {
         if self.mounts.is_none() {

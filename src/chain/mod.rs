@@ -133,18 +133,13 @@ struct Executed {
 
 impl Executed {
     /// Drops the store once the result is taken. A CPython store's drop
-    /// resets megabytes of linear memory (~2.5 ms): it happens on a
-    /// blocking thread, after the chain has answered. Its running calls
+    /// resets megabytes of linear memory (~2.5 ms): the guest's
+    /// housekeeper does it, after the chain has answered. Its running calls
     /// are cancelled here first, as the drop would.
     fn retire(mut self) {
         let Some(guest) = self.cpython.take() else { return };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.store.data_mut().cancel_running_calls();
-            tokio::task::spawn_blocking(move || {
-                drop(self);
-                guest.refill();
-            });
-        }
+        self.store.data_mut().cancel_running_calls();
+        guest.retire(Box::new(self));
     }
 }
 
@@ -280,7 +275,13 @@ impl Started {
         slot: OwnedSemaphorePermit,
     ) -> Result<Executed, String> {
         let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
-        let spare = guest.take_spare();
+        let spare = guest.take_spare().map(|mut spare| {
+            if let Some(dir) = spare.workspace.take() {
+                let mut workspace = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+                workspace.adopt(dir);
+            }
+            spare
+        });
         let (mut store, run) = match spare.map(|spare| (sandbox::bind(spare.store, setup.clone()), spare.run)) {
             Some((Some(store), run)) => (store?, run),
             _ => {
