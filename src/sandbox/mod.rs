@@ -241,6 +241,10 @@ impl ChainState {
                 .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
             // Denied by default already; said here so it stays structural.
             wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+            // Workspace file operations run on the chain's own thread, not
+            // one round trip through tokio's blocking pool each (the guest's
+            // `chdir` into /workspace alone is several per chain).
+            wasi.allow_blocking_current_thread(true);
         }
         let wasi = wasi.build_p1();
         let meters = setup.meters;
