@@ -41,9 +41,6 @@ const CPYTHON_CORE_INSTANCES: u32 = 20;
 const CPYTHON_MEMORIES: u32 = 1;
 const CPYTHON_TABLES: u32 = 2;
 const CPYTHON_TABLE_ELEMENTS: usize = 16 * 1024;
-/// Written linear memory a CPython slot resets in place (and keeps
-/// mapped) rather than unmapping; see `CpythonGuest::new`.
-const CPYTHON_KEEP_RESIDENT: usize = 16 << 20;
 
 /// How often the epoch ticks. Bounds how late a CPU or time limit can fire
 /// and how often a running chain yields to others on its thread.
@@ -139,10 +136,10 @@ pub(crate) struct Core {
 /// slots) with the component pre-linked, and one spare instance.
 ///
 /// Why the spare: a fresh CPython instance costs ~1.5 ms to instantiate
-/// (libpython's function table, the component's glue) and its teardown
-/// (resetting ~8 MiB of written heap) ~2.5 ms; both are off a chain's path
-/// when the chain takes an instance made ahead of time and leaves its own
-/// store to the housekeeper: one thread per guest, at a lower priority
+/// (libpython's function table, the component's glue) and its first run
+/// ~6 ms more in copy-on-write faults of the snapshot's heap; both are off
+/// a chain's path when the chain takes an instance made and warmed ahead
+/// of time, and leaves its own store to the housekeeper: one thread per guest, at a lower priority
 /// than the chains, that drops finished chains' stores and then makes the
 /// next spare. On a busy machine the chains win the CPU; a chain that
 /// finds no spare instantiates its own.
@@ -233,7 +230,7 @@ impl CpythonGuest {
     async fn instantiate_spare(&self) -> Result<Spare, String> {
         let placeholder = &self.placeholder;
         let setup = sandbox::ChainSetup {
-            script: "",
+            script: "1 + 1",
             registry: &placeholder.registry,
             policy: &placeholder.policy,
             session: placeholder.session.clone(),
@@ -246,8 +243,31 @@ impl CpythonGuest {
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
         let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run")).map_err(|e| e.to_string())?;
+        // One trivial chain in the spare (the placeholder's `1 + 1`, no
+        // tools): it writes the pages of the snapshot's heap that every
+        // chain writes (refcounts are everywhere), so their copy-on-write
+        // faults (~720, ~8 µs each in this VM: most of a fresh instance's
+        // start) happen here, off the chain's path. The chain then runs as
+        // the second `run` of this instance, on state that is the snapshot
+        // plus this fixed, trusted warm-up; nothing of any other chain.
+        let request = warm_up_request(store.data_mut().take_request());
+        run.call_async(&mut store, (request,))
+            .await
+            .map_err(|e| e.to_string())?;
         let workspace = tempfile::Builder::new().prefix("chainbox-ws-").tempdir().ok();
         Ok(Spare { store, run, workspace })
+    }
+}
+
+/// The placeholder's run request marked as the spare's warm-up: the guest
+/// then touches no path (see `chainbox_guest._run`).
+fn warm_up_request(request: String) -> String {
+    match serde_json::from_str::<serde_json::Value>(&request) {
+        Ok(mut value) => {
+            value["warm_up"] = serde_json::Value::Bool(true);
+            value.to_string()
+        }
+        Err(_) => request,
     }
 }
 
@@ -310,18 +330,10 @@ impl CpythonGuest {
             .max_tables_per_component(CPYTHON_TABLES)
             .max_memory_size(MAX_MEMORY_BYTES as usize)
             .table_elements(CPYTHON_TABLE_ELEMENTS)
-            // Measured on the trivial chain (examples/profile.rs --cpython):
-            // a chain writes ~720 pages of the snapshot's heap (refcounts
-            // everywhere), and in this VM each fault costs ~8 µs: 5.8 ms of
-            // a 9.6 ms chain. Resetting the written pages in place with a
-            // copy of the image (found with the PAGEMAP_SCAN ioctl, Linux
-            // 6.7+; elsewhere this is a no-op) keeps them mapped for the
-            // next instance in the slot: 200 times fewer faults. The slot
-            // then holds its written pages (~8 MiB) while idle.
-            .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(CPYTHON_KEEP_RESIDENT)
-            .table_keep_resident(64 << 10)
-            .decommit_batch_size(16);
+            // A chain's store is dropped on the housekeeper's thread, so its
+            // reset (an madvise) can be immediate; batched, freed slots sat
+            // in the queue while a burst of chains wanted them.
+            .decommit_batch_size(1);
         let mut wasm = wasmtime::Config::new();
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         wasm.epoch_interruption(true)

@@ -133,8 +133,8 @@ struct Executed {
 
 impl Executed {
     /// Drops the store once the result is taken. A CPython store's drop
-    /// resets megabytes of linear memory (~2.5 ms): the guest's
-    /// housekeeper does it, after the chain has answered. Its running calls
+    /// unmaps megabytes of written linear memory: the guest's housekeeper
+    /// does it, after the chain has answered. Its running calls
     /// are cancelled here first, as the drop would.
     fn retire(mut self) {
         let Some(guest) = self.cpython.take() else { return };

@@ -953,6 +953,8 @@ class _Sandbox:
         stack.callback(_restore_item, linecache.cache, SCRIPT_FILENAME, old_cache)
 
         # Relative paths land in the workspace, when the host preopened it.
+        if self.workspace is None:
+            return
         try:
             old_cwd = os.getcwd()
         except OSError:
@@ -1082,6 +1084,11 @@ def _run(request, host, workspace):
         script = req["script"]
         tools = [(t["name"], list(t["params"])) for t in req["tools"]]
         limits = dict(req["limits"])
+        if req.get("warm_up") is True:
+            # The host's warm-up run of a spare instance: no path may be
+            # touched, or wasi-libc would list the preopened directories
+            # now (there are none yet) and never again for the chain.
+            workspace = None
         if not isinstance(script, str) or not all(isinstance(n, str) for n, _ in tools):
             raise TypeError("script and tool names must be strings")
     except (ValueError, KeyError, TypeError) as exc:
