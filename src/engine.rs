@@ -205,6 +205,14 @@ impl CpythonGuest {
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
+    /// Asks the housekeeper for a spare now (not only after a chain): for
+    /// engines prepared ahead of their first chain. Not done on the first
+    /// chain's own build: made while that chain runs, it would slow it (a
+    /// one-chain CLI run would pay for a spare it never uses).
+    pub(crate) fn request_spare(&self) {
+        let _ = self.housekeeper.lock().unwrap_or_else(|p| p.into_inner()).send(None);
+    }
+
     /// Hands a finished chain's store to the housekeeper (dropped there,
     /// then the next spare made); dropped here if the housekeeper is gone.
     pub(crate) fn retire(&self, retired: Retired) {
@@ -380,8 +388,6 @@ impl CpythonGuest {
             .name("chainbox-cpython-housekeeper".into())
             .spawn(move || housekeep(weak, jobs))
             .map_err(|e| EngineError::Wasmtime(format!("could not start the CPython housekeeper: {e}")))?;
-        // The first spare, made before the first chain asks.
-        let _ = guest.housekeeper.lock().unwrap_or_else(|p| p.into_inner()).send(None);
         Ok(guest)
     }
 }
@@ -464,11 +470,14 @@ impl Engine {
     }
 
     /// Compiles (or loads from the cache) the CPython guest now, instead of
-    /// on the first chain that needs it: for servers and benchmarks that
-    /// want no first-chain pause.
+    /// on the first chain that needs it, and makes its first spare
+    /// instance: for servers and benchmarks that want no first-chain pause.
     pub async fn prepare_cpython(&self) -> Result<(), EngineError> {
         match self.inner.cpython().await {
-            Ok(_) => Ok(()),
+            Ok(guest) => {
+                guest.request_spare();
+                Ok(())
+            }
             Err(e) => Err(EngineError::Wasmtime(e.to_string())),
         }
     }
