@@ -139,10 +139,10 @@ pub(crate) struct Core {
 /// (libpython's function table, the component's glue) and its first run
 /// ~6 ms more in copy-on-write faults of the snapshot's heap; both are off
 /// a chain's path when the chain takes an instance made and warmed ahead
-/// of time, and leaves its own store to the housekeeper: one thread per guest, at a lower priority
-/// than the chains, that drops finished chains' stores and then makes the
-/// next spare. On a busy machine the chains win the CPU; a chain that
-/// finds no spare instantiates its own.
+/// of time, and leaves its own store to the housekeeper: one thread per
+/// guest, at a lower priority than the chains, that drops finished chains'
+/// stores and then makes the next spare. On a busy machine the chains win
+/// the CPU; a chain that finds no spare instantiates its own.
 pub(crate) struct CpythonGuest {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
@@ -154,7 +154,8 @@ pub(crate) struct CpythonGuest {
     housekeeper: std::sync::Mutex<std::sync::mpsc::Sender<Option<Retired>>>,
 }
 
-/// A finished chain's store (and its pool slot), for the housekeeper to drop.
+/// A finished chain's store (and its pool slot), or a spare no chain could
+/// use, for the housekeeper to drop.
 pub(crate) type Retired = Box<dyn Send>;
 
 /// Niceness of the housekeeper thread (0 is the chains' own).
@@ -244,9 +245,8 @@ impl CpythonGuest {
             session: placeholder.session.clone(),
             workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(None))),
             meters: sandbox::Meters::new(&placeholder.policy),
-            // No workspace is preopened: the chain's own WASI context
-            // replaces this one when it takes the spare.
-            interpreter: crate::python_choice::Interpreter::Monty,
+            interpreter: crate::python_choice::Interpreter::Cpython,
+            warm_up: true,
         };
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
@@ -258,24 +258,12 @@ impl CpythonGuest {
         // start) happen here, off the chain's path. The chain then runs as
         // the second `run` of this instance, on state that is the snapshot
         // plus this fixed, trusted warm-up; nothing of any other chain.
-        let request = warm_up_request(store.data_mut().take_request());
+        let request = store.data_mut().take_request();
         run.call_async(&mut store, (request,))
             .await
             .map_err(|e| e.to_string())?;
         let workspace = tempfile::Builder::new().prefix("chainbox-ws-").tempdir().ok();
         Ok(Spare { store, run, workspace })
-    }
-}
-
-/// The placeholder's run request marked as the spare's warm-up: the guest
-/// then touches no path (see `chainbox_guest._run`).
-fn warm_up_request(request: String) -> String {
-    match serde_json::from_str::<serde_json::Value>(&request) {
-        Ok(mut value) => {
-            value["warm_up"] = serde_json::Value::Bool(true);
-            value.to_string()
-        }
-        Err(_) => request,
     }
 }
 

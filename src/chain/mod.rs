@@ -239,6 +239,7 @@ impl Started {
             workspace: self.workspace.clone(),
             meters: self.meters.clone(),
             interpreter,
+            warm_up: false,
         };
         if interpreter == Interpreter::Cpython {
             return self.execute_cpython(core, setup, slot).await;
@@ -275,16 +276,18 @@ impl Started {
         slot: OwnedSemaphorePermit,
     ) -> Result<Executed, String> {
         let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
-        let spare = guest.take_spare().map(|mut spare| {
-            if let Some(dir) = spare.workspace.take() {
-                let mut workspace = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
-                workspace.adopt(dir);
+        let spare = guest.take_spare();
+        let (mut store, run) = match spare {
+            Some(spare) if sandbox::fits(&spare.store, setup.policy) => {
+                if let Some(dir) = spare.workspace {
+                    self.workspace.lock().unwrap_or_else(|p| p.into_inner()).adopt(dir);
+                }
+                (sandbox::bind(spare.store, setup)?, spare.run)
             }
-            spare
-        });
-        let (mut store, run) = match spare.map(|spare| (sandbox::bind(spare.store, setup.clone()), spare.run)) {
-            Some((Some(store), run)) => (store?, run),
-            _ => {
+            unfit => {
+                if let Some(spare) = unfit {
+                    guest.retire(Box::new(spare));
+                }
                 let mut store = sandbox::new_store(&guest.engine, setup)?;
                 let instance = (guest.pre.instantiate_async(&mut store).await)
                     .map_err(|e| format!("could not start the CPython sandbox: {e}"))?;

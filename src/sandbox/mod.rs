@@ -144,7 +144,6 @@ impl ChainState {
 }
 
 /// Everything a run needs that the engine does not own.
-#[derive(Clone)]
 pub(crate) struct ChainSetup<'a> {
     pub script: &'a str,
     pub registry: &'a ToolRegistry,
@@ -154,6 +153,9 @@ pub(crate) struct ChainSetup<'a> {
     pub meters: Arc<Meters>,
     /// Which guest the store is for.
     pub interpreter: Interpreter,
+    /// A spare CPython instance's warm-up run (see [`RunRequest::warm_up`]):
+    /// no workspace is preopened; the chain's state replaces this one.
+    pub warm_up: bool,
 }
 
 /// Builds the store for one chain, with its limits armed.
@@ -181,25 +183,24 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Res
     Ok(store)
 }
 
+/// Whether a spare store's instance is within `policy`'s memory limit
+/// already (if not, its chain starts on a fresh instance and fails as it
+/// would have).
+pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
+    store.data().memory.current() as u64 <= policy.max_memory_bytes
+}
+
 /// Gives a spare store (built by [`new_store`] for a placeholder chain and
-/// instantiated before its chain was known) to the chain of `setup`: its
-/// state is replaced whole, so nothing of the placeholder (WASI context,
-/// session, meters) reaches the chain, and its limits start now. `None`
-/// if the instance is already larger than the chain's memory limit (the
-/// chain then starts on a fresh instance and fails as it would have).
-pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Option<Result<Store<ChainState>, String>> {
+/// instantiated before its chain was known; check [`fits`] first) to the
+/// chain of `setup`: its state is replaced whole, so nothing of the
+/// placeholder (WASI context, session, meters) reaches the chain, and its
+/// limits start now.
+pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
     let size = store.data().memory.current();
-    if size as u64 > setup.policy.max_memory_bytes {
-        return None;
-    }
-    let state = match ChainState::for_chain(setup) {
-        Ok(state) => state,
-        Err(e) => return Some(Err(e)),
-    };
-    *store.data_mut() = state;
+    *store.data_mut() = ChainState::for_chain(setup)?;
     store.data_mut().memory.grown_to(size);
     store.set_epoch_deadline(1);
-    Some(Ok(store))
+    Ok(store)
 }
 
 impl ChainState {
@@ -226,13 +227,14 @@ impl ChainState {
                 max_memory_bytes: soft,
                 max_recursion_depth: MAX_RECURSION_DEPTH,
             },
+            warm_up: setup.warm_up,
         };
         // No env, no args, no network; stdio closed. The monty guest's files go
         // through the `os` import; the CPython guest reads and writes the
         // workspace directory itself, preopened as `/workspace` (WASI's
         // capability model confines it there).
         let mut wasi = WasiCtxBuilder::new();
-        if setup.interpreter == Interpreter::Cpython {
+        if setup.interpreter == Interpreter::Cpython && !setup.warm_up {
             let dir = {
                 let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
                 workspace.dir().map_err(|e| e.to_string())?
