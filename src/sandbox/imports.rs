@@ -9,8 +9,10 @@ use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, MAX_GUEST_MESSAGE_BYTES, ToolCall, Wait, decode, encode,
     imports, sleep_of,
 };
+use futures::FutureExt;
 use monty_fs::MountCallOutcome;
 use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use wasmtime::StoreContextMut;
@@ -202,6 +204,17 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
         },
     )?;
     host.func_wrap_async(
+        "call",
+        |mut store: StoreContextMut<'_, ChainState>, (call,): (String,)| {
+            Box::new(async move {
+                let state = store.data_mut();
+                let call: ToolCall = decode_component(state, "tool call", &call)?;
+                let outcome = call_now(state, call).await?;
+                Ok((String::from_utf8_lossy(&outcome).into_owned(),))
+            })
+        },
+    )?;
+    host.func_wrap_async(
         "wait",
         |mut store: StoreContextMut<'_, ChainState>, (wait, timeout_ns): (String, Option<u64>)| {
             Box::new(async move {
@@ -252,6 +265,29 @@ fn start(state: &mut ChainState, id: u32, call: ToolCall) -> wasmtime::Result<()
     Ok(())
 }
 
+/// Runs `call` to its end on the chain's own task and answers with the
+/// encoded [`CallOutcome`]: what `start` then `wait` for that call alone
+/// do, without a task, a join set or a `Completions` between them. The CPU
+/// clock stops meanwhile, and a tool that panics fails this call only, as
+/// a started call's task does.
+async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Vec<u8>> {
+    let session = state.session.clone();
+    let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+    let clock = state.meters.clock.clone();
+    clock.pause();
+    let outcome = AssertUnwindSafe(session.run(admitted))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| CallOutcome::Error {
+            message: TASK_FAILED.to_owned(),
+        });
+    clock.resume();
+    Ok(encode(&outcome))
+}
+
+/// What the script sees of a call whose tool panicked.
+const TASK_FAILED: &str = "the tool call's task failed";
+
 /// Answers a `wait` with the encoded [`Completions`]: the named calls that
 /// have finished (at least one, unless `timeout` passes first). The CPU
 /// clock stops meanwhile: waiting is not the script's CPU.
@@ -296,7 +332,7 @@ async fn collect(state: &mut ChainState, ids: &[u32]) -> Vec<(u32, CallOutcome)>
             }
             Some(Err(e)) => {
                 if let Some(id) = state.running_ids.remove(&e.id()) {
-                    let message = "the tool call's task failed".to_owned();
+                    let message = TASK_FAILED.to_owned();
                     state.done.push((id, CallOutcome::Error { message }));
                 }
             }

@@ -20,9 +20,9 @@ import chainbox_guest  # noqa: E402
 
 class FakeHost:
     """The `host` interface, in-process. `tools` maps a tool name to a
-    function of the call's args returning a CallOutcome dict. `start` only
-    records the call; `wait` answers every started call it is asked about
-    (or, with `hold`, only those not held back)."""
+    function of the call's args returning a CallOutcome dict. `call` answers
+    at once; `start` only records the call; `wait` answers every started
+    call it is asked about (or, with `hold`, only those not held back)."""
 
     def __init__(self, tools=None, hold=()):
         self.tools = tools or {}
@@ -30,6 +30,11 @@ class FakeHost:
         self.events = []
         self.calls = {}
         self.artifacts = {}
+
+    def call(self, call):
+        call = json.loads(call)
+        self.events.append(("call", call))
+        return json.dumps(self.tools[call["tool"]](call["args"]))
 
     def start(self, call_id, call):
         call = json.loads(call)
@@ -54,6 +59,9 @@ class FakeHost:
 
     def stdout(self, text):
         self.events.append(("stdout", text))
+
+    def tool_calls(self):
+        return [e for e in self.events if e[0] in ("call", "start")]
 
     def kinds(self):
         return [e[0] for e in self.events]
@@ -138,21 +146,33 @@ class Answers(unittest.TestCase):
         finish, host = run("print(x)")
         self.assertEqual(finish["result"]["exc_type"], "NameError")
         finish, host = run("await echo(1)")
-        self.assertEqual(host.events[0], ("start", 1, {"tool": "echo", "args": {"a": 1}}))
+        self.assertEqual(host.events[0], ("call", {"tool": "echo", "args": {"a": 1}}))
         self.assertIs(sys.stdout, sys.__stdout__)
 
 
 class ToolCalls(unittest.TestCase):
     def test_positional_and_keyword_arguments(self):
         finish, host = run("await echo(1, b=(2, 3))")
-        self.assertEqual(host.events[0], ("start", 1, {"tool": "echo", "args": {"a": 1, "b": [2, 3]}}))
+        self.assertEqual(host.events[0], ("call", {"tool": "echo", "args": {"a": 1, "b": [2, 3]}}))
         self.assertEqual(finish["result"]["output"], {"a": 1, "b": [2, 3]})
+
+    def test_a_call_awaited_alone_crosses_to_the_host_once(self):
+        finish, host = run("a = await echo(1)\nb = await echo(2)\n[a, b]")
+        self.assertEqual(host.kinds(), ["call", "call"])
+        self.assertEqual(finish["result"]["output"], [{"a": 1}, {"a": 2}])
+
+    def test_a_call_awaited_while_a_task_is_ready_starts_and_waits(self):
+        finish, host = run(
+            "import asyncio\nt = asyncio.create_task(echo(1))\nb = await echo(2)\n[await t, b]"
+        )
+        self.assertEqual([e[0] for e in host.tool_calls()], ["start", "start"])
+        self.assertEqual(finish["result"]["output"], [{"a": 1}, {"a": 2}])
 
     def test_too_many_positional_arguments(self):
         finish, host = run("await get_weather('a', 'b')")
         self.assertEqual(finish["result"]["exc_type"], "TypeError")
         self.assertEqual(finish["result"]["message"], "get_weather() takes 1 positional argument but 2 were given")
-        self.assertNotIn("start", host.kinds())
+        self.assertEqual(host.tool_calls(), [])
         finish, _ = run("await echo(1, 2, 3)")
         self.assertEqual(finish["result"]["message"], "echo() takes 2 positional arguments but 3 were given")
 
@@ -191,10 +211,17 @@ class ToolCalls(unittest.TestCase):
         finish, _ = run("try:\n    await echo(1)\nexcept PermissionError as e:\n    r = str(e)\nr", host=host)
         self.assertEqual(finish["result"]["output"], "no")
 
+    def test_a_malformed_call_outcome_fails_the_call(self):
+        host = FakeHost({"echo": echo})
+        host.call = lambda message: "garbage"
+        finish, _ = run("await echo(1)", host=host)
+        self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
+        self.assertIn("malformed call outcome", finish["result"]["message"])
+
     def test_malformed_completions_fail_the_awaited_calls(self):
         host = FakeHost({"echo": echo})
         host.wait = lambda message, timeout: "garbage"
-        finish, _ = run("await echo(1)", host=host)
+        finish, _ = run("import asyncio\nawait asyncio.gather(echo(1), echo(2))", host=host)
         self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
         self.assertIn("malformed completions", finish["result"]["message"])
 
@@ -208,7 +235,7 @@ class ToolCalls(unittest.TestCase):
         host = FakeHost({"load_artifact": echo})
         finish, host = run("await load_artifact('h')", host=host, tools=tools)
         self.assertEqual(finish["result"]["output"], {"handle": "h"})
-        self.assertEqual(host.kinds(), ["start", "wait"])
+        self.assertEqual(host.kinds(), ["call"])
 
 
 class Concurrency(unittest.TestCase):
@@ -279,7 +306,7 @@ class Warnings(unittest.TestCase):
                 {"message": "coroutine 'get_weather' was never awaited", "line": 3},
             ],
         )
-        self.assertNotIn("start", host.kinds())
+        self.assertEqual(host.tool_calls(), [])
 
     def test_never_awaited_own_coroutine(self):
         finish, _ = run("async def helper():\n    return 1\nhelper()\n2")
@@ -392,7 +419,7 @@ class Stdout(unittest.TestCase):
     def test_print_goes_to_the_host_in_order_with_tool_calls(self):
         finish, host = run("print('a')\nprint('b', end='')\nawait echo(1)\nprint('c')\nimport sys\nsys.stdout.write('d')")
         self.assertEqual(
-            [e[0] if e[0] != "stdout" else e[1] for e in host.events], ["a\n", "b", "start", "wait", "c\n", "d"]
+            [e[0] if e[0] != "stdout" else e[1] for e in host.events], ["a\n", "b", "call", "c\n", "d"]
         )
 
     def test_stderr_is_discarded(self):
