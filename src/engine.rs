@@ -171,8 +171,8 @@ pub(crate) struct Spare {
 
 struct Placeholder {
     registry: ToolRegistry,
-    policy: ChainPolicy,
-    session: Arc<crate::invoker::InvokerSession>,
+    policy: Arc<ChainPolicy>,
+    artifacts: Arc<MemoryArtifactStore>,
 }
 
 impl Placeholder {
@@ -181,19 +181,52 @@ impl Placeholder {
             max_memory_bytes: MAX_MEMORY_BYTES,
             ..ChainPolicy::default()
         };
-        let registry = ToolRegistry::new();
-        let session = Arc::new(crate::invoker::InvokerSession::new(
-            "spare".into(),
-            registry.clone(),
-            Arc::new(policy.clone()),
-            Approval::deny_all(),
-            Arc::new(MemoryArtifactStore::new()),
-        ));
+        let warm_up = Arc::new(WarmUpTool(serde_json::json!({"type": "object"})));
+        let registry =
+            ToolRegistry::from_local([warm_up as Arc<dyn crate::tools::Tool>]).expect("one tool, a valid name");
         Placeholder {
             registry,
-            policy,
-            session,
+            policy: Arc::new(policy),
+            artifacts: Arc::new(MemoryArtifactStore::new()),
         }
+    }
+
+    /// A session of its own for each spare's warm-up: its trace dies with it.
+    fn session(&self) -> Arc<crate::invoker::InvokerSession> {
+        Arc::new(crate::invoker::InvokerSession::new(
+            "spare".into(),
+            self.registry.clone(),
+            self.policy.clone(),
+            Approval::deny_all(),
+            self.artifacts.clone(),
+        ))
+    }
+}
+
+/// The one tool of a spare's warm-up run, `warm_up()`: returns `None`.
+struct WarmUpTool(serde_json::Value);
+
+/// What a spare runs before any chain: one awaited tool call (the path
+/// every call takes, host and guest) and an answer.
+const WARM_UP_SCRIPT: &str = "await warm_up()\n1 + 1";
+
+#[async_trait::async_trait]
+impl crate::tools::Tool for WarmUpTool {
+    fn name(&self) -> &str {
+        "warm_up"
+    }
+    fn description(&self) -> &str {
+        "The spare instance's warm-up call."
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        &self.0
+    }
+    async fn execute(
+        &self,
+        _ctx: crate::tools::ToolContext,
+        _args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<crate::tools::ToolOutput, crate::tools::ToolError> {
+        Ok(crate::tools::ToolOutput::Value(serde_json::Value::Null))
     }
 }
 
@@ -226,11 +259,11 @@ impl CpythonGuest {
 
     /// Makes the next spare instance unless one is ready (on the
     /// housekeeper's thread).
-    fn refill(&self) {
+    fn refill(&self, runtime: &tokio::runtime::Runtime) {
         if self.spare.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
             return;
         }
-        match futures::executor::block_on(self.instantiate_spare()) {
+        match runtime.block_on(self.instantiate_spare()) {
             Ok(spare) => *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare),
             Err(e) => tracing::debug!("chainbox: no spare CPython instance: {e}"),
         }
@@ -239,10 +272,10 @@ impl CpythonGuest {
     async fn instantiate_spare(&self) -> Result<Spare, String> {
         let placeholder = &self.placeholder;
         let setup = sandbox::ChainSetup {
-            script: "1 + 1",
+            script: WARM_UP_SCRIPT,
             registry: &placeholder.registry,
             policy: &placeholder.policy,
-            session: placeholder.session.clone(),
+            session: placeholder.session(),
             workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(None))),
             meters: sandbox::Meters::new(&placeholder.policy),
             interpreter: crate::python_choice::Interpreter::Cpython,
@@ -251,11 +284,12 @@ impl CpythonGuest {
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
         let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run")).map_err(|e| e.to_string())?;
-        // One trivial chain in the spare (the placeholder's `1 + 1`, no
-        // tools): it writes the pages of the snapshot's heap that every
-        // chain writes (refcounts are everywhere), so their copy-on-write
-        // faults (~720, ~8 µs each in this VM: most of a fresh instance's
-        // start) happen here, off the chain's path. The chain then runs as
+        // One small chain in the spare (a `warm_up()` call and `1 + 1`):
+        // it writes the pages of the snapshot's heap that every chain
+        // writes (refcounts are everywhere), and those a tool call writes,
+        // so their copy-on-write faults (~720 for a trivial chain, ~180
+        // more for its first call, ~8 µs each in this VM: most of a fresh
+        // instance's start) happen here, off the chain's path. The chain then runs as
         // the second `run` of this instance, on state that is the snapshot
         // plus this fixed, trusted warm-up; nothing of any other chain.
         let request = store.data_mut().take_request();
@@ -277,13 +311,22 @@ fn housekeep(guest: std::sync::Weak<CpythonGuest>, queue: std::sync::mpsc::Recei
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPER_NICE);
     }
+    // The warm-up's tool call runs through the invoker, whose timeouts
+    // are tokio's.
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        tracing::debug!("chainbox: no runtime for the CPython housekeeper: no spare instances");
+        while let Ok(job) = queue.recv() {
+            drop(job);
+        }
+        return;
+    };
     while let Ok(job) = queue.recv() {
         drop(job);
         while let Ok(job) = queue.try_recv() {
             drop(job);
         }
         match guest.upgrade() {
-            Some(guest) => guest.refill(),
+            Some(guest) => guest.refill(&runtime),
             None => return,
         }
     }

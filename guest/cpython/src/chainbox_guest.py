@@ -959,6 +959,11 @@ class _Sandbox:
         # Relative paths land in the workspace, when the host preopened it.
         if self.workspace is None:
             return
+        if wit_world is not None:
+            # In the component no run follows a chain's (the host drops the
+            # instance), so the way back is not worth its WASI calls.
+            _chdir_quietly(self.workspace)
+            return
         try:
             old_cwd = os.getcwd()
         except OSError:
