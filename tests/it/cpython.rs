@@ -207,6 +207,24 @@ async fn a_cpython_chain_sees_nothing_of_the_chain_before() {
     }
 }
 
+/// The spare's warm-up makes a tool call of its own (`warm_up()`); no
+/// chain sees that tool, and its trace has only the chain's own calls.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_spares_warm_up_call_is_in_no_chain() {
+    for _ in 0..3 {
+        let r = run_on(
+            PythonChoice::Cpython,
+            "[await add(a=1, b=2), 'warm_up' in globals()]",
+            &registry(),
+        )
+        .await;
+        assert_ok(&r);
+        assert_eq!(r.output, json!([3, false]));
+        let tools: Vec<&str> = r.call_trace.iter().map(|c| c.tool.as_str()).collect();
+        assert_eq!(tools, ["add"]);
+    }
+}
+
 /// The spare instance was made under no chain's limits: a chain whose
 /// memory limit is below what CPython needs to start fails as a fresh
 /// instance would, with the memory limit's kind, and reports its peak.
