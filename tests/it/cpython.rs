@@ -219,7 +219,7 @@ async fn the_spares_warm_up_call_is_in_no_chain() {
         )
         .await;
         assert_ok(&r);
-        assert_eq!(r.output, json!([3, false]));
+        assert_eq!(r.output, json!([3.0, false]));
         let tools: Vec<&str> = r.call_trace.iter().map(|c| c.tool.as_str()).collect();
         assert_eq!(tools, ["add"]);
     }
