@@ -179,6 +179,14 @@ fn main() {
         return;
     }
     let times = if native_only { theirs } else { ours };
+    if std::env::var_os("PROFILE_DECILES").is_some() {
+        let mut sorted = times.clone();
+        sorted.sort();
+        let deciles: Vec<String> = (0..=10)
+            .map(|d| format!("{:.2}", sorted[(d * (sorted.len() - 1)) / 10].as_secs_f64() * 1e3))
+            .collect();
+        println!("deciles (ms): {}", deciles.join(" "));
+    }
     let (median, min) = summary(times);
     println!("{runs} runs, median {median:?}, min {min:?}");
     if !native_only {
