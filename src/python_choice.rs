@@ -19,7 +19,11 @@
 //! rule's comment names the monty source that shows the gap, so a rule can be
 //! dropped when monty closes it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+// The scan's sets hold short names of one script: FxHash (rustc's, already
+// built for Cranelift), not SipHash, which was an eighth of the scan.
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt;
 
 /// Which interpreter runs a chain.
@@ -210,11 +214,26 @@ pub fn needs_cpython(script: &str) -> Option<Needs> {
 /// The first finding and the name of the rule that made it.
 fn first_finding(script: &str) -> Option<(&'static str, Needs)> {
     let scan = Scan::new(script);
-    (0..scan.tokens.len()).find_map(|at| {
-        RULES
-            .iter()
-            .find_map(|rule| (rule.check)(&scan, at).map(|needs| (rule.name, needs)))
-    })
+    (0..scan.tokens.len())
+        .filter(|&at| may_trigger(&scan.tokens[at]))
+        .find_map(|at| {
+            RULES
+                .iter()
+                .find_map(|rule| (rule.check)(&scan, at).map(|needs| (rule.name, needs)))
+        })
+}
+
+/// Whether any rule can fire on `token`: every rule starts at a name, a
+/// call's `(`, `@=`, a string (t-strings) or a line's first token (class
+/// bodies). The rest (other operators, numbers) make up about half a
+/// script's tokens and are skipped without running the rules.
+fn may_trigger(token: &Token<'_>) -> bool {
+    token.starts_line
+        || match token.kind {
+            Kind::Name | Kind::Str => true,
+            Kind::Op => matches!(token.text, "(" | "@="),
+            _ => false,
+        }
 }
 
 // --- what monty has (read from guest/vendor/monty/src) -----------------------
@@ -1339,10 +1358,17 @@ fn rule_unawaited_own_coroutine(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     })
 }
 
+/// MISSING_BUILTINS as a set: the rule asks about every name of a script.
+fn missing_builtins() -> &'static FxHashSet<&'static str> {
+    static SET: std::sync::LazyLock<FxHashSet<&'static str>> =
+        std::sync::LazyLock::new(|| MISSING_BUILTINS.iter().copied().collect());
+    &SET
+}
+
 fn rule_missing_builtin(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let token = scan.tokens.get(at)?;
     if token.kind != Kind::Name
-        || !MISSING_BUILTINS.contains(&token.text)
+        || !missing_builtins().contains(token.text)
         || scan.follows_dot(at)
         || scan.bound.contains(token.text)
         || scan.is_keyword_argument(at)
@@ -1806,14 +1832,14 @@ struct Scan<'a> {
     /// The innermost open bracket around each token.
     enclosing_open: Vec<Option<usize>>,
     /// Names bound by imports.
-    imports: HashMap<&'a str, Binding>,
+    imports: FxHashMap<&'a str, Binding>,
     /// Names the script binds itself (assignments, `def`, `class`, parameters,
     /// loop and `as` targets), so a builtin rule does not fire on them.
-    bound: HashSet<&'a str>,
+    bound: FxHashSet<&'a str>,
     /// Names of the script's `async def` functions.
-    async_defs: HashSet<&'a str>,
+    async_defs: FxHashSet<&'a str>,
     /// Line-starting tokens directly inside a class body.
-    in_class_body: HashSet<usize>,
+    in_class_body: FxHashSet<usize>,
 }
 
 impl<'a> Scan<'a> {
@@ -1822,10 +1848,10 @@ impl<'a> Scan<'a> {
         let mut scan = Self {
             enclosing_open: Vec::with_capacity(tokens.len()),
             tokens,
-            imports: HashMap::new(),
-            bound: HashSet::new(),
-            async_defs: HashSet::new(),
-            in_class_body: HashSet::new(),
+            imports: FxHashMap::default(),
+            bound: FxHashSet::default(),
+            async_defs: FxHashSet::default(),
+            in_class_body: FxHashSet::default(),
         };
         scan.index();
         scan
