@@ -19,8 +19,6 @@
 //! rule's comment names the monty source that shows the gap, so a rule can be
 //! dropped when monty closes it.
 
-use std::collections::HashSet;
-
 // The scan's sets hold short names of one script: FxHash (rustc's, already
 // built for Cranelift), not SipHash, which was an eighth of the scan.
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -1246,7 +1244,7 @@ fn rule_re_sub_callable(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         return None;
     }
     let callee = scan.callee_path(at)?;
-    let replacement = match callee.as_str() {
+    let replacement = match callee {
         "re.sub" => 1,
         // `pattern.sub(repl, string)` on a compiled pattern (or anything else
         // with a `sub` method: a false positive at worst).
@@ -1840,6 +1838,9 @@ struct Scan<'a> {
     async_defs: FxHashSet<&'a str>,
     /// Line-starting tokens directly inside a class body.
     in_class_body: FxHashSet<usize>,
+    /// The callee path of each `(` (see [`Scan::resolve_callee`]), resolved
+    /// once: several rules ask about every call.
+    callees: Vec<Option<String>>,
 }
 
 impl<'a> Scan<'a> {
@@ -1852,8 +1853,12 @@ impl<'a> Scan<'a> {
             bound: FxHashSet::default(),
             async_defs: FxHashSet::default(),
             in_class_body: FxHashSet::default(),
+            callees: Vec::new(),
         };
         scan.index();
+        scan.callees = (0..scan.tokens.len())
+            .map(|i| (scan.tokens[i].text == "(").then(|| scan.resolve_callee(i)).flatten())
+            .collect();
         scan
     }
 
@@ -2121,7 +2126,11 @@ impl<'a> Scan<'a> {
     /// The called function of the `(` at `paren`, resolved through imports:
     /// `asyncio.gather`, `builtins.round`, `obj.sub` (unresolved receivers
     /// keep their written name).
-    fn callee_path(&self, paren: usize) -> Option<String> {
+    fn callee_path(&self, paren: usize) -> Option<&str> {
+        self.callees.get(paren)?.as_deref()
+    }
+
+    fn resolve_callee(&self, paren: usize) -> Option<String> {
         let mut i = paren.checked_sub(1)?;
         let mut parts = Vec::new();
         loop {
@@ -2253,6 +2262,7 @@ mod tests {
     }
 
     use super::*;
+    use std::collections::HashSet;
 
     /// The rule that fires first on `script`, and what it says.
     fn found(script: &str) -> Option<(&'static str, String)> {
