@@ -2283,6 +2283,38 @@ mod tests {
         assert_eq!(found(script), None, "expected monty for:\n{script}");
     }
 
+    /// `may_trigger` skips tokens before the rules run; on every script of
+    /// the corpus and the example chains, no token a rule fires on is one
+    /// it skips (a new rule that starts elsewhere must widen it).
+    #[test]
+    fn the_token_filter_skips_no_token_a_rule_fires_on() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut scripts = 0;
+        for dir in ["tests/corpus/cases", "examples/chains"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("script dir") {
+                let path = entry.expect("entry").path();
+                if path.extension().is_none_or(|e| e != "py") {
+                    continue;
+                }
+                let script = std::fs::read_to_string(&path).expect("script");
+                let scan = Scan::new(&script);
+                for at in 0..scan.tokens.len() {
+                    if let Some(rule) = RULES.iter().find(|rule| (rule.check)(&scan, at).is_some()) {
+                        assert!(
+                            may_trigger(&scan.tokens[at]),
+                            "{}: rule {} fired on a skipped token {:?}",
+                            path.display(),
+                            rule.name,
+                            scan.tokens[at]
+                        );
+                    }
+                }
+                scripts += 1;
+            }
+        }
+        assert!(scripts > 100, "only {scripts} scripts read");
+    }
+
     #[test]
     fn rule_names_are_unique() {
         let names: HashSet<_> = RULES.iter().map(|rule| rule.name).collect();

@@ -9,10 +9,9 @@ use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, MAX_GUEST_MESSAGE_BYTES, ToolCall, Wait, decode, encode,
     imports, sleep_of,
 };
-use futures::FutureExt;
 use monty_fs::MountCallOutcome;
 use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
-use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::StoreContextMut;
@@ -20,6 +19,7 @@ use wasmtime::component;
 use wasmtime::{Caller, Linker};
 
 use super::{ChainState, Fatal};
+use crate::invoker::{Admitted, InvokerSession};
 
 /// Runs `f` on the `len` bytes at `ptr` in guest memory, in place (no copy),
 /// refusing oversize or out-of-bounds requests.
@@ -258,35 +258,33 @@ fn decode_component<T: serde::de::DeserializeOwned>(
 /// Starts `call` running concurrently with the script, under `id`; ends the
 /// chain when the call budget is spent.
 fn start(state: &mut ChainState, id: u32, call: ToolCall) -> wasmtime::Result<()> {
-    let session = state.session.clone();
-    let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+    let (session, admitted) = admit(state, call)?;
     let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
     state.running_ids.insert(handle.id(), id);
     Ok(())
 }
 
+/// Admits `call` against the chain's budget (ending the chain when it is
+/// spent): the session to run it on, and the admitted call.
+fn admit(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<(Arc<InvokerSession>, Admitted)> {
+    let session = state.session.clone();
+    let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+    Ok((session, admitted))
+}
+
 /// Runs `call` to its end on the chain's own task and answers with the
 /// encoded [`CallOutcome`]: what `start` then `wait` for that call alone
 /// do, without a task, a join set or a `Completions` between them. The CPU
-/// clock stops meanwhile, and a tool that panics fails this call only, as
-/// a started call's task does.
+/// clock stops meanwhile (the tool's work is not the script's CPU); a tool
+/// that panics is the invoker's to contain, as for every call.
 async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Vec<u8>> {
-    let session = state.session.clone();
-    let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+    let (session, admitted) = admit(state, call)?;
     let clock = state.meters.clock.clone();
     clock.pause();
-    let outcome = AssertUnwindSafe(session.run(admitted))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|_| CallOutcome::Error {
-            message: TASK_FAILED.to_owned(),
-        });
+    let outcome = session.run(admitted).await;
     clock.resume();
     Ok(encode(&outcome))
 }
-
-/// What the script sees of a call whose tool panicked.
-const TASK_FAILED: &str = "the tool call's task failed";
 
 /// Answers a `wait` with the encoded [`Completions`]: the named calls that
 /// have finished (at least one, unless `timeout` passes first). The CPU
@@ -332,7 +330,7 @@ async fn collect(state: &mut ChainState, ids: &[u32]) -> Vec<(u32, CallOutcome)>
             }
             Some(Err(e)) => {
                 if let Some(id) = state.running_ids.remove(&e.id()) {
-                    let message = TASK_FAILED.to_owned();
+                    let message = "the tool call's task failed".to_owned();
                     state.done.push((id, CallOutcome::Error { message }));
                 }
             }

@@ -316,11 +316,7 @@ def _decode_call_outcome(text):
 
 
 def _decode_outcome(text):
-    try:
-        outcome = _JSON_DECODE(text)
-    except ValueError as exc:
-        raise RuntimeError(f"malformed call outcome message: {exc}") from None
-    return _outcome_value(outcome)
+    return _outcome_value(_decode_call_outcome(text))
 
 
 def _short_repr(value):

@@ -12,7 +12,8 @@ use chainbox::{
 use serde_json::json;
 
 use crate::fixtures::{
-    MIB, adversarial_registry, assert_ended, assert_next_chain_ok, assert_ok, cpu_capped, engine, tight,
+    MIB, adversarial_registry, adversarial_registry_with, assert_ended, assert_next_chain_ok, assert_ok, cpu_capped,
+    engine, fn_tool, tight,
 };
 
 /// Runs `script` on `python` under `policy` against the adversarial registry.
@@ -132,6 +133,41 @@ async fn a_print_flood_is_capped_on_both_guests() {
     assert_eq!(r.stdout.len(), 4096);
     assert!(r.usage.stdout_truncated);
     assert_eq!(r.usage.stdout_bytes, 20000 * 101);
+}
+
+/// A tool's own work is not the script's CPU: a call awaited alone (on
+/// CPython, run inline on the chain's thread) that spins twice the chain's
+/// `max_cpu_s` leaves the script its whole budget, on both guests.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_spinning_past_max_cpu_s_is_not_the_scripts_cpu_on_both_guests() {
+    let spin = fn_tool("spin", &["seconds"], |a| {
+        let seconds = a.get("seconds").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+        let mut n = 0u64;
+        while std::time::Instant::now() < until {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+        Ok(json!(seconds))
+    });
+    let registry = adversarial_registry_with([spin]);
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let policy = ChainPolicy {
+            python,
+            call_timeout_s: 5.0,
+            approval_timeout_s: 2.0,
+            ..cpu_capped()
+        };
+        let r = engine()
+            .run(
+                "await spin(seconds=0.6)\nsum(range(100000))",
+                &registry,
+                &policy,
+                &Approval::auto(ToolRisk::Safe),
+            )
+            .await;
+        assert_ok(&r);
+        assert_eq!(r.output, json!(4999950000u64), "{python:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
