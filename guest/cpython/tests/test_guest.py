@@ -218,6 +218,31 @@ class ToolCalls(unittest.TestCase):
         self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
         self.assertIn("malformed call outcome", finish["result"]["message"])
 
+    def test_a_compact_success_gives_its_value_exactly(self):
+        # The host's own encoding, which the guest reads by its value alone.
+        host = FakeHost()
+        host.call = lambda message: '{"status":"ok","value":{"b":[1,2.0,"\\u00e9"],"a":null}}'
+        finish, _ = run("repr(await echo(1))", host=host)
+        self.assertEqual(finish["result"]["output"], "{'b': [1, 2.0, '\u00e9'], 'a': None}")
+
+    def test_a_success_with_more_after_its_value_is_read_whole(self):
+        host = FakeHost()
+        host.call = lambda message: '{"status":"ok","value":1,"note":"x"}'
+        finish, _ = run("await echo(1)", host=host)
+        self.assertEqual(finish["result"]["output"], 1)
+
+    def test_a_truncated_success_fails_the_call(self):
+        host = FakeHost()
+        host.call = lambda message: '{"status":"ok","value":[1'
+        finish, _ = run("await echo(1)", host=host)
+        self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
+        self.assertIn("malformed call outcome", finish["result"]["message"])
+
+    def test_an_argument_that_cannot_be_utf8_fails_the_call_before_the_host(self):
+        finish, host = run("await echo('\\udc80')")
+        self.assertEqual(finish["result"]["exc_type"], "UnicodeEncodeError")
+        self.assertEqual(host.tool_calls(), [])
+
     def test_malformed_completions_fail_the_awaited_calls(self):
         host = FakeHost({"echo": echo})
         host.wait = lambda message, timeout: "garbage"
