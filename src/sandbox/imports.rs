@@ -109,9 +109,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
                 let admitted = session
                     .admit(call)
                     .map_err(|b| caller.data_mut().fail(Fatal::Budget(b)))?;
-                clock.pause();
+                let host = clock.enter_host();
                 let outcome = session.run(admitted).await;
-                clock.resume();
+                clock.leave_host(host);
                 Ok(caller.data_mut().stage(encode(&outcome)))
             })
         },
@@ -145,9 +145,9 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
             Box::new(async move {
                 let call: OsFunctionCall = decode_guest(&mut caller, "os call", ptr, len)?;
                 let clock = caller.data().meters.clock.clone();
-                clock.pause();
+                let host = clock.enter_host();
                 let outcome = os_call(caller.data_mut(), call).await;
-                clock.resume();
+                clock.leave_host(host);
                 Ok(caller.data_mut().stage(encode(&outcome)))
             })
         },
@@ -275,14 +275,15 @@ fn admit(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<(Arc<Invoke
 /// Runs `call` to its end on the chain's own task and answers with the
 /// encoded [`CallOutcome`]: what `start` then `wait` for that call alone
 /// do, without a task, a join set or a `Completions` between them. The CPU
-/// clock stops meanwhile (the tool's work is not the script's CPU); a tool
-/// that panics is the invoker's to contain, as for every call.
+/// clock stops meanwhile (the tool's work is not the script's CPU; see
+/// `CpuClock::leave_host`);
+/// a tool that panics is the invoker's to contain, as for every call.
 async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Vec<u8>> {
     let (session, admitted) = admit(state, call)?;
     let clock = state.meters.clock.clone();
-    clock.pause();
+    let host = clock.enter_host();
     let outcome = session.run(admitted).await;
-    clock.resume();
+    clock.leave_host(host);
     Ok(encode(&outcome))
 }
 

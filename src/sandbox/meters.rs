@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
@@ -162,16 +162,29 @@ impl ResourceLimiter for MemoryLimiter {
 /// (wasmtime runs the guest on a fiber resumed by that poll), so it starts
 /// and ends on one thread; the clock remembers which thread's CPU clock the
 /// stretch started on and reads that one when it ends.
+///
+/// A reading of a thread's CPU clock is a system call (~1 µs on a VM: two
+/// per tool call were a tenth of its cost), so host calls do not read it
+/// when they can avoid it: see [`CpuClock::enter_host`].
 #[derive(Debug)]
 pub(crate) struct CpuClock {
     limit: Duration,
     /// Nanoseconds of guest CPU time in finished stretches.
     used: AtomicU64,
-    /// The open stretch: which thread clock, and its reading at the start.
-    stretch: Mutex<Option<(thread_cpu::Clock, u64)>>,
+    /// The open stretch.
+    stretch: Mutex<Option<Stretch>>,
     exceeded: AtomicBool,
     /// Epoch ticks seen while the guest ran.
     ticks: AtomicU64,
+}
+
+/// A stretch of guest code: which thread's clock, and its CPU reading and
+/// the wall time when it began.
+#[derive(Debug, Clone, Copy)]
+struct Stretch {
+    clock: thread_cpu::Clock,
+    cpu: u64,
+    wall: Instant,
 }
 
 impl CpuClock {
@@ -185,24 +198,65 @@ impl CpuClock {
         }
     }
 
-    fn stretch(&self) -> std::sync::MutexGuard<'_, Option<(thread_cpu::Clock, u64)>> {
+    fn stretch(&self) -> std::sync::MutexGuard<'_, Option<Stretch>> {
         self.stretch.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The guest stops running (a host call, a yield, the end). Pausing
-    /// twice counts nothing in between.
+    /// The guest stops running (a yield, a wait, the end). Pausing twice
+    /// counts nothing in between.
     pub(crate) fn pause(&self) {
-        if let Some((clock, start)) = self.stretch().take() {
-            let now = clock.now().unwrap_or(start);
-            self.used.fetch_add(now.saturating_sub(start), Ordering::Relaxed);
+        if let Some(stretch) = self.stretch().take() {
+            let now = stretch.clock.now().unwrap_or(stretch.cpu);
+            self.used.fetch_add(now.saturating_sub(stretch.cpu), Ordering::Relaxed);
         }
     }
 
     /// The guest runs (again) on the current thread.
     pub(crate) fn resume(&self) {
         let clock = thread_cpu::Clock::current();
-        let start = clock.now().unwrap_or(0);
-        *self.stretch() = Some((clock, start));
+        let cpu = clock.now().unwrap_or(0);
+        *self.stretch() = Some(Stretch {
+            clock,
+            cpu,
+            wall: Instant::now(),
+        });
+    }
+
+    /// The guest calls a tool (or an OS function) and waits for it. Reads
+    /// no clock: the call's end decides, in [`CpuClock::leave_host`], how
+    /// much of the stretch was the script's.
+    pub(crate) fn enter_host(&self) -> HostCall {
+        HostCall { since: Instant::now() }
+    }
+
+    /// The host call `call` returns to the guest.
+    ///
+    /// - Back within [`SHORT_HOST_CALL`] on the same thread (an ordinary
+    ///   tool call's bookkeeping): the stretch runs on, no clock read; the
+    ///   host's work, at most `SHORT_HOST_CALL` per call, counts as the
+    ///   script's.
+    /// - Later (a tool doing real work), or on another thread: the stretch
+    ///   ends at the call's start. Its CPU reading now includes the host's
+    ///   work, so the script is counted the smaller of that and the
+    ///   stretch's wall time up to the call: never the tool's CPU, and at
+    ///   most what the guest could have used (more only by the time its
+    ///   thread was preempted within the stretch, itself at most an epoch
+    ///   tick long). A fresh stretch starts.
+    pub(crate) fn leave_host(&self, call: HostCall) {
+        let mut stretch = self.stretch();
+        let Some(open) = *stretch else {
+            drop(stretch);
+            return self.resume();
+        };
+        if call.since.elapsed() < SHORT_HOST_CALL && open.clock.is_current() {
+            return;
+        }
+        *stretch = None;
+        drop(stretch);
+        let cpu = open.clock.now().unwrap_or(open.cpu).saturating_sub(open.cpu);
+        let wall = call.since.saturating_duration_since(open.wall).as_nanos() as u64;
+        self.used.fetch_add(cpu.min(wall), Ordering::Relaxed);
+        self.resume();
     }
 
     /// Guest CPU time in finished stretches.
@@ -242,6 +296,17 @@ impl CpuClock {
     }
 }
 
+/// Host work that counts as the script's CPU rather than cost a clock
+/// reading (see [`CpuClock::leave_host`]).
+pub(crate) const SHORT_HOST_CALL: Duration = Duration::from_micros(50);
+
+/// A host call in progress, from [`CpuClock::enter_host`].
+#[derive(Debug)]
+#[must_use = "give it to `CpuClock::leave_host` when the call returns"]
+pub(crate) struct HostCall {
+    since: Instant,
+}
+
 /// What an epoch tick means for the running guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tick {
@@ -273,6 +338,17 @@ mod thread_cpu {
                 id = libc::CLOCK_THREAD_CPUTIME_ID;
             }
             Clock { id }
+        }
+
+        /// Whether this is the calling thread's clock.
+        #[cfg(target_os = "linux")]
+        pub(crate) fn is_current(&self) -> bool {
+            Clock::current().id == self.id
+        }
+
+        #[cfg(not(target_os = "linux"))]
+        pub(crate) fn is_current(&self) -> bool {
+            true
         }
 
         /// Nanoseconds of CPU time the thread has used; `None` once it is gone.
@@ -337,6 +413,57 @@ mod tests {
         clock.pause();
         clock.pause();
         assert_eq!(clock.used(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_long_host_call_is_not_the_scripts_cpu() {
+        let clock = CpuClock::new(Duration::from_secs(1));
+        clock.resume();
+        let call = clock.enter_host();
+        spin_cpu(Duration::from_millis(30));
+        clock.leave_host(call);
+        clock.pause();
+        assert!(clock.used() < Duration::from_millis(5), "{:?}", clock.used());
+    }
+
+    #[test]
+    fn the_script_before_a_long_host_call_is_counted() {
+        let clock = CpuClock::new(Duration::from_secs(1));
+        clock.resume();
+        spin_cpu(Duration::from_millis(20));
+        let call = clock.enter_host();
+        std::thread::sleep(Duration::from_millis(20));
+        clock.leave_host(call);
+        clock.pause();
+        assert!(clock.used() >= Duration::from_millis(20), "{:?}", clock.used());
+        assert!(clock.used() < Duration::from_millis(35), "{:?}", clock.used());
+    }
+
+    #[test]
+    fn a_short_host_call_leaves_the_stretch_running() {
+        let clock = CpuClock::new(Duration::from_secs(1));
+        clock.resume();
+        let before = clock.stretch().map(|s| s.cpu);
+        clock.leave_host(clock.enter_host());
+        assert_eq!(clock.stretch().map(|s| s.cpu), before, "no new stretch, no reading");
+        spin_cpu(Duration::from_millis(10));
+        clock.pause();
+        assert!(clock.used() >= Duration::from_millis(10), "{:?}", clock.used());
+    }
+
+    #[test]
+    fn a_host_call_returning_on_another_thread_starts_that_threads_stretch() {
+        let clock = Arc::new(CpuClock::new(Duration::from_secs(1)));
+        clock.resume();
+        let other = Arc::clone(&clock);
+        std::thread::spawn(move || {
+            // Returned at once: only the thread differs.
+            other.leave_host(other.enter_host());
+            let stretch = (*other.stretch()).expect("the clock runs");
+            assert!(stretch.clock.is_current(), "the stretch must be this thread's");
+        })
+        .join()
+        .expect("the other thread");
     }
 
     #[test]
