@@ -893,9 +893,12 @@ class _Session:
     def execute(self, code, ns):
         # A script without top-level await runs as `python main.py` would: no
         # loop running, `asyncio.run(main())` works. One with top-level
-        # await runs as the main task of a GuestLoop.
+        # await runs as the main task of a GuestLoop. (`eval` gives that
+        # coroutine or None: an exact type test, not `asyncio.iscoroutine`,
+        # whose isinstance against the `Coroutine` ABC missed the ABC cache
+        # in every fresh instance.)
         result = eval(code, ns)
-        if asyncio.iscoroutine(result):
+        if type(result) is types.CoroutineType:
             _guest_asyncio_run(result)
 
     def answer(self, value):
