@@ -239,7 +239,6 @@ impl Started {
             workspace: self.workspace.clone(),
             meters: self.meters.clone(),
             interpreter,
-            warm_up: false,
         };
         if interpreter == Interpreter::Cpython {
             return self.execute_cpython(core, setup, slot).await;
@@ -277,11 +276,15 @@ impl Started {
     ) -> Result<Executed, String> {
         let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
         let spare = guest.take_spare();
+        // The spare's `/workspace` is the directory it was made with: a
+        // chain given its own directory needs a fresh instance.
+        let supplied = self.workspace.lock().unwrap_or_else(|p| p.into_inner()).is_supplied();
         let (mut store, run) = match spare {
-            Some(spare) if sandbox::fits(&spare.store, setup.policy) => {
-                if let Some(dir) = spare.workspace {
-                    self.workspace.lock().unwrap_or_else(|p| p.into_inner()).adopt(dir);
-                }
+            Some(spare) if sandbox::fits(&spare.store, setup.policy) && !supplied => {
+                self.workspace
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .adopt(spare.workspace);
                 (sandbox::bind(spare.store, setup)?, spare.run)
             }
             unfit => {

@@ -153,14 +153,12 @@ pub(crate) struct ChainSetup<'a> {
     pub meters: Arc<Meters>,
     /// Which guest the store is for.
     pub interpreter: Interpreter,
-    /// A spare CPython instance's warm-up run (see [`RunRequest::warm_up`]):
-    /// no workspace is preopened; the chain's state replaces this one.
-    pub warm_up: bool,
 }
 
 /// Builds the store for one chain, with its limits armed.
 pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
-    let mut store = Store::new(engine, ChainState::for_chain(setup)?);
+    let wasi = wasi_for(&setup)?;
+    let mut store = Store::new(engine, ChainState::for_chain(setup, wasi)?);
     store.limiter(|s| &mut s.memory);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |ctx| {
@@ -192,20 +190,47 @@ pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
 
 /// Gives a spare store (built by [`new_store`] for a placeholder chain and
 /// instantiated before its chain was known; check [`fits`] first) to the
-/// chain of `setup`: its state is replaced whole, so nothing of the
-/// placeholder (WASI context, session, meters) reaches the chain, and its
-/// limits start now.
+/// chain of `setup`, whose workspace must be the directory the spare was
+/// made with: its state is replaced (nothing of the placeholder's session
+/// or meters reaches the chain, and its limits start now) but for its WASI
+/// context, which carries on: the guest's descriptors (the preopened
+/// `/workspace` wasi-libc listed, its working directory there) point into
+/// it, and it was built as a chain's is.
 pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
     let size = store.data().memory.current();
-    *store.data_mut() = ChainState::for_chain(setup)?;
+    let wasi = std::mem::replace(&mut store.data_mut().wasi, WasiCtxBuilder::new().build_p1());
+    *store.data_mut() = ChainState::for_chain(setup, wasi)?;
     store.data_mut().memory.grown_to(size);
     store.set_epoch_deadline(1);
     Ok(store)
 }
 
+/// The WASI context of the chain of `setup`. No env, no args, no network;
+/// stdio closed. The monty guest's files go through the `os` import; the
+/// CPython guest reads and writes the workspace directory itself,
+/// preopened as `/workspace` (WASI's capability model confines it there).
+fn wasi_for(setup: &ChainSetup<'_>) -> Result<WasiP1Ctx, String> {
+    let mut wasi = WasiCtxBuilder::new();
+    if setup.interpreter == Interpreter::Cpython {
+        let dir = {
+            let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
+            workspace.dir().map_err(|e| e.to_string())?
+        };
+        wasi.preopened_dir(&dir, WORKSPACE, FsPerms::ReadWrite)
+            .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
+        // Denied by default already; said here so it stays structural.
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        // Workspace file operations run on the chain's own thread, not
+        // one round trip through tokio's blocking pool each.
+        wasi.allow_blocking_current_thread(true);
+    }
+    Ok(wasi.build_p1())
+}
+
 impl ChainState {
-    /// The state of a store for the chain of `setup`.
-    fn for_chain(setup: ChainSetup<'_>) -> Result<ChainState, String> {
+    /// The state of a store for the chain of `setup`, with `wasi` (see
+    /// [`wasi_for`]).
+    fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx) -> Result<ChainState, String> {
         let policy = setup.policy;
         let tools = setup
             .registry
@@ -227,28 +252,7 @@ impl ChainState {
                 max_memory_bytes: soft,
                 max_recursion_depth: MAX_RECURSION_DEPTH,
             },
-            warm_up: setup.warm_up,
         };
-        // No env, no args, no network; stdio closed. The monty guest's files go
-        // through the `os` import; the CPython guest reads and writes the
-        // workspace directory itself, preopened as `/workspace` (WASI's
-        // capability model confines it there).
-        let mut wasi = WasiCtxBuilder::new();
-        if setup.interpreter == Interpreter::Cpython && !setup.warm_up {
-            let dir = {
-                let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
-                workspace.dir().map_err(|e| e.to_string())?
-            };
-            wasi.preopened_dir(&dir, WORKSPACE, FsPerms::ReadWrite)
-                .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
-            // Denied by default already; said here so it stays structural.
-            wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
-            // Workspace file operations run on the chain's own thread, not
-            // one round trip through tokio's blocking pool each (the guest's
-            // `chdir` into /workspace alone is several per chain).
-            wasi.allow_blocking_current_thread(true);
-        }
-        let wasi = wasi.build_p1();
         let meters = setup.meters;
         let state = ChainState {
             wasi,

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use chainbox::{
-    Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, Interpreter, PythonChoice, ToolRegistry,
-    ToolRisk,
+    Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, Interpreter, PythonChoice, RunOptions,
+    ToolRegistry, ToolRisk,
 };
 use serde_json::{Value, json};
 
@@ -204,6 +204,31 @@ async fn a_cpython_chain_sees_nothing_of_the_chain_before() {
         let r = run_on(PythonChoice::Cpython, second, &registry()).await;
         assert_ok(&r);
         assert_eq!(r.output, json!(["{\"a\": 1}", false, []]));
+    }
+}
+
+/// The spare instance is made with a workspace of its own preopened: a
+/// chain given its own directory runs in that one (on a fresh instance),
+/// every time, and the spare's is not touched.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cpython_chain_given_a_workspace_writes_there_not_in_a_spares() {
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        ..ChainPolicy::default()
+    };
+    let script = "import os\nopen('mine.txt', 'w').write('x')\n[os.getcwd(), sorted(os.listdir('.'))]";
+    for round in 0..3 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let options = RunOptions {
+            workspace: Some(dir.path().to_path_buf()),
+            ..RunOptions::default()
+        };
+        let r = engine()
+            .run_with(script, &registry(), &policy, &Approval::auto(ToolRisk::Safe), options)
+            .await;
+        assert_ok(&r);
+        assert_eq!(r.output, json!(["/workspace", ["mine.txt"]]), "round {round}");
+        assert!(dir.path().join("mine.txt").exists(), "round {round}");
     }
 }
 

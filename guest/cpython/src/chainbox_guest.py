@@ -989,8 +989,12 @@ class _Sandbox:
             return
         if wit_world is not None:
             # In the component no run follows a chain's (the host drops the
-            # instance), so the way back is not worth its WASI calls.
-            _chdir_quietly(self.workspace)
+            # instance), so the way back is not worth its WASI calls; and
+            # the host's warm-up run of a spare instance, preopened with its
+            # chain's workspace, has entered it already (a `chdir` is ~0.2
+            # ms of WASI calls, listing the preopens the first time).
+            if os.getcwd() != self.workspace:
+                _chdir_quietly(self.workspace)
             return
         try:
             old_cwd = os.getcwd()
@@ -1121,11 +1125,6 @@ def _run(request, host, workspace):
         script = req["script"]
         tools = [(t["name"], list(t["params"])) for t in req["tools"]]
         limits = dict(req["limits"])
-        if req.get("warm_up") is True:
-            # The host's warm-up run of a spare instance: no path may be
-            # touched, or wasi-libc would list the preopened directories
-            # now (there are none yet) and never again for the chain.
-            workspace = None
         if not isinstance(script, str) or not all(isinstance(n, str) for n, _ in tools):
             raise TypeError("script and tool names must be strings")
     except (ValueError, KeyError, TypeError) as exc:

@@ -424,21 +424,6 @@ class Sandbox(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(workspace, "f.txt")))
             self.assertEqual(os.getcwd(), before)
 
-    def test_a_warm_up_run_touches_no_path(self):
-        # The host's warm-up of a spare instance: the working directory is
-        # not changed (in the component, no path is resolved before the
-        # chain's own run has its workspace preopened).
-        with tempfile.TemporaryDirectory() as workspace:
-            request = {
-                "version": 4,
-                "script": "import os\nos.getcwd()",
-                "tools": [],
-                "limits": {"max_memory_bytes": 1 << 30, "max_recursion_depth": 500},
-                "warm_up": True,
-            }
-            text = chainbox_guest.run_chain(json.dumps(request), FakeHost({}), workspace)
-            self.assertEqual(json.loads(text)["result"]["output"], os.getcwd())
-
 
 class Stdout(unittest.TestCase):
     def test_print_goes_to_the_host_in_order_with_tool_calls(self):

@@ -92,12 +92,6 @@ pub struct RunRequest {
     pub tools: Vec<ToolDecl>,
     /// Interpreter limits applied inside the guest.
     pub limits: GuestLimits,
-    /// The host's warm-up run of a spare CPython instance, before its chain
-    /// is known: the guest must touch no path (wasi-libc lists the
-    /// preopened directories once, on the first path operation, and the
-    /// chain's workspace is not preopened yet). The monty guest ignores it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub warm_up: bool,
 }
 
 /// The guest's built-in function that loads an offloaded result's full value.
