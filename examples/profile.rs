@@ -3,7 +3,7 @@
 //! `perf record` or `valgrind --tool=callgrind` at when profiling.
 //!
 //! ```text
-//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare] [--mt] [--cpython]
+//! cargo run --release --example profile -- SCRIPT.py [RUNS] [--native|--compare] [--mt] [--cpython|--auto]
 //! ```
 //!
 //! `--compare` alternates chainbox and native runs in one process and prints
@@ -11,7 +11,8 @@
 //! favouring either side. `--compare --no-prefault` alternates with an
 //! engine that does not prefault its hot pages instead of native monty.
 //!
-//! `--cpython` runs the chains on the CPython guest (`python = "cpython"`).
+//! `--cpython` runs the chains on the CPython guest (`python = "cpython"`);
+//! `--auto` lets the scan choose (`python = "auto"`), monty otherwise.
 //!
 //! `--idle MS` pauses MS milliseconds (untimed) before each run, as an
 //! agent's model thinks between chains: the latency of a chain on an idle
@@ -120,6 +121,8 @@ fn main() {
     let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
     let python = if args.iter().any(|a| a == "--cpython") {
         PythonChoice::Cpython
+    } else if args.iter().any(|a| a == "--auto") {
+        PythonChoice::Auto
     } else {
         PythonChoice::Monty
     };

@@ -1152,27 +1152,31 @@ fn rule_import(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 fn rule_module_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let (path, mut next) = scan.bound_reference(at)?;
     let mut module = match path {
-        Binding::Module(module) => module,
+        Binding::Module(module) => module.as_str(),
         Binding::Member(..) => return None,
     };
     // Walk `a.b.c` while it stays inside modules (`os.path.join`).
     while let Some(member) = scan.attribute_after(next) {
-        if !module_has(&module, member) {
+        if !module_has(module, member) {
             return Some(Needs::ModuleMember {
-                module,
+                module: module.to_owned(),
                 member: member.to_owned(),
                 line: scan.tokens[at].line,
             });
         }
-        let dotted = format!("{module}.{member}");
-        if MONTY_MODULES.contains(&dotted.as_str()) {
-            module = dotted;
-            next += 2;
-        } else {
-            return None;
-        }
+        module = MONTY_MODULES.iter().find(|m| is_dotted(m, module, member))?;
+        next += 2;
     }
     None
+}
+
+/// Whether `path` is `head.tail` (without building that string: the scan
+/// asks for every dotted name).
+fn is_dotted(path: &str, head: &str, tail: &str) -> bool {
+    path.len() == head.len() + 1 + tail.len()
+        && path.starts_with(head)
+        && path.ends_with(tail)
+        && path.as_bytes()[head.len()] == b'.'
 }
 
 fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
@@ -1183,27 +1187,29 @@ fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if token.kind != Kind::Name || scan.follows_dot(at) || scan.tokens.get(at + 1).is_none_or(|t| t.text != ".") {
         return None;
     }
-    // The type the name (or `module.name`) stands for, and where its attribute starts.
-    let (type_path, written, next) = if let Some((binding, next)) = scan.bound_reference(at) {
+    // The type the name (or `module.name`) stands for — (module, name), the
+    // module empty for a builtin — and where its attribute starts.
+    let ((module, written), next) = if let Some((binding, next)) = scan.bound_reference(at) {
         match binding {
-            Binding::Member(module, member) => (format!("{module}.{member}"), member, next),
-            Binding::Module(module) => {
-                let member = scan.attribute_after(next)?;
-                (format!("{module}.{member}"), member.to_owned(), next + 2)
-            }
+            Binding::Member(module, member) => ((module.as_str(), member.as_str()), next),
+            Binding::Module(module) => ((module.as_str(), scan.attribute_after(next)?), next + 2),
         }
     } else if !scan.bound.contains(token.text) {
-        (token.text.to_owned(), token.text.to_owned(), at + 1)
+        (("", token.text), at + 1)
     } else {
         return None;
     };
-    let allowed = TYPE_ATTRIBUTES.iter().find(|(name, _)| *name == type_path)?.1;
+    let type_is = |name: &str| match module {
+        "" => name == written,
+        module => is_dotted(name, module, written),
+    };
+    let allowed = TYPE_ATTRIBUTES.iter().find(|(name, _)| type_is(name))?.1;
     let attribute = scan.attribute_after(next)?;
     if attribute == "__name__" || allowed.contains(&attribute) {
         return None;
     }
     Some(Needs::TypeAttribute {
-        type_name: written,
+        type_name: written.to_owned(),
         attribute: attribute.to_owned(),
         line: token.line,
     })
@@ -2093,12 +2099,12 @@ impl<'a> Scan<'a> {
 
     /// If the token at `at` is a name bound by an import (not an attribute),
     /// what it stands for and the index after it.
-    fn bound_reference(&self, at: usize) -> Option<(Binding, usize)> {
+    fn bound_reference(&self, at: usize) -> Option<(&Binding, usize)> {
         let token = self.tokens.get(at)?;
         if self.imports.is_empty() || token.kind != Kind::Name || self.follows_dot(at) {
             return None;
         }
-        Some((self.imports.get(token.text)?.clone(), at + 1))
+        Some((self.imports.get(token.text)?, at + 1))
     }
 
     /// The attribute name of `.name` at `at`.
