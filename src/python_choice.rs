@@ -1630,13 +1630,7 @@ impl<'a> Tokenizer<'a> {
                     starts_line = false;
                 }
                 _ => {
-                    let rest = &self.src[start..self.end];
-                    let len = THREE_CHAR_OPS
-                        .iter()
-                        .chain(TWO_CHAR_OPS)
-                        .find(|op| rest.starts_with(**op))
-                        .map_or_else(|| rest.chars().next().map_or(1, char::len_utf8), |op| op.len());
-                    self.pos += len;
+                    self.pos += self.operator_len(start);
                     match c {
                         b'(' | b'[' | b'{' => {
                             self.push(Kind::Op, start, starts_line, "");
@@ -1652,6 +1646,24 @@ impl<'a> Tokenizer<'a> {
                 }
             }
         }
+    }
+
+    /// The length of the operator at `start`: the longest of
+    /// [`THREE_CHAR_OPS`] and [`TWO_CHAR_OPS`] there, else one character.
+    fn operator_len(&self, start: usize) -> usize {
+        let rest = &self.bytes[start..self.end];
+        let is_op = |ops: &[&str], len: usize| rest.len() >= len && ops.iter().any(|op| op.as_bytes() == &rest[..len]);
+        // Every longer operator starts with one of these (a byte test first:
+        // half a script's tokens are operators, most of them one byte).
+        if rest.len() >= 2 && b"*/<>=!-:+%&|^@.".contains(&rest[0]) {
+            if is_op(THREE_CHAR_OPS, 3) {
+                return 3;
+            }
+            if is_op(TWO_CHAR_OPS, 2) {
+                return 2;
+            }
+        }
+        self.src[start..self.end].chars().next().map_or(1, char::len_utf8)
     }
 
     fn push(&mut self, kind: Kind, start: usize, starts_line: bool, prefix: &'a str) {
