@@ -152,6 +152,10 @@ pub(crate) struct CpythonGuest {
     placeholder: Placeholder,
     /// The housekeeper's queue: what to drop (`None`: only refill).
     housekeeper: std::sync::Mutex<std::sync::mpsc::Sender<Option<Retired>>>,
+    /// The housekeeper's thread, joined when the engine is dropped.
+    housekeeper_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Set when the engine is dropped: the housekeeper makes no more spares.
+    stopping: AtomicBool,
 }
 
 /// A finished chain's store (and its pool slot), or a spare no chain could
@@ -333,9 +337,28 @@ fn housekeep(guest: std::sync::Weak<CpythonGuest>, queue: std::sync::mpsc::Recei
             drop(job);
         }
         match guest.upgrade() {
-            Some(guest) => guest.refill(&runtime),
-            None => return,
+            Some(guest) if !guest.stopping.load(Ordering::Relaxed) => guest.refill(&runtime),
+            _ => return,
         }
+    }
+}
+
+impl CpythonGuest {
+    /// The engine is being dropped: the housekeeper drops what chains left
+    /// (their stores, their workspace directories) and ends, and the spare
+    /// goes with its directory. Done before the engine's drop returns: a
+    /// process that exits next would otherwise leave temporary directories
+    /// behind.
+    fn shut_down(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        self.request_spare(); // wakes the housekeeper
+        let thread = self.housekeeper_thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+        drop(self.take_spare());
     }
 }
 
@@ -420,12 +443,15 @@ impl CpythonGuest {
             spare: std::sync::Mutex::new(None),
             placeholder: Placeholder::new(),
             housekeeper: std::sync::Mutex::new(queue),
+            housekeeper_thread: std::sync::Mutex::new(None),
+            stopping: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&guest);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("chainbox-cpython-housekeeper".into())
             .spawn(move || housekeep(weak, jobs))
             .map_err(|e| EngineError::Wasmtime(format!("could not start the CPython housekeeper: {e}")))?;
+        *guest.housekeeper_thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(thread);
         Ok(guest)
     }
 }
@@ -440,6 +466,9 @@ fn deserialize_component_file(engine: &wasmtime::Engine, path: &Path) -> wasmtim
 impl Drop for Core {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
+        if let Some(Ok(guest)) = self.cpython.get() {
+            guest.shut_down();
+        }
     }
 }
 
@@ -682,6 +711,44 @@ fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropping_the_engine_removes_the_workspaces_it_made() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let engine = Engine::with_config(EngineConfig {
+            max_concurrent_chains: 1,
+            ..EngineConfig::default()
+        })
+        .expect("engine");
+        runtime.block_on(engine.prepare_cpython()).expect("the CPython guest");
+        let guest = Arc::clone(runtime.block_on(engine.inner.cpython()).expect("built"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let dir = loop {
+            let spare = guest.spare.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(spare) = spare.as_ref() {
+                break spare.workspace.path().to_path_buf();
+            }
+            drop(spare);
+            assert!(std::time::Instant::now() < deadline, "no spare was made");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(dir.is_dir());
+        drop(guest);
+        // A chain takes the spare and its directory; its store (which holds
+        // the workspace) goes to the housekeeper after the answer.
+        let policy = ChainPolicy {
+            python: crate::policy::PythonChoice::Cpython,
+            ..ChainPolicy::default()
+        };
+        let approval = Approval::deny_all();
+        let r = runtime.block_on(engine.run("1 + 1", &ToolRegistry::new(), &policy, &approval));
+        assert!(r.is_ok(), "{r:?}");
+        drop(engine);
+        assert!(!dir.exists(), "{} outlived its engine", dir.display());
+    }
 
     fn hot_pages(prefault: bool) -> usize {
         let engine = Engine::with_config(EngineConfig {
