@@ -147,8 +147,9 @@ pub(crate) struct CpythonGuest {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
     spare: std::sync::Mutex<Option<Spare>>,
-    /// What a spare's store holds until a chain takes it: no tools, no
-    /// workspace, deny-all approval.
+    /// What a spare's store holds until a chain takes it: no tools (but
+    /// the warm-up's own), deny-all approval; its workspace is the
+    /// directory its chain will adopt.
     placeholder: Placeholder,
     /// The housekeeper's queue: what to drop (`None`: only refill).
     housekeeper: std::sync::Mutex<std::sync::mpsc::Sender<Option<Retired>>>,
@@ -263,6 +264,23 @@ impl CpythonGuest {
         }
     }
 
+    /// The engine is being dropped: the housekeeper drops what chains left
+    /// (their stores, their workspace directories) and ends, and the spare
+    /// goes with its directory. Done before the engine's drop returns: a
+    /// process that exits next would otherwise leave temporary directories
+    /// behind.
+    fn shut_down(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        self.request_spare(); // wakes the housekeeper
+        let thread = self.housekeeper_thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+        drop(self.take_spare());
+    }
+
     /// Makes the next spare instance unless one is ready (on the
     /// housekeeper's thread).
     fn refill(&self, runtime: &tokio::runtime::Runtime) {
@@ -340,25 +358,6 @@ fn housekeep(guest: std::sync::Weak<CpythonGuest>, queue: std::sync::mpsc::Recei
             Some(guest) if !guest.stopping.load(Ordering::Relaxed) => guest.refill(&runtime),
             _ => return,
         }
-    }
-}
-
-impl CpythonGuest {
-    /// The engine is being dropped: the housekeeper drops what chains left
-    /// (their stores, their workspace directories) and ends, and the spare
-    /// goes with its directory. Done before the engine's drop returns: a
-    /// process that exits next would otherwise leave temporary directories
-    /// behind.
-    fn shut_down(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
-        self.request_spare(); // wakes the housekeeper
-        let thread = self.housekeeper_thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(thread) = thread
-            && thread.thread().id() != std::thread::current().id()
-        {
-            let _ = thread.join();
-        }
-        drop(self.take_spare());
     }
 }
 
