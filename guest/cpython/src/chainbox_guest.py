@@ -785,7 +785,7 @@ class _Session:
         `(call_id, future)`, the call started on the host and the future
         resolved by the loop with the decoded one."""
         loop = asyncio.get_running_loop()
-        if not isinstance(loop, GuestLoop) or loop.session is not self:
+        if type(loop) is not GuestLoop or loop.session is not self:
             raise RuntimeError("a tool call can only run on the chain's own event loop")
         stdout = self.stdout
         if stdout._line:
@@ -819,8 +819,8 @@ class _Session:
                     raise TypeError(f"{name}() got multiple values for argument '{key}'")
                 arguments[key] = _to_json_in_script(value)
             # One coroutine per call (this one): each costs its creation
-            # and its origin.
-            outcome, fut = begin(head + _encode(arguments) + "}")
+            # and its origin. (No arguments: no encoder call.)
+            outcome, fut = begin(head + (_encode(arguments) if arguments else "{}") + "}")
             if fut is None:
                 return _decode_outcome(outcome)
             call_id = outcome

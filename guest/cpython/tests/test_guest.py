@@ -218,6 +218,12 @@ class ToolCalls(unittest.TestCase):
         self.assertEqual(finish["result"]["exc_type"], "RuntimeError")
         self.assertIn("malformed call outcome", finish["result"]["message"])
 
+    def test_a_call_without_arguments_sends_an_empty_args_object(self):
+        host = FakeHost({"echo": echo})
+        finish, host = run("await echo()", host=host)
+        self.assertEqual(finish["result"]["output"], {})
+        self.assertEqual(host.tool_calls(), [("call", {"tool": "echo", "args": {}})])
+
     def test_a_compact_success_gives_its_value_exactly(self):
         # The host's own encoding, which the guest reads by its value alone.
         host = FakeHost()
