@@ -80,9 +80,10 @@ impl Workspace {
         Ok(self.temp.as_ref().map(|t| t.path().to_path_buf()).unwrap_or_default())
     }
 
-    /// Whether the caller supplied the directory.
-    pub(crate) fn is_supplied(&self) -> bool {
-        self.supplied.is_some()
+    /// Whether [`Workspace::adopt`] would take a directory: none was
+    /// supplied and none made yet.
+    pub(crate) fn can_adopt(&self) -> bool {
+        self.supplied.is_none() && self.temp.is_none()
     }
 
     /// Takes `dir`, a fresh empty temporary directory made ahead of time, as

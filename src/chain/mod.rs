@@ -277,10 +277,11 @@ impl Started {
         let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
         let spare = guest.take_spare();
         // The spare's `/workspace` is the directory it was made with: a
-        // chain given its own directory needs a fresh instance.
-        let supplied = self.workspace.lock().unwrap_or_else(|p| p.into_inner()).is_supplied();
+        // chain with a directory of its own (given, or made already) needs
+        // a fresh instance.
+        let adoptable = self.workspace.lock().unwrap_or_else(|p| p.into_inner()).can_adopt();
         let (mut store, run) = match spare {
-            Some(spare) if sandbox::fits(&spare.store, setup.policy) && !supplied => {
+            Some(spare) if sandbox::fits(&spare.store, setup.policy) && adoptable => {
                 self.workspace
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
