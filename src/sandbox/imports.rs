@@ -103,16 +103,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
                 let call: ToolCall = decode_guest(&mut caller, "tool call", ptr, len)?;
-                let state = caller.data_mut();
-                let session = state.session.clone();
-                let clock = state.meters.clock.clone();
-                let admitted = session
-                    .admit(call)
-                    .map_err(|b| caller.data_mut().fail(Fatal::Budget(b)))?;
-                let host = clock.enter_host();
-                let outcome = session.run(admitted).await;
-                clock.leave_host(host);
-                Ok(caller.data_mut().stage(encode(&outcome)))
+                let outcome = call_now(caller.data_mut(), call).await?;
+                Ok(caller.data_mut().stage(outcome))
             })
         },
     )?;
@@ -273,11 +265,12 @@ fn admit(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<(Arc<Invoke
 }
 
 /// Runs `call` to its end on the chain's own task and answers with the
-/// encoded [`CallOutcome`]: what `start` then `wait` for that call alone
-/// do, without a task, a join set or a `Completions` between them. The CPU
-/// clock stops meanwhile (the tool's work is not the script's CPU; see
-/// `CpuClock::leave_host`);
-/// a tool that panics is the invoker's to contain, as for every call.
+/// encoded [`CallOutcome`] (both guests' awaited call; for the CPython
+/// guest, what `start` then `wait` for that call alone do, without a task,
+/// a join set or a `Completions` between them). The CPU clock stops
+/// meanwhile (the tool's work is not the script's CPU; see
+/// `CpuClock::leave_host`); a tool that panics is the invoker's to
+/// contain, as for every call.
 async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Vec<u8>> {
     let (session, admitted) = admit(state, call)?;
     let clock = state.meters.clock.clone();
