@@ -291,6 +291,14 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 ServeApproveMode::Deny => Approval::deny_all(),
             };
             let engine = Engine::new().map_err(|e| e.to_string())?;
+            if policy.python != PythonChoice::Monty {
+                // A server lives for many chains: load (or compile) the CPython
+                // guest and its first spare now, in the background, so the
+                // first chain that needs it does not wait for that. A failure
+                // is that chain's error to report.
+                let engine = engine.clone();
+                runtime.spawn(async move { engine.prepare_cpython().await });
+            }
             let server = ChainServer::new(engine, registry, policy, fallback);
             runtime.block_on(serve(server, listener, allow_remote))?;
             Ok(ExitCode::SUCCESS)

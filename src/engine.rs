@@ -415,20 +415,28 @@ impl CpythonGuest {
             .table_lazy_init(false);
         let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
         let path = cache_dir.join(format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM)));
-        let component = match load_cached(&path, |p| deserialize_component_file(&engine, p)) {
+        let cached = || load_cached(&path, |p| deserialize_component_file(&engine, p));
+        let component = match cached() {
             Some(component) => component,
             None => {
-                let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
-                cache(
-                    &cache_dir,
-                    &path,
-                    &compiled,
-                    |p| deserialize_component_file(&engine, p),
-                    || {
-                        // SAFETY: `compiled` was produced just now by this engine.
-                        unsafe { Component::deserialize(&engine, &compiled) }
-                    },
-                )?
+                let _lock = compile_lock(&cache_dir);
+                match cached() {
+                    // Another process compiled it while this one waited.
+                    Some(component) => component,
+                    None => {
+                        let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
+                        cache(
+                            &cache_dir,
+                            &path,
+                            &compiled,
+                            |p| deserialize_component_file(&engine, p),
+                            || {
+                                // SAFETY: `compiled` was produced just now by this engine.
+                                unsafe { Component::deserialize(&engine, &compiled) }
+                            },
+                        )?
+                    }
+                }
             }
         };
         let mut linker = wasmtime::component::Linker::new(&engine);
@@ -630,6 +638,11 @@ fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineEr
     if let Some(module) = load_cached(&warm_path, load) {
         return Ok(module);
     }
+    let _lock = compile_lock(dir);
+    if let Some(module) = load_cached(&warm_path, load) {
+        // Another process compiled it while this one waited.
+        return Ok(module);
+    }
     let compile = |path: &Path, wasm: &[u8]| {
         let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
         cache(dir, path, &compiled, load, || {
@@ -649,6 +662,24 @@ fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineEr
             Ok(plain)
         }
     }
+}
+
+/// The cache directory's compile lock, held while the returned file is
+/// open: one process at a time compiles a guest, and the others wait here,
+/// then load what it cached. Processes started together on a cold cache (a
+/// fleet of servers, a test suite's `chainbox serve`s) would otherwise each
+/// spend seconds of CPU compiling the same module. `None` (compile without
+/// it) if the lock cannot be taken, e.g. the directory is read-only.
+fn compile_lock(dir: &Path) -> Option<std::fs::File> {
+    std::fs::create_dir_all(dir).ok()?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("chainbox-compile.lock"))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
 }
 
 /// The cache files' key: the guest bytes and the engine's compatibility
