@@ -1245,7 +1245,6 @@ fn rule_keyword_argument(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let (_, rejected) = REJECTED_KEYWORDS.iter().find(|(name, _)| *name == function)?;
     let keyword = scan
         .keyword_arguments(at)
-        .into_iter()
         .find(|keyword| rejected.is_none_or(|names| names.contains(keyword)))?;
     Some(Needs::KeywordArgument {
         function: function.trim_start_matches("builtins.").to_owned(),
@@ -1259,7 +1258,7 @@ fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.round" {
         return None;
     }
-    (scan.arguments(at).len() > 1).then_some(Needs::Feature {
+    scan.arguments(at).nth(1).is_some().then_some(Needs::Feature {
         what: "calls `round(x, n)`, which monty rounds differently from CPython (round(2.675, 2))",
         line: token.line,
     })
@@ -1278,8 +1277,7 @@ fn rule_re_sub_callable(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         _ if callee.ends_with(".sub") && !callee.starts_with("re.") => 0,
         _ => return None,
     };
-    let arguments = scan.arguments(at);
-    let literal = arguments.get(replacement).is_some_and(|range| {
+    let literal = scan.arguments(at).nth(replacement).is_some_and(|range| {
         range.clone().all(|i| {
             scan.tokens
                 .get(i)
@@ -2270,7 +2268,8 @@ impl<'a> Scan<'a> {
         // gather as g` is `gather`): a call of a name no rule asks about
         // needs no path.
         let head = self.tokens[first].text;
-        let name = match (first == last, self.imports.get(head)) {
+        let binding = self.imports.get(head);
+        let name = match (first == last, binding) {
             (true, Some(Binding::Member(_, member))) => member.as_str(),
             (true, Some(Binding::Module(module))) => module.rsplit('.').next().unwrap_or_default(),
             _ => written,
@@ -2278,7 +2277,7 @@ impl<'a> Scan<'a> {
         if !called_names().contains(name) {
             return Some(Callee::Other);
         }
-        let mut path = match self.imports.get(head) {
+        let mut path = match binding {
             Some(Binding::Module(module)) => module.clone(),
             Some(Binding::Member(module, member)) => format!("{module}.{member}"),
             None if first == last && !self.bound.contains(head) => format!("builtins.{head}"),
@@ -2291,66 +2290,53 @@ impl<'a> Scan<'a> {
         Some(Callee::Path(path))
     }
 
-    /// The token ranges of the top-level arguments of the call at `paren`.
-    fn arguments(&self, paren: usize) -> Vec<std::ops::Range<usize>> {
-        let Some(open) = self.tokens.get(paren) else {
-            return Vec::new();
-        };
-        let inner = open.depth + 1;
-        let mut arguments = Vec::new();
+    /// The token ranges of the top-level arguments of the call at `paren`
+    /// (empty ones, as in `f(a,)`, left out), found as they are asked for:
+    /// the scan asks about every call, and most need one or none.
+    fn arguments(&self, paren: usize) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let inner = self.tokens.get(paren).map(|open| open.depth + 1);
         let mut start = paren + 1;
         let mut i = paren + 1;
-        while let Some(t) = self.tokens.get(i).filter(|_| i < paren + LOOKAHEAD) {
-            if t.depth < inner {
-                break;
+        let mut ended = false;
+        std::iter::from_fn(move || {
+            let inner = inner?;
+            while !ended {
+                let token = self.tokens.get(i).filter(|t| i < paren + LOOKAHEAD && t.depth >= inner);
+                let range = match token {
+                    Some(t) if t.depth == inner && t.text == "," => start..i,
+                    Some(_) => {
+                        i += 1;
+                        continue;
+                    }
+                    None => {
+                        ended = true;
+                        start..i
+                    }
+                };
+                i += 1;
+                start = i;
+                if !range.is_empty() {
+                    return Some(range);
+                }
             }
-            if t.depth == inner && t.text == "," {
-                arguments.push(start..i);
-                start = i + 1;
-            }
-            i += 1;
-        }
-        if start < i {
-            arguments.push(start..i);
-        }
-        arguments.retain(|range| !range.is_empty());
-        arguments
+            None
+        })
     }
 
     /// The keyword names of the call at `paren`.
-    fn keyword_arguments(&self, paren: usize) -> Vec<&'a str> {
-        self.arguments(paren)
-            .into_iter()
-            .filter_map(|range| {
-                let name = self.tokens.get(range.start)?;
-                let eq = self.tokens.get(range.start + 1)?;
-                (name.kind == Kind::Name && eq.text == "=").then_some(name.text)
-            })
-            .collect()
+    fn keyword_arguments(&self, paren: usize) -> impl Iterator<Item = &'a str> + '_ {
+        self.arguments(paren).filter_map(|range| {
+            let name = self.tokens.get(range.start)?;
+            let eq = self.tokens.get(range.start + 1)?;
+            (name.kind == Kind::Name && eq.text == "=").then_some(name.text)
+        })
     }
 
-    /// How many `**mapping` arguments the call at `paren` has: the
-    /// arguments of [`Scan::arguments`] that start with `**`, counted without
-    /// collecting them (the scan asks about every call).
+    /// How many `**mapping` arguments the call at `paren` has.
     fn double_star_unpackings(&self, paren: usize) -> usize {
-        let Some(open) = self.tokens.get(paren) else {
-            return 0;
-        };
-        let inner = open.depth + 1;
-        let mut count = 0;
-        let mut argument_starts = true;
-        for t in self.tokens.iter().skip(paren + 1).take(LOOKAHEAD - 1) {
-            if t.depth < inner {
-                break;
-            }
-            if t.depth == inner && t.text == "," {
-                argument_starts = true;
-            } else if argument_starts {
-                count += usize::from(t.text == "**");
-                argument_starts = false;
-            }
-        }
-        count
+        self.arguments(paren)
+            .filter(|range| self.tokens.get(range.start).is_some_and(|t| t.text == "**"))
+            .count()
     }
 }
 

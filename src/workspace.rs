@@ -90,7 +90,7 @@ impl Workspace {
     /// this workspace's own, if it has none yet and none was supplied
     /// (creating one on the chain's path cost ~0.25 ms on ext4 here).
     pub(crate) fn adopt(&mut self, dir: tempfile::TempDir) {
-        if self.supplied.is_none() && self.temp.is_none() {
+        if self.can_adopt() {
             self.temp = Some(dir);
         }
     }
