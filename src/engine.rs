@@ -780,6 +780,25 @@ mod tests {
         assert!(!dir.exists(), "{} outlived its engine", dir.display());
     }
 
+    #[test]
+    fn a_second_compiler_waits_for_the_first_to_let_go_of_the_cache() {
+        let dir = tempfile::tempdir().expect("cache dir");
+        let first = compile_lock(dir.path()).expect("the lock");
+        let (took, waiting) = std::sync::mpsc::channel();
+        let path = dir.path().to_path_buf();
+        let second = std::thread::spawn(move || {
+            let lock = compile_lock(&path);
+            took.send(lock.is_some()).expect("the test waits");
+        });
+        assert!(
+            waiting.recv_timeout(Duration::from_millis(300)).is_err(),
+            "a second compiler went ahead while the first held the lock"
+        );
+        drop(first);
+        assert_eq!(waiting.recv_timeout(Duration::from_secs(30)), Ok(true));
+        second.join().expect("the second compiler");
+    }
+
     fn hot_pages(prefault: bool) -> usize {
         let engine = Engine::with_config(EngineConfig {
             max_concurrent_chains: 1,
