@@ -243,7 +243,7 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || scan.tokens.get(at + 1).is_some_and(|t| t.text == ".")
                 || (scan.follows_dot(at) && is_dunder(token.text))
                 // module_attribute, unawaited_own_coroutine, missing_builtin
-                || scan.imports.contains_key(token.text)
+                || scan.imports.contains(token.text)
                 || scan.async_defs.contains(token.text)
                 || missing_builtins().contains(token.text)
         }
@@ -1382,10 +1382,70 @@ fn rule_unawaited_own_coroutine(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 }
 
 /// MISSING_BUILTINS as a set: the rule asks about every name of a script.
-fn missing_builtins() -> &'static FxHashSet<&'static str> {
-    static SET: std::sync::LazyLock<FxHashSet<&'static str>> =
+fn missing_builtins() -> &'static NameSet<'static> {
+    static SET: std::sync::LazyLock<NameSet<'static>> =
         std::sync::LazyLock::new(|| MISSING_BUILTINS.iter().copied().collect());
     &SET
+}
+
+/// Names (with a value each, or none) that the scan asks about at most names
+/// of a script. Most of a script's names are its own variables, in none of
+/// these: a mask of the first bytes of the names held, one per name length,
+/// turns them away with a load and a test instead of hashing each one.
+struct NameMap<'a, V = ()> {
+    /// Bit `b & 63` of `shapes[len]` is set if a name of length `len`
+    /// (`SHAPE_LENGTHS - 1` for longer ones) starting with byte `b` is held.
+    shapes: [u64; SHAPE_LENGTHS],
+    names: FxHashMap<&'a str, V>,
+}
+
+/// A [`NameMap`] of names alone.
+type NameSet<'a> = NameMap<'a, ()>;
+
+const SHAPE_LENGTHS: usize = 16;
+
+impl<'a, V> NameMap<'a, V> {
+    fn shape(name: &str) -> (usize, u64) {
+        let first = name.as_bytes().first().copied().unwrap_or_default();
+        (name.len().min(SHAPE_LENGTHS - 1), 1 << (first & 63))
+    }
+
+    fn insert(&mut self, name: &'a str, value: V) {
+        let (len, bit) = Self::shape(name);
+        self.shapes[len] |= bit;
+        self.names.insert(name, value);
+    }
+
+    fn get(&self, name: &str) -> Option<&V> {
+        let (len, bit) = Self::shape(name);
+        if self.shapes[len] & bit == 0 {
+            return None;
+        }
+        self.names.get(name)
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+impl<V> Default for NameMap<'_, V> {
+    fn default() -> Self {
+        Self {
+            shapes: [0; SHAPE_LENGTHS],
+            names: FxHashMap::default(),
+        }
+    }
+}
+
+impl<'a> FromIterator<&'a str> for NameSet<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> Self {
+        let mut set = Self::default();
+        for name in names {
+            set.insert(name, ());
+        }
+        set
+    }
 }
 
 fn rule_missing_builtin(scan: &Scan<'_>, at: usize) -> Option<Needs> {
@@ -1561,118 +1621,109 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
-    fn peek(&self, offset: usize) -> Option<u8> {
-        let i = self.pos + offset;
-        if i < self.end { self.bytes.get(i).copied() } else { None }
-    }
-
     fn run(mut self) -> Vec<Token<'a>> {
         self.tokenize();
         self.tokens
     }
 
     fn tokenize(&mut self) {
-        let bytes = self.bytes;
-        let end = self.end.min(bytes.len());
-        let mut starts_line = true;
-        while self.pos < end {
-            if self.at_line_start && !self.nested {
+        let bytes = &self.bytes[..self.end.min(self.bytes.len())];
+        let end = bytes.len();
+        // The hot state lives in locals (the struct's fields are written
+        // back around the rare calls that read them: strings).
+        let mut pos = self.pos;
+        let mut at_line_start = self.at_line_start && !self.nested;
+        let mut starts_line = !self.nested;
+        while pos < end {
+            if at_line_start {
                 // Measure the indentation; blank and comment-only lines do not count.
                 let mut width = 0;
-                while let Some(&b @ (b' ' | b'\t' | b'\x0c')) = bytes[..end].get(self.pos) {
+                while let Some(&b @ (b' ' | b'\t' | b'\x0c')) = bytes.get(pos) {
                     width += if b == b'\t' { 8 - width % 8 } else { 1 };
-                    self.pos += 1;
+                    pos += 1;
                 }
-                self.at_line_start = false;
-                if !matches!(bytes[..end].get(self.pos), Some(b'\n' | b'\r' | b'#') | None) {
+                at_line_start = false;
+                if !matches!(bytes.get(pos), Some(b'\n' | b'\r' | b'#') | None) {
                     self.indent = width;
                     starts_line = true;
                 }
                 continue;
             }
-            let start = self.pos;
+            let start = pos;
             let c = bytes[start];
+            pos += 1;
             match c {
                 b' ' | b'\t' | b'\x0c' | b'\r' => {
-                    self.pos += 1;
-                    while bytes[..end]
-                        .get(self.pos)
+                    while bytes
+                        .get(pos)
                         .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\x0c' | b'\r'))
                     {
-                        self.pos += 1;
+                        pos += 1;
                     }
                 }
                 b'\n' => {
-                    self.pos += 1;
                     self.line += 1;
-                    if self.depth == 0 {
-                        self.at_line_start = true;
-                    }
+                    at_line_start = self.depth == 0 && !self.nested;
                 }
                 b'\\' => {
                     // A line continuation (or a stray backslash).
-                    self.pos += 1;
-                    if self.peek(0) == Some(b'\r') {
-                        self.pos += 1;
+                    if bytes.get(pos) == Some(&b'\r') {
+                        pos += 1;
                     }
-                    if self.peek(0) == Some(b'\n') {
-                        self.pos += 1;
+                    if bytes.get(pos) == Some(&b'\n') {
+                        pos += 1;
                         self.line += 1;
                     }
                 }
-                b'#' => {
-                    self.pos = memchr_newline(&bytes[..end], start);
-                }
+                b'#' => pos = memchr_newline(bytes, start),
                 b'"' | b'\'' => {
-                    self.string(start, start, starts_line);
+                    pos = self.string(start, start, starts_line);
                     starts_line = false;
                 }
-                c if is_name_byte(c) && !c.is_ascii_digit() => {
-                    self.pos += 1;
-                    while bytes[..end].get(self.pos).is_some_and(|&b| is_name_byte(b)) {
-                        self.pos += 1;
+                c if NAME_START_BYTES[usize::from(c)] => {
+                    while bytes.get(pos).is_some_and(|&b| is_name_byte(b)) {
+                        pos += 1;
                     }
-                    if matches!(bytes[..end].get(self.pos), Some(b'"' | b'\''))
-                        && is_string_prefix(&self.src[start..self.pos])
-                    {
-                        self.string(start, self.pos, starts_line);
+                    if matches!(bytes.get(pos), Some(b'"' | b'\'')) && is_string_prefix(&self.src[start..pos]) {
+                        pos = self.string(start, pos, starts_line);
                     } else {
-                        self.push(Kind::Name, start, starts_line, 0);
+                        self.push(Kind::Name, start, pos, starts_line, 0);
                     }
                     starts_line = false;
                 }
-                c if c.is_ascii_digit() || (c == b'.' && self.peek(1).is_some_and(|b| b.is_ascii_digit())) => {
-                    self.pos += 1;
-                    while let Some(&b) = bytes[..end].get(self.pos) {
+                c if c.is_ascii_digit() || (c == b'.' && bytes.get(pos).is_some_and(u8::is_ascii_digit)) => {
+                    while let Some(&b) = bytes.get(pos) {
                         let exponent_sign = matches!(b, b'+' | b'-')
-                            && matches!(bytes[self.pos - 1], b'e' | b'E')
-                            && !matches!(&bytes[start..self.pos], [b'0', b'x' | b'X', ..]);
+                            && matches!(bytes[pos - 1], b'e' | b'E')
+                            && !matches!(&bytes[start..pos], [b'0', b'x' | b'X', ..]);
                         if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || exponent_sign {
-                            self.pos += 1;
+                            pos += 1;
                         } else {
                             break;
                         }
                     }
-                    self.push(Kind::Number, start, starts_line, 0);
+                    self.push(Kind::Number, start, pos, starts_line, 0);
                     starts_line = false;
                 }
                 _ => {
-                    self.pos += self.operator_len(start);
+                    pos = start + self.operator_len(start);
                     match c {
                         b'(' | b'[' | b'{' => {
-                            self.push(Kind::Op, start, starts_line, 0);
+                            self.push(Kind::Op, start, pos, starts_line, 0);
                             self.depth += 1;
                         }
                         b')' | b']' | b'}' => {
                             self.depth = self.depth.saturating_sub(1);
-                            self.push(Kind::Op, start, starts_line, 0);
+                            self.push(Kind::Op, start, pos, starts_line, 0);
                         }
-                        _ => self.push(Kind::Op, start, starts_line, 0),
+                        _ => self.push(Kind::Op, start, pos, starts_line, 0),
                     }
                     starts_line = false;
                 }
             }
         }
+        self.pos = pos;
+        self.at_line_start = at_line_start;
     }
 
     /// The length of the operator at `start`: Python's longest operator
@@ -1694,70 +1745,75 @@ impl<'a> Tokenizer<'a> {
         }
     }
 
+    /// Pushes the token `start..end`; `starts_line` is never set inside an
+    /// f-string field (the tokenizer starts those with it unset).
     #[inline]
-    fn push(&mut self, kind: Kind, start: usize, starts_line: bool, prefix_len: u8) {
+    fn push(&mut self, kind: Kind, start: usize, end: usize, starts_line: bool, prefix_len: u8) {
         self.tokens.push(Token {
             kind,
-            text: &self.src[start..self.pos],
+            text: &self.src[start..end],
             line: self.line,
-            starts_line: starts_line && !self.nested,
+            starts_line,
             indent: self.indent,
             depth: self.depth,
             prefix_len,
         });
     }
 
-    /// A string literal whose prefix starts at `start` and whose quote is at `quote_at`.
-    fn string(&mut self, start: usize, quote_at: usize, starts_line: bool) {
-        let prefix = &self.src[start..quote_at];
+    /// A string literal whose prefix starts at `start` and whose quote is at
+    /// `quote_at`; returns where it ends.
+    fn string(&mut self, start: usize, quote_at: usize, starts_line: bool) -> usize {
+        let bytes = &self.bytes[..self.end.min(self.bytes.len())];
+        let end = bytes.len();
         let line = self.line;
-        let quote = self.bytes[quote_at];
-        self.pos = quote_at;
-        let triple = self.peek(1) == Some(quote) && self.peek(2) == Some(quote);
+        let quote = bytes[quote_at];
+        let closes = |at: usize| bytes.get(at) == Some(&quote) && bytes.get(at + 1) == Some(&quote);
+        let triple = closes(quote_at + 1);
         let open = if triple { 3 } else { 1 };
-        self.pos += open;
-        let body_start = self.pos;
-        let mut body_end = self.end;
-        while let Some(b) = self.peek(0) {
-            match b {
-                b'\\' => {
-                    if self.peek(1) == Some(b'\n') {
-                        self.line += 1;
-                    }
-                    self.pos += 2;
-                }
-                b'\n' => {
+        let body_start = quote_at + open;
+        let mut pos = body_start;
+        let mut body_end = end;
+        while let Some(&b) = bytes.get(pos) {
+            if b == quote && (!triple || closes(pos + 1)) {
+                body_end = pos;
+                pos += open;
+                break;
+            } else if b == b'\\' {
+                if bytes.get(pos + 1) == Some(&b'\n') {
                     self.line += 1;
-                    self.pos += 1;
-                    if !triple {
-                        // Unterminated: the line ends the literal.
-                        body_end = self.pos - 1;
-                        break;
-                    }
                 }
-                _ if b == quote && (!triple || (self.peek(1) == Some(quote) && self.peek(2) == Some(quote))) => {
-                    body_end = self.pos;
-                    self.pos += open;
+                pos += 2;
+            } else if b == b'\n' {
+                self.line += 1;
+                pos += 1;
+                if !triple {
+                    // Unterminated: the line ends the literal.
+                    body_end = pos - 1;
                     break;
                 }
-                _ => self.pos += 1,
+            } else {
+                pos += 1;
             }
         }
-        self.pos = self.pos.min(self.end);
-        let body_end = body_end.min(self.end);
+        let pos = pos.min(end);
+        let prefix_len = quote_at - start;
         self.tokens.push(Token {
             kind: Kind::Str,
-            text: &self.src[start..self.pos],
+            text: &self.src[start..pos],
             line,
-            starts_line: starts_line && !self.nested,
+            starts_line,
             indent: self.indent,
             depth: self.depth,
             // A prefix is at most two letters (`is_string_prefix`).
-            prefix_len: u8::try_from(prefix.len()).unwrap_or(u8::MAX),
+            prefix_len: u8::try_from(prefix_len).unwrap_or(u8::MAX),
         });
-        if prefix.contains(['f', 'F', 't', 'T']) {
+        if self.bytes[start..quote_at]
+            .iter()
+            .any(|b| matches!(b, b'f' | b'F' | b't' | b'T'))
+        {
             self.fstring_fields(body_start, body_end, line);
         }
+        pos
     }
 
     /// Tokenizes the replacement fields `{expr!r:spec}` of an f-string body as code.
@@ -1854,6 +1910,17 @@ static NAME_BYTES: [bool; 256] = {
     table
 };
 
+/// Whether `b` can start a name: [`is_name_byte`] but not a digit.
+static NAME_START_BYTES: [bool; 256] = {
+    let mut table = NAME_BYTES;
+    let mut b = b'0';
+    while b <= b'9' {
+        table[b as usize] = false;
+        b += 1;
+    }
+    table
+};
+
 /// The index of the first `\n` at or after `from`, or the end.
 fn memchr_newline(bytes: &[u8], from: usize) -> usize {
     bytes[from..]
@@ -1910,8 +1977,8 @@ enum Callee {
 
 /// The function names rules ask about at a call: of [`REJECTED_KEYWORDS`]
 /// and [`COROUTINE_TAKERS`], `round` and `sub`.
-fn called_names() -> &'static FxHashSet<&'static str> {
-    static SET: std::sync::LazyLock<FxHashSet<&'static str>> = std::sync::LazyLock::new(|| {
+fn called_names() -> &'static NameSet<'static> {
+    static SET: std::sync::LazyLock<NameSet<'static>> = std::sync::LazyLock::new(|| {
         REJECTED_KEYWORDS
             .iter()
             .map(|(path, _)| path.rsplit('.').next().unwrap_or(path))
@@ -1926,18 +1993,19 @@ struct Scan<'a> {
     tokens: Vec<Token<'a>>,
     /// The innermost open bracket around each token.
     enclosing_open: Vec<Option<usize>>,
-    /// Names bound by imports.
-    imports: FxHashMap<&'a str, Binding>,
+    /// Names bound by imports, asked about at every name.
+    imports: NameMap<'a, Binding>,
     /// Names the script binds itself (assignments, `def`, `class`, parameters,
     /// loop and `as` targets), so a builtin rule does not fire on them.
     bound: FxHashSet<&'a str>,
     /// Names of the script's `async def` functions.
-    async_defs: FxHashSet<&'a str>,
+    async_defs: NameSet<'a>,
     /// Line-starting tokens directly inside a class body.
     in_class_body: FxHashSet<usize>,
     /// The callee of each `(` that is a call (see [`Scan::resolve_callee`]),
-    /// resolved once: several rules ask about every call.
-    callees: Vec<Option<Callee>>,
+    /// by the `(`'s index, in order: resolved once, as several rules ask
+    /// about every call.
+    callees: Vec<(usize, Callee)>,
 }
 
 impl<'a> Scan<'a> {
@@ -1946,31 +2014,42 @@ impl<'a> Scan<'a> {
         let mut scan = Self {
             enclosing_open: Vec::with_capacity(tokens.len()),
             tokens,
-            imports: FxHashMap::default(),
+            imports: NameMap::default(),
             // A typical chain binds a few dozen names: no rehashing on the way.
             bound: FxHashSet::with_capacity_and_hasher(64, rustc_hash::FxBuildHasher),
-            async_defs: FxHashSet::default(),
+            async_defs: NameSet::default(),
             in_class_body: FxHashSet::default(),
             callees: Vec::new(),
         };
-        scan.index();
-        scan.callees = (0..scan.tokens.len())
-            .map(|i| (scan.tokens[i].text == "(").then(|| scan.resolve_callee(i)).flatten())
+        let parens = scan.index();
+        scan.callees = parens
+            .into_iter()
+            .filter_map(|paren| Some((paren, scan.resolve_callee(paren)?)))
             .collect();
         scan
     }
 
-    fn index(&mut self) {
+    /// Indexes the tokens (brackets, imports, bindings, class bodies), and
+    /// returns the indices of the `(` tokens.
+    fn index(&mut self) -> Vec<usize> {
+        let mut parens = Vec::new();
         let mut open: Vec<usize> = Vec::new();
         // (indentation, is a `class` line) of the enclosing lines.
         let mut blocks: Vec<(usize, bool)> = Vec::new();
         for i in 0..self.tokens.len() {
             let token = self.tokens[i];
-            if token.kind == Kind::Op && matches!(token.text, ")" | "]" | "}") {
-                open.pop();
+            if token.kind == Kind::Op {
+                // Brackets are one-byte operators.
+                match token.text.as_bytes() {
+                    [b')' | b']' | b'}'] => {
+                        open.pop();
+                    }
+                    [b'('] => parens.push(i),
+                    _ => {}
+                }
             }
             self.enclosing_open.push(open.last().copied());
-            if token.kind == Kind::Op && matches!(token.text, "(" | "[" | "{") {
+            if token.kind == Kind::Op && matches!(token.text.as_bytes(), [b'(' | b'[' | b'{']) {
                 open.push(i);
             }
             if token.starts_line {
@@ -1999,7 +2078,7 @@ impl<'a> Scan<'a> {
                     if let Some(name) = self.tokens.get(i + 1).filter(|t| t.kind == Kind::Name) {
                         self.bound.insert(name.text);
                         if token.text == "def" && prev == Some("async") {
-                            self.async_defs.insert(name.text);
+                            self.async_defs.insert(name.text, ());
                         }
                     }
                     if token.text == "def" {
@@ -2029,6 +2108,7 @@ impl<'a> Scan<'a> {
                 _ => {}
             }
         }
+        parens
     }
 
     /// Whether the statement holding `at` assigns with a top-level `=` after it (`a, b = …`).
@@ -2193,7 +2273,7 @@ impl<'a> Scan<'a> {
     /// what it stands for and the index after it.
     fn bound_reference(&self, at: usize) -> Option<(&Binding, usize)> {
         let token = self.tokens.get(at)?;
-        if self.imports.is_empty() || token.kind != Kind::Name || self.follows_dot(at) {
+        if token.kind != Kind::Name || self.follows_dot(at) {
             return None;
         }
         Some((self.imports.get(token.text)?, at + 1))
@@ -2226,15 +2306,21 @@ impl<'a> Scan<'a> {
     /// keep their written name). `None` for a call no rule asks about (see
     /// [`called_names`]) and for a `(` that is no call.
     fn callee_path(&self, paren: usize) -> Option<&str> {
-        match self.callees.get(paren)? {
-            Some(Callee::Path(path)) => Some(path),
-            Some(Callee::Other) | None => None,
+        match self.callee(paren)? {
+            Callee::Path(path) => Some(path),
+            Callee::Other => None,
         }
     }
 
     /// Whether the `(` at `paren` calls something (not `def f(`, `(a + b)`).
     fn is_call(&self, paren: usize) -> bool {
-        self.callees.get(paren).is_some_and(Option::is_some)
+        self.callee(paren).is_some()
+    }
+
+    /// The callee of the `(` at `paren`, if it is a call.
+    fn callee(&self, paren: usize) -> Option<&Callee> {
+        let found = self.callees.binary_search_by_key(&paren, |(at, _)| *at).ok()?;
+        Some(&self.callees[found].1)
     }
 
     fn resolve_callee(&self, paren: usize) -> Option<Callee> {
