@@ -13,6 +13,8 @@
 //!
 //! `--cpython` runs the chains on the CPython guest (`python = "cpython"`);
 //! `--auto` lets the scan choose (`python = "auto"`), monty otherwise.
+//! `--compare --auto` alternates `auto` and `monty` chains on one engine:
+//! what choosing the guest costs a monty chain.
 //!
 //! `--idle MS` pauses MS milliseconds (untimed) before each run, as an
 //! agent's model thinks between chains: the latency of a chain on an idle
@@ -131,6 +133,11 @@ fn main() {
         python,
         ..ChainPolicy::default()
     };
+    let monty_policy = ChainPolicy {
+        python: PythonChoice::Monty,
+        ..policy.clone()
+    };
+    let versus_monty = compare && python == PythonChoice::Auto;
     let approval = Approval::auto(ToolRisk::Safe);
     let faults = std::cell::Cell::new(0u64);
     let chainbox = || {
@@ -147,6 +154,10 @@ fn main() {
         match &other {
             Some(engine) => {
                 let result = runtime.block_on(engine.run(&script, &registry, &policy, &approval));
+                assert!(result.is_ok(), "{result:?}");
+            }
+            None if versus_monty => {
+                let result = runtime.block_on(engine.run(&script, &registry, &monty_policy, &approval));
                 assert!(result.is_ok(), "{result:?}");
             }
             None => native(&script),
@@ -172,7 +183,11 @@ fn main() {
     }
     if compare {
         let ((om, omin), (tm, tmin)) = (summary(ours), summary(theirs));
-        let theirs = if other.is_some() { "no-prefault" } else { "native" };
+        let theirs = match (&other, versus_monty) {
+            (Some(_), _) => "no-prefault",
+            (None, true) => "monty",
+            (None, false) => "native",
+        };
         println!(
             "{runs} runs: chainbox median {om:?} min {omin:?}; {theirs} median {tm:?} min {tmin:?}; \
              ratio median {:.2} min {:.2}",
