@@ -16,7 +16,8 @@
 //! `--compare --auto` alternates `auto` and `monty` chains on one engine:
 //! what choosing the guest costs a monty chain.
 //!
-//! `--idle MS` pauses MS milliseconds (untimed) before each run, as an
+//! `--idle MS` pauses MS milliseconds (untimed) before each run (each of
+//! the pair with `--compare`), as an
 //! agent's model thinks between chains: the latency of a chain on an idle
 //! engine, not back-to-back throughput (the CPython guest prepares its next
 //! instance, and tears the last one down, between chains).
@@ -178,6 +179,9 @@ fn main() {
             ours.push(chainbox());
         }
         if native_only || compare {
+            if let Some(idle) = idle.filter(|_| compare) {
+                std::thread::sleep(idle);
+            }
             theirs.push(native());
         }
     }
