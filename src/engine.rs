@@ -415,30 +415,14 @@ impl CpythonGuest {
             .table_lazy_init(false);
         let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
         let path = cache_dir.join(format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM)));
-        let cached = || load_cached(&path, |p| deserialize_component_file(&engine, p));
-        let component = match cached() {
-            Some(component) => component,
-            None => {
-                let _lock = compile_lock(&cache_dir);
-                match cached() {
-                    // Another process compiled it while this one waited.
-                    Some(component) => component,
-                    None => {
-                        let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
-                        cache(
-                            &cache_dir,
-                            &path,
-                            &compiled,
-                            |p| deserialize_component_file(&engine, p),
-                            || {
-                                // SAFETY: `compiled` was produced just now by this engine.
-                                unsafe { Component::deserialize(&engine, &compiled) }
-                            },
-                        )?
-                    }
-                }
-            }
-        };
+        let load = |p: &Path| deserialize_component_file(&engine, p);
+        let component = cached_or_compiled(&cache_dir, &path, load, || {
+            let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
+            cache(&cache_dir, &path, &compiled, load, || {
+                // SAFETY: `compiled` was produced just now by this engine.
+                unsafe { Component::deserialize(&engine, &compiled) }
+            })
+        })?;
         let mut linker = wasmtime::component::Linker::new(&engine);
         sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
@@ -635,32 +619,45 @@ fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineEr
         unsafe { Module::deserialize_file(engine, path) }
     };
     let warm_path = dir.join(format!("chainbox-guest-warm-{key}.cwasm"));
-    if let Some(module) = load_cached(&warm_path, load) {
-        return Ok(module);
+    cached_or_compiled(dir, &warm_path, load, || {
+        let compile = |path: &Path, wasm: &[u8]| {
+            let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
+            cache(dir, path, &compiled, load, || {
+                // SAFETY: `compiled` was produced just now by this engine.
+                unsafe { Module::deserialize(engine, &compiled) }
+            })
+        };
+        let plain_path = dir.join(format!("chainbox-guest-{key}.cwasm"));
+        let plain = match load_cached(&plain_path, load) {
+            Some(module) => module,
+            None => compile(&plain_path, GUEST_WASM)?,
+        };
+        match crate::snapshot::pre_initialise(engine, &plain, GUEST_WASM) {
+            Ok(wasm) => compile(&warm_path, &wasm),
+            Err(e) => {
+                tracing::warn!("chainbox: chains start from the plain guest: {e}");
+                Ok(plain)
+            }
+        }
+    })
+}
+
+/// The guest cached at `path`, else `compile`d (and cached by it) under the
+/// cache directory's [`compile_lock`]: a process that waited for the lock
+/// looks again first, and loads what the holder cached.
+fn cached_or_compiled<T>(
+    dir: &Path,
+    path: &Path,
+    load: impl Fn(&Path) -> wasmtime::Result<T>,
+    compile: impl FnOnce() -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    if let Some(guest) = load_cached(path, &load) {
+        return Ok(guest);
     }
     let _lock = compile_lock(dir);
-    if let Some(module) = load_cached(&warm_path, load) {
-        // Another process compiled it while this one waited.
-        return Ok(module);
-    }
-    let compile = |path: &Path, wasm: &[u8]| {
-        let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
-        cache(dir, path, &compiled, load, || {
-            // SAFETY: `compiled` was produced just now by this engine.
-            unsafe { Module::deserialize(engine, &compiled) }
-        })
-    };
-    let plain_path = dir.join(format!("chainbox-guest-{key}.cwasm"));
-    let plain = match load_cached(&plain_path, load) {
-        Some(module) => module,
-        None => compile(&plain_path, GUEST_WASM)?,
-    };
-    match crate::snapshot::pre_initialise(engine, &plain, GUEST_WASM) {
-        Ok(wasm) => compile(&warm_path, &wasm),
-        Err(e) => {
-            tracing::warn!("chainbox: chains start from the plain guest: {e}");
-            Ok(plain)
-        }
+    match load_cached(path, &load) {
+        Some(guest) => Ok(guest),
+        None => compile(),
     }
 }
 
