@@ -1593,12 +1593,13 @@ impl Token<'_> {
 struct Tokenizer<'a> {
     src: &'a str,
     bytes: &'a [u8],
-    pos: usize,
+    /// Where tokenizing starts and ends (an f-string field's bounds for a
+    /// nested tokenizer).
+    from: usize,
     end: usize,
     line: usize,
     depth: usize,
     indent: usize,
-    at_line_start: bool,
     /// Inside an f-string field: no logical lines, no indentation.
     nested: bool,
     tokens: Vec<Token<'a>>,
@@ -1609,12 +1610,11 @@ impl<'a> Tokenizer<'a> {
         Self {
             src,
             bytes: src.as_bytes(),
-            pos: 0,
+            from: 0,
             end: src.len(),
             line: 1,
             depth: 0,
             indent: 0,
-            at_line_start: true,
             nested: false,
             // About one token per four bytes of a typical script.
             tokens: Vec::with_capacity(src.len() / 4 + 8),
@@ -1629,10 +1629,9 @@ impl<'a> Tokenizer<'a> {
     fn tokenize(&mut self) {
         let bytes = &self.bytes[..self.end.min(self.bytes.len())];
         let end = bytes.len();
-        // The hot state lives in locals (the struct's fields are written
-        // back around the rare calls that read them: strings).
-        let mut pos = self.pos;
-        let mut at_line_start = self.at_line_start && !self.nested;
+        let mut pos = self.from;
+        // Logical lines (and their indentation) exist outside f-string fields only.
+        let mut at_line_start = !self.nested;
         let mut starts_line = !self.nested;
         while pos < end {
             if at_line_start {
@@ -1722,8 +1721,6 @@ impl<'a> Tokenizer<'a> {
                 }
             }
         }
-        self.pos = pos;
-        self.at_line_start = at_line_start;
     }
 
     /// The length of the operator at `start`: Python's longest operator
@@ -1796,7 +1793,7 @@ impl<'a> Tokenizer<'a> {
             }
         }
         let pos = pos.min(end);
-        let prefix_len = quote_at - start;
+        let prefix = &bytes[start..quote_at];
         self.tokens.push(Token {
             kind: Kind::Str,
             text: &self.src[start..pos],
@@ -1805,12 +1802,9 @@ impl<'a> Tokenizer<'a> {
             indent: self.indent,
             depth: self.depth,
             // A prefix is at most two letters (`is_string_prefix`).
-            prefix_len: u8::try_from(prefix_len).unwrap_or(u8::MAX),
+            prefix_len: u8::try_from(prefix.len()).unwrap_or(u8::MAX),
         });
-        if self.bytes[start..quote_at]
-            .iter()
-            .any(|b| matches!(b, b'f' | b'F' | b't' | b'T'))
-        {
+        if prefix.iter().any(|b| matches!(b, b'f' | b'F' | b't' | b'T')) {
             self.fstring_fields(body_start, body_end, line);
         }
         pos
@@ -1837,12 +1831,11 @@ impl<'a> Tokenizer<'a> {
                     let mut inner = Tokenizer {
                         src: self.src,
                         bytes: self.bytes,
-                        pos: i + 1,
+                        from: i + 1,
                         end: expr_end,
                         line: field_line,
                         depth: self.depth + 1,
                         indent: self.indent,
-                        at_line_start: false,
                         nested: true,
                         tokens: std::mem::take(&mut self.tokens),
                     };
@@ -2038,19 +2031,21 @@ impl<'a> Scan<'a> {
         let mut blocks: Vec<(usize, bool)> = Vec::new();
         for i in 0..self.tokens.len() {
             let token = self.tokens[i];
-            if token.kind == Kind::Op {
-                // Brackets are one-byte operators.
-                match token.text.as_bytes() {
-                    [b')' | b']' | b'}'] => {
-                        open.pop();
-                    }
-                    [b'('] => parens.push(i),
-                    _ => {}
-                }
+            // Brackets are one-byte operators.
+            let bracket = if token.kind == Kind::Op {
+                token.text.as_bytes()
+            } else {
+                &[]
+            };
+            if matches!(bracket, [b')' | b']' | b'}']) {
+                open.pop();
             }
             self.enclosing_open.push(open.last().copied());
-            if token.kind == Kind::Op && matches!(token.text.as_bytes(), [b'(' | b'[' | b'{']) {
+            if matches!(bracket, [b'(' | b'[' | b'{']) {
                 open.push(i);
+                if bracket == b"(" {
+                    parens.push(i);
+                }
             }
             if token.starts_line {
                 while blocks.last().is_some_and(|(indent, _)| *indent >= token.indent) {
@@ -2518,6 +2513,42 @@ mod tests {
             }
         }
         assert!(scripts > 100, "only {scripts} scripts read");
+    }
+
+    #[test]
+    fn name_map_finds_the_names_it_holds_and_no_others() {
+        // A name with a held name's length and first byte, or as long as
+        // one in the last length bucket, passes the mask: the map itself
+        // must tell them apart.
+        let held = [
+            "super",
+            "sorted",
+            "a_name_longer_than_the_buckets",
+            "é",
+            "_x",
+            "ConnectionError",
+        ];
+        let set: NameSet<'_> = held.iter().copied().collect();
+        for name in held {
+            assert!(set.contains(name), "{name}");
+        }
+        for name in [
+            "supe",
+            "sUper",
+            "Super",
+            "supers",
+            "a_name_longer_than_the_bucketz",
+            "è",
+            "_y",
+            "ConnectionErrors",
+            "",
+        ] {
+            assert!(!set.contains(name), "{name}");
+        }
+        let mut map = NameMap::default();
+        map.insert("gather", 1);
+        assert_eq!(map.get("gather"), Some(&1));
+        assert_eq!(map.get("gathers"), None);
     }
 
     #[test]
