@@ -21,6 +21,7 @@ use crate::approval::Approval;
 use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
 use crate::chain::{self, ChainRunResult, RunOptions};
 use crate::digest::sha256_hex;
+use crate::housekeeper::{Guest, Housekeeper};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
 use crate::sandbox::{self, ChainState};
@@ -54,6 +55,20 @@ pub const MAX_WASM_STACK: usize = 8 * 1024 * 1024;
 /// Largest linear memory any chain may have; policies asking for more are
 /// capped here. Also the pooling allocator's per-slot reservation bound.
 pub const MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+/// Freed monty pool slots decommitted at once. Each decommit is an madvise
+/// whose TLB shootdown interrupts every CPU the runtime's threads ran on;
+/// batching 16 of them cut the trivial chain from ~100 to ~85 µs on a
+/// multi-thread runtime.
+const DECOMMIT_BATCH: usize = 16;
+
+/// Most freed slots waiting to be decommitted: wasmtime keeps a queue per
+/// shard (one per CPU, at most 16) and flushes one when it holds
+/// [`DECOMMIT_BATCH`] slots.
+fn decommit_backlog() -> u32 {
+    let shards = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    u32::try_from((DECOMMIT_BATCH - 1) * shards).unwrap_or(u32::MAX)
+}
 
 /// Settings of an [`Engine`].
 #[derive(Clone)]
@@ -129,42 +144,38 @@ pub(crate) struct Core {
     cpython_slots: u32,
     cache_dir: PathBuf,
     stop_ticker: Arc<AtomicBool>,
+    /// What a spare's store holds until a chain takes it.
+    placeholder: Placeholder,
+    /// Drops finished chains' stores and makes the next monty instance
+    /// ahead of its chain (see [`crate::housekeeper`]).
+    pub(crate) housekeeper: Housekeeper<MontySpare>,
+}
+
+/// A monty instance made before its chain was known: instantiated, its hot
+/// pages mapped in, its `_start` not yet called (nothing of any script has
+/// run in it).
+pub(crate) struct MontySpare {
+    pub(crate) store: wasmtime::Store<ChainState>,
+    pub(crate) memory: Option<wasmtime::Memory>,
+    pub(crate) start: wasmtime::TypedFunc<(), ()>,
 }
 
 /// What CPython chains run on: their own wasmtime engine (the component
 /// model, and instances sized for CPython rather than the monty pool's
-/// slots) with the component pre-linked, and one spare instance.
-///
-/// Why the spare: a fresh CPython instance costs ~1.5 ms to instantiate
-/// (libpython's function table, the component's glue) and its first run
-/// ~6 ms more in copy-on-write faults of the snapshot's heap; both are off
-/// a chain's path when the chain takes an instance made and warmed ahead
-/// of time, and leaves its own store to the housekeeper: one thread per
-/// guest, at a lower priority than the chains, that drops finished chains'
-/// stores and then makes the next spare. On a busy machine the chains win
-/// the CPU; a chain that finds no spare instantiates its own.
+/// slots) with the component pre-linked, and its housekeeper (see
+/// [`crate::housekeeper`]): a fresh CPython instance costs ~1.5 ms to
+/// instantiate (libpython's function table, the component's glue) and its
+/// first run ~6 ms more in copy-on-write faults of the snapshot's heap,
+/// both off a chain's path when it takes a spare made and warmed ahead.
 pub(crate) struct CpythonGuest {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
-    spare: std::sync::Mutex<Option<Spare>>,
     /// What a spare's store holds until a chain takes it: no tools (but
     /// the warm-up's own), deny-all approval; its workspace is the
     /// directory its chain will adopt.
     placeholder: Placeholder,
-    /// The housekeeper's queue: what to drop (`None`: only refill).
-    housekeeper: std::sync::Mutex<std::sync::mpsc::Sender<Option<Retired>>>,
-    /// The housekeeper's thread, joined when the engine is dropped.
-    housekeeper_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Set when the engine is dropped: the housekeeper makes no more spares.
-    stopping: AtomicBool,
+    pub(crate) housekeeper: Housekeeper<Spare>,
 }
-
-/// A finished chain's store (and its pool slot), or a spare no chain could
-/// use, for the housekeeper to drop.
-pub(crate) type Retired = Box<dyn Send>;
-
-/// Niceness of the housekeeper thread (0 is the chains' own).
-const HOUSEKEEPER_NICE: i32 = 10;
 
 /// An instance made before its chain was known, and a workspace
 /// directory for that chain.
@@ -238,61 +249,6 @@ impl crate::tools::Tool for WarmUpTool {
 }
 
 impl CpythonGuest {
-    /// The spare instance, if one is ready. The next one is made when a
-    /// chain has finished ([`Self::refill`]), not meanwhile: made while a
-    /// chain runs, it slowed that chain down (the two contend for the
-    /// process's address space) by more than it saved.
-    pub(crate) fn take_spare(&self) -> Option<Spare> {
-        self.spare.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    /// Asks the housekeeper for a spare now (not only after a chain): for
-    /// engines prepared ahead of their first chain. Not done on the first
-    /// chain's own build: made while that chain runs, it would slow it (a
-    /// one-chain CLI run would pay for a spare it never uses).
-    pub(crate) fn request_spare(&self) {
-        let _ = self.housekeeper.lock().unwrap_or_else(|p| p.into_inner()).send(None);
-    }
-
-    /// Hands a finished chain's store to the housekeeper (dropped there,
-    /// then the next spare made); dropped here if the housekeeper is gone.
-    pub(crate) fn retire(&self, retired: Retired) {
-        let queue = self.housekeeper.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(returned) = queue.send(Some(retired)) {
-            drop(queue);
-            drop(returned);
-        }
-    }
-
-    /// The engine is being dropped: the housekeeper drops what chains left
-    /// (their stores, their workspace directories) and ends, and the spare
-    /// goes with its directory. Done before the engine's drop returns: a
-    /// process that exits next would otherwise leave temporary directories
-    /// behind.
-    fn shut_down(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
-        self.request_spare(); // wakes the housekeeper
-        let thread = self.housekeeper_thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(thread) = thread
-            && thread.thread().id() != std::thread::current().id()
-        {
-            let _ = thread.join();
-        }
-        drop(self.take_spare());
-    }
-
-    /// Makes the next spare instance unless one is ready (on the
-    /// housekeeper's thread).
-    fn refill(&self, runtime: &tokio::runtime::Runtime) {
-        if self.spare.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-            return;
-        }
-        match runtime.block_on(self.instantiate_spare()) {
-            Ok(spare) => *self.spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(spare),
-            Err(e) => tracing::debug!("chainbox: no spare CPython instance: {e}"),
-        }
-    }
-
     async fn instantiate_spare(&self) -> Result<Spare, String> {
         let placeholder = &self.placeholder;
         // The chain's workspace is made now and preopened in the spare, so
@@ -330,34 +286,55 @@ impl CpythonGuest {
     }
 }
 
-/// The housekeeper's loop: drops what chains left, then refills the
-/// spare once its queue is empty. Ends when the guest is dropped (its
-/// sender with it).
-fn housekeep(guest: std::sync::Weak<CpythonGuest>, queue: std::sync::mpsc::Receiver<Option<Retired>>) {
-    // SAFETY: setpriority on the calling thread (who = 0) only changes its
-    // scheduling niceness; failure leaves it at the default, harmlessly.
-    #[cfg(target_os = "linux")]
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, HOUSEKEEPER_NICE);
+impl Guest for CpythonGuest {
+    type Spare = Spare;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Spare, String> {
+        runtime.block_on(self.instantiate_spare())
     }
-    // The warm-up's tool call runs through the invoker, whose timeouts
-    // are tokio's.
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-        tracing::debug!("chainbox: no runtime for the CPython housekeeper: no spare instances");
-        while let Ok(job) = queue.recv() {
-            drop(job);
+
+    fn housekeeper(&self) -> &Housekeeper<Spare> {
+        &self.housekeeper
+    }
+}
+
+impl Core {
+    /// A monty instance for the chain of `setup`, its hot pages mapped in.
+    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontySpare, String> {
+        let mut store = sandbox::new_store(&self.engine, setup)?;
+        let instance =
+            (self.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
+        let memory = instance.get_memory(&mut store, "memory");
+        if let Some(memory) = memory {
+            // SAFETY: the chain's own linear memory, live with `store`; the
+            // guest has not run yet, so nothing grows it meanwhile.
+            unsafe { self.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
         }
-        return;
-    };
-    while let Ok(job) = queue.recv() {
-        drop(job);
-        while let Ok(job) = queue.try_recv() {
-            drop(job);
-        }
-        match guest.upgrade() {
-            Some(guest) if !guest.stopping.load(Ordering::Relaxed) => guest.refill(&runtime),
-            _ => return,
-        }
+        let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
+            .map_err(|e| format!("the guest has no entry point: {e}"))?;
+        Ok(MontySpare { store, memory, start })
+    }
+}
+
+impl Guest for Core {
+    type Spare = MontySpare;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<MontySpare, String> {
+        let placeholder = &self.placeholder;
+        let setup = sandbox::ChainSetup {
+            script: "",
+            registry: &placeholder.registry,
+            policy: &placeholder.policy,
+            session: placeholder.session(),
+            workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(None))),
+            meters: sandbox::Meters::new(&placeholder.policy),
+            interpreter: crate::python_choice::Interpreter::Monty,
+        };
+        runtime.block_on(self.instantiate(setup))
+    }
+
+    fn housekeeper(&self) -> &Housekeeper<MontySpare> {
+        &self.housekeeper
     }
 }
 
@@ -427,22 +404,14 @@ impl CpythonGuest {
         sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
         spawn_ticker(engine.clone(), stop_ticker);
-        let (queue, jobs) = std::sync::mpsc::channel();
         let guest = Arc::new(CpythonGuest {
             engine,
             pre,
-            spare: std::sync::Mutex::new(None),
             placeholder: Placeholder::new(),
-            housekeeper: std::sync::Mutex::new(queue),
-            housekeeper_thread: std::sync::Mutex::new(None),
-            stopping: AtomicBool::new(false),
+            housekeeper: Housekeeper::new(),
         });
-        let weak = Arc::downgrade(&guest);
-        let thread = std::thread::Builder::new()
-            .name("chainbox-cpython-housekeeper".into())
-            .spawn(move || housekeep(weak, jobs))
+        Housekeeper::start(&guest, "chainbox-cpython-housekeeper")
             .map_err(|e| EngineError::Wasmtime(format!("could not start the CPython housekeeper: {e}")))?;
-        *guest.housekeeper_thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(thread);
         Ok(guest)
     }
 }
@@ -457,8 +426,9 @@ fn deserialize_component_file(engine: &wasmtime::Engine, path: &Path) -> wasmtim
 impl Drop for Core {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
+        self.housekeeper.shut_down();
         if let Some(Ok(guest)) = self.cpython.get() {
-            guest.shut_down();
+            guest.housekeeper.shut_down();
         }
     }
 }
@@ -472,11 +442,20 @@ impl Engine {
     /// An engine with this configuration.
     pub fn with_config(config: EngineConfig) -> Result<Self, EngineError> {
         let slots = config.max_concurrent_chains.max(1);
+        // One more instance than chains: the spare. (A finished chain's
+        // store, dropped on the housekeeper's thread, keeps its chain's slot
+        // permit until then.) And room for the slots waiting in the
+        // decommit queues: a pool that is full but for those makes wasmtime
+        // flush them, and two threads allocating at once (a chain and the
+        // housekeeper's next spare) then race for the flush, and the loser
+        // fails ("maximum concurrent limit … reached"; seen back to back
+        // with 4 slots). With this room the pool never fills.
+        let instances = slots.saturating_add(1).saturating_add(decommit_backlog());
         let mut pool = PoolingAllocationConfig::default();
-        pool.total_core_instances(slots)
-            .total_memories(slots)
-            .total_tables(slots)
-            .total_stacks(slots)
+        pool.total_core_instances(instances)
+            .total_memories(instances)
+            .total_tables(instances)
+            .total_stacks(instances)
             .max_memory_size(MAX_MEMORY_BYTES as usize)
             // Measured on the trivial chain (examples/profile.rs): keeping the
             // first MiB of linear memory resident cost a 1 MiB memset per
@@ -486,10 +465,7 @@ impl Engine {
             // small and always touched, so it stays resident.
             .linear_memory_keep_resident(0)
             .table_keep_resident(64 << 10)
-            // Each decommit is an madvise whose TLB shootdown interrupts every
-            // CPU the runtime's threads ran on; batching 16 of them cut the
-            // trivial chain from ~100 to ~85 µs on a multi-thread runtime.
-            .decommit_batch_size(16);
+            .decommit_batch_size(DECOMMIT_BATCH);
         let mut wasm = wasmtime::Config::new();
         wasm.epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
@@ -514,11 +490,17 @@ impl Engine {
             cpython_slots: slots,
             cache_dir,
             stop_ticker,
+            placeholder: Placeholder::new(),
+            housekeeper: Housekeeper::new(),
         };
         if config.prefault {
             core.hot_pages = learn_hot_pages(&core);
         }
-        Ok(Engine { inner: Arc::new(core) })
+        let core = Arc::new(core);
+        Housekeeper::start(&core, "chainbox-monty-housekeeper")
+            .map_err(|e| EngineError::Wasmtime(format!("could not start the monty housekeeper: {e}")))?;
+        core.housekeeper.request_spare();
+        Ok(Engine { inner: core })
     }
 
     /// The engine's default artifact store, where chains' offloaded results
@@ -533,7 +515,7 @@ impl Engine {
     pub async fn prepare_cpython(&self) -> Result<(), EngineError> {
         match self.inner.cpython().await {
             Ok(guest) => {
-                guest.request_spare();
+                guest.housekeeper.request_spare();
                 Ok(())
             }
             Err(e) => Err(EngineError::Wasmtime(e.to_string())),
@@ -754,11 +736,12 @@ mod tests {
         let guest = Arc::clone(runtime.block_on(engine.inner.cpython()).expect("built"));
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         let dir = loop {
-            let spare = guest.spare.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(spare) = spare.as_ref() {
-                break spare.workspace.path().to_path_buf();
+            if let Some(dir) = guest
+                .housekeeper
+                .peek_spare(|s| s.map(|s| s.workspace.path().to_path_buf()))
+            {
+                break dir;
             }
-            drop(spare);
             assert!(std::time::Instant::now() < deadline, "no spare was made");
             std::thread::sleep(Duration::from_millis(10));
         };

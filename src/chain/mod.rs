@@ -26,7 +26,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
-use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES};
+use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontySpare};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
@@ -132,14 +132,17 @@ struct Executed {
 }
 
 impl Executed {
-    /// Drops the store once the result is taken. A CPython store's drop
-    /// unmaps megabytes of written linear memory: the guest's housekeeper
-    /// does it, after the chain has answered. Its running calls
-    /// are cancelled here first, as the drop would.
-    fn retire(mut self) {
-        let Some(guest) = self.cpython.take() else { return };
+    /// Drops the store once the result is taken, on the guest's
+    /// housekeeper (a CPython store's drop unmaps megabytes of written
+    /// linear memory), after the chain has answered, and so has the next
+    /// spare made. Its running calls are cancelled here first, as the drop
+    /// would.
+    fn retire(mut self, core: &Core) {
         self.store.data_mut().cancel_running_calls();
-        guest.retire(Box::new(self));
+        match self.cpython.take() {
+            Some(guest) => guest.housekeeper.retire(Box::new(self)),
+            None => core.housekeeper.retire(Box::new(self)),
+        }
     }
 }
 
@@ -210,7 +213,7 @@ impl Started {
         let mut result = match self.execute(core, script, registry, interpreter).await {
             Ok(mut run) => {
                 let result = self.finish(&mut run);
-                run.retire();
+                run.retire(core);
                 result
             }
             Err(why) => self.crash(&why),
@@ -243,18 +246,25 @@ impl Started {
         if interpreter == Interpreter::Cpython {
             return self.execute_cpython(core, setup, slot).await;
         }
-        let mut store = sandbox::new_store(&core.engine, setup)?;
-        let instance =
-            (core.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
-        let memory = instance.get_memory(&mut store, "memory");
+        let spare = core.housekeeper.take_spare();
+        let instance = match spare {
+            Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontySpare {
+                store: sandbox::bind(spare.store, setup)?,
+                ..spare
+            },
+            unfit => {
+                if let Some(spare) = unfit {
+                    core.housekeeper.retire(Box::new(spare));
+                }
+                core.instantiate(setup).await?
+            }
+        };
+        let MontySpare {
+            mut store,
+            memory,
+            start,
+        } = instance;
         store.data_mut().guest_memory = memory;
-        if let Some(memory) = memory {
-            // SAFETY: the chain's own linear memory, live with `store`; the
-            // guest has not run yet, so nothing grows it meanwhile.
-            unsafe { core.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
-        }
-        let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
-            .map_err(|e| format!("the guest has no entry point: {e}"))?;
         self.meters.guest_starts();
         let trap = start.call_async(&mut store, ()).await.err();
         Ok(Executed {
@@ -275,7 +285,7 @@ impl Started {
         slot: OwnedSemaphorePermit,
     ) -> Result<Executed, String> {
         let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
-        let spare = guest.take_spare();
+        let spare = guest.housekeeper.take_spare();
         // The spare's `/workspace` is the directory it was made with: a
         // chain with a directory of its own (given, or made already) needs
         // a fresh instance.
@@ -290,7 +300,7 @@ impl Started {
             }
             unfit => {
                 if let Some(spare) = unfit {
-                    guest.retire(Box::new(spare));
+                    guest.housekeeper.retire(Box::new(spare));
                 }
                 let mut store = sandbox::new_store(&guest.engine, setup)?;
                 let instance = (guest.pre.instantiate_async(&mut store).await)

@@ -411,3 +411,45 @@ async fn an_invalid_in_code_policy_is_refused_naming_the_field() {
     assert!(e.message.contains("call_timeout_s"), "{e:?}");
     assert!(r.call_trace.is_empty(), "nothing ran");
 }
+
+/// A chain, the housekeeper dropping the last chain's store and the
+/// housekeeper making the next spare all allocate from one pool: back to
+/// back on a one-slot engine, every chain starts (a pool sized to the
+/// chains alone filled with slots awaiting decommit, and a chain lost the
+/// race for the flush to the spare: "maximum concurrent limit … reached").
+#[test]
+fn chains_back_to_back_on_a_one_slot_engine_all_start() {
+    let engine = chainbox::Engine::with_config(chainbox::EngineConfig {
+        max_concurrent_chains: 1,
+        ..Default::default()
+    })
+    .expect("engine");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (registry, policy) = (chainbox::ToolRegistry::new(), ChainPolicy::default());
+    let approval = chainbox::Approval::deny_all();
+    for i in 0..400 {
+        let r = runtime.block_on(engine.run("1 + 1", &registry, &policy, &approval));
+        assert_eq!(r.output, json!(2), "chain {i}: {r:?}");
+    }
+}
+
+/// The next monty instance is made before its chain, under no chain's
+/// limits: a chain whose memory limit is below what the guest starts with
+/// fails as a fresh instance would, not on the spare, and the next chain
+/// runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_limit_below_montys_start_is_an_error_not_a_spare() {
+    let tiny = ChainPolicy {
+        max_memory_bytes: 64 << 10,
+        ..ChainPolicy::default()
+    };
+    let r = run_with("1 + 1", &tiny).await;
+    assert_eq!(r.status, ChainStatus::Error, "{r:#?}");
+    assert_eq!(r.interpreter, chainbox::Interpreter::Monty);
+    let ok = run("1 + 1").await;
+    assert!(ok.is_ok(), "{ok:?}");
+    assert!(ok.usage.peak_memory_bytes > 64 << 10, "{:?}", ok.usage);
+}
