@@ -166,6 +166,7 @@ enum ApproveMode {
 /// 2 for bad input.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_log();
     match execute(cli) {
         Ok(code) => code,
         Err(message) => {
@@ -173,6 +174,27 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The environment variable holding the log filter (`info`, `debug`,
+/// `chainbox=debug`, …): the log goes to stderr, and without it nowhere
+/// (stdout is a chain's report, or `serve`'s MCP stream).
+pub const LOG_ENV: &str = "CHAINBOX_LOG";
+
+fn init_log() {
+    let Ok(filter) = std::env::var(LOG_ENV) else { return };
+    let filter = match tracing_subscriber::EnvFilter::try_new(&filter) {
+        Ok(filter) => filter,
+        Err(e) => {
+            eprintln!("chainbox: {LOG_ENV}={filter:?} is no log filter ({e}); logging off");
+            return;
+        }
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, String> {
@@ -297,7 +319,16 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 // first chain that needs it does not wait for that. A failure
                 // is that chain's error to report.
                 let engine = engine.clone();
-                runtime.spawn(async move { engine.prepare_cpython().await });
+                runtime.spawn(async move {
+                    let started = std::time::Instant::now();
+                    match engine.prepare_cpython().await {
+                        Ok(()) => tracing::info!(
+                            "chainbox: the CPython guest is ready, prepared in the background in {} ms",
+                            started.elapsed().as_millis()
+                        ),
+                        Err(e) => tracing::warn!("chainbox: the CPython guest could not be prepared: {e}"),
+                    }
+                });
             }
             let server = ChainServer::new(engine, registry, policy, fallback);
             runtime.block_on(serve(server, listener, allow_remote))?;

@@ -366,3 +366,33 @@ fn demo_out_saves_its_chart_and_prints_where() {
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(done.stdout.contains(&format!("-> {}", chart.display())), "{done:#?}");
 }
+
+/// `CHAINBOX_LOG` turns on the log on stderr: under `auto`, why a chain
+/// ran on CPython; stdout stays the one JSON result.
+#[test]
+fn chainbox_log_shows_on_stderr_why_a_chain_ran_on_cpython() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
+    cmd.args(["run", "-", "--json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CHAINBOX_LOG", "debug");
+    let out = run(cmd, Some("import statistics\nstatistics.mean([1, 2, 4])\n"));
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(out.json()["interpreter"], "cpython", "{out:#?}");
+    assert!(
+        out.stderr.contains("the chain runs on CPython") && out.stderr.contains("statistics"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Without `CHAINBOX_LOG`, stderr stays quiet on success.
+#[test]
+fn without_chainbox_log_a_successful_run_writes_nothing_to_stderr() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
+    cmd.args(["run", "-", "--json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CHAINBOX_LOG");
+    let out = run(cmd, Some("import statistics\nstatistics.mean([1, 2, 4])\n"));
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(out.stderr, "", "{out:#?}");
+}

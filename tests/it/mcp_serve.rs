@@ -402,3 +402,31 @@ fn http_refuses_a_non_loopback_bind_without_allow_remote() {
         "{stderr}"
     );
 }
+
+/// A server prepares the CPython guest (loaded or compiled, and its first
+/// spare) in the background as it starts, so the first chain that needs it
+/// does not wait, and its log says when that is done.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_prepares_the_cpython_guest_as_it_starts_and_logs_it() {
+    let mut child = serve_command(&[])
+        .env("CHAINBOX_LOG", "info")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning chainbox serve");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    let ready = tokio::time::timeout(START_TIMEOUT, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("the CPython guest is ready") {
+                return true;
+            }
+            seen.push(line);
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "no readiness line; stderr so far: {seen:#?}");
+}
