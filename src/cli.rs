@@ -323,10 +323,10 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                     let started = std::time::Instant::now();
                     match engine.prepare_cpython().await {
                         Ok(()) => tracing::info!(
-                            "chainbox: the CPython guest is ready, prepared in the background in {} ms",
+                            "the CPython guest is ready, prepared in the background in {} ms",
                             started.elapsed().as_millis()
                         ),
-                        Err(e) => tracing::warn!("chainbox: the CPython guest could not be prepared: {e}"),
+                        Err(e) => tracing::warn!("the CPython guest could not be prepared: {e}"),
                     }
                 });
             }

@@ -566,10 +566,10 @@ fn learn_hot_pages(core: &Core) -> HotPages {
         warm.join().ok().flatten()
     });
     let hot = learned.unwrap_or_else(|| {
-        tracing::warn!("chainbox: the warm-up chain failed; chains start without prefaulted pages");
+        tracing::warn!("the warm-up chain failed; chains start without prefaulted pages");
         HotPages::default()
     });
-    tracing::debug!("chainbox: {} hot guest pages learned", hot.pages());
+    tracing::debug!("{} hot guest pages learned", hot.pages());
     hot
 }
 
@@ -584,7 +584,7 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
             }
         });
     if let Err(e) = spawned {
-        tracing::error!("chainbox: could not start the epoch ticker: {e}; CPU limits will not fire");
+        tracing::error!("could not start the epoch ticker: {e}; CPU limits will not fire");
     }
 }
 
@@ -617,7 +617,7 @@ fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineEr
         match crate::snapshot::pre_initialise(engine, &plain, GUEST_WASM) {
             Ok(wasm) => compile(&warm_path, &wasm),
             Err(e) => {
-                tracing::warn!("chainbox: chains start from the plain guest: {e}");
+                tracing::warn!("chains start from the plain guest: {e}");
                 Ok(plain)
             }
         }
@@ -682,7 +682,7 @@ fn load_cached<T>(path: &Path, load: impl Fn(&Path) -> wasmtime::Result<T>) -> O
     match load(path) {
         Ok(compiled) => Some(compiled),
         Err(e) => {
-            tracing::warn!("chainbox: ignoring unreadable module cache {}: {e}", path.display());
+            tracing::warn!("ignoring unreadable module cache {}: {e}", path.display());
             None
         }
     }
@@ -699,7 +699,7 @@ fn cache<T>(
     from_memory: impl FnOnce() -> wasmtime::Result<T>,
 ) -> Result<T, EngineError> {
     if let Err(e) = write_atomic(dir, path, compiled) {
-        tracing::warn!("chainbox: could not cache the compiled guest: {e}");
+        tracing::warn!("could not cache the compiled guest: {e}");
         return from_memory().map_err(wasmtime_err);
     }
     load(path).map_err(wasmtime_err)

@@ -141,7 +141,7 @@ impl<S: Send + 'static> Housekeeper<S> {
         }
         match guest.make_spare(runtime) {
             Ok(spare) => *locked(&self.spare) = Some(spare),
-            Err(e) => tracing::debug!("chainbox: no spare instance: {e}"),
+            Err(e) => tracing::debug!("no spare instance: {e}"),
         }
     }
 }
@@ -159,7 +159,7 @@ fn housekeep<G: Guest>(guest: Weak<G>, queue: Receiver<Option<Retired>>) {
     // spare's warm-up may call a tool through the invoker, whose timeouts
     // are tokio's.
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-        tracing::debug!("chainbox: no runtime for a housekeeper: no spare instances");
+        tracing::debug!("no runtime for a housekeeper: no spare instances");
         while let Ok(job) = queue.recv() {
             drop(job);
         }

@@ -81,7 +81,7 @@ fn choose(choice: PythonChoice, script: &str) -> Interpreter {
         PythonChoice::Cpython => Interpreter::Cpython,
         PythonChoice::Auto => match needs_cpython(script) {
             Some(needs) => {
-                tracing::debug!("chainbox: the chain runs on CPython: it {needs}");
+                tracing::debug!("the chain runs on CPython: it {needs}");
                 Interpreter::Cpython
             }
             None => Interpreter::Monty,
