@@ -190,12 +190,12 @@ pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
 
 /// Gives a spare store (built by [`new_store`] for a placeholder chain and
 /// instantiated before its chain was known; check [`fits`] first) to the
-/// chain of `setup`, whose workspace must be the directory the spare was
-/// made with: its state is replaced (nothing of the placeholder's session
-/// or meters reaches the chain, and its limits start now) but for its WASI
-/// context, which carries on: the guest's descriptors (the preopened
-/// `/workspace` wasi-libc listed, its working directory there) point into
-/// it, and it was built as a chain's is.
+/// chain of `setup`: its state is replaced (nothing of the placeholder's
+/// session or meters reaches the chain, and its limits start now) but for
+/// its WASI context, which carries on. A monty spare's is empty; a CPython
+/// spare's guest descriptors (the preopened `/workspace` wasi-libc listed,
+/// its working directory there) point into it, so that chain's workspace
+/// must be the directory the spare was made with.
 pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
     let size = store.data().memory.current();
     let wasi = std::mem::replace(&mut store.data_mut().wasi, WasiCtxBuilder::new().build_p1());
