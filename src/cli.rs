@@ -179,7 +179,7 @@ pub fn main() -> ExitCode {
 /// The environment variable holding the log filter (`info`, `debug`,
 /// `chainbox=debug`, …): the log goes to stderr, and without it nowhere
 /// (stdout is a chain's report, or `serve`'s MCP stream).
-pub const LOG_ENV: &str = "CHAINBOX_LOG";
+const LOG_ENV: &str = "CHAINBOX_LOG";
 
 fn init_log() {
     let Ok(filter) = std::env::var(LOG_ENV) else { return };

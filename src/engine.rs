@@ -24,6 +24,7 @@ use crate::digest::sha256_hex;
 use crate::housekeeper::{Guest, Housekeeper};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
+use crate::python_choice::Interpreter;
 use crate::sandbox::{self, ChainState};
 use crate::tools::ToolRegistry;
 
@@ -148,13 +149,13 @@ pub(crate) struct Core {
     placeholder: Placeholder,
     /// Drops finished chains' stores and makes the next monty instance
     /// ahead of its chain (see [`crate::housekeeper`]).
-    pub(crate) housekeeper: Housekeeper<MontySpare>,
+    pub(crate) housekeeper: Housekeeper<MontyInstance>,
 }
 
-/// A monty instance made before its chain was known: instantiated, its hot
-/// pages mapped in, its `_start` not yet called (nothing of any script has
-/// run in it).
-pub(crate) struct MontySpare {
+/// A monty instance ready for its chain: instantiated, its hot pages mapped
+/// in, its `_start` not yet called (nothing of any script has run in it).
+/// Made for its chain, or ahead of it as the spare.
+pub(crate) struct MontyInstance {
     pub(crate) store: wasmtime::Store<ChainState>,
     pub(crate) memory: Option<wasmtime::Memory>,
     pub(crate) start: wasmtime::TypedFunc<(), ()>,
@@ -187,6 +188,8 @@ pub(crate) struct Spare {
     pub(crate) workspace: tempfile::TempDir,
 }
 
+/// What a spare's store holds until a chain takes it and `bind` replaces
+/// it: the warm-up tool only, deny-all approval, the engine's memory cap.
 struct Placeholder {
     registry: ToolRegistry,
     policy: Arc<ChainPolicy>,
@@ -209,15 +212,31 @@ impl Placeholder {
         }
     }
 
-    /// A session of its own for each spare's warm-up: its trace dies with it.
-    fn session(&self) -> Arc<crate::invoker::InvokerSession> {
-        Arc::new(crate::invoker::InvokerSession::new(
+    /// What a spare is made for: a chain of `script` on `interpreter`, in
+    /// `workspace` (a temporary directory made on use if `None`), with a
+    /// session of its own (its trace dies with it).
+    fn setup<'a>(
+        &'a self,
+        script: &'a str,
+        workspace: Option<PathBuf>,
+        interpreter: Interpreter,
+    ) -> sandbox::ChainSetup<'a> {
+        let session = Arc::new(crate::invoker::InvokerSession::new(
             "spare".into(),
             self.registry.clone(),
             self.policy.clone(),
             Approval::deny_all(),
             self.artifacts.clone(),
-        ))
+        ));
+        sandbox::ChainSetup {
+            script,
+            registry: &self.registry,
+            policy: &self.policy,
+            session,
+            workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(workspace))),
+            meters: sandbox::Meters::new(&self.policy),
+            interpreter,
+        }
     }
 }
 
@@ -250,23 +269,16 @@ impl crate::tools::Tool for WarmUpTool {
 
 impl CpythonGuest {
     async fn instantiate_spare(&self) -> Result<Spare, String> {
-        let placeholder = &self.placeholder;
         // The chain's workspace is made now and preopened in the spare, so
         // the warm-up also lists the preopens and enters `/workspace` (~0.2
         // ms of WASI calls) instead of the chain; the chain adopts it.
         let workspace = (tempfile::Builder::new().prefix("chainbox-ws-").tempdir())
             .map_err(|e| format!("no workspace directory for a spare: {e}"))?;
-        let setup = sandbox::ChainSetup {
-            script: WARM_UP_SCRIPT,
-            registry: &placeholder.registry,
-            policy: &placeholder.policy,
-            session: placeholder.session(),
-            workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(Some(
-                workspace.path().to_path_buf(),
-            )))),
-            meters: sandbox::Meters::new(&placeholder.policy),
-            interpreter: crate::python_choice::Interpreter::Cpython,
-        };
+        let setup = self.placeholder.setup(
+            WARM_UP_SCRIPT,
+            Some(workspace.path().to_path_buf()),
+            Interpreter::Cpython,
+        );
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
         let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run")).map_err(|e| e.to_string())?;
@@ -298,9 +310,23 @@ impl Guest for CpythonGuest {
     }
 }
 
+impl Guest for Core {
+    type Spare = MontyInstance;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<MontyInstance, String> {
+        // Nothing runs in it: the script is the chain's, given by `bind`.
+        let setup = self.placeholder.setup("", None, Interpreter::Monty);
+        runtime.block_on(self.instantiate(setup))
+    }
+
+    fn housekeeper(&self) -> &Housekeeper<MontyInstance> {
+        &self.housekeeper
+    }
+}
+
 impl Core {
     /// A monty instance for the chain of `setup`, its hot pages mapped in.
-    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontySpare, String> {
+    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, String> {
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance =
             (self.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
@@ -312,33 +338,9 @@ impl Core {
         }
         let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
             .map_err(|e| format!("the guest has no entry point: {e}"))?;
-        Ok(MontySpare { store, memory, start })
-    }
-}
-
-impl Guest for Core {
-    type Spare = MontySpare;
-
-    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<MontySpare, String> {
-        let placeholder = &self.placeholder;
-        let setup = sandbox::ChainSetup {
-            script: "",
-            registry: &placeholder.registry,
-            policy: &placeholder.policy,
-            session: placeholder.session(),
-            workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(None))),
-            meters: sandbox::Meters::new(&placeholder.policy),
-            interpreter: crate::python_choice::Interpreter::Monty,
-        };
-        runtime.block_on(self.instantiate(setup))
+        Ok(MontyInstance { store, memory, start })
     }
 
-    fn housekeeper(&self) -> &Housekeeper<MontySpare> {
-        &self.housekeeper
-    }
-}
-
-impl Core {
     /// The CPython guest, built on first use.
     pub(crate) async fn cpython(&self) -> Result<&Arc<CpythonGuest>, &EngineError> {
         if let Some(built) = self.cpython.get() {

@@ -44,10 +44,10 @@ pub(crate) trait Guest: Send + Sync + 'static {
 /// One guest's spare and the queue of its housekeeper thread.
 pub(crate) struct Housekeeper<S> {
     spare: Mutex<Option<S>>,
-    /// What to drop (`None`: only refill).
-    queue: Mutex<Sender<Option<Retired>>>,
-    /// The thread's end of the queue, until [`Housekeeper::start`] runs.
-    jobs: Mutex<Option<Receiver<Option<Retired>>>>,
+    /// The thread's queue: what to drop (`None`: only refill). `None` before
+    /// [`Housekeeper::start`] and after [`Housekeeper::shut_down`], when
+    /// retired stores are dropped in place; dropping it ends the thread.
+    queue: Mutex<Option<Sender<Option<Retired>>>>,
     /// The thread, joined when the guest shuts down.
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Set when the engine is dropped: no more spares.
@@ -60,13 +60,12 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<S: Send + 'static> Housekeeper<S> {
     /// A housekeeper with no thread yet: [`Housekeeper::start`] it once its
-    /// guest is shared. Until then, retired stores are dropped in place.
+    /// guest is shared. Until then, retired stores are dropped in place and
+    /// no spare is made.
     pub(crate) fn new() -> Self {
-        let (queue, jobs) = std::sync::mpsc::channel();
         Housekeeper {
             spare: Mutex::new(None),
-            queue: Mutex::new(queue),
-            jobs: Mutex::new(Some(jobs)),
+            queue: Mutex::new(None),
             thread: Mutex::new(None),
             stopping: AtomicBool::new(false),
         }
@@ -76,13 +75,12 @@ impl<S: Send + 'static> Housekeeper<S> {
     /// the guest weakly: it ends when the guest is dropped.
     pub(crate) fn start<G: Guest<Spare = S>>(guest: &Arc<G>, name: &str) -> std::io::Result<()> {
         let keeper = guest.housekeeper();
-        let Some(jobs) = locked(&keeper.jobs).take() else {
-            return Ok(());
-        };
+        let (queue, jobs) = std::sync::mpsc::channel();
         let weak = Arc::downgrade(guest);
         let thread = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || housekeep(weak, jobs))?;
+        *locked(&keeper.queue) = Some(queue);
         *locked(&keeper.thread) = Some(thread);
         Ok(())
     }
@@ -102,20 +100,22 @@ impl<S: Send + 'static> Housekeeper<S> {
     /// Asks for a spare now (not only after a chain): for engines prepared
     /// ahead of their first chain.
     pub(crate) fn request_spare(&self) {
-        let _ = locked(&self.queue).send(None);
+        if let Some(queue) = locked(&self.queue).as_ref() {
+            let _ = queue.send(None);
+        }
     }
 
     /// Hands a finished chain's store to the housekeeper (dropped there,
     /// then the next spare made); dropped here if there is no housekeeper.
     pub(crate) fn retire(&self, retired: Retired) {
         let queue = locked(&self.queue);
-        if locked(&self.thread).is_none() {
-            drop(queue);
-            drop(retired);
-        } else if let Err(returned) = queue.send(Some(retired)) {
-            drop(queue);
-            drop(returned);
-        }
+        let unsent = match queue.as_ref() {
+            Some(queue) => queue.send(Some(retired)).err(),
+            None => Some(std::sync::mpsc::SendError(Some(retired))),
+        };
+        // Dropped outside the lock: a store's drop takes a while.
+        drop(queue);
+        drop(unsent);
     }
 
     /// The engine is being dropped: the housekeeper drops what chains left
@@ -124,7 +124,8 @@ impl<S: Send + 'static> Housekeeper<S> {
     /// exits next would otherwise leave temporary directories behind.
     pub(crate) fn shut_down(&self) {
         self.stopping.store(true, Ordering::Relaxed);
-        self.request_spare(); // wakes the thread
+        // The thread drops what is queued and ends once its queue is closed.
+        drop(locked(&self.queue).take());
         let thread = locked(&self.thread).take();
         if let Some(thread) = thread
             && thread.thread().id() != std::thread::current().id()
@@ -147,7 +148,8 @@ impl<S: Send + 'static> Housekeeper<S> {
 }
 
 /// The housekeeper's loop: drops what chains left, then refills the spare
-/// once its queue is empty. Ends when the guest is dropped or stopping.
+/// once its queue is empty. Ends when its queue is closed, or the guest is
+/// dropped or stopping.
 fn housekeep<G: Guest>(guest: Weak<G>, queue: Receiver<Option<Retired>>) {
     // SAFETY: setpriority on the calling thread (who = 0) only changes its
     // scheduling niceness; failure leaves it at the default, harmlessly.

@@ -26,7 +26,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
-use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontySpare};
+use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontyInstance};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
@@ -248,7 +248,7 @@ impl Started {
         }
         let spare = core.housekeeper.take_spare();
         let instance = match spare {
-            Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontySpare {
+            Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontyInstance {
                 store: sandbox::bind(spare.store, setup)?,
                 ..spare
             },
@@ -259,7 +259,7 @@ impl Started {
                 core.instantiate(setup).await?
             }
         };
-        let MontySpare {
+        let MontyInstance {
             mut store,
             memory,
             start,

@@ -367,15 +367,26 @@ fn demo_out_saves_its_chart_and_prints_where() {
     assert!(done.stdout.contains(&format!("-> {}", chart.display())), "{done:#?}");
 }
 
+/// `chainbox run - --json` of `script` on stdin, with `CHAINBOX_LOG` set
+/// to `log` (or unset).
+fn run_logged(script: &str, log: Option<&str>) -> Finished {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
+    cmd.args(["run", "-", "--json"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+    match log {
+        Some(filter) => cmd.env("CHAINBOX_LOG", filter),
+        None => cmd.env_remove("CHAINBOX_LOG"),
+    };
+    run(cmd, Some(script))
+}
+
+/// A script only CPython runs (monty has no `statistics`).
+const NEEDS_CPYTHON: &str = "import statistics\nstatistics.mean([1, 2, 4])\n";
+
 /// `CHAINBOX_LOG` turns on the log on stderr: under `auto`, why a chain
 /// ran on CPython; stdout stays the one JSON result.
 #[test]
 fn chainbox_log_shows_on_stderr_why_a_chain_ran_on_cpython() {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
-    cmd.args(["run", "-", "--json"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("CHAINBOX_LOG", "debug");
-    let out = run(cmd, Some("import statistics\nstatistics.mean([1, 2, 4])\n"));
+    let out = run_logged(NEEDS_CPYTHON, Some("debug"));
     assert_eq!(out.code, Some(0), "{out:#?}");
     assert_eq!(out.json()["interpreter"], "cpython", "{out:#?}");
     assert!(
@@ -388,11 +399,22 @@ fn chainbox_log_shows_on_stderr_why_a_chain_ran_on_cpython() {
 /// Without `CHAINBOX_LOG`, stderr stays quiet on success.
 #[test]
 fn without_chainbox_log_a_successful_run_writes_nothing_to_stderr() {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
-    cmd.args(["run", "-", "--json"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("CHAINBOX_LOG");
-    let out = run(cmd, Some("import statistics\nstatistics.mean([1, 2, 4])\n"));
+    let out = run_logged(NEEDS_CPYTHON, None);
     assert_eq!(out.code, Some(0), "{out:#?}");
     assert_eq!(out.stderr, "", "{out:#?}");
+}
+
+/// A `CHAINBOX_LOG` that is no filter is named on stderr, logging stays
+/// off, and the run goes on.
+#[test]
+fn a_chainbox_log_that_is_no_filter_is_named_and_the_run_goes_on() {
+    let out = run_logged(NEEDS_CPYTHON, Some("[[not a filter"));
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    assert_eq!(out.json()["output"], 2.3333333333333335, "{out:#?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("CHAINBOX_LOG=\"[[not a filter\" is no log filter"),
+        "{}",
+        out.stderr
+    );
 }

@@ -36,6 +36,22 @@ fn serve_command(extra: &[&str]) -> tokio::process::Command {
     cmd
 }
 
+/// Spawns `cmd` (stdout discarded) and returns the child and its stderr's lines.
+fn spawn_reading_stderr(
+    cmd: &mut tokio::process::Command,
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning chainbox serve");
+    let stderr = child.stderr.take().expect("piped stderr");
+    (child, tokio::io::BufReader::new(stderr).lines())
+}
+
 /// An MCP client over stdio of a fresh `chainbox serve`, with `handler`'s
 /// capabilities.
 async fn stdio_client<H: ClientHandler>(handler: H, extra: &[&str]) -> RunningService<RoleClient, H> {
@@ -289,18 +305,12 @@ impl HttpServer {
     /// Starts `chainbox serve --http 127.0.0.1:0` and reads the bound
     /// address from its first line on stderr.
     async fn start() -> Self {
-        let mut child = serve_command(&["--http", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawning chainbox serve --http");
-        let stderr = child.stderr.take().expect("piped stderr");
+        let mut cmd = serve_command(&["--http", "127.0.0.1:0"]);
+        let (child, mut lines) = spawn_reading_stderr(cmd.stdin(Stdio::null()));
         // The first line names the address; the rest is drained (a closed
         // pipe would fail the server's next write to stderr).
         let (first, first_line) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
             let mut first = Some(first);
             while let Ok(Some(line)) = lines.next_line().await {
                 match first.take() {
@@ -408,15 +418,9 @@ fn http_refuses_a_non_loopback_bind_without_allow_remote() {
 /// does not wait, and its log says when that is done.
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_prepares_the_cpython_guest_as_it_starts_and_logs_it() {
-    let mut child = serve_command(&[])
-        .env("CHAINBOX_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawning chainbox serve");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut cmd = serve_command(&[]);
+    // Its stdin stays open (an MCP session over stdio ends at its end).
+    let (_child, mut lines) = spawn_reading_stderr(cmd.env("CHAINBOX_LOG", "info").stdin(Stdio::piped()));
     let mut seen = Vec::new();
     let ready = tokio::time::timeout(START_TIMEOUT, async {
         while let Ok(Some(line)) = lines.next_line().await {
