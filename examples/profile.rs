@@ -19,8 +19,8 @@
 //! `--idle MS` pauses MS milliseconds (untimed) before each run (each of
 //! the pair with `--compare`), as an
 //! agent's model thinks between chains: the latency of a chain on an idle
-//! engine, not back-to-back throughput (the CPython guest prepares its next
-//! instance, and tears the last one down, between chains).
+//! engine, not back-to-back throughput (each guest's housekeeper prepares
+//! the next instance, and tears the last one down, between chains).
 //!
 //! The script may call `noop()`, a tool that returns `None`.
 
