@@ -117,6 +117,81 @@ same_on_both_guests! {
         "r = await chart()\nimport os\n[sorted(os.listdir('/workspace')) != [], len(open(r['files'][0]['path'], 'rb').read()) if 'files' in r else None]";
     a_handle_passed_as_an_argument_is_resolved:
         "h = await echo(text='z' * 1000)\nr = await echo(text=h)\nlen(r) if isinstance(r, str) else sorted(r)";
+    // Found by generated scripts (stop 25); each is a chainbox patch of monty.
+    float_sums_are_compensated_as_in_cpython:
+        "[sum([1e16, 123456.789, 2.5]), sum([0.1] * 10), sum([1, 2, 0.1, 0.2]), sum([0.1, 0.2], 0.5), sum([2**70, 0.1]), sum([1e308, 1e308, -1e308]), sum([-0.0, -0.0], -0.0)]";
+    math_domain_errors_show_the_float_as_python_writes_it:
+        "import math\nout = []\nfor f in [math.sqrt, math.log]:\n    try:\n        f(-2.3e20)\n    except ValueError as e:\n        out.append(str(e))\nout";
+    an_empty_dicts_popitem_error_reads_as_in_cpython:
+        "try:\n    {}.popitem()\nexcept KeyError as e:\n    r = [str(e), repr(e)]\nr";
+}
+
+/// The public attributes of each builtin type, and whether each is
+/// callable, as CPython lists them.
+const BUILTIN_ATTRIBUTES: &str = "import json\nsamples = {'str': \"'a'\", 'int': '1', 'float': '1.5', 'bool': 'True', 'list': '[1]', 'dict': \"{'a': 1}\", 'set': '{1}', 'frozenset': 'frozenset({1})', 'tuple': '(1,)', 'bytes': \"b'a'\", 'complex': '1j', 'range': 'range(3)'}\nprint(json.dumps([[t, lit, [[n, callable(getattr(eval(lit), n))] for n in sorted(dir(eval(lit))) if not n.startswith('_')]] for t, lit in samples.items()]))";
+
+/// A builtin type's name, a literal of it, and its public attributes with
+/// whether each is callable.
+type TypeAttributes = (String, String, Vec<(String, bool)>);
+
+/// The scan's method tables are what monty lacks: every public attribute of
+/// CPython's builtin types is probed in monty, called (if callable) and
+/// read as a value. `MISSING_METHODS` must be the names some type lacks
+/// when called, but for those monty's `str`, `list`, `dict` or `tuple`
+/// has (a lexical scan cannot tell receivers apart);
+/// `ATTRIBUTES_NOT_VALUES` the names some type lacks when read.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scans_method_tables_are_what_monty_lacks() {
+    let listed = run_on(PythonChoice::Cpython, BUILTIN_ATTRIBUTES, &registry()).await;
+    assert_ok(&listed);
+    let listed: Vec<TypeAttributes> = serde_json::from_str(listed.stdout.trim()).expect("the listing is JSON");
+    let mut probe = String::from("import json\nout = []\n");
+    for (type_name, literal, attributes) in &listed {
+        for (name, callable) in attributes {
+            let modes: &[&str] = if *callable { &["call", "read"] } else { &["read"] };
+            for mode in modes {
+                let expr = if *mode == "call" {
+                    format!("({literal}).{name}()")
+                } else {
+                    format!("({literal}).{name}")
+                };
+                probe.push_str(&format!(
+                    "try:\n    {expr}\n    out.append(['{type_name}', '{name}', '{mode}', True])\nexcept AttributeError as e:\n    out.append(['{type_name}', '{name}', '{mode}', 'has no attribute' not in str(e)])\nexcept Exception:\n    out.append(['{type_name}', '{name}', '{mode}', True])\n"
+                ));
+            }
+        }
+    }
+    probe.push_str("print(json.dumps(out))\n");
+    let probed = run_on(PythonChoice::Monty, &probe, &registry()).await;
+    assert_ok(&probed);
+    let probed: Vec<(String, String, String, bool)> =
+        serde_json::from_str(probed.stdout.trim()).expect("the probe is JSON");
+    let has = |type_name: &str, name: &str, mode: &str| {
+        probed
+            .iter()
+            .any(|(t, n, m, ok)| t == type_name && n == name && m == mode && *ok)
+    };
+    let common_has = |name: &str| ["str", "list", "dict", "tuple"].iter().any(|t| has(t, name, "call"));
+    let mut missing_calls = std::collections::BTreeSet::new();
+    let mut missing_reads = std::collections::BTreeSet::new();
+    for (_, name, mode, ok) in &probed {
+        match (mode.as_str(), *ok) {
+            ("call", false) if !common_has(name) => missing_calls.insert(name.as_str()),
+            ("read", false) => missing_reads.insert(name.as_str()),
+            _ => false,
+        };
+    }
+    let table = |t: &[&'static str]| t.iter().copied().collect::<std::collections::BTreeSet<&str>>();
+    assert_eq!(
+        table(chainbox::python_choice::MISSING_METHODS),
+        missing_calls,
+        "MISSING_METHODS (left) vs what monty lacks when called (right)"
+    );
+    assert_eq!(
+        table(chainbox::python_choice::ATTRIBUTES_NOT_VALUES),
+        missing_reads,
+        "ATTRIBUTES_NOT_VALUES (left) vs what monty lacks when read (right)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -13,6 +13,7 @@ mod corpus;
 mod cpython;
 mod discovery;
 mod fuzz_regressions;
+mod generated;
 mod invoker;
 mod invoker_gates;
 mod mcp_serve;

@@ -280,7 +280,17 @@ fn resource_limits(limits: &GuestLimits) -> ResourceLimits {
 
 fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
     let line = exc.traceback().last().map(|frame| frame.start.line);
-    let mut message = head(exc.message().unwrap_or_default(), MAX_REPORTED_BYTES);
+    // A KeyError's message is `str(e)`, the repr of its key, as CPython
+    // reports it (`KeyError: 'a'`); monty holds the key's text.
+    let key_repr = (exc.exc_type() == ExcType::KeyError && exc.message().is_some()).then(|| exc.py_repr());
+    let text = match &key_repr {
+        Some(repr) => repr
+            .strip_prefix("KeyError(")
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or_default(),
+        None => exc.message().unwrap_or_default(),
+    };
+    let mut message = head(text, MAX_REPORTED_BYTES);
     if is_missing_await(exc) {
         message.push_str(" (a tool call returns an awaitable: did you forget `await` before it?)");
     }

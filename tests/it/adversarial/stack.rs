@@ -127,9 +127,12 @@ async fn a_multi_megabyte_script_is_bounded_by_the_sandbox_limits() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn native_recursion_over_hundred_thousand_deep_values_is_a_recursion_error_not_a_stack_overflow() {
+    // monty's native recursion (the scan sends `hash` of a tuple, as any
+    // hasattr/getattr or set iteration, to CPython under `auto`).
     let policy = chainbox::ChainPolicy {
         max_cpu_s: 10.0,
         total_timeout_s: 10.0,
+        python: chainbox::PythonChoice::Monty,
         ..crate::fixtures::tight()
     };
     let r = run_adversarial(

@@ -391,6 +391,16 @@ fn verdict(expect: &Expect, outcome: &Outcome) -> Result<(), String> {
             // The message, where the type is one monty knows (it always is
             // for a monty-raised exception).
             match ExcType::from_str(exc_type) {
+                // The guest reports a KeyError's message as CPython's `str(e)`,
+                // already its key's repr.
+                Ok(ExcType::KeyError) if message.as_ref().is_some_and(|m| m.starts_with(['\'', '"'])) => {
+                    let got_repr = format!("KeyError({})", message.as_deref().unwrap_or_default());
+                    if got_repr == *repr {
+                        Ok(())
+                    } else {
+                        Err(format!("expected {repr}, got {}", got()))
+                    }
+                }
                 Ok(t) if MontyException::new(t, message.clone()).py_repr() != *repr => {
                     Err(format!("expected {repr}, got {}", got()))
                 }

@@ -2131,7 +2131,10 @@ pub(crate) trait ExcTypeExt: Sized {
     /// Matches CPython's format: `KeyError: 'popitem(): dictionary is empty'`
     #[must_use]
     fn key_error_popitem_empty_dict() -> RunError {
-        SimpleException::new_msg(ExcType::KeyError, "'popitem(): dictionary is empty'").into()
+        // chainbox patch: the message without quotes; `str()` of a KeyError
+        // is the repr of its argument, so upstream's quoted message read
+        // `"'popitem(): dictionary is empty'"` (CPython: `'popitem(): …'`).
+        SimpleException::new_msg(ExcType::KeyError, "popitem(): dictionary is empty").into()
     }
 
     /// Creates a LookupError for unknown encoding.

@@ -52,14 +52,88 @@ pub fn builtin_sum(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let mut acc_guard = DropGuard::new(accumulator, vm);
     let (accumulator, vm) = acc_guard.as_parts_mut();
 
-    // Sum all items
+    // chainbox patch: CPython's phases (3.12+, `builtin_sum_impl`): while the
+    // total is an int and the items are ints it adds ints; once a float
+    // joins it, it adds floats (and ints) with Neumaier's compensation
+    // until an item of another type ends that phase for good. Upstream added
+    // left to right, so `sum([1e16, 123456.789, 2.5])` lost a digit CPython
+    // keeps.
+    let mut phase = match *accumulator {
+        Value::Int(_) => SumPhase::Int,
+        Value::Float(sum) => SumPhase::Float { sum, compensation: 0.0 },
+        _ => SumPhase::Generic,
+    };
     while let Some(item) = iter.py_next(vm)? {
         defer_drop!(item, vm);
 
+        if let SumPhase::Float { sum, compensation } = &mut phase {
+            match *item {
+                Value::Float(x) => {
+                    neumaier_add(sum, compensation, x);
+                    continue;
+                }
+                // CPython adds `(double)` of an int that fits a C long, uncompensated.
+                Value::Int(i) => {
+                    *sum += i as f64;
+                    continue;
+                }
+                Value::Bool(b) => {
+                    *sum += f64::from(u8::from(b));
+                    continue;
+                }
+                _ => {
+                    let total = compensated_total(*sum, *compensation);
+                    let old = mem::replace(accumulator, Value::Float(total));
+                    old.drop_with(vm);
+                    phase = SumPhase::Generic;
+                }
+            }
+        }
+        let ends_int_phase = matches!(phase, SumPhase::Int) && !matches!(*item, Value::Int(_) | Value::Bool(_));
         let new_value = accumulator.py_add(item, vm)?;
         let old = mem::replace(accumulator, new_value);
+        old.drop_with(vm);
+        if matches!(phase, SumPhase::Int) {
+            phase = match *accumulator {
+                Value::Int(_) => SumPhase::Int,
+                Value::Float(sum) if ends_int_phase => SumPhase::Float { sum, compensation: 0.0 },
+                _ => SumPhase::Generic,
+            };
+        }
+    }
+    if let SumPhase::Float { sum, compensation } = phase {
+        let old = mem::replace(accumulator, Value::Float(compensated_total(sum, compensation)));
         old.drop_with(vm);
     }
 
     Ok(acc_guard.into_inner())
+}
+
+/// Which of CPython's `sum` loops is running (see `builtin_sum`).
+enum SumPhase {
+    Int,
+    Float { sum: f64, compensation: f64 },
+    Generic,
+}
+
+/// One step of Neumaier's improved Kahan–Babuška summation, as CPython's `sum`.
+fn neumaier_add(sum: &mut f64, compensation: &mut f64, x: f64) {
+    let t = *sum + x;
+    if sum.abs() >= x.abs() {
+        *compensation += (*sum - t) + x;
+    } else {
+        *compensation += (x - t) + *sum;
+    }
+    *sum = t;
+}
+
+/// The compensated total; as CPython, a compensation that is zero or not
+/// finite is not added (it would lose a negative zero's sign or turn an
+/// infinite sum into a NaN).
+fn compensated_total(sum: f64, compensation: f64) -> f64 {
+    if compensation != 0.0 && compensation.is_finite() {
+        sum + compensation
+    } else {
+        sum
+    }
 }

@@ -80,7 +80,7 @@ fn require_unit_range(f: f64) -> RunResult<()> {
     if !f.is_nan() && !(-1.0..=1.0).contains(&f) {
         Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a number in range from -1 up to 1, got {f:?}"),
+            format!("expected a number in range from -1 up to 1, got {}", crate::fstring::FormatFloat(f)),
         )
         .into())
     } else {
@@ -101,7 +101,7 @@ fn check_gamma_pole(f: f64) -> RunResult<()> {
     if f <= 0.0 && f == f.floor() && f.is_finite() {
         Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a noninteger or positive integer, got {f:?}"),
+            format!("expected a noninteger or positive integer, got {}", crate::fstring::FormatFloat(f)),
         )
         .into())
     } else {
@@ -422,7 +422,7 @@ fn math_sqrt(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     if f < 0.0 {
-        Err(SimpleException::new_msg(ExcType::ValueError, format!("expected a nonnegative input, got {f:?}")).into())
+        Err(SimpleException::new_msg(ExcType::ValueError, format!("expected a nonnegative input, got {}", crate::fstring::FormatFloat(f))).into())
     } else {
         Ok(Value::Float(f.sqrt()))
     }
@@ -600,7 +600,7 @@ fn log_arg(value: &Value, log: fn(f64) -> f64, vm: &VM<'_>) -> RunResult<f64> {
                 let x = value_to_float(value, vm)?;
                 if x <= 0.0 {
                     Err(
-                        SimpleException::new_msg(ExcType::ValueError, format!("expected a positive input, got {x:?}"))
+                        SimpleException::new_msg(ExcType::ValueError, format!("expected a positive input, got {}", crate::fstring::FormatFloat(x)))
                             .into(),
                     )
                 } else {
@@ -648,7 +648,7 @@ fn math_log1p(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let f = value_to_float(value, vm)?;
     if f <= -1.0 {
         return Err(
-            SimpleException::new_msg(ExcType::ValueError, format!("expected argument value > -1, got {f:?}")).into(),
+            SimpleException::new_msg(ExcType::ValueError, format!("expected argument value > -1, got {}", crate::fstring::FormatFloat(f))).into(),
         );
     }
     Ok(Value::Float(f.ln_1p()))
@@ -962,7 +962,7 @@ fn math_acosh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f < 1.0 {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected argument value not less than 1, got {f:?}"),
+            format!("expected argument value not less than 1, got {}", crate::fstring::FormatFloat(f)),
         )
         .into());
     }
@@ -980,7 +980,7 @@ fn math_atanh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f <= -1.0 || f >= 1.0 {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a number between -1 and 1, got {f:?}"),
+            format!("expected a number between -1 and 1, got {}", crate::fstring::FormatFloat(f)),
         )
         .into());
     }
@@ -1335,7 +1335,7 @@ fn math_gamma(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f == f64::NEG_INFINITY {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a noninteger or positive integer, got {f:?}"),
+            format!("expected a noninteger or positive integer, got {}", crate::fstring::FormatFloat(f)),
         )
         .into());
     }
@@ -1435,7 +1435,7 @@ fn not_an_integer_error(value: &Value, vm: &VM<'_>) -> RunError {
 /// CPython 3.14 uses "expected a finite input, got inf" for trig functions.
 fn require_finite(f: f64) -> RunResult<()> {
     if f.is_infinite() {
-        Err(SimpleException::new_msg(ExcType::ValueError, format!("expected a finite input, got {f:?}")).into())
+        Err(SimpleException::new_msg(ExcType::ValueError, format!("expected a finite input, got {}", crate::fstring::FormatFloat(f))).into())
     } else {
         Ok(())
     }

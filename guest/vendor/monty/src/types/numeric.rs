@@ -88,18 +88,19 @@ fn round_float_to_digits(value: f64, digits: i64) -> f64 {
         return value;
     }
     let rounded = if digits >= 0 {
-        let Ok(exp) = i32::try_from(digits) else {
+        // chainbox patch: CPython rounds the exact binary value to a decimal
+        // string (`_Py_dg_dtoa` mode 3, ties to even) and reads it back;
+        // Rust's fixed-precision formatting does the same. Upstream scaled by
+        // 10**digits first, and the product's own rounding could cross a
+        // half (`round(0.285, 2)` is 0.28 in CPython). Beyond 323 digits
+        // every double rounds to itself (CPython's NDIGITS_MAX).
+        let Ok(digits) = usize::try_from(digits) else {
             return value;
         };
-        let multiplier = 10_f64.powi(exp);
-        if !multiplier.is_finite() {
+        if digits > 323 {
             return value;
         }
-        let scaled = value * multiplier;
-        if !scaled.is_finite() {
-            return value;
-        }
-        bankers_round(scaled) / multiplier
+        format!("{value:.digits$}").parse().unwrap_or(value)
     } else {
         let Ok(exp) = i32::try_from(digits) else {
             return 0.0_f64.copysign(value);
