@@ -264,7 +264,8 @@ def script(g):
             f"{li}.pop()", f"{li}.remove({g.int_(1)})", f"{li}.reverse()", f"{li}.sort(key=lambda x: -x)", f"{di}[{g.str_(1)}] = {g.int_(1)}",
             f"{di}.setdefault({g.str_(1)}, []) ", f"{di}.update({g.dict_(1)})", f"{di}.pop({g.str_(1)}, None)", f"{di}.popitem()", f"{li}[{R.randint(-2, 2)}] = {g.int_(1)}",
             f"{li}[1:3] = {g.list_int(1)}", f"{li} += {g.list_int(1)}", f"{di}.clear()"]
-    for m in R.sample(muts, 5):
+    allowed = [m for m in muts if ALL or not any(b in m for b in BANNED)]
+    for m in R.sample(allowed, min(5, len(allowed))):
         lines += ["try:", f"    {m}", "except Exception as e:", "    print('mutation raised', type(e).__name__, str(e))"]
     lines += [f"print({li}, {di})", ""]
     lines.append(pick([f"{{'results': results, 'list': {li}, 'dict': {di}}}", "results", f"[{li}, {di}, len(results)]", f"str(results)"]))

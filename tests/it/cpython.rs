@@ -122,6 +122,7 @@ same_on_both_guests! {
         "[sum([1e16, 123456.789, 2.5]), sum([0.1] * 10), sum([1, 2, 0.1, 0.2]), sum([0.1, 0.2], 0.5), sum([2**70, 0.1]), sum([1e308, 1e308, -1e308]), sum([-0.0, -0.0], -0.0)]";
     math_domain_errors_show_the_float_as_python_writes_it:
         "import math\nout = []\nfor f in [math.sqrt, math.log]:\n    try:\n        f(-2.3e20)\n    except ValueError as e:\n        out.append(str(e))\nout";
+    an_answer_with_an_int_too_long_to_write_is_a_value_error: "[1, 10 ** 5000]";
     an_empty_dicts_popitem_error_reads_as_in_cpython:
         "try:\n    {}.popitem()\nexcept KeyError as e:\n    r = [str(e), repr(e)]\nr";
 }

@@ -58,6 +58,39 @@ fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
     })
 }
 
+/// CPython's limit on the decimal digits of an int it writes
+/// (`sys.get_int_max_str_digits()`): the answer's `repr` meets it.
+pub const INT_MAX_STR_DIGITS: usize = 4300;
+
+/// Whether the answer holds an int CPython would refuse to write
+/// (`ValueError: Exceeds the limit (4300 digits) …`), as the CPython guest
+/// and the corpus reference report such an answer. Asked before the
+/// answer is converted: writing a huge int's digits is quadratic.
+pub fn has_int_past_str_limit(value: ObjectRef<'_>, depth: usize) -> bool {
+    if depth > MAX_VALUE_DEPTH {
+        return false;
+    }
+    if let Some(bits) = value.int_bits() {
+        // 10**4300 needs 14,285 bits: decide by the bits away from that.
+        return match bits {
+            ..14_280 => false,
+            14_290.. => true,
+            _ => value.py_repr().trim_start_matches('-').len() > INT_MAX_STR_DIGITS,
+        };
+    }
+    if value.as_str().is_some() {
+        return false;
+    }
+    if let Some(items) = value.items() {
+        return items.into_iter().any(|item| has_int_past_str_limit(item, depth + 1));
+    }
+    value.pairs().is_some_and(|pairs| {
+        pairs
+            .into_iter()
+            .any(|(key, item)| has_int_past_str_limit(key, depth + 1) || has_int_past_str_limit(item, depth + 1))
+    })
+}
+
 /// An integer of any size from its decimal digits.
 fn big_int(digits: &str) -> Result<Number, String> {
     serde_json::from_str(digits).map_err(|_| format!("int {digits} cannot be converted to JSON"))

@@ -248,13 +248,20 @@ fn run(req: RunRequest) -> Finish {
     let result = chain.drive(progress);
     chain.stdout.flush();
     let result = match result {
-        Ok(value) => ScriptResult::Ok {
-            output_text: match value.as_ref().as_str() {
-                Some(s) => s.to_owned(),
-                None => value.py_repr(),
-            },
-            output: json::to_json(value.as_ref()).unwrap_or_else(|_| Value::String(value.py_repr())),
-        },
+        Ok(value) => {
+            if json::has_int_past_str_limit(value.as_ref(), 0) {
+                ScriptResult::Error(int_str_limit_error())
+            } else {
+                let output = json::to_json(value.as_ref()).unwrap_or_else(|_| Value::String(value.py_repr()));
+                ScriptResult::Ok {
+                    output_text: match value.as_ref().as_str() {
+                        Some(s) => s.to_owned(),
+                        None => value.py_repr(),
+                    },
+                    output,
+                }
+            }
+        }
         Err(exc) => {
             let mut error = script_error(&exc, false);
             chain.add_name_hint(&mut error);
@@ -275,6 +282,23 @@ fn resource_limits(limits: &GuestLimits) -> ResourceLimits {
         // budget is the real bound on tool calls.
         max_suspensions: usize::MAX,
         ..ResourceLimits::default()
+    }
+}
+
+/// The answer holds an int too long for CPython to write: its `ValueError`,
+/// as the CPython guest reports the same answer.
+fn int_str_limit_error() -> ScriptError {
+    let message = format!(
+        "Exceeds the limit ({} digits) for integer string conversion; use sys.set_int_max_str_digits() to increase the limit",
+        json::INT_MAX_STR_DIGITS
+    );
+    ScriptError {
+        compile: false,
+        exc_type: "ValueError".into(),
+        traceback: format!("ValueError: {message}"),
+        message,
+        line: None,
+        memory_limit: false,
     }
 }
 

@@ -52,7 +52,7 @@ pub fn builtin_sum(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let mut acc_guard = DropGuard::new(accumulator, vm);
     let (accumulator, vm) = acc_guard.as_parts_mut();
 
-    // chainbox patch: CPython's phases (3.12+, `builtin_sum_impl`): while the
+    // chainbox patch: CPython's phases (3.14, `builtin_sum_impl`): while the
     // total is an int and the items are ints it adds ints; once a float
     // joins it, it adds floats (and ints) with Neumaier's compensation
     // until an item of another type ends that phase for good. Upstream added
@@ -72,13 +72,14 @@ pub fn builtin_sum(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
                     neumaier_add(sum, compensation, x);
                     continue;
                 }
-                // CPython adds `(double)` of an int that fits a C long, uncompensated.
+                // CPython 3.14 adds `(double)` of an int that fits a C long,
+                // compensated too (3.12 and 3.13 did not compensate it).
                 Value::Int(i) => {
-                    *sum += i as f64;
+                    neumaier_add(sum, compensation, i as f64);
                     continue;
                 }
                 Value::Bool(b) => {
-                    *sum += f64::from(u8::from(b));
+                    neumaier_add(sum, compensation, f64::from(u8::from(b)));
                     continue;
                 }
                 _ => {

@@ -1079,9 +1079,22 @@ fn math_gcd(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let mut result = BigInt::ZERO;
     for arg in positional.by_ref() {
         defer_drop!(arg, vm);
-        result = result.gcd(&value_to_bigint(arg, vm)?);
+        result = lopsided_gcd(&result, &value_to_bigint(arg, vm)?);
     }
     Ok(LongInt::new(result).into_value(vm.heap))
+}
+
+/// chainbox patch: `gcd(a, b)` reducing the larger operand modulo the
+/// smaller first when their sizes differ a lot, as CPython's Lehmer gcd
+/// does in effect. num-integer's binary gcd shifts the large operand once
+/// per step, so `gcd(2**(31**5), 5)` ran past any CPU limit where CPython
+/// answers in milliseconds.
+fn lopsided_gcd(a: &BigInt, b: &BigInt) -> BigInt {
+    let (large, small) = if a.bits() >= b.bits() { (a, b) } else { (b, a) };
+    if small.is_zero() || large.bits() < small.bits().saturating_mul(2).max(128) {
+        return a.gcd(b);
+    }
+    small.gcd(&(large % small))
 }
 
 /// `math.lcm(*integers)` — returns the least common multiple of the arguments.
