@@ -5,8 +5,11 @@
 
 Each script assigns a few typed variables, evaluates 12 random expressions
 over ints (big ones too), floats, strings, lists, dicts and sets (each
-printed as its repr, or as `raised Type message`), mutates a list and a
-dict, and ends with an expression answer. `tests/it/generated.rs` runs them
+printed as its repr, or as `raised Type message`), runs three model-like
+blocks of statements (functions with defaults and `*rest`, loops with
+`break`/`else`, closures, grouping, exceptions and their messages,
+formatting, `json`), mutates a list and a dict, and ends with an
+expression answer. `tests/it/generated.rs` runs them
 under `python = "auto"` and on the CPython guest and compares everything a
 caller sees; `tests/generated/compare.py` does the same through the CLI for
 any number of scripts.
@@ -246,6 +249,30 @@ def friendly(fn):
     return "0"
 
 
+def statements(g, n):
+    """A model-like block of statements (functions, loops, closures,
+    grouping, exceptions, formatting), over the script's variables."""
+    i, s, li, ls, d = g.v("int"), g.v("str"), g.v("list_int"), g.v("list_str"), g.v("dict")
+    k = R.randint(-3, 60)
+    blocks = [
+        f"def f{n}(x, y=2, *rest, **kw):\n    return [x, y, list(rest), sorted(kw.items())]\nprint(f{n}({i}, {s}), f{n}({i}, {k}, {k}, z={i}))",
+        f"acc = []\nfor idx, val in enumerate({li}):\n    if val > {k}:\n        break\n    acc.append(idx * val)\nelse:\n    acc.append('no break')\nprint(acc)",
+        f"m = abs({i}) % 1000\nsteps = 0\nwhile m > 1 and steps < 60:\n    m = m // 2 if m % 2 == 0 else 3 * m + 1\n    steps += 1\nprint(steps, m)",
+        f"def make(k):\n    total = 0\n    def add(x):\n        nonlocal total\n        total += x * k\n        return total\n    return add\nadder = make({k})\nprint([adder(v) for v in {li}])",
+        f"groups = {{}}\nfor w in {ls}:\n    groups.setdefault(len(w), []).append(w)\nprint(groups, sorted(groups.items()))",
+        f"rows = []\nfor key, val in {d}.items():\n    rows.append(f'{{key:<8}}|{{val:>6}}|{{val / 3:.2f}}|{{val:,}}')\nprint(chr(10).join(rows))",
+        f"for bad in [lambda: int({s}), lambda: [][{k}], lambda: {d}[{s}], lambda: None + 1, lambda: {s} + 1, lambda: {li}.index({k}), lambda: {s}.index('?'), lambda: 1 / 0, lambda: float('x'), lambda: {{}}.pop('k'), lambda: [1, 2][::0]]:\n    try:\n        print('ok', repr(bad()))\n    except Exception as e:\n        print(type(e).__name__, e, repr(e))",
+        f"print(sorted({d}.items(), key=lambda kv: (-kv[1], kv[0])), sorted({ls}, key=lambda w: (len(w), w.lower())))",
+        f"vals = {li} or [0]\nmean = sum(vals) / len(vals)\nprint(f'{{mean:.3f}} {{max(vals) - min(vals)}} {{sorted(vals)[len(vals) // 2]}}', round(mean, 2), round(mean))",
+        f"try:\n    try:\n        raise ValueError({s})\n    finally:\n        print('inner finally')\nexcept ValueError as e:\n    print('caught', repr(e), str(e), e.args)\nelse:\n    print('no error')",
+        f"text = ' '.join({ls}) or {s}\nwords = text.split()\nprint(len(words), text.count(' '), text.upper()[:{k}], {{w: words.count(w) for w in words}})",
+        f"stack = list({li})\nout = []\nwhile stack:\n    top = stack.pop()\n    if top % 3 == 0:\n        continue\n    out.append(top)\nprint(out, [x for x in out if x > 0][:2], any(x < 0 for x in out))",
+        f"matrix = [[r * c for c in range({R.randint(1, 4)})] for r in range({R.randint(1, 4)})]\nprint(matrix, [list(col) for col in zip(*matrix)], sum(map(sum, matrix)))",
+        f"print(json.dumps({d}, indent=2), json.loads(json.dumps({ls})), json.dumps({{'n': {i}, 'f': 1.5, 's': {s}, 'l': {li}}}, sort_keys=True))",
+    ]
+    return R.choice(blocks)
+
+
 def script(g):
     lines = ["import json", "import math", "", "results = []", ""]
     for t, fn in [("int", g.int_), ("float", g.float_), ("str", g.str_), ("list_int", g.list_int), ("list_str", g.list_str), ("dict", g.dict_)]:
@@ -258,6 +285,8 @@ def script(g):
         expr = friendly(lambda: g.any_(0))
         lines += ["try:", f"    v = {expr}", f"    results.append(v)", f"    print({n}, type(v).__name__, repr(v))",
                   "except Exception as e:", f"    print({n}, 'raised', type(e).__name__, str(e))"]
+    for n in range(3):
+        lines += ["try:"] + ["    " + line for line in statements(g, n).split("\n")] + ["except Exception as e:", "    print('block raised', type(e).__name__, str(e))"]
     li = g.vars["list_int"][0]
     di = g.vars["dict"][0]
     muts = [f"{li}.append({g.int_(1)})", f"{li}.sort()", f"{li}.insert({R.randint(-3, 3)}, {g.int_(1)})", f"{li}.extend({g.list_int(1)})",
