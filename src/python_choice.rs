@@ -826,9 +826,10 @@ const TYPE_ATTRIBUTES: &[(&str, &[&str])] = &[
     ("decimal.Decimal", &["from_float", "from_number"]),
 ];
 
-/// Methods of CPython's builtin types that monty's same type does not have,
-/// called (`n.bit_length()`, `s.translate(t)`): an `AttributeError` in
-/// monty. A name some common receiver (`str`, `list`, `dict`, `tuple`) of
+/// Methods of CPython's builtin types (and of the `re`, `datetime`,
+/// `collections` and `decimal` types) that monty's same type does not have,
+/// called (`n.bit_length()`, `s.translate(t)`, `d.toordinal()`): an
+/// `AttributeError` in monty. A name some common receiver (`str`, `list`, `dict`, `tuple`) of
 /// monty has is left out, as the scan cannot tell receivers apart and
 /// `.count(` or `.index(` on a string or list is everywhere (monty's
 /// `range` lacks both; `bytes.expandtabs` and `float.hex` too). Kept true
@@ -839,62 +840,115 @@ pub const MISSING_METHODS: &[&str] = &[
     "bit_count",
     "bit_length",
     "conjugate",
+    "ctime",
+    "default_factory",
     "difference_update",
     "format_map",
     "from_bytes",
     "from_number",
     "fromhex",
+    "fromutc",
     "hex",
     "intersection_update",
     "is_integer",
+    "isocalendar",
     "maketrans",
+    "scanner",
+    "subn",
     "symmetric_difference_update",
+    "timetuple",
     "to_bytes",
+    "toordinal",
     "translate",
+    "utctimetuple",
 ];
 
-/// Attributes of CPython's builtin types that monty only has as a call, or
+/// Attributes of CPython's builtin types, and of the `re`, `datetime`,
+/// `collections` and `decimal` types, that monty only has as a call, or
 /// not at all, read as values: a method not called (`key=d.get`,
-/// `f = s.upper`) or a data attribute (`n.real`, `r.start`). monty has no
-/// bound methods of builtin values: each is an `AttributeError`. Checked by
-/// the same test as [`MISSING_METHODS`].
+/// `f = s.upper`, `map(p.match, xs)`) or a data attribute (`n.real`,
+/// `r.start`, `m.lastindex`). monty has no bound methods of builtin values:
+/// each is an `AttributeError`. A type's own attributes (`timezone.utc`,
+/// `date.max`) are judged on the type, not here. Checked by the same test
+/// as [`MISSING_METHODS`].
 pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "add",
+    "adjusted",
     "append",
+    "appendleft",
     "as_integer_ratio",
+    "as_tuple",
+    "astimezone",
     "bit_count",
     "bit_length",
+    "canonical",
     "capitalize",
     "casefold",
     "center",
     "clear",
+    "compare",
+    "compare_signal",
+    "compare_total",
+    "compare_total_mag",
     "conjugate",
     "copy",
+    "copy_abs",
+    "copy_negate",
+    "copy_sign",
     "count",
+    "ctime",
+    "date",
     "decode",
     "denominator",
     "difference",
     "difference_update",
     "discard",
+    "dst",
+    "elements",
     "encode",
+    "end",
+    "endpos",
     "endswith",
+    "exp",
+    "expand",
     "expandtabs",
     "extend",
+    "extendleft",
     "find",
+    "findall",
+    "finditer",
+    "fma",
+    "fold",
     "format",
     "format_map",
     "from_bytes",
     "from_number",
     "fromhex",
     "fromkeys",
+    "fromutc",
+    "fullmatch",
     "get",
+    "group",
+    "groupdict",
+    "groupindex",
+    "groups",
     "hex",
     "imag",
     "index",
     "insert",
     "intersection",
     "intersection_update",
+    "is_canonical",
+    "is_finite",
+    "is_infinite",
     "is_integer",
+    "is_nan",
+    "is_normal",
+    "is_qnan",
+    "is_signed",
+    "is_snan",
+    "is_subnormal",
+    "is_zero",
     "isalnum",
     "isalpha",
     "isascii",
@@ -904,6 +958,9 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "isidentifier",
     "islower",
     "isnumeric",
+    "isocalendar",
+    "isoformat",
+    "isoweekday",
     "isprintable",
     "isspace",
     "issubset",
@@ -913,45 +970,101 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "items",
     "join",
     "keys",
+    "lastgroup",
+    "lastindex",
     "ljust",
+    "ln",
+    "log10",
+    "logb",
+    "logical_and",
+    "logical_invert",
+    "logical_or",
+    "logical_xor",
     "lower",
     "lstrip",
     "maketrans",
+    "match",
+    "max",
+    "max_mag",
+    "min",
+    "min_mag",
+    "most_common",
+    "next_minus",
+    "next_plus",
+    "next_toward",
+    "normalize",
+    "number_class",
     "numerator",
     "partition",
     "pop",
     "popitem",
+    "popleft",
+    "pos",
+    "quantize",
+    "radix",
+    "re",
     "real",
+    "regs",
+    "remainder_near",
     "remove",
     "removeprefix",
     "removesuffix",
     "replace",
+    "resolution",
     "reverse",
     "rfind",
     "rindex",
     "rjust",
+    "rotate",
     "rpartition",
     "rsplit",
     "rstrip",
+    "same_quantum",
+    "scaleb",
+    "scanner",
+    "search",
     "setdefault",
+    "shift",
     "sort",
+    "span",
     "split",
     "splitlines",
+    "sqrt",
     "start",
     "startswith",
     "step",
     "stop",
+    "strftime",
     "strip",
+    "sub",
+    "subn",
+    "subtract",
     "swapcase",
     "symmetric_difference",
     "symmetric_difference_update",
+    "time",
+    "timestamp",
+    "timetuple",
+    "timetz",
     "title",
     "to_bytes",
+    "to_eng_string",
+    "to_integral",
+    "to_integral_exact",
+    "to_integral_value",
+    "toordinal",
+    "total",
+    "total_seconds",
     "translate",
+    "tzname",
     "union",
     "update",
     "upper",
+    "utc",
+    "utcoffset",
+    "utctimetuple",
     "values",
+    "weekday",
     "zfill",
 ];
 
@@ -2737,10 +2850,25 @@ impl<'a> Scan<'a> {
             && !self.follows_dot(receiver)
             && !self.bound.contains(token.text)
             && TYPE_ATTRIBUTES.iter().any(|(name, _)| *name == token.text);
+        let is_module_type = |module: &str, name: &str| TYPE_ATTRIBUTES.iter().any(|(t, _)| is_dotted(t, module, name));
+        // `datetime.timezone.utc` after `import datetime`.
+        let is_dotted_type = token.kind == Kind::Name
+            && self.follows_dot(receiver)
+            && receiver
+                .checked_sub(2)
+                .and_then(|m| self.bound_reference(m))
+                .is_some_and(
+                    |(binding, _)| matches!(binding, Binding::Module(module) if is_module_type(module, token.text)),
+                );
         is_type
+            || is_dotted_type
             || self
                 .bound_reference(receiver)
-                .is_some_and(|(binding, _)| matches!(binding, Binding::Module(_)))
+                .is_some_and(|(binding, _)| match binding {
+                    Binding::Module(_) => true,
+                    // `timezone.utc` after `from datetime import timezone`.
+                    Binding::Member(module, member) => is_module_type(module, member),
+                })
     }
 
     /// The attribute name of `.name` at `at`.
@@ -3467,6 +3595,32 @@ mod tests {
         assert_cpython("d = {'a': 2}\nmax(d, key=d.get)", "method_value", says);
         assert_cpython("out = []\nadd = out.append\nadd(1)", "method_value", says);
         assert_cpython("x = 3\nx.real", "method_value", says);
+    }
+
+    #[test]
+    fn what_monty_lacks_of_a_modules_types_goes_to_cpython() {
+        assert_cpython(
+            "from datetime import date\ndate(2024, 1, 2).toordinal()",
+            "missing_method",
+            "MISSING_METHODS",
+        );
+        assert_cpython(
+            "import re\nm = re.match('(a)', 'a')\nm.lastindex",
+            "method_value",
+            "ATTRIBUTES_NOT_VALUES",
+        );
+        assert_cpython(
+            "import re\np = re.compile('a')\nlist(map(p.match, ['a']))",
+            "method_value",
+            "ATTRIBUTES_NOT_VALUES",
+        );
+    }
+
+    #[test]
+    fn a_types_own_attributes_stay_monty_however_imported() {
+        assert_monty("from datetime import datetime, timezone\ndatetime.now(timezone.utc)");
+        assert_monty("import datetime\ndatetime.datetime.now(datetime.timezone.utc)");
+        assert_monty("from datetime import date\ndate.max");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random model-like Python scripts for the generated differential check.
 
-    python3 tests/generated/generate.py OUT_DIR N [SEED] [--all]
+    python3 tests/generated/generate.py OUT_DIR N [SEED] [--all] [--modules]
 
 Each script assigns a few typed variables, evaluates 12 random expressions
 over ints (big ones too), floats, strings, lists, dicts and sets (each
@@ -18,6 +18,10 @@ By default the expressions avoid what the scan already sends to CPython
 (sets, the methods monty lacks), so that most scripts run on monty and
 test it; `--all` keeps them (most scripts then go to CPython, which tests
 the scan's routing).
+
+`--modules` writes scripts of expressions over the modules models use on
+tool results instead (`re`, `collections`, `datetime`, `itertools`,
+`functools`, `decimal`, `json`: `modules.py`).
 
 Stop 25 found with it, in 1,300 scripts: set iteration order, methods and
 method values monty lacks, `sum()` of floats without CPython 3.12's
@@ -302,17 +306,23 @@ def script(g):
 
 
 ALL = "--all" in sys.argv
+MODULES = "--modules" in sys.argv
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--all"]
+    args = [a for a in sys.argv[1:] if a not in ("--all", "--modules")]
     out, n = args[0], int(args[1])
     seed = int(args[2]) if len(args) > 2 else 0
     os.makedirs(out, exist_ok=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import modules
+
+    modules.R = R
     for k in range(n):
         R.seed(seed * 1_000_003 + k)
-        with open(os.path.join(out, f"g{seed}_{k:05}.py"), "w") as f:
-            f.write(script(Gen()))
+        name, text = (f"m{seed}_{k:05}.py", modules.script(ALL)) if MODULES else (f"g{seed}_{k:05}.py", script(Gen()))
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":

@@ -77,10 +77,36 @@ PRELOADED_MODULES = (
     "warnings", "traceback", "linecache", "gc", "logging", "sys", "timeit",
 )
 
-for _name in PRELOADED_MODULES:
+# What the stdlib imports only inside a function, on first use: without
+# these in the snapshot `datetime.strptime`, `"é".encode("utf-16")`,
+# `codecs.encode(s, "rot13")`, `email.message_from_string` and minidom's
+# `parseString` would fail at run time with ModuleNotFoundError or
+# LookupError ("unknown encoding"). Found by importing every name of
+# `sys.stdlib_module_names` in a chain and calling the usual functions.
+LAZILY_IMPORTED_MODULES = (
+    "_strptime", "_pylong", "stringprep", "email.parser", "email.feedparser",
+    "email.policy", "email.generator", "email.headerregistry",
+    "email.contentmanager", "email.mime.text", "email.mime.multipart",
+    "importlib.resources", "xml.dom.expatbuilder", "xml.dom.pulldom",
+    "configparser", "http", "getopt", "optparse", "platform",
+)
+
+
+def _codec_modules():
+    """Every `encodings.<codec>` module of this build (looked up by name on
+    a codec's first use)."""
+    import encodings
+    import os
+
+    directory = os.path.dirname(encodings.__file__)
+    names = sorted(f[:-3] for f in os.listdir(directory) if f.endswith(".py") and f != "__init__.py")
+    return tuple(f"encodings.{name}" for name in names)
+
+
+for _name in PRELOADED_MODULES + LAZILY_IMPORTED_MODULES + _codec_modules():
     try:
         importlib.import_module(_name)
-    except ImportError:
+    except Exception:  # not in this build (`encodings.mbcs`, `_bz2`): skipped
         pass
 
 import ast

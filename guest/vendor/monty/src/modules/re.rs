@@ -45,7 +45,7 @@ use crate::{
     modules::ModuleFunctions,
     types::{
         BoundedCompileError, Module, RePattern, Type,
-        re_pattern::{extract_count, extract_maxsplit, translate_replacement},
+        re_pattern::{extract_count, extract_maxsplit},
         str::allocate_string,
     },
     value::Value,
@@ -289,8 +289,8 @@ fn call_sub(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     };
 
     let Some(count) = count else {
-        // Reject out-of-range octal escapes even when the negative count skips matching.
-        translate_replacement(repl)?;
+        // The template is checked even when the negative count skips matching.
+        resolved.get(vm.heap).template(repl)?;
         // Negative count — re.sub returns the input string unchanged.
         // CPython still type-checks the subject before its (empty) match
         // loop, so validate first, then just bump the refcount; no need to

@@ -1233,9 +1233,13 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
         let a = self.get(vm.heap);
         let b = other.get(vm.heap);
         if is_aware(a) != is_aware(b) {
-            // Comparing offset-naive and offset-aware datetimes has no ordering
-            // in CPython (it raises `TypeError`), so report it as incomparable.
-            return Ok(CmpOrder::Incomparable);
+            // chainbox patch: CPython's own TypeError, not the generic
+            // "'<' not supported between instances of ...".
+            return Err(SimpleException::new_msg(
+                ExcType::TypeError,
+                "can't compare offset-naive and offset-aware datetimes",
+            )
+            .into());
         }
         // Both sides compare on an integer microsecond count — always ordered.
         if is_aware(a) {
@@ -1307,6 +1311,14 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
             Some(HeapReadOutput::DateTime(other)) => {
                 let value = self.get(vm.heap).clone();
                 let other = other.get(vm.heap).clone();
+                if is_aware(&value) != is_aware(&other) {
+                    // chainbox patch: CPython's message, not "unsupported operand".
+                    return Err(SimpleException::new_msg(
+                        ExcType::TypeError,
+                        "can't subtract offset-naive and offset-aware datetimes",
+                    )
+                    .into());
+                }
                 Ok(py_sub_datetime(&value, &other, vm.heap))
             }
             Some(HeapReadOutput::TimeDelta(other)) => {

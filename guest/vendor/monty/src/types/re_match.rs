@@ -16,12 +16,13 @@ use smallvec::smallvec;
 use crate::{
     args::{ArgValues, FromArgs},
     bytecode::{CallResult, VM},
-    defer_drop_mut,
+    defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunResult},
     heap::{DropGuard, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead},
     intern::StaticStrings,
     types::{
         Dict, LazyHeapSet, PyTrait, Type, allocate_tuple,
+        re_template::Template,
         str::{allocate_string, string_repr_fmt},
     },
     value::{EitherStr, Value},
@@ -373,6 +374,25 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ReMatch> {
             Some(StaticStrings::Span) => {
                 let n = extract_optional_group_arg(args, "re.Match.span", 0, vm.heap)?;
                 self.get(vm.heap).get_span(n, vm)?
+            }
+            // chainbox patch: `Match.expand(template)`, with `re.sub`'s template rules.
+            _ if attr.as_str(vm.interns) == "expand" => {
+                let arg = args.get_one_arg("re.Match.expand", vm.heap)?;
+                defer_drop!(arg, vm);
+                let repl = arg.to_str(vm)?;
+                let this = self.get(vm.heap);
+                let template = Template::parse(repl, this.groups.len(), |name| {
+                    this.named_groups.iter().find(|(n, _)| n == name).map(|(_, i)| *i)
+                })?;
+                let mut out = String::new();
+                template.expand_into(
+                    |i| match i {
+                        0 => Some(this.full_match.as_str()),
+                        i => this.groups.get(i - 1).and_then(|g| g.as_deref()),
+                    },
+                    &mut out,
+                );
+                allocate_string(out, vm.heap)
             }
             _ => return Err(ExcType::attribute_error_method(Type::ReMatch, attr, args, vm)),
         };

@@ -9,7 +9,7 @@
 //! Custom serde serializes only the pattern string and flags, recompiling the regex
 //! on deserialization. This supports Monty's snapshot/restore feature.
 
-use std::{borrow::Cow, cell::OnceCell, cmp::Ordering, fmt::Write, iter, mem, str};
+use std::{cell::OnceCell, cmp::Ordering, fmt::Write, mem, str};
 
 use fancy_regex::{CompileError, Error as RegexError, Regex, RegexBuilder};
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
@@ -25,6 +25,7 @@ use crate::{
     resource_checks::check_estimated_size,
     types::{
         LazyHeapSet, List, PyTrait, ReMatch, Type, allocate_tuple,
+        re_template::Template,
         str::{allocate_string, string_repr_fmt},
         tuple::TupleVec,
     },
@@ -278,6 +279,19 @@ impl RePattern {
         }
     }
 
+    /// chainbox patch: `repl` parsed as CPython parses a replacement
+    /// template, checked against this pattern's groups (see `re_template`).
+    pub(crate) fn template(&self, repl: &str) -> RunResult<Template> {
+        Template::parse(repl, self.compiled.captures_len() - 1, |name| {
+            self.compiled.capture_names().position(|n| n == Some(name))
+        })
+    }
+
+    /// The number of capture groups (`Pattern.groups`).
+    pub(crate) fn group_count(&self) -> usize {
+        self.compiled.captures_len() - 1
+    }
+
     /// `pattern.sub(repl, string, count=0)` — substitute matches with a replacement.
     ///
     /// When `count` is 0, all matches are replaced. Otherwise, at most `count`
@@ -290,8 +304,7 @@ impl RePattern {
     /// avoids both false rejections from conservative pre-estimates and untracked
     /// Rust heap allocations from delegating to `fancy_regex::replace_all()`.
     pub fn sub(&self, repl: &str, text: &str, count: usize, heap: &Heap) -> RunResult<Value> {
-        // Translate Python-style backreferences (\1, \2) to regex crate style ($1, $2)
-        let rust_repl = translate_replacement(repl)?;
+        let template = self.template(repl)?;
         let effective_count = if count == 0 { usize::MAX } else { count };
 
         let mut result = String::new();
@@ -301,7 +314,7 @@ impl RePattern {
             let caps = caps.map_err(ExcType::re_pattern_error)?;
             let m = caps.get(0).expect("capture group 0 always exists");
             result.push_str(&text[last_end..m.start()]);
-            caps.expand(rust_repl.as_ref(), &mut result);
+            template.expand_into(|i| caps.get(i).map(|g| g.as_str()), &mut result);
             last_end = m.end();
             // Check running size: current result + remaining unprocessed text.
             check_estimated_size(result.len() + (text.len() - last_end), &heap.tracker)?;
@@ -507,6 +520,12 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
                 Ok(Some(CallResult::Value(v)))
             }
             Some(StaticStrings::Flags) => Ok(Some(CallResult::Value(Value::Int(i64::from(self.get(vm.heap).flags))))),
+            // chainbox patch: `Pattern.groups`. (`groupindex` is a mappingproxy
+            // in CPython, which monty lacks: the scan sends it to CPython.)
+            Some(StaticStrings::Groups) => {
+                let count = self.get(vm.heap).group_count();
+                Ok(Some(CallResult::Value(Value::Int(i64::try_from(count).unwrap_or(i64::MAX)))))
+            }
             _ => Err(ExcType::attribute_error(Type::RePattern, attr.as_str(vm.interns))),
         }
     }
@@ -583,8 +602,8 @@ fn call_pattern_sub<'h>(pattern: &HeapRead<'h, RePattern>, args: ArgValues, vm: 
         ));
     };
     let Some(count) = count else {
-        // Validate octal escapes even when the negative count skips matching.
-        translate_replacement(repl)?;
+        // The template is checked even when the negative count skips matching.
+        pattern.get(vm.heap).template(repl)?;
         // Negative count — Pattern.sub returns the input string unchanged.
         // The subject is still type-checked (`to_str` raises this method's
         // `expected string, not {t}` wording) before the refcount bump; no
@@ -753,140 +772,6 @@ fn is_size_limit_error(err: &RegexError) -> bool {
         },
         _ => false,
     }
-}
-
-/// Translates Python-style replacement backreferences to `fancy_regex` syntax.
-///
-/// Python uses `\1`, `\2`, `\g<1>`, `\g<name>` for backreferences in replacement strings.
-/// `fancy_regex` uses `$1`, `$2`, `${1}`, `${name}`. This function converts between them.
-///
-/// # Supported translations
-///
-/// - `\1`–`\9` → `$1`–`$9` (single-digit backreferences)
-/// - `\g<N>` → `${N}` (numeric backreference with explicit syntax)
-/// - `\g<name>` → `${name}` (named group backreference)
-/// - `\\` → literal backslash
-/// - `$` → `$$` (escape literal `$` so `fancy_regex` doesn't misinterpret it)
-///
-/// Returns a `Cow` to avoid allocation when no translation is needed.
-///
-/// # Limitations
-///
-/// TODO: Multi-digit backreferences like `\10` are not fully supported. CPython
-/// greedily reads all digits after `\` and interprets them as a group number if
-/// that group exists, otherwise falls back to octal escapes. Currently `\10` is
-/// translated as `$1` followed by literal `0`, which is wrong when 10+ groups
-/// exist. Fixing this requires passing the pattern's capture group count into
-/// this function to disambiguate.
-pub(crate) fn translate_replacement(repl: &str) -> RunResult<Cow<'_, str>> {
-    // Fast path: no backslashes and no literal `$` means nothing to translate or escape.
-    if !repl.contains('\\') && !repl.contains('$') {
-        return Ok(Cow::Borrowed(repl));
-    }
-
-    let mut result = String::with_capacity(repl.len());
-    let mut chars = repl.chars().peekable();
-
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.peek() {
-                Some(&d) if d.is_ascii_digit() => {
-                    // A leading zero or three octal digits makes this an octal escape.
-                    let octal_len = chars
-                        .clone()
-                        .take_while(|digit| matches!(digit, '0'..='7'))
-                        .take(3)
-                        .count();
-                    if d == '0' || octal_len == 3 {
-                        let mut octal = 0;
-                        for _ in 0..octal_len {
-                            let digit = chars.next().expect("octal digits were checked");
-                            octal = octal * 8 + digit.to_digit(8).expect("octal digit");
-                        }
-                        if octal > 0o377 {
-                            // The iterator has consumed the backslash and octal digits.
-                            let position = repl.chars().count() - chars.clone().count() - 1 - octal_len;
-                            return Err(ExcType::re_pattern_error(format!(
-                                "octal escape value \\{octal:03o} outside of range 0-0o377 at position {position}"
-                            )));
-                        }
-                        let decoded = char::from_u32(octal).expect("validated octal escape is a valid character");
-                        if decoded == '$' {
-                            // Keep an octal-escaped dollar literal in the regex replacement syntax.
-                            result.push_str("$$");
-                        } else {
-                            result.push(decoded);
-                        }
-                    } else {
-                        // TODO: This only handles single-digit backrefs (\1–\9).
-                        // Multi-digit like \10 should be ${10} when group 10 exists,
-                        // but that requires knowing the group count. See docstring.
-                        result.push('$');
-                        result.push(d);
-                        chars.next();
-                    }
-                }
-                Some(&'g') => {
-                    chars.next(); // consume 'g'
-                    translate_g_backref(&mut chars, &mut result);
-                }
-                Some(&'\\') => {
-                    result.push('\\');
-                    chars.next();
-                }
-                _ => {
-                    result.push('\\');
-                }
-            }
-        } else if c == '$' {
-            // Escape literal `$` as `$$` so `fancy_regex` doesn't interpret `$1` etc.
-            // as backreferences.
-            result.push('$');
-            result.push('$');
-        } else {
-            result.push(c);
-        }
-    }
-
-    Ok(Cow::Owned(result))
-}
-
-/// Translates a `\g<...>` backreference to `fancy_regex` `${...}` syntax.
-///
-/// Called after `\g` has been consumed. Reads `<name_or_number>` from the iterator
-/// and writes `${name_or_number}` to the result. If the syntax is malformed
-/// (missing `<` or `>`), the literal characters are written through unchanged.
-fn translate_g_backref(chars: &mut iter::Peekable<str::Chars<'_>>, result: &mut String) {
-    if chars.peek() != Some(&'<') {
-        // Not \g<...>, just literal \g
-        result.push('\\');
-        result.push('g');
-        return;
-    }
-    chars.next(); // consume '<'
-
-    // Collect everything until '>'
-    let mut name = String::new();
-    loop {
-        match chars.next() {
-            Some('>') => break,
-            Some(ch) => name.push(ch),
-            None => {
-                // Unterminated \g<... — emit literally
-                result.push('\\');
-                result.push('g');
-                result.push('<');
-                result.push_str(&name);
-                return;
-            }
-        }
-    }
-
-    // Write as ${name_or_number} for fancy_regex
-    result.push('$');
-    result.push('{');
-    result.push_str(&name);
-    result.push('}');
 }
 
 impl Serialize for RePattern {

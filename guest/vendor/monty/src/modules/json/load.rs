@@ -499,6 +499,17 @@ fn is_json_number_byte(byte: u8) -> bool {
 /// `jiter` exposes the error byte index; [`error_coordinates`] converts it to
 /// the character-based `pos`/`lineno`/`colno` CPython reports.
 fn json_error_to_run_error(error: &JiterError, bytes: &[u8]) -> RunError {
+    // chainbox patch: a syntax error is reported where and as CPython's
+    // scanner stops (`json.loads('{')` expects a property name at char 0+1,
+    // `'tru'` a value at char 0), found by walking the document as it does.
+    if !matches!(
+        error.error_type,
+        JiterErrorType::JsonError(JsonErrorType::RecursionLimitExceeded | JsonErrorType::NumberOutOfRange)
+    ) && let Some((message, index)) = cpython_syntax_error(bytes)
+    {
+        let (pos, line, column) = error_coordinates(bytes, index);
+        return ExcType::json_decode_error(message, bytes, line, column, pos);
+    }
     let (message, index) = match &error.error_type {
         JiterErrorType::JsonError(JsonErrorType::KeyMustBeAString) => (
             "Expecting property name enclosed in double quotes".to_owned(),
@@ -551,6 +562,164 @@ fn json_error_to_run_error(error: &JiterError, bytes: &[u8]) -> RunError {
     };
     let (pos, line, column) = error_coordinates(bytes, index);
     ExcType::json_decode_error(&message, bytes, line, column, pos)
+}
+
+/// chainbox patch: the first syntax error CPython's `json` scanner
+/// (`Modules/_json.c`, 3.13+) finds in `bytes`, as its message and byte
+/// index; `None` when it finds none (jiter failed for another reason) or the
+/// nesting is deeper than monty parses.
+fn cpython_syntax_error(bytes: &[u8]) -> Option<(&'static str, usize)> {
+    let start = skip_json_whitespace(bytes, 0);
+    match scan_json_value(bytes, start, 0) {
+        Ok(end) => {
+            let end = skip_json_whitespace(bytes, end);
+            (end != bytes.len()).then_some(("Extra data", end))
+        }
+        Err(stop) => stop,
+    }
+}
+
+/// Where the scan stopped: CPython's message and byte index, or `None` to
+/// give up.
+type ScanStop = Option<(&'static str, usize)>;
+
+fn skip_json_whitespace(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// `scan_once_unicode`: one value starting at `i`; returns its end.
+fn scan_json_value(bytes: &[u8], i: usize, depth: usize) -> Result<usize, ScanStop> {
+    if depth > JSON_RECURSION_LIMIT {
+        return Err(None);
+    }
+    let rest = &bytes[i.min(bytes.len())..];
+    let literal = [
+        (&b"null"[..], 4),
+        (b"true", 4),
+        (b"false", 5),
+        (b"NaN", 3),
+        (b"Infinity", 8),
+        (b"-Infinity", 9),
+    ]
+    .into_iter()
+    .find(|(word, _)| rest.starts_with(word));
+    match rest.first() {
+        Some(b'"') => scan_json_string(bytes, i),
+        Some(b'{') => scan_json_object(bytes, i + 1, depth + 1),
+        Some(b'[') => scan_json_array(bytes, i + 1, depth + 1),
+        _ if literal.is_some() => Ok(i + literal.map_or(0, |(_, len)| len)),
+        _ => scan_json_number(bytes, i).ok_or(Some(("Expecting value", i))),
+    }
+}
+
+/// `_match_number_unicode`: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?`.
+fn scan_json_number(bytes: &[u8], i: usize) -> Option<usize> {
+    let digit = |j: usize| bytes.get(j).is_some_and(u8::is_ascii_digit);
+    let mut j = i + usize::from(bytes.get(i) == Some(&b'-'));
+    match bytes.get(j) {
+        Some(b'0') => j += 1,
+        Some(b'1'..=b'9') => {
+            while digit(j) {
+                j += 1;
+            }
+        }
+        _ => return None,
+    }
+    if bytes.get(j) == Some(&b'.') && digit(j + 1) {
+        j += 1;
+        while digit(j) {
+            j += 1;
+        }
+    }
+    if matches!(bytes.get(j), Some(b'e' | b'E')) {
+        let k = j + 1 + usize::from(matches!(bytes.get(j + 1), Some(b'+' | b'-')));
+        if digit(k) {
+            j = k;
+            while digit(j) {
+                j += 1;
+            }
+        }
+    }
+    Some(j)
+}
+
+/// `scanstring_unicode` (strict): the string whose quote is at `quote`.
+fn scan_json_string(bytes: &[u8], quote: usize) -> Result<usize, ScanStop> {
+    let unterminated = Some(("Unterminated string starting at", quote));
+    let mut i = quote + 1;
+    loop {
+        match bytes.get(i) {
+            None => return Err(unterminated),
+            Some(b'"') => return Ok(i + 1),
+            Some(b'\\') => match bytes.get(i + 1) {
+                None => return Err(unterminated),
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                Some(b'u') => {
+                    let hex = bytes.get(i + 2..i + 6).filter(|_| i + 6 < bytes.len());
+                    if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                        return Err(Some(("Invalid \\uXXXX escape", i + 1)));
+                    }
+                    i += 6;
+                }
+                Some(_) => return Err(Some(("Invalid \\escape", i))),
+            },
+            Some(&b) if b < 0x20 => return Err(Some(("Invalid control character at", i))),
+            Some(_) => i += 1,
+        }
+    }
+}
+
+/// `_parse_object_unicode`, from just after the `{`.
+fn scan_json_object(bytes: &[u8], i: usize, depth: usize) -> Result<usize, ScanStop> {
+    let mut i = skip_json_whitespace(bytes, i);
+    if bytes.get(i) == Some(&b'}') {
+        return Ok(i + 1);
+    }
+    loop {
+        if bytes.get(i) != Some(&b'"') {
+            return Err(Some(("Expecting property name enclosed in double quotes", i)));
+        }
+        i = skip_json_whitespace(bytes, scan_json_string(bytes, i)?);
+        if bytes.get(i) != Some(&b':') {
+            return Err(Some(("Expecting ':' delimiter", i)));
+        }
+        i = skip_json_whitespace(bytes, i + 1);
+        i = skip_json_whitespace(bytes, scan_json_value(bytes, i, depth)?);
+        match bytes.get(i) {
+            Some(b'}') => return Ok(i + 1),
+            Some(b',') => {}
+            _ => return Err(Some(("Expecting ',' delimiter", i))),
+        }
+        let comma = i;
+        i = skip_json_whitespace(bytes, i + 1);
+        if bytes.get(i) == Some(&b'}') {
+            return Err(Some(("Illegal trailing comma before end of object", comma)));
+        }
+    }
+}
+
+/// `_parse_array_unicode`, from just after the `[`.
+fn scan_json_array(bytes: &[u8], i: usize, depth: usize) -> Result<usize, ScanStop> {
+    let mut i = skip_json_whitespace(bytes, i);
+    if bytes.get(i) == Some(&b']') {
+        return Ok(i + 1);
+    }
+    loop {
+        i = skip_json_whitespace(bytes, scan_json_value(bytes, i, depth)?);
+        match bytes.get(i) {
+            Some(b']') => return Ok(i + 1),
+            Some(b',') => {}
+            _ => return Err(Some(("Expecting ',' delimiter", i))),
+        }
+        let comma = i;
+        i = skip_json_whitespace(bytes, i + 1);
+        if bytes.get(i) == Some(&b']') {
+            return Err(Some(("Illegal trailing comma before end of array", comma)));
+        }
+    }
 }
 
 /// CPython-style error coordinates `(pos, lineno, colno)` for a byte offset
