@@ -23,8 +23,10 @@ def pick(xs):
 # fancy-regex words its errors differently and accepts `\p{L}`),
 # `Decimal.as_tuple()` (its type is named `namedtuple` in monty), a
 # timedelta times a float (monty refuses it), and what the scan sends to
-# CPython anyway (`default=`, `re.subn`, `cmp_to_key`).
-KNOWN = ["r'('", "r'[z-a]'", r"r'\p{L}'", "as_tuple", "* 0.5", "default=", "re.subn", "cmp_to_key"]
+# CPython anyway (`default=`, `re.subn`, `cmp_to_key`), and `strptime` of
+# text with more than the format reads (monty: "does not match format",
+# CPython: "unconverted data remains").
+KNOWN = ["r'('", "r'[z-a]'", r"r'\p{L}'", "as_tuple", "* 0.5", "default=", "re.subn", "cmp_to_key", "'1/2/2024'"]
 
 
 TEXTS = [

@@ -1,11 +1,13 @@
 //! Generated scripts give the same answer under `python = "auto"` as on the
 //! CPython guest. `tests/generated/generate.py` writes model-like scripts of
-//! random expressions over ints, floats, strings, lists and dicts (fixed
-//! seeds, so every run checks the same scripts); each runs under `auto`
+//! random expressions over ints, floats, strings, lists and dicts, and of
+//! the modules models use on tool results (fixed seeds, so every run checks
+//! the same scripts); each runs under `auto`
 //! and, when the scan kept it on monty, on the CPython guest too, and a
 //! caller must see the same status, output, stdout and error. Hand-picked
 //! cases missed that sets iterate in another order, that `sum()` of floats
-//! lost CPython's compensation, and more (stop 25); this keeps looking.
+//! lost CPython's compensation, and more (stop 25), that `re.sub` took a
+//! reference to a missing group for `''` (stop 26); this keeps looking.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,9 +17,12 @@ use serde_json::{Value, json};
 
 use crate::fixtures::engine;
 
-/// Scripts per seed, and the seeds.
+/// Scripts per seed, and the seeds; then the module scripts
+/// (`generate.py --modules`: `re`, `collections`, `datetime`, ...).
 const SCRIPTS: usize = 60;
 const SEEDS: [u32; 2] = [11, 12];
+const MODULE_SCRIPTS: usize = 40;
+const MODULE_SEED: u32 = 13;
 
 async fn run_on(python: PythonChoice, script: &str) -> ChainRunResult {
     let policy = ChainPolicy {
@@ -64,12 +69,18 @@ fn excused(monty: &ChainRunResult, cpython: &ChainRunResult) -> bool {
 async fn generated_scripts_answer_under_auto_as_on_cpython() {
     let dir = tempfile::tempdir().expect("temp dir");
     let generator = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/generated/generate.py");
-    for seed in SEEDS {
+    let batches =
+        SEEDS
+            .iter()
+            .map(|seed| (SCRIPTS, *seed, None))
+            .chain([(MODULE_SCRIPTS, MODULE_SEED, Some("--modules"))]);
+    for (count, seed, flag) in batches {
         let status = Command::new("python3")
             .arg(&generator)
             .arg(dir.path())
-            .arg(SCRIPTS.to_string())
+            .arg(count.to_string())
             .arg(seed.to_string())
+            .args(flag)
             .status()
             .expect("python3 runs the generator");
         assert!(status.success(), "generate.py failed");
@@ -79,7 +90,7 @@ async fn generated_scripts_answer_under_auto_as_on_cpython() {
         .map(|e| e.expect("entry").path())
         .collect();
     paths.sort();
-    assert_eq!(paths.len(), SCRIPTS * SEEDS.len());
+    assert_eq!(paths.len(), SCRIPTS * SEEDS.len() + MODULE_SCRIPTS);
     let (mut on_monty, mut differ) = (0, Vec::new());
     for path in &paths {
         let script = std::fs::read_to_string(path).expect("script");
