@@ -658,7 +658,7 @@ const MODULE_MEMBERS: &[(&str, &[&str])] = &[
             "weibullvariate",
         ],
     ),
-    // No subn, VERBOSE/X, UNICODE/U.
+    // No subn.
     (
         "re",
         &[
@@ -674,6 +674,10 @@ const MODULE_MEMBERS: &[(&str, &[&str])] = &[
             "Pattern",
             "PatternError",
             "S",
+            "U",
+            "UNICODE",
+            "VERBOSE",
+            "X",
             "compile",
             "error",
             "escape",
@@ -1610,6 +1614,10 @@ fn rule_syntax(scan: &Scan<'_>, at: usize) -> Option<Needs> {
             let after = scan.tokens.get(at + 3)?;
             if paren.text == "(" && after.text != ")" {
                 "defines a class with a base class (class inheritance)"
+            } else if scan.in_def_or_class(at) {
+                // Its qualified name (`f.<locals>.B`, in its repr and a
+                // dataclass's) is one monty does not track.
+                "defines a class inside a function or class"
             } else {
                 return None;
             }
@@ -2904,6 +2912,25 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Whether the statement at `at` sits in a `def` or `class` body: some
+    /// enclosing block, found by walking back to each less indented line,
+    /// opens with `def`, `async def` or `class`.
+    fn in_def_or_class(&self, at: usize) -> bool {
+        let mut indent = self.tokens[at].indent;
+        for token in self.tokens[..at].iter().rev() {
+            if indent == 0 {
+                break;
+            }
+            if token.starts_line && token.indent < indent {
+                if matches!(token.text, "def" | "async" | "class") {
+                    return true;
+                }
+                indent = token.indent;
+            }
+        }
+        false
+    }
+
     /// Whether the `(` at `paren` calls something (not `def f(`, `(a + b)`).
     fn is_call(&self, paren: usize) -> bool {
         self.callee(paren).is_some()
@@ -3385,6 +3412,21 @@ mod tests {
             "from dataclasses import dataclass\n@dataclass\nclass Row:\n    \"\"\"A row.\"\"\"\n    name: str\n    \
              total: float = 0.0\n\n    def label(self):\n        return self.name\n\nclass Empty():\n    pass\n",
         );
+    }
+
+    #[test]
+    fn class_inside_a_function_or_class() {
+        assert_cpython(
+            "def make():\n    if True:\n        class Row:\n            pass\n    return Row",
+            "syntax",
+            "class inside a function or class (line 3)",
+        );
+        assert_cpython("class A:\n    class B:\n        pass", "syntax", "class inside");
+    }
+
+    #[test]
+    fn class_in_a_top_level_block_stays_monty() {
+        assert_monty("if True:\n    class Row:\n        pass\ntry:\n    class Col:\n        pass\nexcept E:\n    pass");
     }
 
     #[test]

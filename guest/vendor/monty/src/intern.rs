@@ -1733,6 +1733,12 @@ pub enum StaticStrings {
     /// `re.MULTILINE` flag
     #[strum(serialize = "MULTILINE")]
     MultilineFlag,
+    /// `re.VERBOSE` flag (chainbox patch).
+    #[strum(serialize = "VERBOSE")]
+    VerboseFlag,
+    /// `re.UNICODE` flag (chainbox patch).
+    #[strum(serialize = "UNICODE")]
+    UnicodeFlag,
     /// `Path.name` property; also `file.name`, `os.name` and `unicodedata.name()`.
     Name,
     /// The `collections.namedtuple` factory function.

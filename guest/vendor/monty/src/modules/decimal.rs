@@ -118,13 +118,13 @@ pub fn create_module(vm: &mut VM<'_>) -> HeapId {
         allocate_string("4.0.1", vm.heap),
         vm,
     );
-    let decimal_tuple = decimal_tuple_class(vm);
+    let decimal_tuple = Value::Ref(decimal_tuple_class(vm));
     module.set_attr(StaticStrings::DecimalTuple, decimal_tuple, vm);
     vm.heap.allocate(HeapData::Module(Box::new(module)))
 }
 
 /// `decimal.DecimalTuple`, the named tuple class `Decimal.as_tuple()` builds.
-fn decimal_tuple_class(vm: &mut VM<'_>) -> Value {
+pub(crate) fn decimal_tuple_class(vm: &VM<'_>) -> HeapId {
     let field = |name| EitherStr::Interned(vm.interns.intern_static(name));
     let fields = vec![
         field(StaticStrings::Sign),
@@ -134,7 +134,7 @@ fn decimal_tuple_class(vm: &mut VM<'_>) -> Value {
     let name = field(StaticStrings::DecimalTuple);
     let module = Value::InternString(vm.interns.intern_static(StaticStrings::DecimalMod));
     let class = NamedTupleClass::new(name, fields, Vec::new(), module);
-    Value::Ref(vm.heap.allocate(HeapData::NamedTupleClass(Box::new(class))))
+    vm.heap.allocate(HeapData::NamedTupleClass(Box::new(class)))
 }
 
 /// Dispatches a `decimal` module function.

@@ -28,6 +28,8 @@
 //! - `re.MULTILINE` / `re.M` — `^`/`$` match at line boundaries (value: 8)
 //! - `re.DOTALL` / `re.S` — `.` matches newlines (value: 16)
 //! - `re.ASCII` / `re.A` — ASCII-only matching for `\w`, `\d`, `\s` (value: 256)
+//! - `re.VERBOSE` / `re.X` — whitespace and comments ignored (value: 64)
+//! - `re.UNICODE` / `re.U` — Unicode matching, the default (value: 32)
 //! - `re.PatternError` / `re.error` — exception type for invalid patterns
 
 use std::rc::Rc;
@@ -61,6 +63,12 @@ pub(crate) const MULTILINE: u16 = 8;
 pub(crate) const DOTALL: u16 = 16;
 /// Python regex flag: ASCII-only matching for `\w`, `\b`, `\d`, `\s`.
 pub(crate) const ASCII: u16 = 256;
+/// Python regex flag: locale-dependent matching, which a str pattern cannot use.
+pub(crate) const LOCALE: u16 = 4;
+/// Python regex flag: Unicode matching, the default for str patterns.
+pub(crate) const UNICODE: u16 = 32;
+/// Python regex flag: whitespace and `#` comments in the pattern are ignored.
+pub(crate) const VERBOSE: u16 = 64;
 
 /// Module-level `re` functions (`re.search(pattern, string)`, …), as opposed to the
 /// methods on a compiled `re.Pattern`. String patterns go through
@@ -150,6 +158,12 @@ pub fn create_module(vm: &mut VM<'_>) -> HeapId {
     module.set_attr(StaticStrings::AsciiS, Value::Int(i64::from(DOTALL)), vm);
     module.set_attr(StaticStrings::AsciiFlag, Value::Int(i64::from(ASCII)), vm);
     module.set_attr(StaticStrings::AsciiA, Value::Int(i64::from(ASCII)), vm);
+    // chainbox patch: `re_syntax` reads verbose patterns, and `re.UNICODE`
+    // is the str default, so both flags exist here too.
+    module.set_attr(StaticStrings::VerboseFlag, Value::Int(i64::from(VERBOSE)), vm);
+    module.set_attr(StaticStrings::AsciiX, Value::Int(i64::from(VERBOSE)), vm);
+    module.set_attr(StaticStrings::UnicodeFlag, Value::Int(i64::from(UNICODE)), vm);
+    module.set_attr(StaticStrings::AsciiU, Value::Int(i64::from(UNICODE)), vm);
 
     // Exception types
     module.set_attr(

@@ -173,7 +173,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Class> {
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _heap_ids: &mut LazyHeapSet) -> RunResult<()> {
-        Ok(write!(f, "<class '{}'>", self.get(vm.heap).name.as_str(vm.interns))?)
+        // chainbox patch: CPython names the module, `__main__` for every class
+        // a script defines (upstream: `<class 'Foo'>`). A class defined in a
+        // function or class has a longer qualified name, which monty does not
+        // track: chainbox runs such scripts on CPython.
+        Ok(write!(f, "<class '__main__.{}'>", self.get(vm.heap).name.as_str(vm.interns))?)
     }
 
     fn py_getattr(&self, attr: &EitherStr, vm: &mut VM<'h>) -> RunResult<Option<CallResult>> {

@@ -431,11 +431,7 @@ pub(crate) fn class_strptime(heap: &mut Heap, args: ArgValues, interns: &Interns
     // requires an explicit width. Try all valid `%f` widths before reporting a
     // mismatch so `datetime.strptime(..., '%f')` matches CPython.
     let Some(parsed) = parse_strptime(&date_string, &fmt) else {
-        return Err(SimpleException::new_msg(
-            ExcType::ValueError,
-            format!("time data '{date_string}' does not match format '{fmt}'"),
-        )
-        .into());
+        return Err(strptime_mismatch(&date_string, &fmt));
     };
     let (naive, offset_seconds) = parsed?;
 
@@ -666,16 +662,33 @@ pub(crate) fn parse_time_strptime(date_string: &str, fmt: &str) -> RunResult<Nai
     };
     match parse_strptime(date_string, fmt).or_else(anchored) {
         Some(parsed) => parsed.map(|(naive, _)| naive),
-        None => Err(SimpleException::new_msg(
-            ExcType::ValueError,
-            format!(
-                "time data {} does not match format {}",
-                StringRepr(date_string),
-                StringRepr(fmt)
-            ),
-        )
-        .into()),
+        None => Err(strptime_mismatch(date_string, fmt)),
     }
+}
+
+/// chainbox patch: CPython's error for a `strptime` input that its format
+/// does not read. When the format reads a prefix of the input, CPython says
+/// what is left (`unconverted data remains: ...`); upstream always said
+/// `does not match format` (and quoted without escaping).
+fn strptime_mismatch(date_string: &str, fmt: &str) -> RunError {
+    for chrono_fmt in chrono_strptime_formats(fmt) {
+        let mut parsed = chrono::format::Parsed::new();
+        let items = chrono::format::StrftimeItems::new(&chrono_fmt);
+        if let Ok(rest) = chrono::format::parse_and_remainder(&mut parsed, date_string, items)
+            && !rest.is_empty()
+        {
+            return SimpleException::new_msg(ExcType::ValueError, format!("unconverted data remains: {rest}")).into();
+        }
+    }
+    SimpleException::new_msg(
+        ExcType::ValueError,
+        format!(
+            "time data {} does not match format {}",
+            StringRepr(date_string),
+            StringRepr(fmt)
+        ),
+    )
+    .into()
 }
 
 /// The date `time.strptime` leaves in fields its format did not set.

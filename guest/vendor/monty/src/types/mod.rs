@@ -40,6 +40,7 @@ pub mod random;
 pub mod range;
 pub mod re_match;
 pub mod re_pattern;
+pub(crate) mod re_syntax;
 pub(crate) mod re_template;
 pub mod set;
 pub mod slice;

@@ -910,7 +910,16 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, NamedTupleClass> {
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _heap_ids: &mut LazyHeapSet) -> RunResult<()> {
-        Ok(write!(f, "<class '{}'>", self.get(vm.heap).name.as_str(vm.interns))?)
+        // chainbox patch: CPython's `type_repr` names the class's `__module__`
+        // when it is a str other than `builtins` (upstream: `<class 'P'>`).
+        let class = self.get(vm.heap);
+        let name = class.name.as_str(vm.interns);
+        match class.module.as_either_str(vm.heap) {
+            Some(module) if module.as_str(vm.interns) != "builtins" => {
+                Ok(write!(f, "<class '{}.{name}'>", module.as_str(vm.interns))?)
+            }
+            _ => Ok(write!(f, "<class '{name}'>")?),
+        }
     }
 
     fn py_getattr(&self, attr: &EitherStr, vm: &mut VM<'h>) -> RunResult<Option<CallResult>> {

@@ -82,12 +82,13 @@ impl ReMatch {
     ///
     /// Stores byte offsets (converted to char offsets lazily — see the type docs).
     /// `subject` is the already-refcounted subject `Value` this match keeps alive
-    /// (the caller clones it per match); `regex` supplies named-group mappings.
+    /// (the caller clones it per match); `names` maps group names to numbers
+    /// (chainbox patch: the pattern's own table, see `re_syntax::Translation`).
     pub fn from_captures(
         caps: &fancy_regex::Captures<'_>,
         subject: Value,
         all_ascii: bool,
-        regex: &fancy_regex::Regex,
+        names: &[(String, usize)],
     ) -> Self {
         let full = caps.get(0).expect("group 0 always exists on a successful match");
         let full_match = full.as_str().to_owned();
@@ -108,13 +109,7 @@ impl ReMatch {
             }
         }
 
-        // Extract named group name→index mappings from the regex
-        let mut named_groups = Vec::new();
-        for (idx, name) in regex.capture_names().enumerate() {
-            if let Some(name) = name {
-                named_groups.push((name.to_owned(), idx));
-            }
-        }
+        let named_groups = names.to_vec();
 
         Self {
             full_match,

@@ -21,10 +21,11 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::StaticStrings,
-    modules::re::{ASCII, DOTALL, IGNORECASE, MULTILINE},
+    modules::re::{ASCII, DOTALL, IGNORECASE, LOCALE, MULTILINE, UNICODE, VERBOSE},
     resource_checks::check_estimated_size,
     types::{
         LazyHeapSet, List, PyTrait, ReMatch, Type, allocate_tuple,
+        re_syntax,
         re_template::Template,
         str::{allocate_string, string_repr_fmt},
         tuple::TupleVec,
@@ -47,6 +48,15 @@ pub(crate) struct RePattern {
     pattern: String,
     /// Python regex flags bitmask (IGNORECASE=2, MULTILINE=8, DOTALL=16, ASCII=256).
     flags: u16,
+    /// chainbox patch: the pattern in `fancy_regex`'s syntax (see `re_syntax`),
+    /// from which the anchored variants below are compiled.
+    source: String,
+    /// chainbox patch: the flags for the whole pattern, the caller's and the
+    /// pattern's leading inline flags.
+    source_flags: u16,
+    /// chainbox patch: the named groups and their numbers (the regex's own
+    /// groups are unnamed, see `re_syntax::Translation::names`).
+    names: Vec<(String, usize)>,
     /// The compiled Rust regex, unanchored.
     compiled: Regex,
     /// The regex anchored with `\A(?:...)` for `match()`, compiled lazily on first
@@ -65,6 +75,10 @@ pub(crate) struct RePattern {
     /// alternations — e.g. `fullmatch('a|ab', 'ab')` must match `ab`, not fail
     /// because the engine found `a` first.
     compiled_fullmatch: OnceCell<Regex>,
+    /// chainbox patch: `\G(?:...)(?!\G)`, a non-empty match starting exactly
+    /// where a search starts, for the scan after an empty match (see
+    /// [`scan`]); compiled lazily on first use.
+    compiled_advance: OnceCell<Regex>,
     /// The `delegate_size_limit` the plain regex was compiled with, forwarded to
     /// the anchored variants above so a *cached* entry's total retained compiled
     /// size stays bounded (the anchors add only O(1) bytes, so a pattern that fit
@@ -100,7 +114,10 @@ impl RePattern {
     ///
     /// Returns `re.PatternError` if the pattern is invalid.
     pub fn compile(pattern: String, flags: u16) -> RunResult<Self> {
-        Self::compile_inner(pattern, flags, None).map_err(ExcType::re_pattern_error)
+        Self::compile_inner(pattern, flags, None).map_err(|failure| match failure {
+            CompileFailure::Syntax(err) => err,
+            CompileFailure::Regex(err) => ExcType::re_pattern_error(err),
+        })
     }
 
     /// As [`RePattern::compile`], but caps the compiled size of the delegated regex
@@ -113,12 +130,10 @@ impl RePattern {
         flags: u16,
         delegate_size_limit: usize,
     ) -> Result<Self, BoundedCompileError> {
-        Self::compile_inner(pattern, flags, Some(delegate_size_limit)).map_err(|err| {
-            if is_size_limit_error(&err) {
-                BoundedCompileError::TooBig
-            } else {
-                BoundedCompileError::Invalid(ExcType::re_pattern_error(err))
-            }
+        Self::compile_inner(pattern, flags, Some(delegate_size_limit)).map_err(|failure| match failure {
+            CompileFailure::Syntax(err) => BoundedCompileError::Invalid(err),
+            CompileFailure::Regex(err) if is_size_limit_error(&err) => BoundedCompileError::TooBig,
+            CompileFailure::Regex(err) => BoundedCompileError::Invalid(ExcType::re_pattern_error(err)),
         })
     }
 
@@ -132,14 +147,20 @@ impl RePattern {
     }
 
     /// Shared constructor for [`RePattern::compile`] / [`RePattern::compile_bounded`].
-    fn compile_inner(pattern: String, flags: u16, delegate_size_limit: Option<usize>) -> Result<Self, RegexError> {
-        let compiled = compile_regex_limited(&pattern, flags, delegate_size_limit)?;
+    fn compile_inner(pattern: String, flags: u16, delegate_size_limit: Option<usize>) -> Result<Self, CompileFailure> {
+        let translation = re_syntax::translate(&pattern, flags).map_err(CompileFailure::Syntax)?;
+        let compiled = compile_regex_limited(&translation.source, translation.flags, delegate_size_limit)
+            .map_err(CompileFailure::Regex)?;
         Ok(Self {
             pattern,
             flags,
+            source: translation.source,
+            source_flags: translation.flags,
+            names: translation.names,
             compiled,
             compiled_match: OnceCell::new(),
             compiled_fullmatch: OnceCell::new(),
+            compiled_advance: OnceCell::new(),
             delegate_size_limit,
         })
     }
@@ -153,8 +174,8 @@ impl RePattern {
             return Ok(regex);
         }
         let compiled = compile_regex_limited(
-            &anchored_source(&self.pattern, ""),
-            self.flags,
+            &anchored_source(&self.source, ""),
+            self.source_flags,
             self.delegate_size_limit,
         )
         .map_err(ExcType::re_pattern_error)?;
@@ -169,8 +190,8 @@ impl RePattern {
             return Ok(regex);
         }
         let compiled = compile_regex_limited(
-            &anchored_source(&self.pattern, "\\z"),
-            self.flags,
+            &anchored_source(&self.source, "\\z"),
+            self.source_flags,
             self.delegate_size_limit,
         )
         .map_err(ExcType::re_pattern_error)?;
@@ -178,11 +199,28 @@ impl RePattern {
         Ok(self.compiled_fullmatch.get().expect("cell was just initialised"))
     }
 
+    /// chainbox patch: the regex for a non-empty match at the search's start
+    /// (`\G` is that position; `(?!\G)` refuses to end there), compiled on
+    /// first use.
+    fn advance_regex(&self) -> RunResult<&Regex> {
+        if let Some(regex) = self.compiled_advance.get() {
+            return Ok(regex);
+        }
+        let compiled = compile_regex_limited(
+            &format!("\\G(?:{})(?!\\G)", self.source),
+            self.source_flags,
+            self.delegate_size_limit,
+        )
+        .map_err(ExcType::re_pattern_error)?;
+        let _ = self.compiled_advance.set(compiled);
+        Ok(self.compiled_advance.get().expect("cell was just initialised"))
+    }
+
     /// Builds a single `ReMatch` heap value from a capture result, keeping the
     /// subject alive by refcount (`subject.clone_with_heap`) rather than copying
     /// its text. `all_ascii` is precomputed by the caller (once per `finditer`).
     fn build_match(&self, caps: &fancy_regex::Captures<'_>, subject: &Value, all_ascii: bool, heap: &Heap) -> Value {
-        let m = ReMatch::from_captures(caps, subject.clone_with_heap(heap), all_ascii, &self.compiled);
+        let m = ReMatch::from_captures(caps, subject.clone_with_heap(heap), all_ascii, &self.names);
         Value::Ref(heap.allocate(HeapData::ReMatch(Box::new(m))))
     }
 
@@ -246,18 +284,22 @@ impl RePattern {
             // No capture groups — return list of full match strings
             0 | 1 => {
                 let mut matches = Vec::new();
-                for m in self.compiled.find_iter(text) {
+                let search = |pos, advance| {
+                    let regex = if advance { self.advance_regex()? } else { &self.compiled };
+                    regex.find_from_pos(text, pos).map_err(ExcType::re_pattern_error)
+                };
+                for m in scan(text, search, |m| (m.start(), m.end())) {
                     check_slice_growth(&matches, heap)?;
-                    matches.push(m.map_err(ExcType::re_pattern_error)?.as_str());
+                    matches.push(m?.as_str());
                 }
                 allocate_str_list(&matches, heap)
             }
             // One capture group — return list of the group's strings
             2 => {
                 let mut matches = Vec::new();
-                for caps in self.compiled.captures_iter(text) {
+                for caps in self.captures(text) {
                     check_slice_growth(&matches, heap)?;
-                    let caps = caps.map_err(ExcType::re_pattern_error)?;
+                    let caps = caps?;
                     matches.push(caps.get(1).map_or("", |m| m.as_str()));
                 }
                 allocate_str_list(&matches, heap)
@@ -267,8 +309,8 @@ impl RePattern {
             _ => {
                 let groups = cap_count - 1;
                 let mut flat = Vec::new();
-                for caps in self.compiled.captures_iter(text) {
-                    let caps = caps.map_err(ExcType::re_pattern_error)?;
+                for caps in self.captures(text) {
+                    let caps = caps?;
                     for cap in caps.iter().skip(1) {
                         check_slice_growth(&flat, heap)?;
                         flat.push(cap.map_or("", |m| m.as_str()));
@@ -283,8 +325,19 @@ impl RePattern {
     /// template, checked against this pattern's groups (see `re_template`).
     pub(crate) fn template(&self, repl: &str) -> RunResult<Template> {
         Template::parse(repl, self.compiled.captures_len() - 1, |name| {
-            self.compiled.capture_names().position(|n| n == Some(name))
+            self.names.iter().find(|(n, _)| n == name).map(|&(_, group)| group)
         })
+    }
+
+    /// chainbox patch: `Pattern.flags` as CPython has it: the caller's flags,
+    /// the pattern's global inline flags (`(?s)`), and `re.UNICODE` unless
+    /// the pattern is ASCII-only (upstream: the caller's flags alone).
+    pub(crate) fn python_flags(&self) -> u16 {
+        if self.source_flags & ASCII == 0 {
+            self.source_flags | UNICODE
+        } else {
+            self.source_flags
+        }
     }
 
     /// The number of capture groups (`Pattern.groups`).
@@ -310,8 +363,8 @@ impl RePattern {
         let mut result = String::new();
         let mut last_end = 0;
 
-        for caps in self.compiled.captures_iter(text).take(effective_count) {
-            let caps = caps.map_err(ExcType::re_pattern_error)?;
+        for caps in self.captures(text).take(effective_count) {
+            let caps = caps?;
             let m = caps.get(0).expect("capture group 0 always exists");
             result.push_str(&text[last_end..m.start()]);
             template.expand_into(|i| caps.get(i).map(|g| g.as_str()), &mut result);
@@ -331,27 +384,8 @@ impl RePattern {
     /// splits occur and the remainder of the string is returned as the final
     /// element; if it is negative, no splits occur at all (CPython's split loop
     /// runs zero times), returning the whole subject as a single element.
+    /// An empty match splits too (Python 3.7+).
     pub fn split(&self, text: &str, maxsplit: i64, heap: &Heap) -> RunResult<Value> {
-        if self.compiled.captures_len() > 1 {
-            return self.split_with_groups(text, maxsplit, heap);
-        }
-        let pieces = match maxsplit.cmp(&0) {
-            Ordering::Less => vec![text],
-            Ordering::Equal => collect_slices(self.compiled.split(text), heap)?,
-            Ordering::Greater => {
-                // `maxsplit + 1` pieces = at most `maxsplit` splits; saturate
-                // for absurdly large limits (splitn caps at the piece count).
-                let limit = usize::try_from(maxsplit).unwrap_or(usize::MAX).saturating_add(1);
-                collect_slices(self.compiled.splitn(text, limit), heap)?
-            }
-        };
-
-        allocate_str_list(&pieces, heap)
-    }
-
-    /// [`RePattern::split`] for a pattern with capture groups, whose text CPython puts after
-    /// the piece before each match: one entry per group, `None` for a group that didn't take part.
-    fn split_with_groups(&self, text: &str, maxsplit: i64, heap: &Heap) -> RunResult<Value> {
         let limit = match maxsplit.cmp(&0) {
             Ordering::Less => 0,
             Ordering::Equal => usize::MAX,
@@ -359,8 +393,8 @@ impl RePattern {
         };
         let mut pieces: Vec<Option<&str>> = Vec::new();
         let mut last_end = 0;
-        for caps in self.compiled.captures_iter(text).take(limit) {
-            let caps = caps.map_err(ExcType::re_pattern_error)?;
+        for caps in self.captures(text).take(limit) {
+            let caps = caps?;
             let m = caps.get(0).expect("capture group 0 always exists");
             check_slice_growth(&pieces, heap)?;
             pieces.push(Some(&text[last_end..m.start()]));
@@ -375,6 +409,23 @@ impl RePattern {
         allocate_optional_str_list(&pieces, heap)
     }
 
+    /// chainbox patch: the matches in `text` as CPython's scanner finds them,
+    /// for `findall`, `finditer`, `sub` and `split` (upstream used the
+    /// engine's iterators, whose rule for empty matches differs).
+    fn captures<'t>(&self, text: &'t str) -> impl Iterator<Item = RunResult<fancy_regex::Captures<'t>>> {
+        scan(
+            text,
+            move |pos, advance| {
+                let regex = if advance { self.advance_regex()? } else { &self.compiled };
+                regex.captures_from_pos(text, pos).map_err(ExcType::re_pattern_error)
+            },
+            |caps| {
+                let m = caps.get(0).expect("capture group 0 always exists");
+                (m.start(), m.end())
+            },
+        )
+    }
+
     /// `pattern.finditer(string)` — return all matches as a list.
     ///
     /// Eagerly collects all match objects into a list. This differs from CPython's
@@ -385,9 +436,9 @@ impl RePattern {
         let all_ascii = text.is_ascii();
 
         let mut results = Vec::new();
-        for caps in self.compiled.captures_iter(text) {
+        for caps in self.captures(text) {
             check_results_growth(&results, heap)?;
-            let caps = caps.map_err(ExcType::re_pattern_error)?;
+            let caps = caps?;
             results.push(self.build_match(&caps, subject, all_ascii, heap));
         }
 
@@ -395,6 +446,18 @@ impl RePattern {
         Ok(Value::Ref(heap.allocate(HeapData::List(list))))
     }
 }
+
+/// chainbox patch: the flags a pattern's repr names, in CPython's order.
+const FLAG_NAMES: [(u16, &str); 8] = [
+    (IGNORECASE, "re.IGNORECASE"),
+    (LOCALE, "re.LOCALE"),
+    (MULTILINE, "re.MULTILINE"),
+    (DOTALL, "re.DOTALL"),
+    (UNICODE, "re.UNICODE"),
+    (VERBOSE, "re.VERBOSE"),
+    (128, "re.DEBUG"),
+    (ASCII, "re.ASCII"),
+];
 
 /// Preflights the growth one more match result would cause.
 ///
@@ -419,20 +482,53 @@ fn check_slice_growth<T>(slices: &Vec<T>, heap: &Heap) -> RunResult<()> {
         .check_growth(slices.len(), slices.capacity(), mem::size_of::<T>())?)
 }
 
-/// Collects the pieces an iterator yields, preflighting the buffer as it grows.
-///
-/// A split's piece buffer is bounded only by the subject and is filled before the
-/// result list exists, so the check on that list comes too late.
-fn collect_slices<'t>(
-    pieces: impl Iterator<Item = Result<&'t str, RegexError>>,
-    heap: &Heap,
-) -> RunResult<Vec<&'t str>> {
-    let mut collected = Vec::new();
-    for piece in pieces {
-        check_slice_growth(&collected, heap)?;
-        collected.push(piece.map_err(ExcType::re_pattern_error)?);
-    }
-    Ok(collected)
+/// chainbox patch: CPython's scan over `text`. `search(pos, false)` is
+/// the first match at or after `pos`, `search(pos, true)` a non-empty match
+/// starting at `pos`; `span` gives a match's bounds. Each search starts
+/// where the last match ended, so an empty match right after a non-empty one
+/// counts (Python 3.7+: `re.sub('x*', '-', 'abxd')` is `'-a-b--d-'`; the
+/// engine's iterators gave `'-a-b-d-'`). After an empty match, the next
+/// must not be empty at the same place: CPython takes the pattern's first
+/// non-empty way to match there (`re.findall('a*|b', 'b')` is
+/// `['', 'b', '']`), else searches on from the next character.
+fn scan<'t, T>(
+    text: &'t str,
+    mut search: impl FnMut(usize, bool) -> RunResult<Option<T>>,
+    span: impl Fn(&T) -> (usize, usize),
+) -> impl Iterator<Item = RunResult<T>> {
+    let mut pos = 0;
+    let mut must_advance = false;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let mut step = || -> RunResult<Option<T>> {
+            if must_advance {
+                must_advance = false;
+                if let Some(found) = search(pos, true)? {
+                    pos = span(&found).1;
+                    return Ok(Some(found));
+                }
+                let Some(c) = text[pos..].chars().next() else {
+                    return Ok(None);
+                };
+                pos += c.len_utf8();
+            }
+            let Some(found) = search(pos, false)? else {
+                return Ok(None);
+            };
+            let (start, end) = span(&found);
+            must_advance = start == end;
+            pos = end;
+            Ok(Some(found))
+        };
+        let next = step().transpose();
+        if !matches!(next, Some(Ok(_))) {
+            done = true;
+        }
+        next
+    })
 }
 
 /// Allocates one heap string per slice and returns them as a list.
@@ -494,21 +590,22 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
         let this = self.get(vm.heap);
         write!(f, "re.compile(")?;
         string_repr_fmt(&this.pattern, f)?;
-        if this.flags != 0 {
-            let mut flag_parts = smallvec::SmallVec::<[&'static str; 4]>::new();
-            if this.flags & IGNORECASE != 0 {
-                flag_parts.push("re.IGNORECASE");
+        // chainbox patch: CPython's `pattern_repr`: every flag the pattern
+        // has (inline ones too), `re.UNICODE` left out when it is implied.
+        let mut flags = this.python_flags();
+        if flags & (LOCALE | UNICODE | ASCII) == UNICODE {
+            flags &= !UNICODE;
+        }
+        let mut separator = ", ";
+        for (bit, name) in FLAG_NAMES {
+            if flags & bit != 0 {
+                write!(f, "{separator}{name}")?;
+                separator = "|";
+                flags &= !bit;
             }
-            if this.flags & MULTILINE != 0 {
-                flag_parts.push("re.MULTILINE");
-            }
-            if this.flags & DOTALL != 0 {
-                flag_parts.push("re.DOTALL");
-            }
-            if this.flags & ASCII != 0 {
-                flag_parts.push("re.ASCII");
-            }
-            write!(f, ", {}", flag_parts.join("|"))?;
+        }
+        if flags != 0 {
+            write!(f, "{separator}{flags:#x}")?;
         }
         Ok(write!(f, ")")?)
     }
@@ -519,7 +616,9 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
                 let v = allocate_string(self.get(vm.heap).pattern.as_str(), vm.heap);
                 Ok(Some(CallResult::Value(v)))
             }
-            Some(StaticStrings::Flags) => Ok(Some(CallResult::Value(Value::Int(i64::from(self.get(vm.heap).flags))))),
+            Some(StaticStrings::Flags) => Ok(Some(CallResult::Value(Value::Int(i64::from(
+                self.get(vm.heap).python_flags(),
+            ))))),
             // chainbox patch: `Pattern.groups`. (`groupindex` is a mappingproxy
             // in CPython, which monty lacks: the scan sends it to CPython.)
             Some(StaticStrings::Groups) => {
@@ -707,14 +806,18 @@ pub(crate) fn extract_count(val: Option<Value>, vm: &mut VM<'_>) -> RunResult<Op
     }
 }
 
-/// Returns `\A(?:pattern)` followed by `suffix`: the anchored source for `match()` and `fullmatch()`.
+/// Returns `\A(?:source)` followed by `suffix`: the anchored source for `match()` and `fullmatch()`.
 ///
-/// A `(?x)` pattern can end in a `#` comment, which runs to the next line break and would hide the closing `)`.
-/// So the group closes on a new line.
-/// If VERBOSE is off at the end of the pattern, the `(?x)` before the line break makes it whitespace, not a literal.
-/// The group's `)` ends that flag, so it does not apply to `suffix`.
-fn anchored_source(pattern: &str, suffix: &str) -> String {
-    format!("\\A(?:{pattern}(?x)\n){suffix}")
+/// `source` is already in `fancy_regex`'s syntax, without comments or verbose mode (`re_syntax` resolves both).
+fn anchored_source(source: &str, suffix: &str) -> String {
+    format!("\\A(?:{source}){suffix}")
+}
+
+/// Why a pattern did not compile: Python's grammar refused it (CPython's
+/// error, raised as is), or `fancy_regex` did (perhaps only its size limit).
+enum CompileFailure {
+    Syntax(RunError),
+    Regex(RegexError),
 }
 
 /// Compiles a Python regex pattern string with flags into a Rust `Regex`.
@@ -744,10 +847,7 @@ fn compile_regex_limited(pattern: &str, flags: u16, delegate_size_limit: Option<
     if flags & DOTALL != 0 {
         prefix.push('s');
     }
-    // Note: re.ASCII (256) is accepted but has no effect on the regex compilation.
-    // `fancy_regex` doesn't support `(?-u)` to disable Unicode mode, so `\w`, `\d`, `\s`
-    // always match Unicode characters. This is a known limitation — Python 3 defaults to
-    // Unicode mode anyway, so the behavioral difference only matters for non-ASCII input.
+    // re.ASCII (256) and VERBOSE (64) are already resolved in the source (`re_syntax`).
 
     let full_pattern = if prefix.is_empty() {
         pattern.to_owned()

@@ -14,7 +14,7 @@ use std::fmt;
 
 use crate::{
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
-    types::str::str_isidentifier,
+    types::{re_syntax::pattern_error, str::str_isidentifier},
 };
 use monty_types::StringRepr;
 
@@ -264,15 +264,7 @@ impl<'c> Tokens<'c> {
     }
 }
 
-/// `re.PatternError(msg, template, pos)`: "at position N", and the line and
-/// column when the template has more than one line.
+/// `re.PatternError(msg, template, pos)`, as for a pattern.
 fn template_error(msg: impl fmt::Display, chars: &[char], pos: usize) -> RunError {
-    let mut text = format!("{msg} at position {pos}");
-    if chars.contains(&'\n') {
-        let before = &chars[..pos.min(chars.len())];
-        let line = before.iter().filter(|&&c| c == '\n').count() + 1;
-        let column = pos - before.iter().rposition(|&c| c == '\n').map_or(0, |p| p + 1) + 1;
-        text = format!("{text} (line {line}, column {column})");
-    }
-    ExcType::re_pattern_error(text)
+    pattern_error(msg, chars, pos)
 }

@@ -150,9 +150,64 @@ pub(crate) fn from_chrono(delta: ChronoTimeDelta) -> RunResult<TimeDelta> {
     )
 }
 
+/// chainbox patch: `timedelta * float`, as CPython computes it: the
+/// microseconds times the float's exact ratio (`as_integer_ratio`), rounded
+/// half to even. Upstream refused a float factor with a TypeError.
+fn multiply_by_float(microseconds: i128, factor: f64) -> RunResult<TimeDelta> {
+    use num_bigint::BigInt;
+    use num_integer::Integer;
+
+    if factor.is_nan() {
+        return Err(SimpleException::new_msg(ExcType::ValueError, "cannot convert NaN to integer ratio").into());
+    }
+    if factor.is_infinite() {
+        return Err(SimpleException::new_msg(ExcType::OverflowError, "cannot convert Infinity to integer ratio").into());
+    }
+    // factor = mantissa * 2**exponent, exactly.
+    let bits = factor.to_bits();
+    let biased = i32::try_from((bits >> 52) & 0x7ff).expect("11 bits");
+    let fraction = bits & ((1 << 52) - 1);
+    let (mut mantissa, mut exponent) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased - 1075)
+    };
+    while mantissa != 0 && mantissa & 1 == 0 && exponent < 0 {
+        mantissa >>= 1;
+        exponent += 1;
+    }
+    let mut product = BigInt::from(microseconds) * BigInt::from(mantissa);
+    if factor.is_sign_negative() {
+        product = -product;
+    }
+    let total = if exponent >= 0 {
+        product << exponent.unsigned_abs()
+    } else {
+        let divisor = BigInt::from(1) << exponent.unsigned_abs();
+        let (quotient, remainder) = product.div_mod_floor(&divisor);
+        let twice = remainder * 2;
+        if twice > divisor || (twice == divisor && quotient.is_odd()) {
+            quotient + 1
+        } else {
+            quotient
+        }
+    };
+    i128::try_from(&total).map_or_else(|_| Err(c_int_overflow()), from_total_microseconds)
+}
+
+/// CPython's error for a day count beyond a C int.
+fn c_int_overflow() -> RunError {
+    SimpleException::new_msg(ExcType::OverflowError, "Python int too large to convert to C int").into()
+}
+
 /// Builds a normalized timedelta from an arbitrary microsecond count.
 pub(crate) fn from_total_microseconds(total_microseconds: i128) -> RunResult<TimeDelta> {
     let days = total_microseconds.div_euclid(DAY_MICROSECONDS);
+    if i32::try_from(days).is_err() {
+        // chainbox patch: CPython converts the day count to a C int first
+        // (`PyLong_AsInt` in `microseconds_to_delta_ex`), on 64-bit too.
+        return Err(c_int_overflow());
+    }
     if !(i128::from(MIN_TIMEDELTA_DAYS)..=i128::from(MAX_TIMEDELTA_DAYS)).contains(&days) {
         return Err(SimpleException::new_msg(
             ExcType::OverflowError,
@@ -468,6 +523,10 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
         let multiplier = match other {
             Value::Int(value) => i128::from(*value),
             Value::Bool(value) => i128::from(*value),
+            Value::Float(factor) => {
+                let result = multiply_by_float(total_microseconds(self.get(vm.heap)), *factor)?;
+                return Ok(Some(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(result)))));
+            }
             _ => return Ok(None),
         };
         let total = total_microseconds(self.get(vm.heap))

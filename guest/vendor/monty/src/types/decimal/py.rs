@@ -1000,7 +1000,12 @@ fn as_tuple(d: &Decimal, vm: &VM<'_>) -> Value {
         EitherStr::Interned(vm.interns.intern_static(StaticStrings::Exponent)),
     ];
     let name = EitherStr::Interned(vm.interns.intern_static(StaticStrings::DecimalTuple));
-    let tuple = NamedTuple::new(name, fields, vec![Value::Int(i64::from(d.sign())), digits, exponent]);
+    // chainbox patch: the tuple has a class, so `type(t).__name__` is
+    // `DecimalTuple` as in CPython (upstream: `namedtuple`). Its reference is
+    // the tuple's own.
+    let class_id = crate::modules::decimal::decimal_tuple_class(vm);
+    let items = vec![Value::Int(i64::from(d.sign())), digits, exponent];
+    let tuple = NamedTuple::with_class(name, fields, items, Some(class_id));
     Value::Ref(vm.heap.allocate(HeapData::NamedTuple(Box::new(tuple))))
 }
 
