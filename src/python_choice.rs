@@ -658,7 +658,6 @@ const MODULE_MEMBERS: &[(&str, &[&str])] = &[
             "weibullvariate",
         ],
     ),
-    // No subn.
     (
         "re",
         &[
@@ -688,6 +687,7 @@ const MODULE_MEMBERS: &[(&str, &[&str])] = &[
             "search",
             "split",
             "sub",
+            "subn",
         ],
     ),
     (
@@ -858,7 +858,6 @@ pub const MISSING_METHODS: &[&str] = &[
     "isocalendar",
     "maketrans",
     "scanner",
-    "subn",
     "symmetric_difference_update",
     "timetuple",
     "to_bytes",
@@ -871,7 +870,7 @@ pub const MISSING_METHODS: &[&str] = &[
 /// `collections` and `decimal` types, that monty only has as a call, or
 /// not at all, read as values: a method not called (`key=d.get`,
 /// `f = s.upper`, `map(p.match, xs)`) or a data attribute (`n.real`,
-/// `r.start`, `m.lastindex`). monty has no bound methods of builtin values:
+/// `r.start`, `p.groupindex`). monty has no bound methods of builtin values:
 /// each is an `AttributeError`. A type's own attributes (`timezone.utc`,
 /// `date.max`) are judged on the type, not here. Checked by the same test
 /// as [`MISSING_METHODS`].
@@ -974,8 +973,6 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "items",
     "join",
     "keys",
-    "lastgroup",
-    "lastindex",
     "ljust",
     "ln",
     "log10",
@@ -3647,7 +3644,7 @@ mod tests {
             "MISSING_METHODS",
         );
         assert_cpython(
-            "import re\nm = re.match('(a)', 'a')\nm.lastindex",
+            "import re\np = re.compile('(?P<a>x)')\np.groupindex",
             "method_value",
             "ATTRIBUTES_NOT_VALUES",
         );

@@ -2301,6 +2301,8 @@ pub enum StaticStrings {
     StructTime,
     /// `re.sub()` / `pattern.sub()` method
     Sub,
+    /// `re.subn()` / `pattern.subn()` method (chainbox patch).
+    Subn,
     /// `decimal.Subnormal` signal.
     #[strum(serialize = "Subnormal")]
     Subnormal,

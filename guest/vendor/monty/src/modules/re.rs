@@ -47,7 +47,7 @@ use crate::{
     modules::ModuleFunctions,
     types::{
         BoundedCompileError, Module, RePattern, Type,
-        re_pattern::{extract_count, extract_maxsplit},
+        re_pattern::{extract_count, extract_maxsplit, sub_result},
         str::allocate_string,
     },
     value::Value,
@@ -88,6 +88,9 @@ pub(crate) enum ReFunctions {
     Findall,
     /// `re.sub(pattern, repl, string, count=0, flags=0)` — substitute matches.
     Sub,
+    /// `re.subn(pattern, repl, string, count=0, flags=0)` — as `sub`, with the
+    /// number of substitutions (chainbox patch).
+    Subn,
     /// `re.split(pattern, string, maxsplit=0, flags=0)` — split string by pattern.
     Split,
     /// `re.finditer(pattern, string, flags=0)` — return iterator over all matches.
@@ -130,6 +133,11 @@ pub fn create_module(vm: &mut VM<'_>) -> HeapId {
     module.set_attr(
         StaticStrings::Sub,
         Value::ModuleFunction(ModuleFunctions::Re(ReFunctions::Sub)),
+        vm,
+    );
+    module.set_attr(
+        StaticStrings::Subn,
+        Value::ModuleFunction(ModuleFunctions::Re(ReFunctions::Subn)),
         vm,
     );
     module.set_attr(
@@ -202,7 +210,8 @@ pub(super) fn call(vm: &mut VM<'_>, function: ReFunctions, args: ArgValues) -> R
         ReFunctions::Match => call_match(vm, args).map(CallResult::Value),
         ReFunctions::Fullmatch => call_fullmatch(vm, args).map(CallResult::Value),
         ReFunctions::Findall => call_findall(vm, args).map(CallResult::Value),
-        ReFunctions::Sub => call_sub(vm, args).map(CallResult::Value),
+        ReFunctions::Sub => call_sub(vm, args, false).map(CallResult::Value),
+        ReFunctions::Subn => call_sub(vm, args, true).map(CallResult::Value),
         ReFunctions::Split => call_split(vm, args).map(CallResult::Value),
         ReFunctions::Finditer => call_finditer(vm, args).map(CallResult::Value),
         ReFunctions::Escape => call_escape(vm, args).map(CallResult::Value),
@@ -271,19 +280,24 @@ fn call_findall(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 }
 
 /// `re.sub(pattern, repl, string, count=0, flags=0)` — replace matches; `count=0`
-/// replaces all.
+/// replaces all. With `counted`, `re.subn`: the new string and the number of
+/// substitutions.
 ///
 /// The pattern resolves *before* `count` is validated, so a bad pattern (or flags
 /// with a compiled pattern) wins over a bad count — as in CPython, where `_compile`
 /// runs before `Pattern.sub` parses its arguments.
-fn call_sub(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
+fn call_sub(vm: &mut VM<'_>, args: ArgValues, counted: bool) -> RunResult<Value> {
     let ReSubArgs {
         pattern,
         repl,
         string,
         count,
         flags,
-    } = ReSubArgs::from_args(args, vm)?;
+    } = if counted {
+        ReSubnArgs::from_args(args, vm)?.into_sub()
+    } else {
+        ReSubArgs::from_args(args, vm)?
+    };
     defer_drop!(string, vm);
     defer_drop!(repl, vm);
     // `count` must outlive `resolve_pattern`'s `?` (pattern errors win over a
@@ -311,12 +325,13 @@ fn call_sub(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         // re-allocate (the guard drops the extraction's reference, the
         // clone is the caller's).
         let _ = subject_str(string, vm)?;
-        return Ok(string.clone_with_heap(vm.heap));
+        return Ok(sub_result(string.clone_with_heap(vm.heap), 0, counted, vm.heap));
     };
 
-    resolved
+    let (result, made) = resolved
         .get(vm.heap)
-        .sub(repl, subject_str(string, vm)?, count, vm.heap)
+        .sub(repl, subject_str(string, vm)?, count, vm.heap)?;
+    Ok(sub_result(result, made, counted, vm.heap))
 }
 
 /// `re.split(pattern, string, maxsplit=0, flags=0)` — split on pattern occurrences.
@@ -359,6 +374,34 @@ struct ReSubArgs {
     count: Option<Value>,
     #[from_args(default = Value::Int(0))]
     flags: Value,
+}
+
+/// `re.subn`'s arguments: `re.sub`'s, named `subn` in errors.
+#[derive(FromArgs)]
+#[from_args(name = "subn", style = def)]
+struct ReSubnArgs {
+    #[from_args(static_string = "PatternAttr")]
+    pattern: Value,
+    repl: Value,
+    #[from_args(static_string = "StringAttr")]
+    string: Value,
+    #[from_args(default)]
+    count: Option<Value>,
+    #[from_args(default = Value::Int(0))]
+    flags: Value,
+}
+
+impl ReSubnArgs {
+    /// The same arguments in `re.sub`'s shape.
+    fn into_sub(self) -> ReSubArgs {
+        ReSubArgs {
+            pattern: self.pattern,
+            repl: self.repl,
+            string: self.string,
+            count: self.count,
+            flags: self.flags,
+        }
+    }
 }
 
 /// Argument shape for `re.split(pattern, string, maxsplit=0, flags=0)`.

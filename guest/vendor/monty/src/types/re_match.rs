@@ -65,6 +65,8 @@ pub(crate) struct ReMatch {
     group_spans: Vec<Option<(usize, usize)>>,
     /// Named groups: maps group name → 1-based group index.
     named_groups: Vec<(String, usize)>,
+    /// chainbox patch: `Match.lastindex`, the group that closed last.
+    lastindex: Option<usize>,
     /// The searched subject (the `.string` attribute), held as a refcounted heap
     /// reference so every match from one `finditer` shares one copy — tracked
     /// once, not per match. Always a `str` `Value` (heap `Str` or interned).
@@ -89,6 +91,7 @@ impl ReMatch {
         subject: Value,
         all_ascii: bool,
         names: &[(String, usize)],
+        close_rank: &[usize],
     ) -> Self {
         let full = caps.get(0).expect("group 0 always exists on a successful match");
         let full_match = full.as_str().to_owned();
@@ -110,6 +113,16 @@ impl ReMatch {
         }
 
         let named_groups = names.to_vec();
+        // The group that closed last ends furthest; of those ending at the
+        // same place, the one whose `)` comes last in the pattern (an outer
+        // group after its inner ones, `(a)()`'s empty group after `(a)`).
+        let lastindex = caps
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter_map(|(group, m)| Some((m?.end(), close_rank.get(group).copied().unwrap_or(0), group)))
+            .max()
+            .map(|(_, _, group)| group);
 
         Self {
             full_match,
@@ -118,6 +131,7 @@ impl ReMatch {
             groups,
             group_spans,
             named_groups,
+            lastindex,
             subject,
             all_ascii,
             char_span: OnceCell::new(),
@@ -339,6 +353,24 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ReMatch> {
                 // bumping its refcount rather than allocating a fresh copy.
                 let v = self.get(vm.heap).subject.clone_with_heap(vm);
                 Ok(Some(CallResult::Value(v)))
+            }
+            // chainbox patch: `lastindex` and `lastgroup` (its name, if any).
+            _ if attr.as_str(vm.interns) == "lastindex" => {
+                let lastindex = self.get(vm.heap).lastindex;
+                let value = lastindex.map_or(Value::None, |group| {
+                    Value::Int(i64::try_from(group).unwrap_or(i64::MAX))
+                });
+                Ok(Some(CallResult::Value(value)))
+            }
+            _ if attr.as_str(vm.interns) == "lastgroup" => {
+                let this = self.get(vm.heap);
+                let name = this
+                    .lastindex
+                    .and_then(|group| this.named_groups.iter().find(|&&(_, g)| g == group))
+                    .map(|(name, _)| name.clone());
+                Ok(Some(CallResult::Value(
+                    name.map_or(Value::None, |name| allocate_string(name, vm.heap)),
+                )))
             }
             _ => Err(ExcType::attribute_error(Type::ReMatch, attr.as_str(vm.interns))),
         }

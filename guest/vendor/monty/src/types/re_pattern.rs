@@ -57,6 +57,8 @@ pub(crate) struct RePattern {
     /// chainbox patch: the named groups and their numbers (the regex's own
     /// groups are unnamed, see `re_syntax::Translation::names`).
     names: Vec<(String, usize)>,
+    /// chainbox patch: see `re_syntax::Translation::close_rank`.
+    close_rank: Vec<usize>,
     /// The compiled Rust regex, unanchored.
     compiled: Regex,
     /// The regex anchored with `\A(?:...)` for `match()`, compiled lazily on first
@@ -157,6 +159,7 @@ impl RePattern {
             source: translation.source,
             source_flags: translation.flags,
             names: translation.names,
+            close_rank: translation.close_rank,
             compiled,
             compiled_match: OnceCell::new(),
             compiled_fullmatch: OnceCell::new(),
@@ -220,7 +223,13 @@ impl RePattern {
     /// subject alive by refcount (`subject.clone_with_heap`) rather than copying
     /// its text. `all_ascii` is precomputed by the caller (once per `finditer`).
     fn build_match(&self, caps: &fancy_regex::Captures<'_>, subject: &Value, all_ascii: bool, heap: &Heap) -> Value {
-        let m = ReMatch::from_captures(caps, subject.clone_with_heap(heap), all_ascii, &self.names);
+        let m = ReMatch::from_captures(
+            caps,
+            subject.clone_with_heap(heap),
+            all_ascii,
+            &self.names,
+            &self.close_rank,
+        );
         Value::Ref(heap.allocate(HeapData::ReMatch(Box::new(m))))
     }
 
@@ -356,12 +365,15 @@ impl RePattern {
     /// after each match, bailing out immediately if the budget is exceeded. This
     /// avoids both false rejections from conservative pre-estimates and untracked
     /// Rust heap allocations from delegating to `fancy_regex::replace_all()`.
-    pub fn sub(&self, repl: &str, text: &str, count: usize, heap: &Heap) -> RunResult<Value> {
+    ///
+    /// chainbox patch: returns the number of substitutions too, for `subn`.
+    pub fn sub(&self, repl: &str, text: &str, count: usize, heap: &Heap) -> RunResult<(Value, usize)> {
         let template = self.template(repl)?;
         let effective_count = if count == 0 { usize::MAX } else { count };
 
         let mut result = String::new();
         let mut last_end = 0;
+        let mut made = 0;
 
         for caps in self.captures(text).take(effective_count) {
             let caps = caps?;
@@ -369,12 +381,13 @@ impl RePattern {
             result.push_str(&text[last_end..m.start()]);
             template.expand_into(|i| caps.get(i).map(|g| g.as_str()), &mut result);
             last_end = m.end();
+            made += 1;
             // Check running size: current result + remaining unprocessed text.
             check_estimated_size(result.len() + (text.len() - last_end), &heap.tracker)?;
         }
 
         result.push_str(&text[last_end..]);
-        Ok(allocate_string(result, heap))
+        Ok((allocate_string(result, heap), made))
     }
 
     /// `pattern.split(string, maxsplit=0)` — split string by pattern occurrences.
@@ -655,7 +668,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
                 let text = arg.to_str(vm)?;
                 self.get(vm.heap).findall(text, vm.heap)
             }
-            Some(StaticStrings::Sub) => call_pattern_sub(self, args, vm),
+            Some(StaticStrings::Sub) => call_pattern_sub(self, args, false, vm),
+            Some(StaticStrings::Subn) => call_pattern_sub(self, args, true, vm),
             Some(StaticStrings::Split) => call_pattern_split(self, args, vm),
             Some(StaticStrings::Finditer) => {
                 let arg = args.get_one_arg("Pattern.finditer", vm.heap)?;
@@ -680,12 +694,25 @@ impl HeapItem for RePattern {
 /// Separated from the main `py_call_attr` match to keep the borrow checker happy —
 /// extracting multiple string arguments requires careful ordering of borrows.
 /// Supports `count` as either positional or keyword argument.
-fn call_pattern_sub<'h>(pattern: &HeapRead<'h, RePattern>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
+///
+/// chainbox patch: with `counted`, `pattern.subn`: the new string and the
+/// number of substitutions.
+fn call_pattern_sub<'h>(
+    pattern: &HeapRead<'h, RePattern>,
+    args: ArgValues,
+    counted: bool,
+    vm: &mut VM<'h>,
+) -> RunResult<Value> {
     let PatternSubArgs {
         repl: repl_val,
         string: string_val,
         count: count_val,
-    } = PatternSubArgs::from_args(args, vm)?;
+    } = if counted {
+        let PatternSubnArgs { repl, string, count } = PatternSubnArgs::from_args(args, vm)?;
+        PatternSubArgs { repl, string, count }
+    } else {
+        PatternSubArgs::from_args(args, vm)?
+    };
     defer_drop!(repl_val, vm);
     defer_drop!(string_val, vm);
 
@@ -708,11 +735,23 @@ fn call_pattern_sub<'h>(pattern: &HeapRead<'h, RePattern>, args: ArgValues, vm: 
         // `expected string, not {t}` wording) before the refcount bump; no
         // need to re-allocate.
         let _ = string_val.to_str(vm)?;
-        return Ok(string_val.clone_with_heap(vm.heap));
+        return Ok(sub_result(string_val.clone_with_heap(vm.heap), 0, counted, vm.heap));
     };
 
     let text = string_val.to_str(vm)?;
-    pattern.get(vm.heap).sub(repl, text, count, vm.heap)
+    let (result, made) = pattern.get(vm.heap).sub(repl, text, count, vm.heap)?;
+    Ok(sub_result(result, made, counted, vm.heap))
+}
+
+/// chainbox patch: what `sub` returns, the new string, or for `subn` the
+/// tuple `(string, number of substitutions)`.
+pub(crate) fn sub_result(result: Value, made: usize, counted: bool, heap: &Heap) -> Value {
+    if counted {
+        let made = Value::Int(i64::try_from(made).unwrap_or(i64::MAX));
+        allocate_tuple(smallvec::smallvec![result, made], heap)
+    } else {
+        result
+    }
 }
 
 /// Handles `pattern.split(string, maxsplit=0)` argument extraction and dispatch.
@@ -739,6 +778,17 @@ fn call_pattern_split<'h>(pattern: &HeapRead<'h, RePattern>, args: ArgValues, vm
 #[derive(FromArgs)]
 #[from_args(name = "sub", style = c_named, at_most_total)]
 struct PatternSubArgs {
+    repl: Value,
+    #[from_args(static_string = "StringAttr")]
+    string: Value,
+    #[from_args(default)]
+    count: Option<Value>,
+}
+
+/// `Pattern.subn`'s arguments: `Pattern.sub`'s, named `subn` in errors.
+#[derive(FromArgs)]
+#[from_args(name = "subn", style = c_named, at_most_total)]
+struct PatternSubnArgs {
     repl: Value,
     #[from_args(static_string = "StringAttr")]
     string: Value,

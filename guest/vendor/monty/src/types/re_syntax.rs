@@ -54,6 +54,10 @@ pub(crate) struct Translation {
     /// backreference is always `\N`: `fancy_regex` refuses numbered
     /// backreferences in a pattern that names a group.
     pub names: Vec<(String, usize)>,
+    /// Per group, when its `)` comes among the groups' closing parentheses
+    /// (group 0 first): of groups that end at the same place in a match, the
+    /// one closing last is `Match.lastindex`.
+    pub close_rank: Vec<usize>,
     /// The flags for the whole pattern: the caller's and the pattern's own
     /// leading `(?aimsux)`.
     pub flags: u16,
@@ -74,6 +78,8 @@ pub(crate) fn translate(pattern: &str, flags: u16) -> RunResult<Translation> {
         flags,
         groups: 1,
         closed: vec![true],
+        close_rank: vec![0],
+        closes: 1,
         widths: vec![(0, 0)],
         names: Vec::new(),
         lookbehind_groups: None,
@@ -101,6 +107,7 @@ pub(crate) fn translate(pattern: &str, flags: u16) -> RunResult<Translation> {
         source: out,
         flags: parser.flags,
         names: parser.names,
+        close_rank: parser.close_rank,
     })
 }
 
@@ -285,6 +292,10 @@ struct Parser<'c> {
     groups: usize,
     /// Per group: closed yet (a reference to an open group is an error).
     closed: Vec<bool>,
+    /// See [`Translation::close_rank`].
+    close_rank: Vec<usize>,
+    /// The groups closed so far.
+    closes: usize,
     /// Per group: its width once closed (a backreference matches as much).
     widths: Vec<Width>,
     /// Named groups and their numbers.
@@ -692,6 +703,7 @@ impl Parser<'_> {
             out.push_str(&open);
             self.groups += 1;
             self.closed.push(false);
+            self.close_rank.push(0);
             self.widths.push((0, 0));
             Some(group)
         } else {
@@ -707,6 +719,8 @@ impl Parser<'_> {
         out.push(')');
         if let Some(group) = group {
             self.closed[group] = true;
+            self.close_rank[group] = self.closes;
+            self.closes += 1;
             self.widths[group] = inner;
         }
         Ok(Group::Item(inner))
