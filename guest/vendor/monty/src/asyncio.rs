@@ -257,6 +257,12 @@ pub(crate) struct GatherFuture {
     pub items: Vec<HeapId>,
     /// Phase of the gather lifecycle. See [`GatherState`].
     pub state: GatherState,
+    /// `gather(..., return_exceptions=True)` (chainbox patch): a child that
+    /// fails with a catchable exception fills its slot with the exception
+    /// object instead of failing the gather; uncatchable errors (resource
+    /// limits, host aborts) still fail it.
+    #[serde(default)]
+    pub return_exceptions: bool,
 }
 
 /// Lifecycle phase of a [`GatherFuture`].
@@ -318,10 +324,12 @@ impl GatherFuture {
     ///
     /// # Arguments
     /// * `items` - Heap ids of awaitables (coroutines or external futures)
-    pub fn new(items: Vec<HeapId>) -> Self {
+    /// * `return_exceptions` - Whether failed children's exceptions become results
+    pub fn new(items: Vec<HeapId>, return_exceptions: bool) -> Self {
         Self {
             items,
             state: GatherState::Pending,
+            return_exceptions,
         }
     }
 

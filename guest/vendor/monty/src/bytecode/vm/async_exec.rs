@@ -225,6 +225,7 @@ impl<'h> VM<'h> {
             panic!("gather commit frame id is not a GatherFuture")
         };
         let gather_id = frame.gather;
+        let return_exceptions = gather.get(self.heap).return_exceptions;
 
         while frame.next < frame.results.len() {
             let idx = frame.next;
@@ -238,7 +239,7 @@ impl<'h> VM<'h> {
                 continue;
             }
 
-            let poll = match self.heap.read(item_id) {
+            let polled = match self.heap.read(item_id) {
                 HeapReadOutput::Coroutine(coro) => {
                     // Reject reuse up-front: either the coroutine is no longer
                     // `New`, or another gather already spawned it (`spawn`
@@ -246,9 +247,10 @@ impl<'h> VM<'h> {
                     if coro.get(self.heap).state != CoroutineState::New
                         || self.scheduler.spawn(self.heap, item_id, Some(gather_id)).is_none()
                     {
-                        return Err(ExcType::cannot_reuse_already_awaited_coroutine());
+                        Err(ExcType::cannot_reuse_already_awaited_coroutine())
+                    } else {
+                        Ok(Poll::Pending)
                     }
-                    Poll::Pending
                 }
                 HeapReadOutput::ExternalFuture(fut) => {
                     self.heap.inc_ref(gather_id);
@@ -256,12 +258,12 @@ impl<'h> VM<'h> {
                         gather: gather_id,
                         source: item_id,
                     };
-                    self.await_external_future(&fut, sub_awaiter)?
+                    self.await_external_future(&fut, sub_awaiter)
                 }
-                HeapReadOutput::GatherFuture(child_gather) => {
-                    if let Some(value) = poll_settled_gather(&child_gather, self.heap)? {
-                        Poll::Ready(value)
-                    } else {
+                HeapReadOutput::GatherFuture(child_gather) => match poll_settled_gather(&child_gather, self.heap) {
+                    Err(err) => Err(err),
+                    Ok(Some(value)) => Ok(Poll::Ready(value)),
+                    Ok(None) => {
                         drop(child_gather);
                         // Both the inc_ref and the awaiter that owns it are
                         // handed to the nested frame, which releases them when
@@ -274,8 +276,15 @@ impl<'h> VM<'h> {
                         };
                         return Ok(Some(self.open_gather_commit(item_id, sub_awaiter, Some(idx))));
                     }
-                }
+                },
                 _ => panic!("gather item is not a Coroutine, ExternalFuture, or GatherFuture"),
+            };
+            // chainbox patch: `return_exceptions=True` makes an item that has
+            // already failed a result, as CPython's gather does.
+            let poll = match polled {
+                Ok(poll) => poll,
+                Err(RunError::Exc(exc)) if return_exceptions => Poll::Ready(self.create_exception_value(&exc)),
+                Err(err) => return Err(err),
             };
 
             match poll {
@@ -783,6 +792,16 @@ impl<'h> VM<'h> {
                     let HeapReadOutput::GatherFuture(gather) = this.heap.read(*gather) else {
                         panic!("Awaiter::GatherSlot gather id is not a GatherFuture")
                     };
+                    // chainbox patch: a gather with `return_exceptions=True`
+                    // takes a catchable exception as its child's result.
+                    if let RunError::Exc(exc) = &error
+                        && gather.get(this.heap).return_exceptions
+                    {
+                        drop(gather);
+                        let value = this.create_exception_value(exc);
+                        let slot = mem::replace(awaiter, Awaiter::Task(TaskId::default()));
+                        return this.deliver_awaiter_success(slot, value);
+                    }
                     // A gather that already settled has handed its waiter on;
                     // this failure arrives after the fact and stops here.
                     gather.fail(this.heap, &error)?

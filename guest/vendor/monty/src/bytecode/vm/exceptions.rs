@@ -490,7 +490,7 @@ impl VM<'_> {
     /// Creates an exception Value from exception info.
     ///
     /// Allocates an Exception on the heap and returns a Value::Ref to it.
-    fn create_exception_value(&mut self, exc: &ExceptionRaise) -> Value {
+    pub(super) fn create_exception_value(&mut self, exc: &ExceptionRaise) -> Value {
         let exception = exc.exc.clone();
         let heap_id = self.heap.allocate(HeapData::Exception(exception));
         Value::Ref(heap_id)
