@@ -253,7 +253,7 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
         }
         // syntax: t-strings
         Kind::Str => token.prefix().contains(['t', 'T']),
-        // Calls (keyword_argument, round_digits, re_sub_callable, syntax),
+        // Calls (keyword_argument, round_digits, syntax),
         // `@=`, and set displays (set_order).
         Kind::Op => matches!(token.text, "(" | "@=" | "{"),
         Kind::Number | Kind::FieldStart => false,
@@ -1366,13 +1366,6 @@ const RULES: &[Rule] = &[
         name: "round_digits",
         check: rule_round_digits,
     },
-    // `re.sub(p, fn, s)` / `pattern.sub(fn, s)` with a replacement that is not
-    // a string literal: src/modules/re.rs and src/types/re_pattern.rs,
-    // "callable replacement is not yet supported in re.sub()".
-    Rule {
-        name: "re_sub_callable",
-        check: rule_re_sub_callable,
-    },
     // Syntax src/parse.rs rejects with NotImplementedError: `yield`,
     // `yield from`, `del`, class bases, `async for`/`async with`/async
     // comprehensions, `except*`, `type X = …`, `@=` (src/bytecode/compiler.rs),
@@ -1589,32 +1582,6 @@ fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let digits = scan.arguments(at).nth(1)?;
     (!literal_digits(digits)).then_some(Needs::Feature {
         what: "calls `round(x, n)` with an `n` that is not a non-negative literal (monty rounds to negative digits differently)",
-        line: token.line,
-    })
-}
-
-fn rule_re_sub_callable(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op {
-        return None;
-    }
-    let callee = scan.callee_path(at)?;
-    let replacement = match callee {
-        "re.sub" => 1,
-        // `pattern.sub(repl, string)` on a compiled pattern (or anything else
-        // with a `sub` method: a false positive at worst).
-        _ if callee.ends_with(".sub") && !callee.starts_with("re.") => 0,
-        _ => return None,
-    };
-    let literal = scan.arguments(at).nth(replacement).is_some_and(|range| {
-        range.clone().all(|i| {
-            scan.tokens
-                .get(i)
-                .is_some_and(|t| t.kind == Kind::Str && !t.is_fstring())
-        })
-    });
-    (!literal).then_some(Needs::Feature {
-        what: "passes `re.sub` a replacement that is not a string literal (monty's re.sub takes no function)",
         line: token.line,
     })
 }
@@ -2403,14 +2370,14 @@ enum Callee {
 }
 
 /// The function names rules ask about at a call: of [`REJECTED_KEYWORDS`]
-/// and [`COROUTINE_TAKERS`], `round` and `sub`.
+/// and [`COROUTINE_TAKERS`], and `round`.
 fn called_names() -> &'static NameSet<'static> {
     static SET: std::sync::LazyLock<NameSet<'static>> = std::sync::LazyLock::new(|| {
         REJECTED_KEYWORDS
             .iter()
             .map(|(path, _)| path.rsplit('.').next().unwrap_or(path))
             .chain(COROUTINE_TAKERS.iter().copied())
-            .chain(["round", "sub"])
+            .chain(["round"])
             .collect()
     });
     &SET
@@ -3434,22 +3401,9 @@ mod tests {
     }
 
     #[test]
-    fn re_sub_with_a_function() {
-        assert_cpython(
-            "import re\nre.sub(r'\\d+', lambda m: m.group(0) * 2, s)",
-            "re_sub_callable",
-            "re.sub",
-        );
-        assert_cpython(
-            "import re\np = re.compile('a')\np.sub(repl, s)",
-            "re_sub_callable",
-            "re.sub",
-        );
-    }
-
-    #[test]
-    fn re_sub_with_a_string_stays_monty() {
+    fn re_sub_with_a_string_or_a_function_stays_monty() {
         assert_monty("import re\nre.sub(r'\\s+', ' ', s)\nre.compile('a').sub('b', s)");
+        assert_monty("import re\nre.sub(r'\\d+', lambda m: m.group(0) * 2, s)\nre.compile('a').subn(repl, s)");
     }
 
     #[test]

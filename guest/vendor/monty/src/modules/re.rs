@@ -47,7 +47,7 @@ use crate::{
     modules::ModuleFunctions,
     types::{
         BoundedCompileError, Module, RePattern, Type,
-        re_pattern::{extract_count, extract_maxsplit, sub_result},
+        re_pattern::{extract_count, extract_maxsplit, replacement_str, sub_calling, sub_result},
         str::allocate_string,
     },
     value::Value,
@@ -308,13 +308,21 @@ fn call_sub(vm: &mut VM<'_>, args: ArgValues, counted: bool) -> RunResult<Value>
 
     let count = extract_count(count.take(), vm)?;
 
+    // chainbox patch: a callable replacement is called on each match.
+    if repl.is_callable(vm) {
+        let Some(count) = count else {
+            let _ = subject_str(string, vm)?;
+            return Ok(sub_result(string.clone_with_heap(vm.heap), 0, counted, vm.heap));
+        };
+        let matches = resolved
+            .get(vm.heap)
+            .sub_matches(string, subject_str(string, vm)?, count, vm.heap)?;
+        let (result, made) = sub_calling(matches, repl, string, vm)?;
+        return Ok(sub_result(result, made, counted, vm.heap));
+    }
     // CPython parses the replacement template before its match loop, so a bad
     // replacement raises even when a negative count skips matching.
-    let Ok(repl) = repl.to_str(vm) else {
-        return Err(ExcType::type_error(
-            "callable replacement is not yet supported in re.sub()",
-        ));
-    };
+    let repl = replacement_str(repl, vm)?;
 
     let Some(count) = count else {
         // The template is checked even when the negative count skips matching.

@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 use crate::{
     args::{ArgValues, FromArgs},
     bytecode::{CallResult, VM},
-    defer_drop,
+    defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::StaticStrings,
@@ -390,6 +390,32 @@ impl RePattern {
         Ok((allocate_string(result, heap), made))
     }
 
+    /// chainbox patch: the first `count` matches (0: all) as match objects,
+    /// with their bounds in `text`, for `sub` with a function
+    /// ([`sub_calling`]): found before the function runs, as the function
+    /// needs the interpreter this pattern is borrowed from.
+    pub(crate) fn sub_matches(
+        &self,
+        subject: &Value,
+        text: &str,
+        count: usize,
+        heap: &Heap,
+    ) -> RunResult<Vec<(Value, usize, usize)>> {
+        let all_ascii = text.is_ascii();
+        let effective_count = if count == 0 { usize::MAX } else { count };
+        let mut found: Vec<(Value, usize, usize)> = Vec::new();
+        for caps in self.captures(text).take(effective_count) {
+            // As `finditer`: an error mid-scan leaves the matches found to
+            // the heap's end-of-run cleanup.
+            let caps = caps?;
+            heap.tracker
+                .check_growth(found.len(), found.capacity(), mem::size_of::<(Value, usize, usize)>())?;
+            let m = caps.get(0).expect("capture group 0 always exists");
+            found.push((self.build_match(&caps, subject, all_ascii, heap), m.start(), m.end()));
+        }
+        Ok(found)
+    }
+
     /// `pattern.split(string, maxsplit=0)` — split string by pattern occurrences.
     ///
     /// Returns a list of strings, with each capture group's text (or `None`) after
@@ -718,15 +744,22 @@ fn call_pattern_sub<'h>(
 
     let count = extract_count(count_val, vm)?;
 
-    // Check that repl is a string — callable replacement is not supported.
+    // chainbox patch: a callable replacement is called on each match.
+    if repl_val.is_callable(vm) {
+        let Some(count) = count else {
+            let _ = string_val.to_str(vm)?;
+            return Ok(sub_result(string_val.clone_with_heap(vm.heap), 0, counted, vm.heap));
+        };
+        let matches = pattern
+            .get(vm.heap)
+            .sub_matches(string_val, string_val.to_str(vm)?, count, vm.heap)?;
+        let (result, made) = sub_calling(matches, repl_val, string_val, vm)?;
+        return Ok(sub_result(result, made, counted, vm.heap));
+    }
     // CPython processes the replacement template *before* its match loop, so
     // this check must precede the negative-count early return below: a bad
     // repl raises even when zero substitutions will run.
-    let Ok(repl) = repl_val.to_str(vm) else {
-        return Err(ExcType::type_error(
-            "callable replacement is not yet supported in re.sub()",
-        ));
-    };
+    let repl = replacement_str(repl_val, vm)?;
     let Some(count) = count else {
         // The template is checked even when the negative count skips matching.
         pattern.get(vm.heap).template(repl)?;
@@ -741,6 +774,70 @@ fn call_pattern_sub<'h>(
     let text = string_val.to_str(vm)?;
     let (result, made) = pattern.get(vm.heap).sub(repl, text, count, vm.heap)?;
     Ok(sub_result(result, made, counted, vm.heap))
+}
+
+/// chainbox patch: `sub` with a function for its replacement (upstream:
+/// "callable replacement is not yet supported"). As CPython's
+/// `pattern_subx`, `function` is called on every match first, in order,
+/// then the pieces are joined: a `None` result adds nothing, anything else
+/// but a str is the join's `TypeError` ("sequence item 1: expected str
+/// instance, int found", counting the non-empty stretches between matches).
+pub(crate) fn sub_calling(
+    matches: Vec<(Value, usize, usize)>,
+    function: &Value,
+    subject: &Value,
+    vm: &mut VM<'_>,
+) -> RunResult<(Value, usize)> {
+    let bounds: Vec<(usize, usize)> = matches.iter().map(|&(_, start, end)| (start, end)).collect();
+    let pending: Vec<Value> = matches.into_iter().map(|(m, ..)| m).collect();
+    defer_drop_mut!(pending, vm);
+    let results: Vec<Value> = Vec::with_capacity(pending.len());
+    defer_drop_mut!(results, vm);
+    for i in 0..pending.len() {
+        let m = mem::replace(&mut pending[i], Value::None);
+        let value = vm.evaluate_function(function, ArgValues::One(m))?;
+        results.push(value);
+    }
+
+    let text = subject.to_str(vm)?;
+    let mut out = String::new();
+    let (mut last_end, mut item) = (0, 0);
+    for (value, &(start, end)) in results.iter().zip(&bounds) {
+        if start > last_end {
+            out.push_str(&text[last_end..start]);
+            item += 1;
+        }
+        last_end = end;
+        if matches!(value, Value::None) {
+            continue;
+        }
+        if !value.is_str(vm.heap) {
+            return Err(ExcType::type_error(format!(
+                "sequence item {item}: expected str instance, {} found",
+                value.py_type_name(vm)
+            )));
+        }
+        out.push_str(value.to_str(vm)?);
+        item += 1;
+        check_estimated_size(out.len() + (text.len() - last_end), &vm.heap.tracker)?;
+    }
+    out.push_str(&text[last_end..]);
+    Ok((allocate_string(out, vm.heap), bounds.len()))
+}
+
+/// chainbox patch: a replacement that is neither callable nor a str is
+/// CPython's error for it (upstream: "callable replacement is not yet
+/// supported").
+pub(crate) fn replacement_str<'a>(repl: &'a Value, vm: &'a VM<'_>) -> RunResult<&'a str> {
+    if repl.is_str(vm.heap) {
+        return repl.to_str(vm);
+    }
+    let found = repl.py_type_name(vm);
+    Err(ExcType::type_error(if found == "bytes" {
+        "expected str instance, bytes found".to_owned()
+    } else {
+        format!("decoding to str: need a bytes-like object, {found} found")
+    }))
 }
 
 /// chainbox patch: what `sub` returns, the new string, or for `subn` the
