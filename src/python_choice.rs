@@ -1276,10 +1276,10 @@ const REJECTED_KEYWORDS: &[(&str, Rejects)] = &[
     ("asyncio.gather", Rejects::AllBut(&["return_exceptions"])),
     // src/modules/asyncio.rs `run`: "no keyword arguments" (CPython: `debug=`).
     ("asyncio.run", Rejects::Every),
-    // `call_dumps` in src/modules/json/dump.rs: "CPython kwargs `cls`,
-    // `default`, and `check_circular` are intentionally unsupported".
-    ("json.dumps", Rejects::These(&["cls", "default", "check_circular"])),
-    ("json.dump", Rejects::These(&["cls", "default", "check_circular"])),
+    // `call_dumps` in src/modules/json/dump.rs: "CPython kwargs `cls` and
+    // `check_circular` are intentionally unsupported".
+    ("json.dumps", Rejects::These(&["cls", "check_circular"])),
+    ("json.dump", Rejects::These(&["cls", "check_circular"])),
     // `call_loads` in src/modules/json/load.rs: `cls`, `object_hook`,
     // `parse_constant` and `object_pairs_hook` raise TypeError.
     (
@@ -3363,9 +3363,9 @@ mod tests {
     #[test]
     fn json_hooks_monty_lacks() {
         assert_cpython(
-            "import json\njson.dumps(x, default=str)",
+            "import json\njson.dumps(x, cls=Encoder)",
             "keyword_argument",
-            "`default=` to `json.dumps`",
+            "`cls=` to `json.dumps`",
         );
         assert_cpython(
             "import json\njson.loads(s, object_hook=f)",
@@ -3373,6 +3373,7 @@ mod tests {
             "`object_hook=`",
         );
         assert_monty("import json\njson.dumps(x, indent=2, sort_keys=True, separators=(',', ':'))");
+        assert_monty("import json\njson.dumps(row, default=str)\njson.dump(row, f, default=encode)");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::{
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     heap::{ContainsHeap, DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapRead},
+    identity::Identity,
     py_value::PyValue,
     sorting::{apply_permutation, sort_indices},
     types::{Dict, PyTrait, Type, str::allocate_string},
@@ -167,8 +168,8 @@ impl<C: ContainsHeap> DropWithContext<C> for EncoderKwargs {
 /// the high-value subset of CPython's encoder configuration: `indent`,
 /// `sort_keys`, `ensure_ascii`, `allow_nan`, `separators`, and `skipkeys`.
 ///
-/// CPython kwargs `cls`, `default`, and `check_circular` are intentionally
-/// unsupported and will raise `TypeError` if passed.
+/// CPython kwargs `cls` and `check_circular` are intentionally unsupported
+/// and will raise `TypeError` if passed; `default` is a chainbox patch.
 pub(super) fn call_dumps(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let JsonDumpsArgs {
         obj,
@@ -178,9 +179,11 @@ pub(super) fn call_dumps(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         allow_nan,
         separators,
         skipkeys,
+        default,
     } = JsonDumpsArgs::from_args(args, vm)?;
     // `obj` outlives kwarg processing: an early error below must not leak it.
     defer_drop!(obj, vm);
+    defer_drop!(default, vm);
     let kwargs = EncoderKwargs {
         indent,
         sort_keys,
@@ -191,7 +194,7 @@ pub(super) fn call_dumps(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     };
     defer_drop!(kwargs, vm);
     let config = JsonDumpsConfig::from_kwargs(kwargs, EncoderChecks::for_call(obj, false, vm), vm)?;
-    let output = encode(obj, &config, vm)?;
+    let output = encode(obj, &config, default_function(default), vm)?;
     Ok(allocate_string(output, vm.heap))
 }
 
@@ -214,9 +217,11 @@ pub(super) fn call_dump(vm: &mut VM<'_>, args: ArgValues) -> RunResult<CallResul
         allow_nan,
         separators,
         skipkeys,
+        default,
     } = JsonDumpArgs::from_args(args, vm)?;
     defer_drop!(obj, vm);
     defer_drop!(fp, vm);
+    defer_drop!(default, vm);
     let kwargs = EncoderKwargs {
         indent,
         sort_keys,
@@ -235,7 +240,7 @@ pub(super) fn call_dump(vm: &mut VM<'_>, args: ArgValues) -> RunResult<CallResul
     };
     // Released if encoding fails, otherwise taken back to write to.
     let mut early_target = DropGuard::new(early_target, vm);
-    let output = encode(obj, &config, early_target.ctx())?;
+    let output = encode(obj, &config, default_function(default), early_target.ctx())?;
     let (early_target, vm) = early_target.into_parts();
     let target = match early_target {
         Some(target) => target,
@@ -244,14 +249,22 @@ pub(super) fn call_dump(vm: &mut VM<'_>, args: ArgValues) -> RunResult<CallResul
     target.write(output, vm)
 }
 
+/// chainbox patch: the `default=` function, unless it is None (CPython's
+/// `JSONEncoder` only sets one that `is not None`).
+fn default_function(default: &Value) -> Option<&Value> {
+    (!matches!(default, Value::None)).then_some(default)
+}
+
 /// Serializes `obj` to JSON text under `config`.
-fn encode(obj: &Value, config: &JsonDumpsConfig, vm: &mut VM<'_>) -> RunResult<String> {
+fn encode(obj: &Value, config: &JsonDumpsConfig, default: Option<&Value>, vm: &mut VM<'_>) -> RunResult<String> {
     let mut output = String::new();
     let mut active_containers = Vec::new();
     let mut encoder = Encoder {
         out: &mut output,
         config,
         active_containers: &mut active_containers,
+        default,
+        defaulted: Vec::new(),
         vm,
     };
     encoder.serialize_value(obj, 0)?;
@@ -298,6 +311,8 @@ struct JsonDumpsArgs {
     separators: Value,
     #[from_args(kw_only, default = Value::Bool(false))]
     skipkeys: Value,
+    #[from_args(kw_only, default = Value::None)]
+    default: Value,
 }
 
 /// Argument shape for `json.dump(obj, fp, *, …)`: [`JsonDumpsArgs`] with the
@@ -319,6 +334,8 @@ struct JsonDumpArgs {
     separators: Value,
     #[from_args(kw_only, default = Value::Bool(false))]
     skipkeys: Value,
+    #[from_args(kw_only, default = Value::None)]
+    default: Value,
 }
 
 /// Sets `bit` in `flags` when `value` is truthy, clearing it otherwise. Used by the json.dumps kwarg pipeline so each
@@ -449,6 +466,11 @@ struct Encoder<'a, 'h> {
     out: &'a mut String,
     config: &'a JsonDumpsConfig,
     active_containers: &'a mut Vec<HeapId>,
+    /// chainbox patch: `default=`, called on what JSON cannot encode.
+    default: Option<&'a Value>,
+    /// The values `default` is being asked about, by identity (CPython's
+    /// encoder marks them as it marks containers; they are never containers).
+    defaulted: Vec<Identity>,
     vm: &'a mut VM<'h>,
 }
 
@@ -545,6 +567,7 @@ impl<'h> Encoder<'_, 'h> {
                 defer_drop!(token, this);
                 this.with_entered_container(dict.id(), |enc| enc.serialize_dict(entries, depth))
             }
+            _ if self.default.is_some() => self.serialize_with_default(value, depth),
             _ => {
                 // CPython names the class by `__name__`: `Decimal`, not `decimal.Decimal`.
                 // A user class's name is its `__name__` already, dots and all.
@@ -557,6 +580,32 @@ impl<'h> Encoder<'_, 'h> {
                 Err(ExcType::json_not_serializable_error(bare))
             }
         }
+    }
+
+    /// chainbox patch: encodes what `default(value)` returns in `value`'s
+    /// place, as CPython's encoder does: `value` counts as entered while its
+    /// replacement is encoded (a replacement holding it again is a circular
+    /// reference), and each call is one level of recursion.
+    fn serialize_with_default(&mut self, value: &Value, depth: usize) -> RunResult<()> {
+        let default = self.default.expect("called only with a default function");
+        let token = self.vm.recursion_token()?;
+        let this = self;
+        defer_drop!(token, this);
+        let encode_replacement = |enc: &mut Self| {
+            let arg = value.clone_with_heap(enc.vm.heap);
+            let replacement = enc.vm.evaluate_function(default, ArgValues::One(arg))?;
+            let this = enc;
+            defer_drop!(replacement, this);
+            this.serialize_value(replacement, depth)
+        };
+        let identity = Identity::new(value);
+        if this.defaulted.contains(&identity) {
+            return Err(ExcType::json_circular_reference_error());
+        }
+        this.defaulted.push(identity);
+        let result = encode_replacement(this);
+        this.defaulted.pop();
+        result
     }
 
     /// Streams items from a list or tuple into a JSON array, formatting
