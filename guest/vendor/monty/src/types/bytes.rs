@@ -78,7 +78,7 @@ use crate::{
     bytecode::{CallResult, VM},
     codecs::Codec,
     defer_drop,
-    exception_private::{ExcType, ExcTypeExt, RunResult, SimpleException},
+    exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     hash::{HashValue, hash_python_bytes},
     heap::{
         DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapView, heap_read_ref_as_field,
@@ -86,7 +86,7 @@ use crate::{
     identity::Identity,
     intern::{BytesId, StaticStrings},
     percent_format::{copy_bytes_template, percent_format_bytes},
-    resource_checks::{check_repeat_size, check_replace_size},
+    resource_checks::{check_estimated_size, check_repeat_size, check_replace_size},
     types::{
         List,
         long_int::repeat_count,
@@ -222,15 +222,38 @@ impl Bytes {
                 let b = vm.interns.get_bytes(*bytes_id);
                 b.to_vec()
             }
-            Some(v @ Value::Ref(id)) => match vm.heap.get(*id) {
+            Some(Value::Ref(id)) if matches!(vm.heap.get(*id), HeapData::Bytes(_)) => match vm.heap.get(*id) {
                 HeapData::Bytes(b) => b.as_slice().to_vec(),
-                _ => return Err(ExcType::type_error_bytes_init(&v.py_type_name(vm))),
+                _ => unreachable!("matched as bytes above"),
             },
-            Some(v) => return Err(ExcType::type_error_bytes_init(&v.py_type_name(vm))),
+            Some(v) => bytes_from_iterable(v, vm)?,
         };
         let heap_id = vm.heap.allocate(HeapData::Bytes(Self::new(new_data)));
         Ok(Value::Ref(heap_id))
     }
+}
+
+/// chainbox patch: `bytes(iterable)` as CPython's `_PyBytes_FromIterator`:
+/// each item an integer (through `__index__`) in `range(0, 256)`; what is not
+/// iterable is "cannot convert 'float' object to bytes". Upstream took no
+/// iterable at all (`bytes([104, 105])` raised that TypeError).
+fn bytes_from_iterable(source: &Value, vm: &mut VM<'_>) -> RunResult<Vec<u8>> {
+    let iter = match source.clone_with_heap(vm.heap).into_py_iter(vm) {
+        Ok(iter) => iter.require_synchronous(vm)?,
+        Err(RunError::Exc(_)) => return Err(ExcType::type_error_bytes_init(&source.py_type_name(vm))),
+        Err(err) => return Err(err),
+    };
+    defer_drop!(iter, vm);
+    let mut iter = iter.read(vm);
+    let mut data = Vec::new();
+    while let Some(item) = iter.py_next(vm)? {
+        defer_drop!(item, vm);
+        let byte = u8::try_from(item.saturating_index(vm)?)
+            .map_err(|_| SimpleException::new_msg(ExcType::ValueError, "bytes must be in range(0, 256)"))?;
+        vm.heap.tracker.check_growth(data.len(), data.capacity(), 1)?;
+        data.push(byte);
+    }
+    Ok(data)
 }
 
 /// Argument shape for `bytes(source=..., encoding=..., errors=...)`, all
@@ -2178,66 +2201,51 @@ fn bytes_hex<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'
     let (sep, bytes_per_sep) = parse_bytes_hex_args(args, vm)?;
 
     let bytes = bytes.get(vm.heap);
-    let hex_chars: Vec<char> = bytes
-        .iter()
-        .flat_map(|b| {
-            let hi = (b >> 4) & 0xf;
-            let lo = b & 0xf;
-            let hi_char = if hi < 10 {
-                (b'0' + hi) as char
-            } else {
-                (b'a' + hi - 10) as char
-            };
-            let lo_char = if lo < 10 {
-                (b'0' + lo) as char
-            } else {
-                (b'a' + lo - 10) as char
-            };
-            [hi_char, lo_char]
-        })
-        .collect();
+    // chainbox patch: the text is sized before it is built (two digits a
+    // byte, and a separator per group), so a huge `hex()` is a MemoryError,
+    // not an allocation past the sandbox's ceiling; and it is built as one
+    // string (upstream collected a `Vec<char>` first, four bytes a digit).
+    let with_sep = sep.is_some() && bytes_per_sep != 0;
+    let size = bytes.len().saturating_mul(if with_sep { 3 } else { 2 });
+    check_estimated_size(size, &vm.heap.tracker)?;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(bytes.len().saturating_mul(2));
+    for b in bytes.iter() {
+        hex.push(char::from(DIGITS[usize::from(b >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
 
-    let result = if let Some(sep) = sep {
-        if bytes_per_sep == 0 || bytes.is_empty() {
-            hex_chars.iter().collect()
-        } else {
-            // Insert separator every `bytes_per_sep` bytes (2*bytes_per_sep hex chars).
+    let result = match sep {
+        Some(sep) if bytes_per_sep != 0 && !bytes.is_empty() => {
+            // Insert separator every `bytes_per_sep` bytes (2*bytes_per_sep hex digits).
             // `saturating_mul` guards against overflow when `bytes_per_sep == i64::MIN`,
-            // whose `unsigned_abs()` is `2^63` and would wrap `* 2` to zero, triggering
-            // a panic in `chunks(0)` below.
-            let chars_per_group = usize::try_from(bytes_per_sep.unsigned_abs())
+            // whose `unsigned_abs()` is `2^63` and would wrap `* 2` to zero.
+            let per_group = usize::try_from(bytes_per_sep.unsigned_abs())
                 .unwrap_or(usize::MAX)
                 .saturating_mul(2);
-            let mut result = String::new();
-
-            if bytes_per_sep > 0 {
-                // Positive: count from right, so partial group is at the START
-                let total_len = hex_chars.len();
-                let first_chunk_len = total_len % chars_per_group;
-                let first_chunk_len = if first_chunk_len == 0 {
-                    chars_per_group
-                } else {
-                    first_chunk_len
-                };
-
-                result.extend(&hex_chars[..first_chunk_len]);
-                for chunk in hex_chars[first_chunk_len..].chunks(chars_per_group) {
-                    result.push(sep);
-                    result.extend(chunk);
+            // Positive counts from the right (a partial group at the start),
+            // negative from the left (a partial group at the end). The digits
+            // are ASCII, so every index is a char boundary.
+            let first = if bytes_per_sep > 0 {
+                match hex.len() % per_group {
+                    0 => per_group.min(hex.len()),
+                    partial => partial,
                 }
             } else {
-                // Negative: count from left, so partial group is at the END
-                for (i, chunk) in hex_chars.chunks(chars_per_group).enumerate() {
-                    if i > 0 {
-                        result.push(sep);
-                    }
-                    result.extend(chunk);
-                }
+                per_group.min(hex.len())
+            };
+            let mut result = String::with_capacity(size);
+            result.push_str(&hex[..first]);
+            let mut at = first;
+            while at < hex.len() {
+                let end = at.saturating_add(per_group).min(hex.len());
+                result.push(sep);
+                result.push_str(&hex[at..end]);
+                at = end;
             }
             result
         }
-    } else {
-        hex_chars.iter().collect()
+        _ => hex,
     };
 
     Ok(super::str::allocate_string(result, vm.heap))
