@@ -6,7 +6,7 @@
 use chainbox::{CallStatus, ChainStatus, ErrorKind};
 use serde_json::json;
 
-use chainbox::{ChainPolicy, ChainRunResult};
+use chainbox::{ChainPolicy, ChainRunResult, Interpreter, PythonChoice};
 
 use crate::fixtures::{MIB, assert_ended, assert_next_chain_ok, assert_ok, assert_trace, run_adversarial, tight};
 
@@ -43,6 +43,24 @@ async fn growing_dict_is_stopped_with_kind_memory() {
     let r = run("d = {}\ni = 0\nwhile True:\n    d[i] = str(i)\n    i += 1").await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     assert!(r.usage.peak_memory_bytes <= 64 * MIB, "{:?}", r.usage);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doubling_bytes_kept_as_hex_is_stopped_with_kind_memory() {
+    // monty built `hex()` through an unchecked `Vec<char>` (8 bytes per
+    // input byte): this trapped the sandbox before stop 29.
+    // Forced onto monty: `auto` sends any `.hex(` to CPython.
+    let policy = ChainPolicy {
+        max_cpu_s: 10.0,
+        total_timeout_s: 10.0,
+        python: PythonChoice::Monty,
+        ..tight()
+    };
+    let script = "o = b'x' * 1000\nkeep = []\nwhile True:\n    keep.append(o.hex())\n    o = o + o";
+    let r = run_adversarial(script, &policy).await;
+    assert_eq!(r.interpreter, Interpreter::Monty);
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     assert_next_chain_ok().await;
 }
 
