@@ -163,7 +163,32 @@ def json_expr():
     return pick(forms)()
 
 
-FAMILIES = [re_expr, coll_expr, dt_expr, it_expr, dec_expr, json_expr]
+def bytes_expr():
+    bs = ["b''", "b'hi'", "b'\\x00\\xff\\x10'", "bytes([104, 105])", "bytes(range(5))", "'é'.encode()", "b'a,b,,c'", "bytes(3)", "b'  pad  '", "b'ABC def'"]
+    ints = ["[104, 105, 33]", "range(3)", "[256]", "[-1]", "['a']", "(x * 2 for x in range(4))", "{1: 2}", "[True, 7]", "[]", "2.5", "None", "5"]
+    a, b = pick(bs), pick(bs)
+    forms = [lambda: f"bytes({pick(ints)})", lambda: f"list({a})", lambda: f"{a} + {b}", lambda: f"{a}.decode({pick(['', repr('utf-8'), repr('latin-1'), repr('ascii')])})",
+             lambda: f"{a}.split({pick(['', repr(b','), 'None'])})", lambda: f"{a}.upper()", lambda: f"{a}.strip()", lambda: f"{a}.replace(b'a', b'xy')", lambda: f"{a}.find(b'i')",
+             lambda: f"{a}[{R.randint(-3, 3)}]", lambda: f"{a}[1:]", lambda: f"len({a})", lambda: f"{a} * {R.randint(0, 3)}", lambda: f"{a}.startswith(b'h')",
+             lambda: f"b'-'.join([{a}, {b}])", lambda: f"sum({a}) % 256", lambda: f"{a} < {b}", lambda: f"{a}.count(b'a')", lambda: f"bytes({a})", lambda: f"{a} == {b}",
+             lambda: f"int.from_bytes({a}, 'big')", lambda: f"str({a})", lambda: f"{a}.isalpha()", lambda: f"bytes(c ^ 32 for c in {a})"]
+    return pick(forms)()
+
+
+def callback_expr():
+    texts = ["'a1b22c333'", "'Hello big World'", "''", "'x-y_z'", "'2024-05-01 and 2025-12-31'"]
+    t = pick(texts)
+    fns = ["lambda m: m.group().upper()", "lambda m: str(len(m.group()))", "lambda m: None", "lambda m: m.group()[::-1]", "lambda m: 5", "lambda m: f'<{m.start()}>'"]
+    pats = ["r'\\d+'", "r'[a-z]+'", "r'(\\w)(\\w)?'", "''", "r'(?P<y>\\d{4})-(?P<m>\\d\\d)'"]
+    objs = ["[date(2024, 1, 2), Decimal('1.5')]", "{'when': datetime(2024, 5, 1, 9, 30), 'n': 1}", "[b'x', timedelta(days=2)]", "{'s': {1, 2}}" if False else "{'t': time(8, 5)}"]
+    defaults = ["str", "repr", "lambda o: o.isoformat()", "lambda o: [o]", "lambda o: None", "float"]
+    forms = [lambda: f"re.sub({pick(pats)}, {pick(fns)}, {t})", lambda: f"re.subn({pick(pats)}, {pick(fns)}, {t}, count={R.randint(0, 2)})",
+             lambda: f"re.compile({pick(pats)}).sub({pick(fns)}, {t})", lambda: f"json.dumps({pick(objs)}, default={pick(defaults)})",
+             lambda: f"json.dumps({pick(objs)}, default={pick(defaults)}, sort_keys=True, indent=1)"]
+    return pick(forms)()
+
+
+FAMILIES = [re_expr, coll_expr, dt_expr, it_expr, dec_expr, json_expr, bytes_expr, callback_expr]
 
 
 def script(all_forms=False):

@@ -12,4 +12,6 @@ for bad in ([300], [-1], ["a"], 2.5):
         bytes(bad)
     except (TypeError, ValueError) as e:
         errors.append(f"{type(e).__name__}: {e}")
-{"text": raw.decode(), "frame": list(frame), "size": len(frame), "parts": parts, "errors": errors}
+latin = "café £5".encode("latin-1")
+extra = [latin, latin.decode("latin1"), float(b" 2.50 "), "x€".encode("latin-1", "replace")]
+{"text": raw.decode(), "extra": [repr(x) for x in extra], "frame": list(frame), "size": len(frame), "parts": parts, "errors": errors}

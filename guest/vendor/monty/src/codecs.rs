@@ -31,6 +31,9 @@ use crate::{
 pub(crate) enum Codec {
     Utf8,
     Ascii,
+    /// chainbox patch: ISO-8859-1, each byte the code point of the same
+    /// value (upstream had no `latin-1`: a LookupError where CPython answers).
+    Latin1,
     /// `None` is the bare `utf-16` variant: encode prepends a BOM, decode
     /// consumes one (defaulting to little-endian when absent — see
     /// `limitations/encoding.md`). `Some` variants never touch a BOM.
@@ -77,6 +80,8 @@ impl Codec {
             "utf_32" | "u32" | "utf32" => Some(Self::Utf32(None)),
             "utf_32_le" | "utf_32le" => Some(Self::Utf32(Some(Endian::Little))),
             "utf_32_be" | "utf_32be" => Some(Self::Utf32(Some(Endian::Big))),
+            "latin_1" | "latin1" | "latin" | "l1" | "iso8859_1" | "iso_8859_1" | "iso8859" | "8859" | "cp819"
+            | "ibm819" | "csisolatin1" | "iso_ir_100" | "iso_8859_1_1987" => Some(Self::Latin1),
             _ => None,
         }
     }
@@ -96,6 +101,7 @@ impl Codec {
         match self {
             Self::Utf8 => Ok(s.as_bytes().to_vec()),
             Self::Ascii => encode_ascii(s, errors, tracker),
+            Self::Latin1 => encode_latin1(s, errors, tracker),
             // Bare utf-16/utf-32 write a BOM and use little-endian (CPython
             // uses the platform's native order — identical on all LE hosts).
             Self::Utf16(endian) => Ok(encode_utf16(s, endian.unwrap_or(Endian::Little), endian.is_none())),
@@ -114,6 +120,8 @@ impl Codec {
         match self {
             Self::Utf8 => decode_utf8(bytes, errors),
             Self::Ascii => decode_ascii(bytes, errors),
+            // Every byte is a character: no error is possible.
+            Self::Latin1 => Ok(bytes.iter().map(|&b| char::from(b)).collect()),
             Self::Utf16(Some(endian)) => decode_utf16(bytes, 0, endian, errors),
             Self::Utf32(Some(endian)) => decode_utf32(bytes, 0, endian, errors),
             // The bare variants consume a leading BOM and adopt its byte
@@ -344,6 +352,56 @@ fn encode_ascii(s: &str, errors: &str, tracker: &ResourceTracker) -> RunResult<V
         }
     }
     Ok(out.finish_raw()?.into_bytes())
+}
+
+/// chainbox patch: encodes `s` as latin-1, applying `errors` to characters
+/// above U+00FF as [`encode_ascii`] does above U+007F.
+fn encode_latin1(s: &str, errors: &str, tracker: &ResourceTracker) -> RunResult<Vec<u8>> {
+    let mut handler = LazyHandler::new(errors);
+    let mut out: Vec<u8> = Vec::with_capacity(s.len());
+    let mut chars = s.chars().enumerate().peekable();
+    let mut escape = String::new();
+    while let Some((idx, c)) = chars.next() {
+        if let Ok(byte) = u8::try_from(u32::from(c)) {
+            out.push(byte);
+            continue;
+        }
+        escape.clear();
+        match handler.get()? {
+            ErrorHandler::Ignore => {}
+            ErrorHandler::Replace => escape.push('?'),
+            ErrorHandler::Backslashreplace => {
+                let _ = write_backslash_escape(&mut escape, c);
+            }
+            ErrorHandler::Xmlcharrefreplace => {
+                let _ = write!(escape, "&#{};", c as u32);
+            }
+            ErrorHandler::Namereplace => {
+                let _ = match unicode_names2::name(c) {
+                    Some(name) => write!(escape, "\\N{{{name}}}"),
+                    None => write_backslash_escape(&mut escape, c),
+                };
+            }
+            ErrorHandler::Strict | ErrorHandler::Surrogateescape | ErrorHandler::Surrogatepass => {
+                let mut end = idx + 1;
+                while chars.peek().is_some_and(|&(_, next)| u32::from(next) > 0xFF) {
+                    chars.next();
+                    end += 1;
+                }
+                return Err(ExcType::unicode_encode_error(
+                    "latin-1",
+                    s,
+                    c,
+                    idx,
+                    end,
+                    "ordinal not in range(256)",
+                ));
+            }
+        }
+        tracker.check_growth(out.len(), out.capacity(), 1)?;
+        out.extend_from_slice(escape.as_bytes());
+    }
+    Ok(out)
 }
 
 /// Writes the `backslashreplace` escape for a non-ASCII character: `\xNN` for

@@ -880,6 +880,12 @@ impl Type {
                         Value::Ref(heap_id) if let HeapData::Str(s) = vm.heap.get(*heap_id) => {
                             Ok(Value::Float(parse_f64_from_str(s.as_str())?))
                         }
+                        // chainbox patch: CPython parses bytes too (`float(b'1.5')`),
+                        // naming them by repr when they are no number.
+                        Value::InternBytes(bytes_id) => parse_f64_from_bytes(interns.get_bytes(*bytes_id)),
+                        Value::Ref(heap_id) if let HeapData::Bytes(b) = vm.heap.get(*heap_id) => {
+                            parse_f64_from_bytes(b.as_slice())
+                        }
                         _ => Err(ExcType::type_error_float_conversion(&v.py_type_name(vm))),
                     }
                 }
@@ -957,6 +963,22 @@ pub(crate) fn strip_underscores(text: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// chainbox patch: `float(bytes)` as CPython: the bytes read as text, and
+/// "could not convert string to float: b'x'" when they are no number.
+fn parse_f64_from_bytes(bytes: &[u8]) -> RunResult<Value> {
+    str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| parse_f64_from_str(text).ok())
+        .map(Value::Float)
+        .ok_or_else(|| {
+            SimpleException::new_msg(
+                ExcType::ValueError,
+                format!("could not convert string to float: {}", bytes_repr(bytes)),
+            )
+            .into()
+        })
 }
 
 /// Creates the `ValueError` raised by `float()` when a string cannot be parsed.
