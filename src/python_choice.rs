@@ -1390,6 +1390,13 @@ const RULES: &[Rule] = &[
         name: "unawaited_own_coroutine",
         check: rule_unawaited_own_coroutine,
     },
+    // `s.encode('cp1252')`, `b.decode(encoding='koi8_r')`: an encoding
+    // monty's codecs lack is its LookupError where CPython answers
+    // (src/codecs.rs `Codec::find_normalized`; MONTY_ENCODINGS).
+    Rule {
+        name: "encoding",
+        check: rule_encoding,
+    },
     // `gather(own(1), tool())`: CPython starts gathered awaitables in order,
     // each as a task, so `own`'s first tool call opens its trace record
     // before `tool()`'s; monty awaits a gather's tool calls as it commits the
@@ -1673,6 +1680,106 @@ fn rule_unawaited_own_coroutine(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     Some(Needs::Feature {
         what: "calls its own coroutine function without `await` (CPython warns if it is never awaited, monty does not)",
+        line: token.line,
+    })
+}
+
+/// The encodings monty's codecs know, as CPython normalizes their names
+/// (`src/codecs.rs` `Codec::find_normalized`, with chainbox's latin-1).
+const MONTY_ENCODINGS: &[&str] = &[
+    "utf_8",
+    "utf8",
+    "utf",
+    "u8",
+    "cp65001",
+    "utf8_ucs2",
+    "utf8_ucs4",
+    "ascii",
+    "646",
+    "us",
+    "us_ascii",
+    "cp367",
+    "ibm367",
+    "csascii",
+    "ansi_x3.4_1968",
+    "ansi_x3_4_1968",
+    "ansi_x3.4_1986",
+    "iso646_us",
+    "iso_646.irv_1991",
+    "iso_ir_6",
+    "utf_16",
+    "u16",
+    "utf16",
+    "utf_16_le",
+    "utf_16le",
+    "unicodelittleunmarked",
+    "utf_16_be",
+    "utf_16be",
+    "unicodebigunmarked",
+    "utf_32",
+    "u32",
+    "utf32",
+    "utf_32_le",
+    "utf_32le",
+    "utf_32_be",
+    "utf_32be",
+    "latin_1",
+    "latin1",
+    "latin",
+    "l1",
+    "iso8859_1",
+    "iso_8859_1",
+    "iso8859",
+    "8859",
+    "cp819",
+    "ibm819",
+    "csisolatin1",
+    "iso_ir_100",
+    "iso_8859_1_1987",
+];
+
+/// CPython's `encodings.normalize_encoding` (as monty's `normalize_encoding`).
+fn normalize_encoding(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut pending_sep = false;
+    for c in name.chars() {
+        if c.is_alphanumeric() || c == '.' {
+            if pending_sep && !out.is_empty() {
+                out.push('_');
+            }
+            pending_sep = false;
+            if c.is_ascii() {
+                out.push(c.to_ascii_lowercase());
+            }
+        } else {
+            pending_sep = true;
+        }
+    }
+    out
+}
+
+fn rule_encoding(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op {
+        return None;
+    }
+    let callee = scan.callee_path(at)?;
+    if !matches!(callee.rsplit_once('.'), Some((_, "encode" | "decode"))) {
+        return None;
+    }
+    // The first argument, or `encoding=`: a string literal.
+    let literal = scan.arguments(at).enumerate().find_map(|(i, range)| {
+        match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
+            [s] if i == 0 && s.kind == Kind::Str => Some(*s),
+            [name, eq, s] if name.text == "encoding" && eq.text == "=" && s.kind == Kind::Str => Some(*s),
+            _ => None,
+        }
+    })?;
+    let quoted = literal.text.get(usize::from(literal.prefix_len)..)?;
+    let name = quoted.trim_matches(|c| c == '\'' || c == '"');
+    let known = !literal.is_fstring() && MONTY_ENCODINGS.contains(&normalize_encoding(name).as_str());
+    (!known).then_some(Needs::Feature {
+        what: "names an encoding monty's codecs do not have",
         line: token.line,
     })
 }
@@ -2370,14 +2477,14 @@ enum Callee {
 }
 
 /// The function names rules ask about at a call: of [`REJECTED_KEYWORDS`]
-/// and [`COROUTINE_TAKERS`], and `round`.
+/// and [`COROUTINE_TAKERS`], `round`, `encode` and `decode`.
 fn called_names() -> &'static NameSet<'static> {
     static SET: std::sync::LazyLock<NameSet<'static>> = std::sync::LazyLock::new(|| {
         REJECTED_KEYWORDS
             .iter()
             .map(|(path, _)| path.rsplit('.').next().unwrap_or(path))
             .chain(COROUTINE_TAKERS.iter().copied())
-            .chain(["round"])
+            .chain(["round", "encode", "decode"])
             .collect()
     });
     &SET
@@ -3311,6 +3418,20 @@ mod tests {
             "`date.fromtimestamp`",
         );
         assert_monty("from datetime import datetime, date, timezone\ndatetime.now(timezone.utc)\ndate.today()");
+    }
+
+    #[test]
+    fn an_encoding_monty_lacks() {
+        let says = "encoding monty's codecs";
+        assert_cpython("b.decode('cp1252')", "encoding", says);
+        assert_cpython("s.encode(encoding='koi8-r', errors='ignore')", "encoding", says);
+        assert_cpython("text = 'é'.encode('mac_roman')", "encoding", says);
+    }
+
+    #[test]
+    fn an_encoding_monty_has_stays_monty() {
+        assert_monty("b.decode('utf-8')\ns.encode('Latin-1', 'replace')\ns.encode()\nb.decode(errors='ignore')");
+        assert_monty("x = 'UTF8'\ns.encode(x)\nb.decode('ascii', 'cp1252')");
     }
 
     #[test]
