@@ -1763,14 +1763,16 @@ fn rule_encoding(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if token.text != "(" || token.kind != Kind::Op {
         return None;
     }
-    let callee = scan.callee_path(at)?;
-    if !matches!(callee.rsplit_once('.'), Some((_, "encode" | "decode"))) {
-        return None;
-    }
-    // The first argument, or `encoding=`: a string literal.
+    // Where the encoding is: `s.encode(enc)`, `bytes(s, enc)`, `str(b, enc)`.
+    let position = match scan.callee_path(at)? {
+        "builtins.bytes" | "builtins.str" => 1,
+        callee if matches!(callee.rsplit_once('.'), Some((_, "encode" | "decode"))) => 0,
+        _ => return None,
+    };
+    // That argument, or `encoding=`: a string literal.
     let literal = scan.arguments(at).enumerate().find_map(|(i, range)| {
         match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
-            [s] if i == 0 && s.kind == Kind::Str => Some(*s),
+            [s] if i == position && s.kind == Kind::Str => Some(*s),
             [name, eq, s] if name.text == "encoding" && eq.text == "=" && s.kind == Kind::Str => Some(*s),
             _ => None,
         }
@@ -2477,14 +2479,14 @@ enum Callee {
 }
 
 /// The function names rules ask about at a call: of [`REJECTED_KEYWORDS`]
-/// and [`COROUTINE_TAKERS`], `round`, `encode` and `decode`.
+/// and [`COROUTINE_TAKERS`], `round`, and what may take an encoding.
 fn called_names() -> &'static NameSet<'static> {
     static SET: std::sync::LazyLock<NameSet<'static>> = std::sync::LazyLock::new(|| {
         REJECTED_KEYWORDS
             .iter()
             .map(|(path, _)| path.rsplit('.').next().unwrap_or(path))
             .chain(COROUTINE_TAKERS.iter().copied())
-            .chain(["round", "encode", "decode"])
+            .chain(["round", "encode", "decode", "bytes", "str"])
             .collect()
     });
     &SET
@@ -3426,12 +3428,15 @@ mod tests {
         assert_cpython("b.decode('cp1252')", "encoding", says);
         assert_cpython("s.encode(encoding='koi8-r', errors='ignore')", "encoding", says);
         assert_cpython("text = 'é'.encode('mac_roman')", "encoding", says);
+        assert_cpython("raw = bytes(text, 'cp1252')", "encoding", says);
+        assert_cpython("text = str(raw, encoding='cp437')", "encoding", says);
     }
 
     #[test]
     fn an_encoding_monty_has_stays_monty() {
         assert_monty("b.decode('utf-8')\ns.encode('Latin-1', 'replace')\ns.encode()\nb.decode(errors='ignore')");
         assert_monty("x = 'UTF8'\ns.encode(x)\nb.decode('ascii', 'cp1252')");
+        assert_monty("bytes('é', 'utf-8')\nstr(b, 'latin-1')\nstr('cp1252')\nbytes([1, 2])");
     }
 
     #[test]
