@@ -188,7 +188,24 @@ def callback_expr():
     return pick(forms)()
 
 
-FAMILIES = [re_expr, coll_expr, dt_expr, it_expr, dec_expr, json_expr, bytes_expr, callback_expr]
+def text_expr():
+    ss = ["'a,b,,c'", "'  Hello World  '", "'x\\ty'", "'line1\\nline2\\r\\nline3'", "'ǅungla straße'", "'0042'", "'-17'", "'ff'", "'0x1F'", "'1_000'", "''", "'a-b_c d'", "'İstanbul'"]
+    a = pick(ss)
+    nums = ["3.14159", "-2.5", "1234567.891", "0.000123", "1e21", "42", "-7", "2**40", "True", "float('nan')"]
+    specs = ["'>10'", "'<8.2f'", "'^9'", "'+,d'", "'08.3f'", "'.3e'", "'.2%'", "'x'", "'#o'", "'_b'", "',.2f'", "'g'", "'.0f'", "'=+8'", "'*^12,'", "'n'", "'c'", "'10.4s'"]
+    forms = [lambda: f"{a}.split({pick(['', repr(','), 'None'])}, {R.randint(-1, 2)})", lambda: f"{a}.rsplit(None, 1)", lambda: f"{a}.partition({pick([repr(','), repr(' '), repr('zz')])})",
+             lambda: f"{a}.center({R.randint(0, 20)}, {pick([repr('*'), repr('-')])})", lambda: f"{a}.zfill({R.randint(0, 8)})", lambda: f"{a}.expandtabs({R.randint(0, 8)})",
+             lambda: f"{a}.title()", lambda: f"{a}.capitalize()", lambda: f"{a}.swapcase()", lambda: f"{a}.casefold()", lambda: f"{a}.splitlines({pick(['', 'True'])})",
+             lambda: f"{a}.removeprefix({pick([repr('a'), repr('  '), repr('')])})", lambda: f"{a}.strip({pick(['', repr(' H'), repr('ac')])})", lambda: f"{a}.isdigit()",
+             lambda: f"{a}.isnumeric()", lambda: f"{a}.isidentifier()", lambda: f"{a}.istitle()", lambda: f"{a}.ljust(12, '.')", lambda: f"{a}.rfind('l')", lambda: f"{a}.count('')",
+             lambda: f"int({a}, {pick(['0', '10', '16', '2', '36'])})", lambda: f"int({a})", lambda: f"float({a})", lambda: f"format({pick(nums)}, {pick(specs)})",
+             lambda: f"'{{:{pick(['>6', '<6', '^6', ''])}}}|{{!r}}|{{0}}'.format({a}, {pick(nums)})", lambda: f"f'{{{pick(nums)}:{pick(specs)[1:-1]}}}'",
+             lambda: f"'%s|%5.1f|%-4d|%x|%r' % ({a}, {pick(nums)}, 7, 255, {a})", lambda: f"{a}.encode({pick([repr('utf-8'), repr('ascii'), repr('latin-1')])}, 'replace')",
+             lambda: f"sorted({a}.split(), key=str.lower)" if False else f"sorted({a}.split(), key=len)", lambda: f"{a}[::-1].upper()", lambda: f"{a}.replace(' ', '', {R.randint(-1, 2)})"]
+    return pick(forms)()
+
+
+FAMILIES = [re_expr, coll_expr, dt_expr, it_expr, dec_expr, json_expr, bytes_expr, callback_expr, text_expr]
 
 
 def script(all_forms=False):
