@@ -1685,8 +1685,10 @@ fn rule_unawaited_own_coroutine(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 }
 
 /// The encodings monty's codecs know, as CPython normalizes their names
-/// (`src/codecs.rs` `Codec::find_normalized`, with chainbox's latin-1).
-const MONTY_ENCODINGS: &[&str] = &[
+/// (`src/codecs.rs` `Codec::find_normalized`, with chainbox's latin-1): an
+/// encoding named by a literal outside this list sends the script to
+/// CPython. Checked against monty by `it cpython::the_scans_encodings_are_what_monty_has`.
+pub const MONTY_ENCODINGS: &[&str] = &[
     "utf_8",
     "utf8",
     "utf",

@@ -131,6 +131,34 @@ same_on_both_guests! {
 /// callable, as CPython lists them.
 const BUILTIN_ATTRIBUTES: &str = "import json\nimport re\nimport datetime\nimport collections\nimport decimal\nsamples = {'str': \"'a'\", 'int': '1', 'float': '1.5', 'bool': 'True', 'list': '[1]', 'dict': \"{'a': 1}\", 'set': '{1}', 'frozenset': 'frozenset({1})', 'tuple': '(1,)', 'bytes': \"b'a'\", 'complex': '1j', 'range': 'range(3)', 're.Pattern': \"re.compile('(a)')\", 're.Match': \"re.match('(a)', 'a')\", 'datetime.date': 'datetime.date(2024, 1, 2)', 'datetime.datetime': 'datetime.datetime(2024, 1, 2, 3, 4)', 'datetime.time': 'datetime.time(3, 4)', 'datetime.timedelta': 'datetime.timedelta(1)', 'datetime.timezone': 'datetime.timezone.utc', 'collections.Counter': \"collections.Counter('ab')\", 'collections.defaultdict': 'collections.defaultdict(int)', 'collections.deque': 'collections.deque([1])', 'decimal.Decimal': \"decimal.Decimal('1.5')\"}\nprint(json.dumps([[t, lit, [[n, callable(getattr(eval(lit), n))] for n in sorted(dir(eval(lit))) if not n.startswith('_') and not ('.' in t and getattr(getattr(type(eval(lit)), n), '__self__', None) is type(eval(lit)))]] for t, lit in samples.items()]))";
 
+/// The scan's encoding table is what monty has: every name in
+/// `MONTY_ENCODINGS` encodes and decodes on monty (a name listed but missing
+/// would be monty's LookupError where CPython answers), and one CPython has
+/// that is not listed is monty's LookupError (the rule's reason to exist).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scans_encodings_are_what_monty_has() {
+    let names = serde_json::to_string(chainbox::python_choice::MONTY_ENCODINGS).expect("names as JSON");
+    let probe = format!(
+        "import json\nout = []\nfor name in json.loads({names:?}) + ['cp1252']:\n    try:\n        out.append([name, 'a'.encode(name).decode(name) == 'a'])\n    except LookupError:\n        out.append([name, False])\nprint(json.dumps(out))\n"
+    );
+    let probed = run_on(PythonChoice::Monty, &probe, &registry()).await;
+    assert_ok(&probed);
+    let probed: Vec<(String, bool)> = serde_json::from_str(probed.stdout.trim()).expect("the probe is JSON");
+    let missing: Vec<&str> = probed
+        .iter()
+        .filter(|(name, ok)| !ok && name != "cp1252")
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "MONTY_ENCODINGS lists encodings monty lacks: {missing:?}"
+    );
+    assert!(
+        probed.iter().any(|(name, ok)| name == "cp1252" && !ok),
+        "monty has cp1252 now: the encoding rule can let it through"
+    );
+}
+
 /// A builtin type's name, a literal of it, and its public attributes with
 /// whether each is callable.
 type TypeAttributes = (String, String, Vec<(String, bool)>);

@@ -222,10 +222,7 @@ impl Bytes {
                 let b = vm.interns.get_bytes(*bytes_id);
                 b.to_vec()
             }
-            Some(Value::Ref(id)) if matches!(vm.heap.get(*id), HeapData::Bytes(_)) => match vm.heap.get(*id) {
-                HeapData::Bytes(b) => b.as_slice().to_vec(),
-                _ => unreachable!("matched as bytes above"),
-            },
+            Some(Value::Ref(id)) if let HeapData::Bytes(b) = vm.heap.get(*id) => b.as_slice().to_vec(),
             Some(v) => bytes_from_iterable(v, vm)?,
         };
         let heap_id = vm.heap.allocate(HeapData::Bytes(Self::new(new_data)));
@@ -240,7 +237,10 @@ impl Bytes {
 fn bytes_from_iterable(source: &Value, vm: &mut VM<'_>) -> RunResult<Vec<u8>> {
     let iter = match source.clone_with_heap(vm.heap).into_py_iter(vm) {
         Ok(iter) => iter.require_synchronous(vm)?,
-        Err(RunError::Exc(_)) => return Err(ExcType::type_error_bytes_init(&source.py_type_name(vm))),
+        // "'float' object is not iterable": CPython names the constructor instead.
+        Err(RunError::Exc(exc)) if exc.exc.exc_type() == ExcType::TypeError => {
+            return Err(ExcType::type_error_bytes_init(&source.py_type_name(vm)));
+        }
         Err(err) => return Err(err),
     };
     defer_drop!(iter, vm);
