@@ -1222,12 +1222,12 @@ const USER_SPECIAL_METHODS: &[&str] = &[
 /// Special attributes monty's objects have besides [`USER_SPECIAL_METHODS`]:
 /// the dunder `StaticStrings` of `src/intern.rs` and `__class__`
 /// (`src/types/instance.rs`). Others (`__dict__`, `__subclasses__`, `__mro__`,
-/// `__bases__`, `__slots__`) are missing.
+/// `__bases__`, `__slots__`) are missing. `__module__` and `__doc__` are
+/// missing on functions (`__doc__` is a builtin's long docstring in CPython),
+/// so they are not listed: every use goes to CPython.
 const SPECIAL_ATTRIBUTES: &[&str] = &[
     "__name__",
     "__qualname__",
-    "__module__",
-    "__doc__",
     "__class__",
     "__annotations__",
     "__dataclass_fields__",
@@ -3704,6 +3704,9 @@ mod tests {
         assert_cpython("vars_of = obj.__dict__", "special_attribute", "`__dict__`");
         assert_cpython("A.__subclasses__()", "special_attribute", "`__subclasses__`");
         assert_monty("name = type(obj).__name__\ncls = obj.__class__");
+        assert_monty("name = f.__qualname__");
+        assert_cpython("doc = f.__doc__", "special_attribute", "`__doc__`");
+        assert_cpython("where = f.__module__", "special_attribute", "`__module__`");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random model-like Python scripts for the generated differential check.
 
-    python3 tests/generated/generate.py OUT_DIR N [SEED] [--all] [--modules]
+    python3 tests/generated/generate.py OUT_DIR N [SEED] [--all] [--modules | --programs]
 
 Each script assigns a few typed variables, evaluates 12 random expressions
 over ints (big ones too), floats, strings, lists, dicts and sets (each
@@ -22,6 +22,12 @@ the scan's routing).
 `--modules` writes scripts of expressions over the modules models use on
 tool results instead (`re`, `collections`, `datetime`, `itertools`,
 `functools`, `decimal`, `json`: `modules.py`).
+
+`--programs` writes multi-statement programs instead: classes, calls with
+wrong arguments, closures, unpacking, `match`, exception handling and
+messages, f-strings, sorting and comprehensions over a tool result, in
+blocks that each print what they did or what they raised
+(`programs.py`).
 
 Stop 25 found with it, in 1,300 scripts: set iteration order, methods and
 method values monty lacks, `sum()` of floats without CPython 3.12's
@@ -307,20 +313,27 @@ def script(g):
 
 ALL = "--all" in sys.argv
 MODULES = "--modules" in sys.argv
+PROGRAMS = "--programs" in sys.argv
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--all", "--modules")]
+    args = [a for a in sys.argv[1:] if a not in ("--all", "--modules", "--programs")]
     out, n = args[0], int(args[1])
     seed = int(args[2]) if len(args) > 2 else 0
     os.makedirs(out, exist_ok=True)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import modules
+    import programs
 
-    modules.R = R
+    modules.R = programs.R = R
     for k in range(n):
         R.seed(seed * 1_000_003 + k)
-        name, text = (f"m{seed}_{k:05}.py", modules.script(ALL)) if MODULES else (f"g{seed}_{k:05}.py", script(Gen()))
+        if PROGRAMS:
+            name, text = f"p{seed}_{k:05}.py", programs.script(ALL)
+        elif MODULES:
+            name, text = f"m{seed}_{k:05}.py", modules.script(ALL)
+        else:
+            name, text = f"g{seed}_{k:05}.py", script(Gen())
         with open(os.path.join(out, name), "w") as f:
             f.write(text)
 

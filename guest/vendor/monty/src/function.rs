@@ -3,7 +3,13 @@ use std::{
     fmt::{self, Write},
 };
 
-use crate::{args::Signature, bytecode::Code, expressions::Identifier, intern::Interns, namespace::NamespaceId};
+use crate::{
+    args::Signature,
+    bytecode::Code,
+    expressions::Identifier,
+    intern::{Interns, StringId},
+    namespace::NamespaceId,
+};
 
 /// How an exact positional call can bypass argument binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +49,10 @@ pub(crate) struct Function {
     /// The function name (used for error messages and repr).
     #[serde(rename = "N")]
     pub name: Identifier,
+    /// The function's `__qualname__` (`f.<locals>.g`, `C.m`), which CPython's
+    /// argument errors name; set by the compiler from the enclosing scopes.
+    #[serde(rename = "Q")]
+    pub qualname: StringId,
     /// The function signature.
     #[serde(rename = "S")]
     pub signature: Signature,
@@ -101,6 +111,7 @@ impl Function {
     ///
     /// # Arguments
     /// * `name` - The function name identifier
+    /// * `qualname` - The function's `__qualname__`
     /// * `signature` - The function signature with parameter names and defaults
     /// * `namespace_size` - Number of local variable slots needed
     /// * `free_var_enclosing_slots` - Enclosing-frame slots for captured cells
@@ -113,6 +124,7 @@ impl Function {
     #[expect(clippy::too_many_arguments)]
     pub fn new(
         name: Identifier,
+        qualname: StringId,
         signature: Signature,
         namespace_size: usize,
         free_var_enclosing_slots: Vec<NamespaceId>,
@@ -125,6 +137,7 @@ impl Function {
     ) -> Self {
         Self {
             name,
+            qualname,
             signature,
             namespace_size,
             free_var_enclosing_slots,
@@ -136,6 +149,14 @@ impl Function {
             exact_positional_call: OnceCell::new(),
             code,
         }
+    }
+
+    /// The name argument errors give the function: its identifier (for the
+    /// error's position) carrying the `__qualname__`, as CPython words them.
+    pub(crate) fn qualified_name(&self) -> Identifier {
+        let mut name = self.name;
+        name.name_id = self.qualname;
+        name
     }
 
     /// Returns the binder-free call plan for this function, deriving and

@@ -19,6 +19,7 @@ use crate::{
     expressions::CmpOperator,
     hash::{HashValue, hash_f64, hash_named, hash_one, identity_hash},
     heap::{ContainsHeap, DropWithContext, Heap, HeapData, HeapId, HeapReadOutput},
+    heap_data::{Closure, FunctionDefaults},
     identity::Identity,
     intern::{BytesId, FunctionId, Interns, LongIntId, StaticStrings, StringId},
     modules::ModuleFunctions,
@@ -821,6 +822,46 @@ impl<C: ContainsHeap> DropWithContext<C> for Value {
     }
 }
 
+/// A function's `__name__` or `__qualname__`, as CPython gives them, or `None`
+/// for another attribute or a value that is not a function. Covers what a
+/// script can hold as a function: a `def` or lambda (also as a closure or with
+/// defaults, and bound to an instance), a builtin and a module's function.
+fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Option<Value> {
+    let qualified = match attr.as_str(vm.interns) {
+        "__name__" => false,
+        "__qualname__" => true,
+        _ => return None,
+    };
+    let func_id = match value {
+        Value::DefFunction(func_id) => *func_id,
+        Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
+            HeapData::Closure(Closure { func_id, .. }) | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => {
+                *func_id
+            }
+            HeapData::BoundMethod(method) => {
+                let func = method.func.clone_with_heap(vm.heap);
+                let name = function_name_attr(&func, attr, vm);
+                func.drop_with(vm);
+                return name;
+            }
+            _ => return None,
+        },
+        Value::Builtin(Builtins::Function(function)) => return Some(allocate_string(function.to_string(), vm.heap)),
+        // `random`'s functions are the methods of a hidden `Random` instance.
+        Value::ModuleFunction(function @ ModuleFunctions::Random(_)) if qualified => {
+            return Some(allocate_string(format!("Random.{function}"), vm.heap));
+        }
+        Value::ModuleFunction(function) => return Some(allocate_string(function.to_string(), vm.heap)),
+        _ => return None,
+    };
+    let function = vm.interns.get_function(func_id);
+    Some(Value::InternString(if qualified {
+        function.qualname
+    } else {
+        function.name.name_id
+    }))
+}
+
 impl Value {
     /// Opens a Python-type view without copying heap payloads or borrowing this owner.
     /// Drop the view before releasing the owning `Value`, so its heap readers are gone at cleanup.
@@ -1198,6 +1239,11 @@ impl Value {
                 };
             }
             _ => {}
+        }
+        // Functions have no attributes of their own in monty but their names,
+        // looked up last so that no other attribute pays for them.
+        if let Some(name) = function_name_attr(self, attr, vm) {
+            return Ok(CallResult::Value(name));
         }
         let type_name = self.py_type_name(vm);
         Err(ExcType::attribute_error(type_name, attr.as_str(vm.interns)))

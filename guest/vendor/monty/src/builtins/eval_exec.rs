@@ -172,8 +172,10 @@ fn compile_and_push(
         start_byte: 0,
         end_byte: u32::try_from(source.len()).unwrap_or(u32::MAX),
     };
+    let module_name = overlay.intern_static(StaticStrings::Module);
     let function = Function::new(
-        Identifier::new(overlay.intern_static(StaticStrings::Module), position),
+        Identifier::new(module_name, position),
+        module_name,
         Signature::default(),
         0,
         Vec::new(),

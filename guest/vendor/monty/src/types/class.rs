@@ -186,7 +186,9 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Class> {
         // because in CPython `type.__name__` is a metaclass data descriptor that
         // shadows a same-named class-dict member (`class Foo: __name__ = 'bar'`
         // still reads `'Foo'`; only instances see the member).
-        if attr_str == "__name__" {
+        // chainbox patch: `__qualname__` too, the same name for every class
+        // monty runs (a class in a function or class runs on CPython).
+        if attr_str == "__name__" || attr_str == "__qualname__" {
             let name = self.get(vm.heap).name.as_str(vm.interns).to_owned();
             return Ok(Some(CallResult::Value(allocate_string(name, vm.heap))));
         }

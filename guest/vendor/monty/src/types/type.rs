@@ -718,9 +718,10 @@ impl Type {
     /// `date.max`, `chain.from_iterable` — returning `None` when there is no such
     /// member so the caller raises [`Self::attribute_error`].
     pub(crate) fn class_getattr(self, attr: &EitherStr, vm: &mut VM<'_>) -> Option<Value> {
+        // chainbox patch: `__qualname__` too, the same for every type monty has.
         let is_dunder_name = attr.static_string(vm.interns).map_or_else(
-            || attr.as_str(vm.interns) == "__name__",
-            |ss| ss == StaticStrings::DunderName,
+            || matches!(attr.as_str(vm.interns), "__name__" | "__qualname__"),
+            |ss| matches!(ss, StaticStrings::DunderName | StaticStrings::DunderQualname),
         );
         if is_dunder_name {
             Some(allocate_string(self.dunder_name(vm.heap, vm.interns), vm.heap))
