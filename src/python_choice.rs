@@ -234,10 +234,10 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
     }
     match token.kind {
         Kind::Name => {
-            // import, syntax, eval_exec, special_method
+            // import, syntax, eval_exec, special_method, generator_expression
             matches!(
                 token.text,
-                "import" | "from" | "yield" | "del" | "class" | "async" | "except" | "type" | "eval" | "exec" | "def"
+                "import" | "from" | "yield" | "del" | "class" | "async" | "except" | "type" | "eval" | "exec" | "def" | "for"
             )
                 // type_attribute (`str.upper`), special_attribute (`x.__dict__`)
                 || scan.tokens.get(at + 1).is_some_and(|t| t.text == ".")
@@ -1406,6 +1406,17 @@ const RULES: &[Rule] = &[
         name: "gather_start_order",
         check: rule_gather_start_order,
     },
+    // A generator expression not consumed whole at once: monty evaluates
+    // every generator expression eagerly into a list (src/bytecode/compiler.rs
+    // compiles it as a list comprehension), so `next(x for x in xs if p(x))`
+    // is "'list' object is not an iterator", `any(r['s'] > 0 for r in rows)`
+    // evaluates rows after the first match (a KeyError CPython never meets),
+    // a stored one is not exhausted by its first use, and side effects
+    // interleave differently. Found by the generated programs (stop 30).
+    Rule {
+        name: "generator_expression",
+        check: rule_generator_expression,
+    },
     // A builtin monty lacks (MISSING_BUILTINS), unless the script binds the name itself.
     Rule {
         name: "missing_builtin",
@@ -1934,12 +1945,70 @@ fn rule_eval_exec(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     })
 }
 
+/// The callables that take a generator expression as their only argument and
+/// consume all of it before anything else happens, so an eager list gives
+/// the same answer: builtins (unless the script rebinds the name),
+/// `str.join`, `list.extend`, `set.update`/`dict.update`, `Counter`,
+/// `math.fsum`/`math.prod` (by the name they are called by), and `*(…)`
+/// unpacked into a call or display. `min`/`max`/`sum` compare or add as they go, so the one order
+/// that differs is which of two errors comes first, when an element raises
+/// after two others fail to compare or add.
+const WHOLE_CONSUMERS: &[&str] = &[
+    "sum",
+    "min",
+    "max",
+    "sorted",
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "dict",
+    "bytes",
+];
+const WHOLE_CONSUMER_METHODS: &[&str] = &["join", "extend", "update", "Counter", "fsum", "prod"];
+
+fn rule_generator_expression(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "for" || token.kind != Kind::Name {
+        return None;
+    }
+    // `for` directly in parentheses: a generator expression (in brackets or
+    // braces, a comprehension; at a statement's start, a loop).
+    let open = scan.enclosing_open.get(at).copied().flatten()?;
+    if scan.tokens[open].text != "(" {
+        return None;
+    }
+    let consumer = open.checked_sub(1).map(|c| &scan.tokens[c]);
+    let consumed_whole = consumer.is_some_and(|name| {
+        (name.kind == Kind::Op && name.text == "*")
+            || (name.kind == Kind::Name
+                && if scan.follows_dot(open - 1) {
+                    WHOLE_CONSUMER_METHODS.contains(&name.text)
+                } else {
+                    (WHOLE_CONSUMERS.contains(&name.text) && !scan.bound.contains(name.text))
+                        || (WHOLE_CONSUMER_METHODS.contains(&name.text) && scan.imports.contains(name.text))
+                })
+    });
+    (!consumed_whole).then_some(Needs::Feature {
+        what: "uses a generator expression other than as the whole argument of `sum`, `list`, `sorted`, … (monty evaluates generator expressions eagerly, into a list)",
+        line: token.line,
+    })
+}
+
 fn rule_special_method(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let token = scan.tokens.get(at)?;
     if token.text != "def" || token.kind != Kind::Name {
         return None;
     }
     let name = scan.tokens.get(at + 1)?;
+    // CPython iterates (and `in` searches) an object with `__getitem__` and
+    // no `__iter__` by index until IndexError; monty says "not iterable".
+    if name.text == "__getitem__" && !scan.defines_function("__iter__") {
+        return Some(Needs::Feature {
+            what: "defines `__getitem__` without `__iter__` (CPython iterates such objects by index, monty does not)",
+            line: token.line,
+        });
+    }
     if !is_dunder(name.text) || USER_SPECIAL_METHODS.contains(&name.text) {
         return None;
     }
@@ -2514,6 +2583,13 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
+    /// Whether the script has a `def name` anywhere (a method included).
+    fn defines_function(&self, name: &str) -> bool {
+        self.tokens
+            .windows(2)
+            .any(|pair| pair[0].kind == Kind::Name && pair[0].text == "def" && pair[1].text == name)
+    }
+
     fn new(script: &'a str) -> Self {
         let tokens = Tokenizer::new(script).run();
         let mut scan = Self {
@@ -3707,6 +3783,52 @@ mod tests {
         assert_monty("name = f.__qualname__");
         assert_cpython("doc = f.__doc__", "special_attribute", "`__doc__`");
         assert_cpython("where = f.__module__", "special_attribute", "`__module__`");
+    }
+
+    #[test]
+    fn generator_expression_not_consumed_whole_goes_to_cpython() {
+        let says = "generator expression";
+        assert_cpython(
+            "first = next((r for r in rows if r['id'] > 2), None)",
+            "generator_expression",
+            says,
+        );
+        assert_cpython("ok = any(r['s'] > 0 for r in rows)", "generator_expression", says);
+        assert_cpython("g = (x * 2 for x in xs)\na = sum(g)", "generator_expression", says);
+        assert_cpython(
+            "for x in (f(y) for y in ys):\n    print(x)",
+            "generator_expression",
+            says,
+        );
+        assert_cpython("pairs = list(zip((a for a in xs), ys))", "generator_expression", says);
+        assert_cpython(
+            "def sum(xs):\n    return 0\ntotal = sum(x for x in xs)",
+            "generator_expression",
+            says,
+        );
+    }
+
+    #[test]
+    fn generator_expression_consumed_whole_stays_monty() {
+        assert_monty("total = sum(r['n'] for r in rows if r['n'])");
+        assert_monty("names = ', '.join(str(x) for x in xs)\nbest = max(len(w) for w in words)");
+        assert_monty("d = dict((k, v) for k, v in items)\nt = tuple(x for x in xs)\nl = sorted(x for x in xs)");
+        assert_monty("from collections import Counter\nc = Counter(w.lower() for w in words)");
+        assert_monty("ids.extend(u['id'] for u in page)\nusers = await asyncio.gather(*(get_user(i) for i in ids))");
+        assert_monty("squares = [x * x for x in xs]\nfor x in xs:\n    print(x)\nd = {k: v for k, v in pairs}");
+    }
+
+    #[test]
+    fn getitem_without_iter_is_iterated_by_cpython() {
+        let class = "class Basket:\n    def __init__(self, items):\n        self.items = items\n    def __getitem__(self, i):\n        return self.items[i]\n";
+        assert_cpython(
+            &format!("{class}list(Basket([1, 2]))"),
+            "special_method",
+            "`__getitem__` without `__iter__`",
+        );
+        assert_monty(&format!(
+            "{class}    def __iter__(self):\n        return iter(self.items)\nlist(Basket([1, 2]))"
+        ));
     }
 
     #[test]

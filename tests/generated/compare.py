@@ -29,6 +29,7 @@ def view(r):
     return {
         "status": r.get("status"),
         "output": r.get("output"),
+        "output_text": r.get("output_text"),
         "stdout": r.get("stdout"),
         "error": (err.get("type"), err.get("message")) if err else None,
     }

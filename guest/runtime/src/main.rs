@@ -23,8 +23,8 @@ use chainbox_protocol::{
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject, NameLookupResult, OsFunctionCall,
-    PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+    AssertMessageAnnotations, CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject,
+    NameLookupResult, OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Value};
 
@@ -194,6 +194,17 @@ fn main() {
     host_finish(&finish);
 }
 
+/// How every chain's script is compiled: as CPython would, so without
+/// monty's default pytest-style `assert` messages (upstream's
+/// `AssertMessageAnnotations`, on by default, made `assert k > 5` raise
+/// `AssertionError('assert 1 > 5')` where CPython's has no arguments).
+fn compile_options() -> CompileOptions {
+    CompileOptions {
+        assert_message_annotations: AssertMessageAnnotations::Off,
+        ..CompileOptions::default()
+    }
+}
+
 /// Pre-initialisation entry, called once by the host before any chain
 /// (see the host's `src/snapshot.rs`): runs a trivial script so that what
 /// monty builds lazily on first use (its table of interned core strings,
@@ -202,7 +213,7 @@ fn main() {
 /// `chainbox` import; exported by `build.rs`.
 #[unsafe(no_mangle)]
 pub extern "C" fn chainbox_warm() {
-    if let Ok(runner) = MontyRun::new("1 + 1".to_owned(), "main.py", vec![], CompileOptions::default()) {
+    if let Ok(runner) = MontyRun::new("1 + 1".to_owned(), "main.py", vec![], compile_options()) {
         let _ = runner.start(vec![], ResourceTracker::default(), PrintWriter::Disabled);
     }
 }
@@ -233,7 +244,7 @@ fn run(req: RunRequest) -> Finish {
         Some(limits.max_memory_bytes as usize),
         false,
     ));
-    let runner = match MontyRun::new(req.script.clone(), "main.py", vec![], CompileOptions::default()) {
+    let runner = match MontyRun::new(req.script.clone(), "main.py", vec![], compile_options()) {
         Ok(runner) => runner,
         Err(exc) => return failed_at_start(script_error(&exc, true)),
     };

@@ -646,7 +646,8 @@ impl<'a> ObjectRef<'a> {
             MontyNode::Tuple(ids) => {
                 pieces.push(Text("("));
                 push_repr_items(&mut pieces, ids);
-                pieces.push(Text(")"));
+                // chainbox patch: `(x,)`, as Python writes a 1-tuple.
+                pieces.push(Text(if ids.len() == 1 { ",)" } else { ")" }));
             }
             MontyNode::NamedTuple {
                 type_name,
