@@ -662,16 +662,23 @@ impl<'h> HeapReadMut<'h, Dict> {
             }
         };
 
-        let entry = DictEntry { key, value, hash };
         if let Some(slot) = found {
-            // Key exists, replace in place to preserve insertion order
+            // Key exists: replace the value in place (insertion order kept).
+            // chainbox patch: the dict keeps its first key, as CPython's
+            // (`{1: 'a', 1.0: 'b'}` is `{1: 'b'}`; upstream kept `1.0`).
+            let old_key = self.get(vm.heap).table.entry(&slot).key.clone_with_heap(vm.heap);
+            key.drop_with(vm);
+            let entry = DictEntry {
+                key: old_key,
+                value,
+                hash,
+            };
             let old_entry = self.get_mut(vm.heap).table.replace(slot, entry);
-
-            // Decrement refcount for old key (we're discarding it)
             old_entry.key.drop_with(vm);
             // Transfer ownership of the old value to caller (no clone needed)
             Ok(Some(old_entry.value))
         } else {
+            let entry = DictEntry { key, value, hash };
             if growth == GrowthCheck::Preflight
                 && let Err(err) = self.get(vm.heap).table.check_growth(&vm.heap.tracker)
             {

@@ -1015,13 +1015,18 @@ pub(crate) fn modular_pow(base: &BigInt, exponent: &Value, modulus: &Value, vm: 
     if modulus.is_zero() {
         return Err(ExcType::value_error_pow_modulus_zero());
     }
-    if exponent.is_negative() {
-        return Err(ExcType::value_error_pow_negative_exponent());
-    }
-
     let modulus_abs = modulus.abs();
     // Reducing first keeps the base non-negative and no larger than the modulus.
-    let base = base.mod_floor(&modulus_abs);
+    let mut base = base.mod_floor(&modulus_abs);
+    // chainbox patch: a negative exponent raises the base's inverse modulo
+    // the modulus, as CPython's `long_pow` (3.8+); anything is 0 modulo 1.
+    if exponent.is_negative() {
+        if modulus_abs.is_one() {
+            return Ok(Some(Value::Int(0)));
+        }
+        // Only the exponent's magnitude is read below.
+        base = base.modinv(&modulus_abs).ok_or_else(ExcType::value_error_pow_not_invertible)?;
+    }
     let (base, exponent, modulus_mag) = (base.magnitude(), exponent.magnitude(), modulus_abs.magnitude());
     // A `num-bigint` digit is pointer-sized, so wasm32 counts twice as many words.
     let words = modulus_mag.bits().div_ceil(u64::from(usize::BITS));
