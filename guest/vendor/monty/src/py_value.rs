@@ -269,6 +269,13 @@ impl<'h> PyTrait<'h> for PyValue<'h> {
     }
 
     fn py_str(&self, vm: &mut VM<'h>) -> RunResult<Value> {
+        // chainbox patch: a container's `str` is its repr, taken here so that
+        // its own id is marked for cycles (`a = [1]; a.append(a)` prints
+        // `[1, [...]]`; forwarded, the outer list was not marked and printed
+        // one level more).
+        if matches!(self, Self::List(_) | Self::Tuple(_) | Self::Dict(_) | Self::Deque(_)) {
+            return self.py_repr(vm);
+        }
         forward_py_value!(self, |value| value.py_str(vm), {
             Self::Exception(value) => Ok(allocate_string(value.get(vm.heap).py_str(), vm.heap)),
             _ => self.py_repr(vm),

@@ -30,6 +30,7 @@ use crate::{
         time,
         timedelta::{self, DAY_MICROSECONDS, MAX_TIMEDELTA_DAYS, MIN_TIMEDELTA_DAYS},
         timezone::{self, MAX_TIMEZONE_CONSTANT_SECONDS},
+        unicode_type::ascii_digits_and_spaces,
     },
     value::{EitherStr, Value},
 };
@@ -921,7 +922,9 @@ impl Type {
 /// - The special values `inf`, `-inf`, `infinity`, and `nan` (case-insensitive)
 /// - Underscore digit separators, strictly between two digits (`1_000.5`, `1e1_0`)
 pub(crate) fn parse_f64_from_str(value: &str) -> RunResult<f64> {
-    let trimmed = value.trim();
+    // chainbox patch: Unicode digits and spaces, as CPython reads them.
+    let ascii = ascii_digits_and_spaces(value);
+    let trimmed = ascii.trim();
     if trimmed.is_empty() {
         return Err(value_error_could_not_convert_string_to_float(value));
     }
@@ -1084,7 +1087,9 @@ fn parse_int_from_str(value: &str, base: u32, heap: &Heap) -> RunResult<Value> {
     {
         return Ok(Value::Int(int));
     }
-    let trimmed = value.trim();
+    // chainbox patch: Unicode digits and spaces, as CPython reads them.
+    let ascii = ascii_digits_and_spaces(value);
+    let trimmed = ascii.trim();
     // Preserve the allocation-free path for whitespace-padded i64 values
     // without retrying unchanged inputs that already failed above.
     if base == 10

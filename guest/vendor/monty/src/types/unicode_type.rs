@@ -71,6 +71,24 @@ pub(super) fn decimal_value(c: char) -> Option<u32> {
     }
 }
 
+/// The text as `int()` and `float()` read a `str`: each Unicode decimal digit
+/// as its ASCII digit and each whitespace character as a space (CPython's
+/// `_PyUnicode_TransformDecimalAndSpaceToASCII`), so `int('١٢٣')` is 123.
+/// Other characters stay and fail the parse. Borrowed for ASCII text.
+pub(super) fn ascii_digits_and_spaces(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.is_ascii() {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    value
+        .chars()
+        .map(|c| match decimal_value(c) {
+            Some(d) => char::from_digit(d, 10).expect("digit below ten"),
+            None if is_space(c) => ' ',
+            None => c,
+        })
+        .collect()
+}
+
 /// Looks up the record of `c`: two index reads and no data-dependent branches.
 pub(super) fn type_record(c: char) -> &'static TypeRecord {
     let cp = c as usize;
