@@ -183,12 +183,10 @@ impl Function {
     }
 
     /// Writes the Python repr() string for this function to a formatter.
+    ///
+    /// chainbox patch: CPython's shape, `<function f.<locals>.g at 0x…>`
+    /// (upstream quoted the bare name).
     pub fn py_repr_fmt<W: Write>(&self, f: &mut W, interns: &Interns, py_id: impl fmt::LowerHex) -> fmt::Result {
-        write!(
-            f,
-            "<function '{}' at 0x{:x}>",
-            interns.get_str(self.name.name_id),
-            py_id
-        )
+        write!(f, "<function {} at 0x{:x}>", interns.get_str(self.qualname), py_id)
     }
 }

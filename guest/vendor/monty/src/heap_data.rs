@@ -545,7 +545,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Closure> {
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _: &mut LazyHeapSet) -> RunResult<()> {
         let func_id = self.get(vm.heap).func_id;
-        Ok(vm.interns.get_function(func_id).py_repr_fmt(f, vm.interns, 0)?)
+        let address = crate::identity::Identity::from_heap_id(self.id()).encoded();
+        Ok(vm.interns.get_function(func_id).py_repr_fmt(f, vm.interns, address)?)
     }
 
     fn py_call(&mut self, args: ArgValues, vm: &mut VM<'h>) -> RunResult<CallResult> {
@@ -586,7 +587,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, FunctionDefaults> {
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _: &mut LazyHeapSet) -> RunResult<()> {
         let func_id = self.get(vm.heap).func_id;
-        Ok(vm.interns.get_function(func_id).py_repr_fmt(f, vm.interns, 0)?)
+        let address = crate::identity::Identity::from_heap_id(self.id()).encoded();
+        Ok(vm.interns.get_function(func_id).py_repr_fmt(f, vm.interns, address)?)
     }
 
     fn py_call(&mut self, args: ArgValues, vm: &mut VM<'h>) -> RunResult<CallResult> {

@@ -196,7 +196,12 @@ impl<'h> PyValue<'h> {
             Self::Module(m) => Ok(write!(f, "<module '{}'>", m.get(vm.heap).name_str(vm.interns))?),
             Self::Coroutine(coro) => {
                 let func = vm.interns.get_function(coro.get(vm.heap).func_id);
-                Ok(write!(f, "<coroutine object {}>", vm.interns.get_str(func.name.name_id))?)
+                Ok(write!(
+                    f,
+                    "<coroutine object {} at 0x{:x}>",
+                    vm.interns.get_str(func.qualname),
+                    self.py_identity().encoded()
+                )?)
             }
             Self::GatherFuture(gather) => Ok(write!(f, "<gather({})>", gather.get(vm.heap).item_count())?),
             Self::ExternalFuture(fut) => Ok(write!(f, "<coroutine external_future({})>", fut.get(vm.heap).call_id.raw())?),

@@ -838,6 +838,8 @@ fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Optio
             HeapData::Closure(Closure { func_id, .. }) | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => {
                 *func_id
             }
+            // A tool: CPython's guest makes each one a module-level function.
+            HeapData::ExtFunction(tool) => return Some(allocate_string(tool.as_str().to_owned(), vm.heap)),
             HeapData::BoundMethod(method) => {
                 let func = method.func.clone_with_heap(vm.heap);
                 let name = function_name_attr(&func, attr, vm);

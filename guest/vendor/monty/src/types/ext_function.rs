@@ -65,7 +65,13 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ExtFunction> {
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _: &mut LazyHeapSet) -> RunResult<()> {
-        Ok(write!(f, "<function '{}' external>", self.get(vm.heap).as_str())?)
+        // chainbox patch: CPython's shape (a tool is a function there).
+        Ok(write!(
+            f,
+            "<function {} at 0x{:x}>",
+            self.get(vm.heap).as_str(),
+            crate::identity::Identity::from_heap_id(self.id()).encoded()
+        )?)
     }
 
     /// Suspends: only the host can run this, so the VM yields the name and the

@@ -278,7 +278,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DataclassMethod> {
         let qualname = self.get(vm.heap).qualname();
         Ok(write!(
             f,
-            "<function '{qualname}' at 0x{:x}>",
+            "<function {qualname} at 0x{:x}>",
             self.py_identity().encoded()
         )?)
     }
