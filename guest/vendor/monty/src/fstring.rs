@@ -412,13 +412,16 @@ impl ParseFormatSpecError {
     /// CPython raises these as *runtime* `ValueError`s whose exact wording is
     /// value-type-dependent (`Unknown format code`) or otherwise only resolvable
     /// at format time, so the compiler emits the literal spec for the VM to
-    /// re-parse and raise the matching error. Genuinely-malformed specs and
-    /// `usize` overflow stay compile-time errors (the latter is a deliberate,
-    /// documented divergence).
+    /// re-parse and raise the matching error. Malformed specs are deferred too
+    /// (a chainbox patch); `usize` overflow stays a compile-time error (a
+    /// deliberate, documented divergence).
     pub fn defer_to_runtime(&self) -> bool {
+        // chainbox patch: a malformed spec too, as CPython raises it when the
+        // value formats (a `TypeError` for a type without `__format__`).
         matches!(
             self.reason,
-            ParseFormatSpecReason::MissingPrecision
+            ParseFormatSpecReason::Malformed
+                | ParseFormatSpecReason::MissingPrecision
                 | ParseFormatSpecReason::UnknownFormatCode(_)
                 | ParseFormatSpecReason::GroupingConflict(_)
         )

@@ -2436,7 +2436,7 @@ impl<'a, 'i> Parser<'a, 'i> {
                 //    code`, grouping conflicts, missing precision) — see
                 //    [`ParseFormatSpecError::defer_to_runtime`]. The VM re-parses
                 //    the literal and raises the matching error.
-                // Genuinely-malformed specs and `usize` overflow still fail at
+                // Malformed specs are deferred too (chainbox patch); `usize` overflow still fails at
                 // compile time.
                 Err(err) if static_spec.contains('%') || err.defer_to_runtime() => {
                     let string_id = self.interner.intern(&static_spec);

@@ -83,7 +83,7 @@ impl VM<'_> {
                         unreachable!("FORMAT_VALUE_STATIC_SPEC flag without Value::Int on stack");
                     };
                     let spec = decode_format_spec(*encoded);
-                    this.format_parsed_value(value, conversion, &spec)?
+                    this.format_static_spec(value, conversion, &spec)?
                 } else {
                     let spec = str_value_into_string(spec_value.py_str(this)?, this)?;
                     this.format_runtime_value(value, conversion, Some(&spec))?
@@ -112,6 +112,11 @@ impl VM<'_> {
                 Ok(converted)
             }
         } else if let Some(format_spec) = format_spec {
+            // chainbox patch: a type without a `__format__` of its own gets
+            // `object.__format__`, which takes only an empty spec.
+            if !format_spec.is_empty() && !self.has_own_format(value) {
+                return Err(self.unsupported_format_string(value));
+            }
             if let Some(formatted) = self.try_format_temporal(value, format_spec)? {
                 Ok(formatted)
             } else if let Some(formatted) = self.try_format_decimal(value, format_spec)? {
@@ -130,6 +135,28 @@ impl VM<'_> {
     pub(crate) fn format_runtime_string(&mut self, value: &str, format_spec: &str) -> Result<String, RunError> {
         let spec = self.parse_runtime_spec(format_spec, "str")?;
         self.format_parsed_string(value, &spec)
+    }
+
+    /// Formats a value with a spec the compiler parsed from a non-empty literal
+    /// (it drops an empty one).
+    fn format_static_spec(
+        &mut self,
+        value: &Value,
+        conversion: u8,
+        spec: &ParsedFormatSpec,
+    ) -> Result<String, RunError> {
+        if conversion == 0 {
+            // chainbox patch: `object.__format__` refuses a non-empty spec.
+            if !self.has_own_format(value) {
+                return Err(self.unsupported_format_string(value));
+            }
+            // A date, datetime or time formats with `strftime`, whatever the spec
+            // would mean to the mini-language (`f"{d:>12}"` is `'>12'`).
+            if let Some(formatted) = self.try_format_temporal(value, &spec.to_spec_string())? {
+                return Ok(formatted);
+            }
+        }
+        self.format_parsed_value(value, conversion, spec)
     }
 
     /// Formats a value from a parsed format spec.
@@ -191,6 +218,37 @@ impl VM<'_> {
             // No conversion and `!s` both use `str()`.
             _ => str_value_into_string(value.py_str(self)?, self),
         }
+    }
+
+    /// chainbox patch: whether `value`'s type defines its own `__format__` (the
+    /// numbers, `str`, `Decimal`, and the `datetime` types through `strftime`).
+    /// Every other type monty has inherits `object.__format__`; a user class
+    /// defining `__format__` is sent to CPython by chainbox's scan.
+    fn has_own_format(&self, value: &Value) -> bool {
+        matches!(
+            value.py_type(self),
+            Type::Bool
+                | Type::Int
+                | Type::Float
+                | Type::Complex
+                | Type::Str
+                | Type::Decimal
+                | Type::Date
+                | Type::DateTime
+                | Type::Time
+        ) || decimal::py::as_decimal(value, self).is_some()
+    }
+
+    /// chainbox patch: `object.__format__`'s refusal of a non-empty spec,
+    /// naming the type as its `tp_name` (`datetime.timedelta`, a class's
+    /// bare name).
+    fn unsupported_format_string(&self, value: &Value) -> RunError {
+        let type_name = value.py_type_name(self);
+        SimpleException::new_msg(
+            ExcType::TypeError,
+            format!("unsupported format string passed to {type_name}.__format__"),
+        )
+        .into()
     }
 
     /// Keeps temporal strftime specs out of generic mini-language parsing.
