@@ -647,29 +647,21 @@ pub(crate) trait ExcTypeExt: Sized {
         .into()
     }
 
-    /// Creates a TypeError for unexpected keyword argument.
-    ///
-    /// Matches CPython's format: `{name}() got an unexpected keyword argument '{key}'`
+    /// chainbox patch: `{name}() got an unexpected keyword argument '{key}'`,
+    /// and, as CPython 3.13+ adds, `. Did you mean '{close}'?` when one of
+    /// `candidates` (the names the callable's keywords can bind, in order)
+    /// is close enough (`suggestions::closest`). Upstream never suggested.
     #[must_use]
-    fn type_error_unexpected_keyword(name: &str, key: &str) -> RunError {
-        SimpleException::new_msg(
-            ExcType::TypeError,
-            format!("{name}() got an unexpected keyword argument '{key}'"),
-        )
-        .into()
+    fn type_error_unexpected_keyword_among(name: &str, key: &str, candidates: &[&str]) -> RunError {
+        unexpected_keyword_error(&format!("{name}()"), key, candidates)
     }
 
-    /// Creates a TypeError for unexpected keyword argument in C-implemented types.
-    ///
-    /// Matches CPython's `PyArg_ParseTupleAndKeywords` format:
-    /// `this function got an unexpected keyword argument '{key}'`
+    /// chainbox patch: the same for `PyArg_ParseTupleAndKeywords` without a
+    /// name in its format: `this function got an unexpected keyword argument
+    /// '{key}'`, with the suggestion.
     #[must_use]
-    fn type_error_c_unexpected_keyword(key: &str) -> RunError {
-        SimpleException::new_msg(
-            ExcType::TypeError,
-            format!("this function got an unexpected keyword argument '{key}'"),
-        )
-        .into()
+    fn type_error_c_unexpected_keyword_among(key: &str, candidates: &[&str]) -> RunError {
+        unexpected_keyword_error("this function", key, candidates)
     }
 
     /// Creates a TypeError for too many arguments to a C-implemented type.
@@ -2563,6 +2555,16 @@ pub(crate) trait ExcTypeExt: Sized {
         )
         .into()
     }
+}
+
+/// chainbox patch: CPython's unexpected keyword argument error, with its
+/// "Did you mean" (see `ExcTypeExt::type_error_unexpected_keyword_among`).
+fn unexpected_keyword_error(callable: &str, key: &str, candidates: &[&str]) -> RunError {
+    let message = match crate::suggestions::closest(key, candidates) {
+        Some(close) => format!("{callable} got an unexpected keyword argument '{key}'. Did you mean '{close}'?"),
+        None => format!("{callable} got an unexpected keyword argument '{key}'"),
+    };
+    SimpleException::new_msg(ExcType::TypeError, message).into()
 }
 
 impl ExcTypeExt for ExcType {

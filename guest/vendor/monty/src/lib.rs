@@ -40,12 +40,16 @@ mod source_nesting;
 mod str_format;
 mod string_builder;
 mod stringize;
+// chainbox patch: CPython's "Did you mean" (see `suggestions::closest`).
+mod suggestions;
 mod types;
 mod value;
 mod virtual_path;
 
 #[cfg(feature = "ref-count-return")]
 pub use crate::run::RefCountOutput;
+// chainbox patch: CPython's "Did you mean" (see `suggestions::closest`).
+pub use crate::suggestions::closest as closest_name;
 // chainbox patch: see `resource_checks::memory_limit_hit`.
 pub use crate::resource_checks::memory_limit_hit;
 /// The import names of every module the sandbox provides itself; see `SANDBOX_MODULE_NAMES` in `monty_types`.

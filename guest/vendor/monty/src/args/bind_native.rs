@@ -217,9 +217,17 @@ fn bind_slow<const N: usize>(
                 // conversion, and conflict error); stash the first for `finish`.
                 value.drop_with(vm);
                 if bound.deferred.as_ref().is_none_or(|d| d.unknown.is_none()) {
+                    // chainbox patch: with CPython's "Did you mean".
+                    let candidates = keyword_candidates(spec);
                     let err = match spec.family {
-                        ErrorFamily::C { .. } => ExcType::type_error_c_unexpected_keyword(key_str.as_str(vm.interns)),
-                        _ => ExcType::type_error_unexpected_keyword(spec.func_name, key_str.as_str(vm.interns)),
+                        ErrorFamily::C { .. } => {
+                            ExcType::type_error_c_unexpected_keyword_among(key_str.as_str(vm.interns), &candidates)
+                        }
+                        _ => ExcType::type_error_unexpected_keyword_among(
+                            spec.func_name,
+                            key_str.as_str(vm.interns),
+                            &candidates,
+                        ),
                     };
                     bound.deferred_mut().unknown = Some(err);
                 }
@@ -230,7 +238,12 @@ fn bind_slow<const N: usize>(
                 let name = key_str.as_str(vm.interns).to_owned();
                 key.drop_with(vm);
                 let err_name = spec.kwarg_error_name.unwrap_or(spec.func_name);
-                return Err(ExcType::type_error_unexpected_keyword(err_name, &name));
+                // chainbox patch: with CPython's "Did you mean".
+                return Err(ExcType::type_error_unexpected_keyword_among(
+                    err_name,
+                    &name,
+                    &keyword_candidates(spec),
+                ));
             }
         }
     }
@@ -578,6 +591,62 @@ fn find_param<'s>(spec: &'s ParamSpec, key: &EitherStr, interns: &Interns) -> Op
         .iter()
         .enumerate()
         .find(|(_, param)| param.keyword_name == Some(name))
+}
+
+/// chainbox patch: the names CPython chooses its "Did you mean" from when
+/// `spec`'s callable gets an unexpected keyword (`suggestions::closest`):
+/// the names a keyword can bind, in order. For a `def` method (a dotted
+/// name: `Random.choice`, `Path.glob`) that includes the `self` the spec
+/// leaves out, and where the error names another callable
+/// (`kwarg_error_name`: `json.dumps` passes unknown keywords to
+/// `JSONEncoder.__init__`) that callable's names.
+#[cold]
+fn keyword_candidates(spec: &ParamSpec) -> Vec<&'static str> {
+    const JSON_ENCODER: &[&str] = &[
+        "self",
+        "skipkeys",
+        "ensure_ascii",
+        "check_circular",
+        "allow_nan",
+        "sort_keys",
+        "indent",
+        "separators",
+        "default",
+    ];
+    const JSON_DECODER: &[&str] = &[
+        "self",
+        "object_hook",
+        "parse_float",
+        "parse_int",
+        "parse_constant",
+        "strict",
+        "object_pairs_hook",
+    ];
+    match spec.kwarg_error_name {
+        Some("JSONEncoder.__init__") => return JSON_ENCODER.to_vec(),
+        Some("JSONDecoder.__init__") => return JSON_DECODER.to_vec(),
+        _ => {}
+    }
+    // Keywords CPython takes that monty's spec leaves out (the scan sends a
+    // call using one to CPython: `python_choice` `REJECTED_KEYWORDS`).
+    let missing: &[&str] = match spec.func_name {
+        "map" => &["strict"],
+        _ => &[],
+    };
+    let method =
+        matches!(spec.family, ErrorFamily::Def) && spec.func_name.contains('.') && !spec.func_name.contains('<');
+    method
+        .then_some("self")
+        .into_iter()
+        .chain(
+            spec.params
+                .iter()
+                .filter(|param| !matches!(param.kind, ParamKind::PosOnly))
+                // The name a keyword matches (`Emin`, not the field's `emin`).
+                .map(|param| param.keyword_name.map_or(param.name, <&'static str>::from)),
+        )
+        .chain(missing.iter().copied())
+        .collect()
 }
 
 /// How a duplicate (slot already filled) kwarg should be reported.

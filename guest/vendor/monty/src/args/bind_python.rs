@@ -304,6 +304,24 @@ impl Signature {
             return self.wrong_arg_count_error(actual_count, vm.interns, func_name);
         }
 
+        // chainbox patch: the positional-only parameters the call names as
+        // keywords, in parameter order. Without `**kwargs` CPython reports
+        // them all (`got some positional-only arguments passed as keyword
+        // arguments: 'a, b'`) at the first keyword that binds nothing, whichever
+        // keyword that is; with `**kwargs` they go into it.
+        let posonly_passed: Vec<StringId> = match &self.pos_args {
+            Some(pos_args) if self.var_kwargs.is_none() && n_kwargs > 0 => pos_args
+                .iter()
+                .copied()
+                .filter(|&param_id| {
+                    keyword_args
+                        .get(vm.interns.get_str(param_id), vm.heap, vm.interns)
+                        .is_some()
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+
         // Full binding algorithm for complex signatures or kwargs. Convert
         // kwargs to an iterator and guard it so remaining items are cleaned up
         // on any error path.
@@ -380,17 +398,6 @@ impl Signature {
                 return Err(ExcType::type_error("keywords must be strings"));
             };
 
-            // Check if this keyword matches a positional-only param (error)
-            if let Some(pos_args) = &self.pos_args
-                && let Some(&param_id) = pos_args
-                    .iter()
-                    .find(|&&param_id| keyword_name.matches(param_id, vm.interns))
-            {
-                let func = vm.interns.get_str(func_name.name_id);
-                let param = vm.interns.get_str(param_id);
-                return Err(ExcType::type_error_positional_only(func, param));
-            }
-
             // Try positional-or-keyword params
             if let Some(args) = &self.args {
                 for (i, &param_id) in args.iter().enumerate() {
@@ -434,8 +441,18 @@ impl Signature {
             }
 
             let func = vm.interns.get_str(func_name.name_id);
+            if !posonly_passed.is_empty() {
+                let names: Vec<&str> = posonly_passed.iter().map(|&id| vm.interns.get_str(id)).collect();
+                return Err(ExcType::type_error_positional_only(func, &names.join(", ")));
+            }
             let key_str = keyword_name.as_str(vm.interns);
-            return Err(ExcType::type_error_unexpected_keyword(func, key_str));
+            // chainbox patch: CPython 3.13+ suggests the closest of the names
+            // a keyword can bind (`co_varnames[posonly:argcount+kwonly]`).
+            let candidates: Vec<&str> = (self.args.iter().flatten())
+                .chain(self.kwargs.iter().flatten())
+                .map(|&param_id| vm.interns.get_str(param_id))
+                .collect();
+            return Err(ExcType::type_error_unexpected_keyword_among(func, key_str, &candidates));
         }
 
         // 3.4. Raise the deferred too-many-positional error now that every

@@ -424,6 +424,24 @@ impl KwargsValues {
         }
     }
 
+    /// chainbox patch: the first keyword's name that is not one of `names`,
+    /// for a callable that binds only those (a non-string key, only possible
+    /// via `**` unpacking, was refused when the call was built).
+    pub(crate) fn first_key_not_in(&self, names: &[&str], heap: &Heap, interns: &Interns) -> Option<String> {
+        let other = |key: &str| !names.contains(&key);
+        let str_of = |key: &Value| key.as_either_str(heap).map(|key| key.as_str(interns).to_owned());
+        match self {
+            Self::Empty => None,
+            Self::Inline(kvs) => kvs
+                .iter()
+                .map(|(id, _)| interns.get_str(*id))
+                .find(|key| other(key))
+                .map(str::to_owned),
+            Self::Pairs(kvs) => kvs.iter().filter_map(|(key, _)| str_of(key)).find(|key| other(key)),
+            Self::Dict(dict) => dict.iter().filter_map(|(key, _)| str_of(key)).find(|key| other(key)),
+        }
+    }
+
     /// The first keyword's name, for callables that accept none and report
     /// CPython's `got an unexpected keyword argument`. A non-string key (only
     /// possible via `**` unpacking) is CPython's `keywords must be strings`.

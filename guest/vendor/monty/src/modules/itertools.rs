@@ -616,8 +616,8 @@ fn ssize_arg(value: &Value, vm: &mut VM<'_>) -> RunResult<isize> {
 ///
 /// The only adaptor with both `*args` and a keyword. CPython hand-rolls the
 /// parse rather than using a parser family, and its rejection names no
-/// argument (`zip_longest() got an unexpected keyword argument`) — the derive
-/// appends the offending name, which `limitations/itertools.md` records.
+/// argument (`zip_longest() got an unexpected keyword argument`):
+/// `call_zip_longest` raises that before the derive would name it.
 #[derive(FromArgs)]
 #[from_args(name = "zip_longest")]
 struct ZipLongestArgs {
@@ -629,6 +629,17 @@ struct ZipLongestArgs {
 
 /// `itertools.zip_longest(*iterables, fillvalue=None)` — zip to the longest.
 fn call_zip_longest(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
+    // chainbox patch: CPython's `zip_longest_new` takes one keyword,
+    // `fillvalue`, alone, and words any other keyword use without naming it
+    // (or suggesting a name).
+    let n_kwargs = match &args {
+        ArgValues::Kwargs(kwargs) | ArgValues::ArgsKargs { kwargs, .. } => kwargs.len(),
+        _ => 0,
+    };
+    if n_kwargs > 0 && (n_kwargs > 1 || args.keyword("fillvalue", vm.heap, vm.interns).is_none()) {
+        args.drop_with(vm);
+        return Err(ExcType::type_error("zip_longest() got an unexpected keyword argument"));
+    }
     let ZipLongestArgs { iterables, fillvalue } = ZipLongestArgs::from_args(args, vm)?;
     // Every argument is resolved up front, unlike `chain`'s lazy ones, so a
     // later non-iterable must release the arguments never reached as well. The

@@ -1198,7 +1198,16 @@ fn construct_namedtuple(class_id: HeapId, vm: &mut VM<'_>, args: ArgValues) -> R
             }
             None => {
                 if first_err.is_none() {
-                    first_err = Some(ExcType::type_error_unexpected_keyword(&func_name, key_str));
+                    // chainbox patch: with CPython's "Did you mean", among the
+                    // names of the generated `__new__(_cls, field, ...)`.
+                    let candidates: Vec<&str> = std::iter::once("_cls")
+                        .chain(field_names.iter().map(|f| f.as_str(vm.interns)))
+                        .collect();
+                    first_err = Some(ExcType::type_error_unexpected_keyword_among(
+                        &func_name,
+                        key_str,
+                        &candidates,
+                    ));
                 }
                 leftover.push(val);
             }

@@ -320,7 +320,10 @@ pub(crate) fn class_cwd(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         kwargs.drop_with(vm);
         // CPython reports a stray keyword before the positional count.
         return Err(match first_kwarg? {
-            Some(key) => ExcType::type_error_unexpected_keyword("Path.cwd", &key),
+            // chainbox patch: CPython's `def cwd(cls)`: `cls=` is bound
+            // already, any other keyword gets its "Did you mean".
+            Some(key) if key == "cls" => ExcType::type_error_duplicate_arg("Path.cwd", "cls"),
+            Some(key) => ExcType::type_error_unexpected_keyword_among("Path.cwd", &key, &["cls"]),
             None => ExcType::type_error(format!(
                 "Path.cwd() takes 1 positional argument but {} were given",
                 given + 1
@@ -676,6 +679,25 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Path> {
                 // of `+`/`x` modes and non-default `buffering`/`encoding`/
                 // `errors`/`newline`) so the two entry points stay in sync.
                 //
+                // chainbox patch: CPython's `Path.open(self, mode='r',
+                // buffering=-1, encoding=None, errors=None, newline=None)` is
+                // a `def`, so a keyword it lacks is its own error, with
+                // CPython's "Did you mean" (`open()` takes `closefd`/`opener`).
+                const PARAMS: &[&str] = &["self", "mode", "buffering", "encoding", "errors", "newline"];
+                let unknown = match &args {
+                    ArgValues::Kwargs(kwargs) | ArgValues::ArgsKargs { kwargs, .. } => {
+                        kwargs.first_key_not_in(&PARAMS[1..], vm.heap, vm.interns)
+                    }
+                    _ => None,
+                };
+                if let Some(key) = unknown {
+                    args.drop_with(vm);
+                    return Err(if key == "self" {
+                        ExcType::type_error_duplicate_arg("Path.open", "self")
+                    } else {
+                        ExcType::type_error_unexpected_keyword_among("Path.open", &key, PARAMS)
+                    });
+                }
                 // The `inc_ref` is required because the prepended `Value::Ref`
                 // is dropped by `builtin_open` via `defer_drop!` once the path
                 // string has been extracted, balancing the refcount.

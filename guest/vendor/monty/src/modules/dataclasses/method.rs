@@ -659,7 +659,15 @@ fn bind_keyword_args(
         match slot {
             Some(idx) if slots[idx].is_none() => slots[idx] = Some(value.into_inner()),
             Some(_) => return Err(ExcType::type_error_duplicate_arg(qualname, &name)),
-            None => return Err(ExcType::type_error_unexpected_keyword(qualname, &name)),
+            None => {
+                // chainbox patch: with CPython's "Did you mean".
+                let candidates: Vec<&str> = params.iter().map(|(param, _)| *param).collect();
+                return Err(ExcType::type_error_unexpected_keyword_among(
+                    qualname,
+                    &name,
+                    &candidates,
+                ));
+            }
         }
     }
     Ok(())
