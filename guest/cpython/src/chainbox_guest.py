@@ -673,23 +673,37 @@ def _is_missing_await(exc, message):
     return isinstance(exc, TypeError) and any(w in message for w in ("coroutine", "future", "Future"))
 
 
-# CPython's "Did you mean" (traceback._compute_suggestion_error, 3.12), as
-# the monty guest's suggest.rs ports it.
+# CPython's "Did you mean": `_suggestions._generate_suggestions`, the C code
+# (`_Py_CalculateSuggestions`) traceback.py uses, as the monty guest does
+# (`monty::closest_name`, a port of it). Run natively on a CPython without
+# that module (the tests, 3.11), the same algorithm in Python: on the names'
+# UTF-8 bytes, with no limit on the name's own length.
 _MOVE_COST, _CASE_COST, _MAX_STRING_SIZE, _MAX_CANDIDATE_ITEMS = 2, 1, 40, 750
 
 
 def closest_name(name, candidates):
-    if len(name) > _MAX_STRING_SIZE:
+    candidates = list(candidates)
+    try:
+        from _suggestions import _generate_suggestions
+    except ImportError:
+        return _closest_name(name, candidates)
+    return _generate_suggestions(candidates, name)
+
+
+def _closest_name(name, candidates):
+    if len(candidates) >= _MAX_CANDIDATE_ITEMS:
         return None
-    best, best_distance = None, len(name)
-    for i, candidate in enumerate(candidates):
-        if i >= _MAX_CANDIDATE_ITEMS:
-            return None
+    wrong = name.encode()
+    best, best_distance = None, None
+    for candidate in candidates:
         if candidate == name:
             continue
-        limit = min((len(candidate) + len(name) + 3) * _MOVE_COST // 6, max(best_distance - 1, 0))
-        distance = _levenshtein(name, candidate, limit)
-        if distance <= limit and (best is None or distance < best_distance):
+        item = candidate.encode()
+        limit = (len(wrong) + len(item) + 3) * _MOVE_COST // 6
+        if best_distance is not None:
+            limit = min(limit, best_distance - 1)
+        distance = _levenshtein(wrong, item, limit)
+        if distance <= limit:
             best, best_distance = candidate, distance
     return best
 
@@ -697,11 +711,13 @@ def closest_name(name, candidates):
 def _substitution_cost(a, b):
     if a == b:
         return 0
-    return _CASE_COST if a.lower() == b.lower() else _MOVE_COST
+    lower = lambda c: c + 32 if 65 <= c <= 90 else c
+    return _CASE_COST if lower(a) == lower(b) else _MOVE_COST
 
 
 def _levenshtein(a, b, limit):
-    """Weighted edit distance, or `limit + 1` as soon as it must exceed it."""
+    """Weighted edit distance of two byte strings, or `limit + 1` as soon as
+    it must exceed it."""
     prefix = 0
     while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
         prefix += 1

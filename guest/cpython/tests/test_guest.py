@@ -455,6 +455,15 @@ class Suggestions(unittest.TestCase):
         self.assertEqual(close("get_wether", ["get_weather", "load_artifact"]), "get_weather")
         self.assertEqual(close("Echo", ["echo"]), "echo")
         self.assertIsNone(close("xyz", ["get_weather"]))
+        # CPython 3.14's `_Py_CalculateSuggestions`: one insertion is close
+        # enough for a short name, names compare as UTF-8 bytes, the first of
+        # equally close candidates wins, 750 candidates are too many.
+        self.assertEqual(close("a", ["ab"]), "ab")
+        self.assertEqual(close("cafe", ["café"]), "café")
+        self.assertIsNone(close("ab", ["aé"]))
+        self.assertEqual(close("ab", ["abc", "abd"]), "abc")
+        self.assertIsNone(close("n7", [f"n{i}" for i in range(750)]))
+        self.assertEqual(close("a" * 45 + "x", ["a" * 45 + "y"]), "a" * 45 + "y")
 
 
 if __name__ == "__main__":

@@ -556,31 +556,48 @@ impl Chain {
         self.tools.iter().any(|t| t.name == name)
     }
 
-    /// CPython's "Did you mean" for an uncaught `NameError` close to a tool's
-    /// name. Like CPython, only the report gets the hint (its traceback
-    /// printer adds it): `str(e)` in the script stays the plain message.
+    /// CPython's hints for an uncaught `NameError` (`suggest`): a name
+    /// close to a tool's gets `. Did you mean: 'get_weather'?` in the message
+    /// and the traceback, a standard module's name `. Did you forget to import
+    /// 'json'?` in the traceback. CPython's traceback printer adds them;
+    /// `str(e)` in the script stays the plain message (the message reports
+    /// the tool hint as the CPython guest does).
     fn add_name_hint(&self, error: &mut ScriptError) {
         if error.exc_type != "NameError" {
             return;
         }
-        let name = error
+        let Some(name) = error
             .message
             .strip_prefix("name '")
-            .and_then(|rest| rest.strip_suffix("' is not defined"));
-        let Some(close) = name.and_then(|name| self.close_tool(name)) else {
+            .and_then(|rest| rest.strip_suffix("' is not defined"))
+        else {
             return;
         };
-        let hint = format!(". Did you mean: '{close}'?");
+        let close = self.close_tool(name).map(|close| format!(". Did you mean: '{close}'?"));
+        let import = suggest::is_stdlib_module(name).then(|| format!("forget to import '{name}'?"));
+        let in_traceback = match (&close, import) {
+            (None, None) => return,
+            (Some(close), None) => close.clone(),
+            (None, Some(import)) => format!(". Did you {import}"),
+            (Some(close), Some(import)) => format!("{close} Or did you {import}"),
+        };
         if error.traceback.ends_with(&error.message) {
-            error.traceback.push_str(&hint);
+            error.traceback.push_str(&in_traceback);
         }
-        error.message.push_str(&hint);
+        if let Some(close) = close {
+            error.message.push_str(&close);
+        }
     }
 
     /// The tool (or `load_artifact`) CPython would suggest for a misspelled `name`.
-    fn close_tool(&self, name: &str) -> Option<&str> {
-        let candidates = self.tools.iter().map(|t| t.name.as_str()).chain([LOAD_ARTIFACT_FN]);
-        suggest::closest(name, candidates)
+    fn close_tool(&self, name: &str) -> Option<String> {
+        let candidates: Vec<&str> = self
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .chain([LOAD_ARTIFACT_FN])
+            .collect();
+        monty::closest_name(name, &candidates).map(str::to_owned)
     }
 
     /// The calls whose coroutines were never awaited, as Python warns of them.
@@ -761,6 +778,47 @@ mod tests {
         );
         assert!(
             error.traceback.ends_with("Did you mean: 'get_weather'?"),
+            "{}",
+            error.traceback
+        );
+    }
+
+    #[test]
+    fn an_uncaught_name_error_naming_a_module_gets_the_import_hint_in_its_traceback() {
+        let chain = Chain {
+            tools: vec![ToolDecl {
+                name: "jsonl".into(),
+                params: vec![],
+            }],
+            line_starts: vec![0],
+            stdout: Stdout::default(),
+            unawaited: BTreeMap::new(),
+        };
+        let error_for = |name: &str| ScriptError {
+            compile: false,
+            exc_type: "NameError".into(),
+            message: format!("name '{name}' is not defined"),
+            line: Some(1),
+            traceback: format!("Traceback (most recent call last):\n  ...\nNameError: name '{name}' is not defined"),
+            memory_limit: false,
+        };
+        let mut error = error_for("math");
+        chain.add_name_hint(&mut error);
+        assert_eq!(error.message, "name 'math' is not defined");
+        assert!(
+            error
+                .traceback
+                .ends_with("name 'math' is not defined. Did you forget to import 'math'?"),
+            "{}",
+            error.traceback
+        );
+        let mut error = error_for("json");
+        chain.add_name_hint(&mut error);
+        assert_eq!(error.message, "name 'json' is not defined. Did you mean: 'jsonl'?");
+        assert!(
+            error
+                .traceback
+                .ends_with("name 'json' is not defined. Did you mean: 'jsonl'? Or did you forget to import 'json'?"),
             "{}",
             error.traceback
         );

@@ -1,124 +1,374 @@
-//! CPython's "Did you mean" for a misspelled name: the same edit distance
-//! and cut-offs as `traceback._compute_suggestion_error` (CPython 3.12), so a
-//! chain's `NameError` reads as Python's would.
+//! CPython's hints for an uncaught `NameError`, as its traceback printer
+//! (`traceback.TracebackException`, 3.14) adds them: `. Did you mean:
+//! 'get_weather'?` for a name close to a tool's (chosen by
+//! `monty::closest_name`, CPython's `_Py_CalculateSuggestions`), and `. Did
+//! you forget to import 'json'?` for the name of a standard module.
 
-/// Cost of inserting, deleting or substituting a character.
-const MOVE_COST: usize = 2;
-/// Cost of substituting a character by the same letter in the other case.
-const CASE_COST: usize = 1;
-/// Names longer than this are never compared.
-const MAX_STRING_SIZE: usize = 40;
+/// CPython 3.14's `sys.stdlib_module_names`, sorted.
+const STDLIB_MODULE_NAMES: &[&str] = &[
+    "__future__",
+    "_abc",
+    "_aix_support",
+    "_android_support",
+    "_apple_support",
+    "_ast",
+    "_ast_unparse",
+    "_asyncio",
+    "_bisect",
+    "_blake2",
+    "_bz2",
+    "_codecs",
+    "_codecs_cn",
+    "_codecs_hk",
+    "_codecs_iso2022",
+    "_codecs_jp",
+    "_codecs_kr",
+    "_codecs_tw",
+    "_collections",
+    "_collections_abc",
+    "_colorize",
+    "_compat_pickle",
+    "_contextvars",
+    "_csv",
+    "_ctypes",
+    "_curses",
+    "_curses_panel",
+    "_datetime",
+    "_dbm",
+    "_decimal",
+    "_elementtree",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "_functools",
+    "_gdbm",
+    "_hashlib",
+    "_heapq",
+    "_hmac",
+    "_imp",
+    "_interpchannels",
+    "_interpqueues",
+    "_interpreters",
+    "_io",
+    "_ios_support",
+    "_json",
+    "_locale",
+    "_lsprof",
+    "_lzma",
+    "_markupbase",
+    "_md5",
+    "_multibytecodec",
+    "_multiprocessing",
+    "_opcode",
+    "_opcode_metadata",
+    "_operator",
+    "_osx_support",
+    "_overlapped",
+    "_pickle",
+    "_posixshmem",
+    "_posixsubprocess",
+    "_py_abc",
+    "_py_warnings",
+    "_pydatetime",
+    "_pydecimal",
+    "_pyio",
+    "_pylong",
+    "_pyrepl",
+    "_queue",
+    "_random",
+    "_remote_debugging",
+    "_scproxy",
+    "_sha1",
+    "_sha2",
+    "_sha3",
+    "_signal",
+    "_sitebuiltins",
+    "_socket",
+    "_sqlite3",
+    "_sre",
+    "_ssl",
+    "_stat",
+    "_statistics",
+    "_string",
+    "_strptime",
+    "_struct",
+    "_suggestions",
+    "_symtable",
+    "_sysconfig",
+    "_thread",
+    "_threading_local",
+    "_tkinter",
+    "_tokenize",
+    "_tracemalloc",
+    "_types",
+    "_typing",
+    "_uuid",
+    "_warnings",
+    "_weakref",
+    "_weakrefset",
+    "_winapi",
+    "_wmi",
+    "_zoneinfo",
+    "_zstd",
+    "abc",
+    "annotationlib",
+    "antigravity",
+    "argparse",
+    "array",
+    "ast",
+    "asyncio",
+    "atexit",
+    "base64",
+    "bdb",
+    "binascii",
+    "bisect",
+    "builtins",
+    "bz2",
+    "cProfile",
+    "calendar",
+    "cmath",
+    "cmd",
+    "code",
+    "codecs",
+    "codeop",
+    "collections",
+    "colorsys",
+    "compileall",
+    "compression",
+    "concurrent",
+    "configparser",
+    "contextlib",
+    "contextvars",
+    "copy",
+    "copyreg",
+    "csv",
+    "ctypes",
+    "curses",
+    "dataclasses",
+    "datetime",
+    "dbm",
+    "decimal",
+    "difflib",
+    "dis",
+    "doctest",
+    "email",
+    "encodings",
+    "ensurepip",
+    "enum",
+    "errno",
+    "faulthandler",
+    "fcntl",
+    "filecmp",
+    "fileinput",
+    "fnmatch",
+    "fractions",
+    "ftplib",
+    "functools",
+    "gc",
+    "genericpath",
+    "getopt",
+    "getpass",
+    "gettext",
+    "glob",
+    "graphlib",
+    "grp",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "http",
+    "idlelib",
+    "imaplib",
+    "importlib",
+    "inspect",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "keyword",
+    "linecache",
+    "locale",
+    "logging",
+    "lzma",
+    "mailbox",
+    "marshal",
+    "math",
+    "mimetypes",
+    "mmap",
+    "modulefinder",
+    "msvcrt",
+    "multiprocessing",
+    "netrc",
+    "nt",
+    "ntpath",
+    "nturl2path",
+    "numbers",
+    "opcode",
+    "operator",
+    "optparse",
+    "os",
+    "pathlib",
+    "pdb",
+    "pickle",
+    "pickletools",
+    "pkgutil",
+    "platform",
+    "plistlib",
+    "poplib",
+    "posix",
+    "posixpath",
+    "pprint",
+    "profile",
+    "pstats",
+    "pty",
+    "pwd",
+    "py_compile",
+    "pyclbr",
+    "pydoc",
+    "pydoc_data",
+    "pyexpat",
+    "queue",
+    "quopri",
+    "random",
+    "re",
+    "readline",
+    "reprlib",
+    "resource",
+    "rlcompleter",
+    "runpy",
+    "sched",
+    "secrets",
+    "select",
+    "selectors",
+    "shelve",
+    "shlex",
+    "shutil",
+    "signal",
+    "site",
+    "smtplib",
+    "socket",
+    "socketserver",
+    "sqlite3",
+    "sre_compile",
+    "sre_constants",
+    "sre_parse",
+    "ssl",
+    "stat",
+    "statistics",
+    "string",
+    "stringprep",
+    "struct",
+    "subprocess",
+    "symtable",
+    "sys",
+    "sysconfig",
+    "syslog",
+    "tabnanny",
+    "tarfile",
+    "tempfile",
+    "termios",
+    "textwrap",
+    "this",
+    "threading",
+    "time",
+    "timeit",
+    "tkinter",
+    "token",
+    "tokenize",
+    "tomllib",
+    "trace",
+    "traceback",
+    "tracemalloc",
+    "tty",
+    "turtle",
+    "turtledemo",
+    "types",
+    "typing",
+    "unicodedata",
+    "unittest",
+    "urllib",
+    "uuid",
+    "venv",
+    "warnings",
+    "wave",
+    "weakref",
+    "webbrowser",
+    "winreg",
+    "winsound",
+    "wsgiref",
+    "xml",
+    "xmlrpc",
+    "zipapp",
+    "zipfile",
+    "zipimport",
+    "zlib",
+    "zoneinfo",
+];
 
-/// Above this many candidates CPython suggests nothing.
-const MAX_CANDIDATE_ITEMS: usize = 750;
-
-/// The candidate CPython would suggest for `name`, if any is close enough:
-/// at most a third of the characters involved need changing.
-pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let name: Vec<char> = name.chars().collect();
-    if name.len() > MAX_STRING_SIZE {
-        return None;
-    }
-    let mut best_distance = name.len();
-    let mut best = None;
-    for (i, candidate) in candidates.into_iter().enumerate() {
-        if i >= MAX_CANDIDATE_ITEMS {
-            return None;
-        }
-        let chars: Vec<char> = candidate.chars().collect();
-        if chars == name {
-            continue;
-        }
-        // Don't take matches already beaten.
-        let max = ((chars.len() + name.len() + 3) * MOVE_COST / 6).min(best_distance.saturating_sub(1));
-        let distance = levenshtein(&name, &chars, max);
-        if distance <= max && (best.is_none() || distance < best_distance) {
-            best = Some(candidate);
-            best_distance = distance;
-        }
-    }
-    best
-}
-
-fn substitution_cost(a: char, b: char) -> usize {
-    if a == b {
-        0
-    } else if a.to_lowercase().eq(b.to_lowercase()) {
-        CASE_COST
-    } else {
-        MOVE_COST
-    }
-}
-
-/// Weighted edit distance, or `max + 1` as soon as it must exceed `max`.
-fn levenshtein<'a>(mut a: &'a [char], mut b: &'a [char], max: usize) -> usize {
-    // Common prefixes and suffixes cost nothing.
-    while let (Some(x), Some(y)) = (a.first(), b.first()) {
-        if x != y {
-            break;
-        }
-        (a, b) = (&a[1..], &b[1..]);
-    }
-    while let (Some(x), Some(y)) = (a.last(), b.last()) {
-        if x != y {
-            break;
-        }
-        (a, b) = (&a[..a.len() - 1], &b[..b.len() - 1]);
-    }
-    if a.is_empty() || b.is_empty() {
-        return (a.len() + b.len()) * MOVE_COST;
-    }
-    if a.len() > MAX_STRING_SIZE || b.len() > MAX_STRING_SIZE {
-        return max + 1;
-    }
-    if b.len() < a.len() {
-        std::mem::swap(&mut a, &mut b);
-    }
-    if (b.len() - a.len()) * MOVE_COST > max {
-        return max + 1;
-    }
-    // One row of the matrix, updated in place.
-    let mut row: Vec<usize> = (1..=a.len()).map(|i| i * MOVE_COST).collect();
-    let mut result = 0;
-    for (bi, &code) in b.iter().enumerate() {
-        let mut distance = bi * MOVE_COST;
-        result = distance;
-        let mut minimum = usize::MAX;
-        for (ai, &ac) in a.iter().enumerate() {
-            let substitute = distance + substitution_cost(code, ac);
-            distance = row[ai];
-            let insert_delete = result.min(distance) + MOVE_COST;
-            result = insert_delete.min(substitute);
-            row[ai] = result;
-            minimum = minimum.min(result);
-        }
-        if minimum > max {
-            return max + 1;
-        }
-    }
-    result
+/// Whether `name` is a standard module's (`sys.stdlib_module_names`).
+pub fn is_stdlib_module(name: &str) -> bool {
+    STDLIB_MODULE_NAMES.binary_search(&name).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::closest;
+    use super::{STDLIB_MODULE_NAMES, is_stdlib_module};
+    use monty::closest_name;
 
-    // Expectations from CPython 3.11/3.12: `echo = 1` then the misspelled name.
+    #[test]
+    fn the_module_names_are_sorted() {
+        assert!(STDLIB_MODULE_NAMES.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_stdlib_module("json") && is_stdlib_module("os") && is_stdlib_module("__future__"));
+        assert!(!is_stdlib_module("numpy") && !is_stdlib_module("os.path"));
+    }
+
+    // monty's CPython "Did you mean" (`monty::closest_name`, a port of
+    // `_Py_CalculateSuggestions`): each expectation is CPython 3.14's
+    // (`_suggestions._generate_suggestions(candidates, name)` in the CPython
+    // guest); monty's own unit tests cannot run in its vendored copy.
     #[test]
     fn suggests_what_cpython_suggests() {
         let tools = ["echo", "get_weather", "list_orders", "load_artifact"];
-        assert_eq!(closest("ech", tools), Some("echo"));
-        assert_eq!(closest("get_wether", tools), Some("get_weather"));
-        assert_eq!(closest("Echo", tools), Some("echo"));
-        assert_eq!(closest("list_order", tools), Some("list_orders"));
+        assert_eq!(closest_name("ech", &tools), Some("echo"));
+        assert_eq!(closest_name("get_wether", &tools), Some("get_weather"));
+        assert_eq!(closest_name("Echo", &tools), Some("echo"));
+        assert_eq!(closest_name("list_order", &tools), Some("list_orders"));
+        assert_eq!(closest_name("prce", &["price"]), Some("price"));
+        assert_eq!(closest_name("pirce", &["price", "prices"]), Some("price"));
+        // Short names: one insertion is close enough.
+        assert_eq!(closest_name("a", &["ab"]), Some("ab"));
+        // The first of equally close candidates.
+        assert_eq!(closest_name("ab", &["abc", "abd"]), Some("abc"));
     }
 
     #[test]
     fn suggests_nothing_when_nothing_is_close() {
         let tools = ["echo", "get_weather"];
-        assert_eq!(closest("ehco", tools), None);
-        assert_eq!(closest("ECHO", tools), None);
-        assert_eq!(closest("delete_everything", tools), None);
-        assert_eq!(closest("echo", ["echo"]), None);
+        assert_eq!(closest_name("ehco", &tools), None);
+        assert_eq!(closest_name("ECHO", &tools), None);
+        assert_eq!(closest_name("delete_everything", &tools), None);
+        assert_eq!(closest_name("echo", &["echo"]), None);
+        assert_eq!(closest_name("x", &[]), None);
+    }
+
+    #[test]
+    fn suggests_within_cpythons_limits() {
+        let many: Vec<String> = (0..750).map(|i| format!("name{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(closest_name("name7", &many[..749]), Some("name0"));
+        assert_eq!(closest_name("name7", &many), None);
+        // Long names compare only what differs once their common ends are trimmed.
+        let long = "a".repeat(50);
+        let (x, y) = (format!("{long}x"), format!("{long}y"));
+        assert_eq!(closest_name(&x, &[&y]), Some(y.as_str()));
+        let (x, y) = (format!("x{}x", "b".repeat(41)), format!("y{}y", "c".repeat(41)));
+        assert_eq!(closest_name(&x, &[&y]), None);
+    }
+
+    #[test]
+    fn counts_bytes_as_cpython_does() {
+        // 'é' is two bytes of UTF-8: two edits from 'e'.
+        assert_eq!(closest_name("cafe", &["café"]), Some("café"));
+        assert_eq!(closest_name("ab", &["aé"]), None);
     }
 }

@@ -1612,15 +1612,14 @@ pub(crate) trait ExcTypeExt: Sized {
 
     /// Creates a NameError for accessing an undefined variable.
     ///
-    /// Matches CPython's format: `NameError: name 'x' is not defined`
+    /// Matches CPython's format: `NameError: name 'x' is not defined`.
+    /// chainbox patch: never with `. Did you forget to import 'x'?`, which
+    /// upstream added for six module names: CPython's `str(e)` has no hint,
+    /// only its traceback printer adds one (chainbox's guest adds it to the
+    /// reported traceback).
     #[must_use]
     fn name_error(name: &str) -> SimpleException {
-        let mut msg = format!("name '{name}' is not defined");
-        // add the same suffix as cpython, but only for the modules supported by Monty
-        if matches!(name, "asyncio" | "sys" | "typing" | "types" | "re" | "json") {
-            write!(&mut msg, ". Did you forget to import '{name}'?").unwrap();
-        }
-        SimpleException::new_msg(ExcType::NameError, msg)
+        SimpleException::new_msg(ExcType::NameError, format!("name '{name}' is not defined"))
     }
 
     /// Creates an UnboundLocalError for accessing a local variable before assignment.
