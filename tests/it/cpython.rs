@@ -125,6 +125,15 @@ same_on_both_guests! {
     an_answer_with_an_int_too_long_to_write_is_a_value_error: "[1, 10 ** 5000]";
     an_empty_dicts_popitem_error_reads_as_in_cpython:
         "try:\n    {}.popitem()\nexcept KeyError as e:\n    r = [str(e), repr(e)]\nr";
+    // CPython 3.13+'s "Did you mean" in an unexpected keyword's message
+    // (monty's `suggestions::closest`, a chainbox patch), and the order of
+    // CPython's keyword errors around positional-only names.
+    unexpected_keywords_get_cpythons_suggestions:
+        "import json\nfrom dataclasses import dataclass\ndef total(order, tax_rate=0.0, discount=0.0):\n    return order\ndef make(currency):\n    def fmt(amount, decimals=2):\n        return currency\n    return fmt\nclass Report:\n    def add_line(self, label, *, highlight=False):\n        return label\n@dataclass\nclass Summary:\n    customer_id: str\n    order_count: int = 0\ndef pair(a, b, /, *, sep=', '):\n    return a\ndef loose(a, /, **rest):\n    return sorted(rest)\nout = [loose(1, a=2)]\nfor call in [lambda: total(1, tax_rte=0.2), lambda: total(1, Discount=1), lambda: make('EUR')(1, decimal=1), lambda: Report().add_line('x', higlight=True), lambda: (lambda amount, percent=10: 0)(1, pecrent=5), lambda: Summary('C1', order_cnt=3), lambda: pair(1, 2, a=1), lambda: pair(1, 2, sepp=1, b=2), lambda: total(1, vat=0.2), lambda: total(1, **{'tax rate': 1}), lambda: sorted([2, 1], reversed=True), lambda: json.dumps([], indnet=2), lambda: 'a,b'.split(sepp=','), lambda: print('x', ends=''), lambda: max([1], defualt=0)]:\n    try:\n        call()\n    except TypeError as e:\n        out.append(str(e))\nout";
+    // CPython's `str(e)` has no "Did you forget to import" (its traceback does).
+    a_name_error_for_a_module_never_imported_reads_as_in_cpython:
+        "try:\n    json.dumps({})\nexcept NameError as e:\n    r = str(e)\nr";
+    an_uncaught_name_error_for_a_module_never_imported_reports_cpythons_message: "asyncio.sleep(0)";
 }
 
 /// The public attributes of each builtin type, and whether each is
