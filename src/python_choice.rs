@@ -253,7 +253,7 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
         }
         // syntax: t-strings
         Kind::Str => token.prefix().contains(['t', 'T']),
-        // Calls (keyword_argument, round_digits, syntax),
+        // Calls (keyword_argument, round_digits, exception_arguments, syntax),
         // `@=`, and set displays (set_order).
         Kind::Op => matches!(token.text, "(" | "@=" | "{"),
         Kind::Number | Kind::FieldStart => false,
@@ -1366,6 +1366,17 @@ const RULES: &[Rule] = &[
         name: "round_digits",
         check: rule_round_digits,
     },
+    // An exception class whose constructor CPython gives more than `args`:
+    // `OSError(errno, strerror[, filename])` (`str()` is `[Errno 2] …`, and
+    // the errno picks a subclass, by WASI's numbers in the CPython guest),
+    // `UnicodeDecodeError(…)`, `SyntaxError(msg, details)`,
+    // `json.JSONDecodeError(msg, doc, pos)`, and the keywords of
+    // `AttributeError`, `NameError` and `ImportError`. monty keeps only the
+    // args (vendored monty's `ExcTypeExt::call`, CHAINBOX.md).
+    Rule {
+        name: "exception_arguments",
+        check: rule_exception_arguments,
+    },
     // Syntax src/parse.rs rejects with NotImplementedError: `yield`,
     // `yield from`, `del`, class bases, `async for`/`async with`/async
     // comprehensions, `except*`, `type X = …`, `@=` (src/bytecode/compiler.rs),
@@ -1602,6 +1613,50 @@ fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         what: "calls `round(x, n)` with an `n` that is not a non-negative literal (monty rounds to negative digits differently)",
         line: token.line,
     })
+}
+
+/// OSError and the subclasses monty has (the others are missing builtins).
+const OS_ERRORS: &[&str] = &[
+    "OSError",
+    "FileNotFoundError",
+    "FileExistsError",
+    "IsADirectoryError",
+    "NotADirectoryError",
+    "PermissionError",
+    "TimeoutError",
+];
+
+fn rule_exception_arguments(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op {
+        return None;
+    }
+    let function = scan.callee_path(at)?;
+    let name = function.strip_prefix("builtins.");
+    let arguments = || scan.arguments(at);
+    // A `*args` argument may hold any number of arguments.
+    let several = || {
+        arguments().count() >= 2 || arguments().any(|range| scan.tokens.get(range.start).is_some_and(|t| t.text == "*"))
+    };
+    let what = match (name, function) {
+        (Some(name), _) if OS_ERRORS.contains(&name) && several() => {
+            "builds an OSError from several arguments (errno, strerror, filename)"
+        }
+        (Some("SyntaxError"), _) if several() => "builds a SyntaxError from several arguments",
+        (Some("UnicodeDecodeError" | "UnicodeEncodeError"), _) if arguments().next().is_some() => {
+            "builds a UnicodeDecodeError or UnicodeEncodeError"
+        }
+        (_, "json.JSONDecodeError" | "tomllib.TOMLDecodeError") if arguments().next().is_some() => {
+            "builds a JSONDecodeError or TOMLDecodeError"
+        }
+        (Some("AttributeError" | "NameError" | "ImportError" | "ModuleNotFoundError"), _)
+            if scan.keyword_arguments(at).next().is_some() || scan.double_star_unpackings(at) > 0 =>
+        {
+            "passes keyword arguments to an exception class"
+        }
+        _ => return None,
+    };
+    Some(Needs::Feature { what, line: token.line })
 }
 
 fn rule_syntax(scan: &Scan<'_>, at: usize) -> Option<Needs> {
@@ -2558,6 +2613,18 @@ fn called_names() -> &'static NameSet<'static> {
             .map(|(path, _)| path.rsplit('.').next().unwrap_or(path))
             .chain(COROUTINE_TAKERS.iter().copied())
             .chain(["round", "encode", "decode", "bytes", "str"])
+            .chain(OS_ERRORS.iter().copied())
+            .chain([
+                "SyntaxError",
+                "UnicodeDecodeError",
+                "UnicodeEncodeError",
+                "JSONDecodeError",
+                "TOMLDecodeError",
+                "AttributeError",
+                "NameError",
+                "ImportError",
+                "ModuleNotFoundError",
+            ])
             .collect()
     });
     &SET
@@ -3430,6 +3497,34 @@ mod tests {
     #[test]
     fn relative_import() {
         assert_cpython("from . import helpers", "import", "relative import");
+    }
+
+    #[test]
+    fn exception_constructors_monty_keeps_only_args_of_go_to_cpython() {
+        assert_cpython("raise OSError(2, 'missing')", "exception_arguments", "OSError");
+        assert_cpython(
+            "e = FileNotFoundError(2, 'x', 'f.txt')",
+            "exception_arguments",
+            "OSError",
+        );
+        assert_cpython("raise PermissionError(*details)", "exception_arguments", "OSError");
+        assert_cpython(
+            "raise SyntaxError('m', ('f', 1, 2, 'x'))",
+            "exception_arguments",
+            "SyntaxError",
+        );
+        assert_cpython("UnicodeDecodeError('x')", "exception_arguments", "UnicodeDecodeError");
+        assert_cpython(
+            "import json\nraise json.JSONDecodeError('m', '{', 0)",
+            "exception_arguments",
+            "JSONDecodeError",
+        );
+        assert_cpython("raise AttributeError('a', name='n')", "exception_arguments", "keyword");
+        // monty keeps these as CPython's args.
+        assert_monty("raise OSError('disk full')");
+        assert_monty("raise KeyError('k', 2)");
+        assert_monty("raise ValueError('bad', 5)\nraise SyntaxError('m')");
+        assert_monty("raise AttributeError('a')");
     }
 
     #[test]

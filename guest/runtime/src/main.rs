@@ -316,8 +316,11 @@ fn int_str_limit_error() -> ScriptError {
 fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
     let line = exc.traceback().last().map(|frame| frame.start.line);
     // A KeyError's message is `str(e)`, the repr of its key, as CPython
-    // reports it (`KeyError: 'a'`); monty holds the key's text.
-    let key_repr = (exc.exc_type() == ExcType::KeyError && exc.message().is_some()).then(|| exc.py_repr());
+    // reports it (`KeyError: 'a'`); monty holds the key's text. An exception
+    // whose args are not one str (`KeyError(('x', 2))`, vendored monty's
+    // `ExcData::Args`) holds `str(e)` itself.
+    let key_repr = (exc.exc_type() == ExcType::KeyError && exc.message().is_some() && exc.data().args().is_none())
+        .then(|| exc.py_repr());
     let text = match &key_repr {
         Some(repr) => repr
             .strip_prefix("KeyError(")

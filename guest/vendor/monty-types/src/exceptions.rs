@@ -216,6 +216,10 @@ impl MontyException {
     /// Uses appropriate quoting for messages containing quotes.
     #[must_use]
     pub fn py_repr(&self) -> String {
+        // chainbox patch: an exception with general args carries its repr.
+        if let Some(args) = self.data.args() {
+            return args.repr.clone();
+        }
         let type_str: &'static str = self.exc_type.into();
         if let Some(msg) = &self.message {
             format!("{}({})", type_str, StringRepr(msg))
@@ -567,6 +571,35 @@ pub enum ExcData {
     /// `json.JSONDecodeError` attribute fields. Boxed like
     /// [`ExcData::Unicode`] to keep the enum small.
     Json(Box<JsonErrorData>),
+    /// chainbox patch: an exception built with arguments other than none or
+    /// one `str` (`KeyError('k', 2)`, `ValueError(5)`, a missing dict key
+    /// that is a tuple): its `args` and `repr()`. The exception's message is
+    /// then its `str()` as it is (a `KeyError`'s too, not the repr of it).
+    Args(Box<ExcArgsData>),
+}
+
+/// chainbox patch: the `args` of an exception whose message cannot stand for
+/// them (see [`ExcData::Args`]), and its `repr()`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExcArgsData {
+    /// The `args` tuple, `None` when it was too large to keep a copy of (its
+    /// `repr()` past [`ExcArgsData::MAX_REPR_LEN`]) or could not be copied.
+    pub args: Option<crate::MontyObject>,
+    /// The exception's `repr()`, e.g. `KeyError(('x', 2))`.
+    pub repr: String,
+}
+
+impl ExcArgsData {
+    /// The longest `repr()` of an exception whose `args` are copied: as for
+    /// [`UnicodeErrorData::MAX_OBJECT_LEN`], a raised exception is copied
+    /// outside the sandbox's memory accounting.
+    pub const MAX_REPR_LEN: usize = 64 * 1024;
+}
+
+impl std::hash::Hash for ExcArgsData {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.repr.hash(state);
+    }
 }
 
 impl ExcData {
@@ -584,6 +617,15 @@ impl ExcData {
     pub fn json(&self) -> Option<&JsonErrorData> {
         match self {
             Self::Json(data) => Some(data),
+            _ => None,
+        }
+    }
+
+    /// chainbox patch: the args and repr, if this is [`ExcData::Args`].
+    #[must_use]
+    pub fn args(&self) -> Option<&ExcArgsData> {
+        match self {
+            Self::Args(data) => Some(data),
             _ => None,
         }
     }

@@ -24,7 +24,7 @@ mod virtual_path;
 pub use crate::{
     builtins::BuiltinsFunctions,
     exceptions::{
-        CodeLoc, ExcData, ExcType, JsonErrorData, MontyException, SourceRange, StackFrame, UnicodeErrorData,
+        CodeLoc, ExcArgsData, ExcData, ExcType, JsonErrorData, MontyException, SourceRange, StackFrame, UnicodeErrorData,
         UnicodeErrorObject, unicode_decode_error_msg,
     },
     file_mode::FileMode,

@@ -1,9 +1,10 @@
 use std::{
     borrow::Cow,
     fmt::{self, Display, Write},
+    mem,
 };
 
-use monty_types::{ExcData, JsonErrorData, MontyException, StackFrame, UnicodeErrorData};
+use monty_types::{ExcArgsData, ExcData, JsonErrorData, MontyException, MontyObject, StackFrame, UnicodeErrorData};
 use smallvec::smallvec;
 
 use crate::{
@@ -11,13 +12,15 @@ use crate::{
     bytecode::{CallResult, VM},
     defer_drop,
     fstring::{FormatError, ascii_escape},
-    heap::{DropWithContext, HeapData, HeapRead},
+    heap::{DropWithContext, HeapData, HeapId, HeapRead},
     intern::{Interns, StaticStrings, StringId},
+    object_bridge::MontyObjectExt,
     parse::CodeRange,
     py_value::PyValue,
     source_map::{SourceMap, StackFrameExt},
     types::{
-        PyTrait, Type, allocate_tuple,
+        LazyHeapSet, PyTrait, Type, allocate_tuple,
+        tuple::TupleVec,
         long_int::INT_MAX_STR_DIGITS,
         str::{StringRepr, allocate_string, string_repr_fmt},
     },
@@ -257,24 +260,34 @@ pub(crate) trait ExcTypeExt: Sized {
 
     /// Creates a KeyError for a missing dict key.
     ///
-    /// For string keys, uses the raw string value without extra quoting.
-    /// If the key's string conversion fails (e.g. huge LongInt exceeding
-    /// `INT_MAX_STR_DIGITS`), falls back to the type name so that a
+    /// A string key is the message itself. chainbox patch: any other key is
+    /// the exception's argument, as in CPython (`e.args == (('x', 2),)`,
+    /// `str(e) == "('x', 2)"`), carried as [`ExcData::Args`]; upstream made
+    /// it the text of `str(key)`, so `e.args` held a string and `str(e)`
+    /// quoted it. If the key's repr fails (e.g. a huge int past
+    /// `INT_MAX_STR_DIGITS`), the message is the type name so that a
     /// `KeyError` is always raised rather than a spurious `ValueError`.
     fn key_error(key: &Value, vm: &mut VM<'_>) -> RunError {
-        let key_str = match key.py_str(vm) {
-            Ok(key_value) => {
-                // `key_value` is a heap `str` `Value`; extract its text and drop it.
-                defer_drop!(key_value, vm);
-                if let Ok(s) = key_value.to_str(vm) {
-                    s.to_owned()
-                } else {
-                    format!("<{}>", key.py_type_name(vm))
-                }
-            }
-            Err(_) => format!("<{}>", key.py_type_name(vm)),
+        if let PyValue::Str(string) = key.py_value(vm) {
+            return SimpleException::new_msg(ExcType::KeyError, string.as_str(vm)).into();
+        }
+        let repr = key.py_repr(vm);
+        let Some(repr) = value_text(repr, vm) else {
+            return SimpleException::new_msg(ExcType::KeyError, format!("<{}>", key.py_type_name(vm))).into();
         };
-        SimpleException::new_msg(ExcType::KeyError, key_str).into()
+        let args = (repr.len() <= ExcArgsData::MAX_REPR_LEN).then(|| {
+            let tuple = allocate_tuple(smallvec![key.clone_with_heap(vm.heap)], vm.heap);
+            MontyObject::export(tuple, vm)
+        });
+        SimpleException {
+            exc_type: ExcType::KeyError,
+            data: ExcData::Args(Box::new(ExcArgsData {
+                args,
+                repr: format!("KeyError({repr})"),
+            })),
+            arg: ExcArg::Msg(repr),
+        }
+        .into()
     }
 
     /// Creates a KeyError for popping from an empty set.
@@ -2568,21 +2581,41 @@ fn unexpected_keyword_error(callable: &str, key: &str, candidates: &[&str]) -> R
 
 impl ExcTypeExt for ExcType {
     /// Allocates an exception for constructors like `ValueError('message')`.
-    /// Currently supports zero or one string argument.
+    ///
+    /// chainbox patch: any positional arguments, as CPython's
+    /// `BaseException.__new__` takes them: none or one `str` keep upstream's
+    /// message-only form, anything else (`KeyError('k', 2)`, `ValueError(5)`)
+    /// is kept as the exception's `args` tuple. Upstream raised an internal
+    /// error ("exceptions can only be called with zero or one string
+    /// argument") that no `except` could catch.
     fn call(self, vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
-        defer_drop!(args, vm);
         let exc = match args {
-            ArgValues::Empty => Ok(SimpleException::new_none(self)),
-            ArgValues::One(value) => match value.py_value(vm) {
-                PyValue::Str(string) => Ok(SimpleException::new_msg(self, string.as_str(vm))),
-                _ => Err(RunError::internal(
-                    "exceptions can only be called with zero or one string argument",
-                )),
-            },
-            _ => Err(RunError::internal(
-                "exceptions can only be called with zero or one string argument",
-            )),
-        }?;
+            ArgValues::Empty => SimpleException::new_none(self),
+            ArgValues::One(value) if matches!(value.py_value(vm), PyValue::Str(_)) => {
+                defer_drop!(value, vm);
+                let PyValue::Str(string) = value.py_value(vm) else {
+                    unreachable!("matched a str above")
+                };
+                SimpleException::new_msg(self, string.as_str(vm))
+            }
+            args => {
+                let (positional, kwargs) = args.into_parts();
+                if !kwargs.is_empty() {
+                    positional.drop_with(vm);
+                    kwargs.drop_with(vm);
+                    let name: &'static str = self.into();
+                    return Err(ExcType::type_error_no_kwargs(name));
+                }
+                kwargs.drop_with(vm);
+                let items: TupleVec = positional.collect();
+                let tuple = allocate_tuple(items, vm.heap);
+                SimpleException {
+                    exc_type: self,
+                    arg: ExcArg::Tuple(tuple.into_ref_id().expect("a tuple is a heap object")),
+                    data: ExcData::None,
+                }
+            }
+        };
         let heap_id = vm.heap.allocate(HeapData::Exception(exc));
         Ok(Value::Ref(heap_id))
     }
@@ -2595,11 +2628,36 @@ impl ExcTypeExt for ExcType {
 #[derive(Debug, Clone, PartialEq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SimpleException {
     exc_type: ExcType,
-    arg: Option<String>,
+    /// The message, or (chainbox patch) the args tuple; see [`ExcArg`].
+    arg: ExcArg,
     /// Structured payload (e.g. unicode-error constructor fields), carried
     /// through catch/re-raise so it reaches the public `MontyException` when
     /// the exception escapes the sandbox.
     data: ExcData,
+}
+
+/// What an exception holds besides its type: upstream's optional message,
+/// and (chainbox patch) the `args` tuple of an exception object built with
+/// arguments other than none or one `str`. One field, so that exceptions and
+/// every `RunError` keep their size (a larger error deepens every Rust frame
+/// of a recursion, and the guest's stack is what bounds it).
+#[derive(Debug, Clone, PartialEq, Hash, serde::Serialize, serde::Deserialize)]
+enum ExcArg {
+    /// No argument: `ValueError()`.
+    None,
+    /// The message: the one `str` argument, or a raised copy's `str()`.
+    Msg(String),
+    /// The `args` tuple. Only a heap exception has one, and it owns the
+    /// reference (released through `HeapItem::py_dec_ref_ids`); a raised copy
+    /// never does ([`raised_copy`] carries the args in `data`, as
+    /// [`ExcData::Args`]).
+    Tuple(HeapId),
+}
+
+impl From<Option<String>> for ExcArg {
+    fn from(message: Option<String>) -> Self {
+        message.map_or(Self::None, Self::Msg)
+    }
 }
 
 impl fmt::Display for SimpleException {
@@ -2612,7 +2670,7 @@ impl From<MontyException> for SimpleException {
         Self {
             exc_type: exc.exc_type(),
             data: exc.take_data(),
-            arg: exc.into_message(),
+            arg: exc.into_message().into(),
         }
     }
 }
@@ -2623,7 +2681,7 @@ impl SimpleException {
     pub fn new(exc_type: ExcType, arg: Option<String>) -> Self {
         Self {
             exc_type,
-            arg,
+            arg: arg.into(),
             data: ExcData::None,
         }
     }
@@ -2633,7 +2691,7 @@ impl SimpleException {
     pub fn new_msg(exc_type: ExcType, arg: impl fmt::Display) -> Self {
         Self {
             exc_type,
-            arg: Some(arg.to_string()),
+            arg: ExcArg::Msg(arg.to_string()),
             data: ExcData::None,
         }
     }
@@ -2643,7 +2701,7 @@ impl SimpleException {
     pub fn new_none(exc_type: ExcType) -> Self {
         Self {
             exc_type,
-            arg: None,
+            arg: ExcArg::None,
             data: ExcData::None,
         }
     }
@@ -2662,13 +2720,30 @@ impl SimpleException {
 
     #[must_use]
     pub fn arg(&self) -> Option<&String> {
-        self.arg.as_ref()
+        match &self.arg {
+            ExcArg::Msg(message) => Some(message),
+            ExcArg::None | ExcArg::Tuple(_) => None,
+        }
+    }
+
+    /// chainbox patch: the `args` tuple this heap exception owns, if it was
+    /// built with arguments other than none or one `str`.
+    #[must_use]
+    pub(crate) fn heap_args(&self) -> Option<HeapId> {
+        match self.arg {
+            ExcArg::Tuple(args_id) => Some(args_id),
+            ExcArg::None | ExcArg::Msg(_) => None,
+        }
     }
 
     /// str() for an exception
     #[must_use]
     pub fn py_str(&self) -> String {
-        match (self.exc_type, &self.arg) {
+        // chainbox patch: a copy with general args holds its `str()` as it is.
+        if self.data.args().is_some() {
+            return self.arg().cloned().unwrap_or_default();
+        }
+        match (self.exc_type, self.arg()) {
             // KeyError expecificaly uses repr of the key for str(exc)
             (ExcType::KeyError, Some(exc)) => StringRepr(exc).to_string(),
             (_, Some(arg)) => arg.to_owned(),
@@ -2686,10 +2761,14 @@ impl<'h> HeapRead<'h, SimpleException> {
 impl SimpleException {
     /// Returns the exception formatted as Python would repr it.
     pub fn py_repr_fmt(&self, f: &mut impl Write) -> fmt::Result {
+        // chainbox patch: a copy with general args holds its `repr()`.
+        if let Some(args) = self.data.args() {
+            return f.write_str(&args.repr);
+        }
         let type_str: &'static str = self.exc_type.into();
         write!(f, "{type_str}(")?;
 
-        if let Some(arg) = &self.arg {
+        if let Some(arg) = self.arg() {
             string_repr_fmt(arg, f)?;
         }
 
@@ -2722,7 +2801,8 @@ impl SimpleException {
 impl<'h> HeapRead<'h, SimpleException> {
     /// Gets an attribute from this exception.
     ///
-    /// Handles the `.args` attribute by allocating a tuple containing the message.
+    /// Handles the `.args` attribute: the exception's own tuple (chainbox
+    /// patch), or a tuple allocated from the message.
     /// Returns `None` for all other attributes.
     pub fn py_getattr(&self, attr: &EitherStr, vm: &mut VM<'h>) -> Option<CallResult> {
         // Fast path: interned strings can be matched by ID
@@ -2731,17 +2811,179 @@ impl<'h> HeapRead<'h, SimpleException> {
             .map_or_else(|| attr.as_str(vm.interns) == "args", |ss| ss == StaticStrings::Args);
 
         if is_args {
-            // Construct tuple with 0 or 1 elements based on whether arg exists
-            let elements = if let Some(arg_str) = &self.get(vm.heap).arg {
-                smallvec![allocate_string(arg_str.as_str(), vm.heap)]
-            } else {
-                smallvec![]
-            };
-            Some(CallResult::Value(allocate_tuple(elements, vm.heap)))
+            let exc = self.get(vm.heap);
+            let (args_id, copied, arg) = (
+                exc.heap_args(),
+                exc.data.args().and_then(|data| data.args.clone()),
+                exc.arg().cloned(),
+            );
+            Some(CallResult::Value(exception_args(args_id, copied, arg, vm)))
         } else {
             None
         }
     }
+
+    /// chainbox patch: `str()` of this exception object, as
+    /// `BaseException.__str__` (and `KeyError.__str__`) write it.
+    pub(crate) fn py_str_value(&self, vm: &mut VM<'h>) -> RunResult<Value> {
+        let exc = self.get(vm.heap);
+        match exc.heap_args() {
+            Some(args_id) => args_str(exc.exc_type, args_id, vm),
+            None => Ok(allocate_string(exc.py_str(), vm.heap)),
+        }
+    }
+
+    /// chainbox patch: `repr()` of this exception object,
+    /// `BaseException.__repr__`'s `Type(args)`.
+    pub(crate) fn py_repr_fmt_vm(
+        &self,
+        f: &mut impl Write,
+        vm: &mut VM<'h>,
+        heap_ids: &mut LazyHeapSet,
+    ) -> RunResult<()> {
+        let exc = self.get(vm.heap);
+        match exc.heap_args() {
+            Some(args_id) => args_repr_fmt(exc.exc_type, args_id, f, vm, heap_ids),
+            None => Ok(exc.py_repr_fmt(f)?),
+        }
+    }
+}
+
+/// chainbox patch: the `args` of an exception object (its own tuple, the
+/// copied args of `ExcData::Args`, or its message), a new reference.
+fn exception_args(
+    args_id: Option<HeapId>,
+    copied: Option<MontyObject>,
+    arg: Option<String>,
+    vm: &mut VM<'_>,
+) -> Value {
+    if let Some(args_id) = args_id {
+        vm.heap.inc_ref(args_id);
+        return Value::Ref(args_id);
+    }
+    // A copy put back on the heap with its args unrebuilt (see
+    // `exception_value`): its values if they import, else its message.
+    if let Some(copied) = copied
+        && let Ok(tuple) = copied.to_value(vm)
+    {
+        return tuple;
+    }
+    let elements = if let Some(arg_str) = &arg {
+        smallvec![allocate_string(arg_str.as_str(), vm.heap)]
+    } else {
+        smallvec![]
+    };
+    allocate_tuple(elements, vm.heap)
+}
+
+/// chainbox patch: the items of an exception's args tuple, new references.
+fn args_items(args_id: HeapId, vm: &VM<'_>) -> Vec<Value> {
+    let HeapData::Tuple(tuple) = vm.heap.get(args_id) else {
+        unreachable!("an exception's args are a tuple")
+    };
+    tuple.as_slice().iter().map(|item| item.clone_with_heap(vm.heap)).collect()
+}
+
+/// chainbox patch: `str()` of an exception with args: `''` for none, the
+/// argument's `str()` for one (its `repr()` for a `KeyError`), the tuple's
+/// `repr()` for more.
+fn args_str(exc_type: ExcType, args_id: HeapId, vm: &mut VM<'_>) -> RunResult<Value> {
+    let items = args_items(args_id, vm);
+    defer_drop!(items, vm);
+    match items.as_slice() {
+        [] => Ok(Value::InternString(StringId::EMPTY)),
+        [item] if exc_type == ExcType::KeyError => item.py_repr(vm),
+        [item] => item.py_str(vm),
+        _ => {
+            vm.heap.inc_ref(args_id);
+            let tuple = Value::Ref(args_id);
+            defer_drop!(tuple, vm);
+            tuple.py_repr(vm)
+        }
+    }
+}
+
+/// chainbox patch: `repr()` of an exception with args: `Type(repr(arg))` for
+/// one argument, `Type` and the tuple's `repr()` otherwise.
+fn args_repr_fmt(
+    exc_type: ExcType,
+    args_id: HeapId,
+    f: &mut impl Write,
+    vm: &mut VM<'_>,
+    heap_ids: &mut LazyHeapSet,
+) -> RunResult<()> {
+    let type_str: &'static str = exc_type.into();
+    f.write_str(type_str)?;
+    let items = args_items(args_id, vm);
+    defer_drop!(items, vm);
+    if let [item] = items.as_slice() {
+        f.write_char('(')?;
+        item.py_repr_fmt(f, vm, heap_ids)?;
+        Ok(f.write_char(')')?)
+    } else {
+        vm.heap.inc_ref(args_id);
+        let tuple = Value::Ref(args_id);
+        defer_drop!(tuple, vm);
+        tuple.py_repr_fmt(f, vm, heap_ids)
+    }
+}
+
+/// The text of a `str` value returned by `py_str`/`py_repr`, releasing it.
+fn value_text(value: RunResult<Value>, vm: &mut VM<'_>) -> Option<String> {
+    let value = value.ok()?;
+    defer_drop!(value, vm);
+    value.to_str(vm).ok().map(str::to_owned)
+}
+
+/// chainbox patch: the copy of an exception object that a `raise` carries
+/// (upstream cloned it, there being only a message to copy). An exception
+/// with args is copied as its `str()` (the message), its `repr()`, and its
+/// args as boundary values (kept only below `ExcArgsData::MAX_REPR_LEN`), in
+/// `ExcData::Args`; [`exception_value`] rebuilds the object from them when
+/// the raise is caught away from the object itself (across a native call or
+/// a task). Computing them can run a user `__str__`/`__repr__`; a failing
+/// one gives CPython's traceback placeholder.
+pub(crate) fn raised_copy(exc_id: HeapId, vm: &mut VM<'_>) -> SimpleException {
+    let HeapData::Exception(exc) = vm.heap.get(exc_id) else {
+        unreachable!("raised_copy of a non-exception")
+    };
+    let Some(args_id) = exc.heap_args() else {
+        return exc.clone();
+    };
+    let exc_type = exc.exc_type;
+    let text = args_str(exc_type, args_id, vm);
+    let text = value_text(text, vm).unwrap_or_else(|| "<exception str() failed>".to_owned());
+    let mut repr = String::new();
+    if args_repr_fmt(exc_type, args_id, &mut repr, vm, &mut LazyHeapSet::default()).is_err() {
+        let type_str: &'static str = exc_type.into();
+        repr = format!("{type_str}()");
+    }
+    let args = (repr.len() <= ExcArgsData::MAX_REPR_LEN).then(|| {
+        vm.heap.inc_ref(args_id);
+        MontyObject::export(Value::Ref(args_id), vm)
+    });
+    SimpleException {
+        exc_type,
+        arg: ExcArg::Msg(text),
+        data: ExcData::Args(Box::new(ExcArgsData { args, repr })),
+    }
+}
+
+/// chainbox patch: the exception object for a raised copy, its args rebuilt
+/// from `ExcData::Args` when they import (else the copy's text stands in).
+pub(crate) fn exception_value(exc: SimpleException, vm: &mut VM<'_>) -> Value {
+    let mut exc = exc;
+    if let Some(copied) = exc.data.args().and_then(|data| data.args.clone()) {
+        match copied.to_value(vm) {
+            Ok(tuple) if matches!(&tuple, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::Tuple(_))) => {
+                exc.data = ExcData::None;
+                exc.arg = ExcArg::Tuple(tuple.into_ref_id().expect("matched a heap tuple"));
+            }
+            Ok(other) => other.drop_with(vm),
+            Err(_) => {}
+        }
+    }
+    Value::Ref(vm.heap.allocate(HeapData::Exception(exc)))
 }
 
 /// A raised exception with optional stack frame for traceback.
@@ -2884,7 +3126,11 @@ impl ExceptionRaise {
             traceback.push(*frame);
         }
 
-        MontyException::with_traceback(self.exc.exc_type, self.exc.arg, traceback).with_data(self.exc.data)
+        let message = match self.exc.arg {
+            ExcArg::Msg(message) => Some(message),
+            ExcArg::None | ExcArg::Tuple(_) => None,
+        };
+        MontyException::with_traceback(self.exc.exc_type, message, traceback).with_data(self.exc.data)
     }
 }
 
@@ -3067,3 +3313,7 @@ fn format_param_names(names: &[&str]) -> String {
         }
     }
 }
+
+// chainbox patch: general args must not grow an exception, nor so every
+// `RunError` (see `ExcArg`).
+const _: () = assert!(mem::size_of::<SimpleException>() <= if cfg!(target_pointer_width = "64") { 48 } else { 24 });

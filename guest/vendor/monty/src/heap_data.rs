@@ -274,13 +274,15 @@ impl HeapData {
             | Self::Union(_)
             | Self::LruCache(_)
             | Self::Csv(_) => true,
+            // chainbox patch: an exception with an args tuple can be part of a
+            // cycle (`e = ValueError(items); items.append(e)`).
+            Self::Exception(exc) => exc.heap_args().is_some(),
             // Leaf types, plus iterators whose heap refs only point at leaves and so
             // cannot close a cycle. Move one up if it gains a container-valued field.
             Self::Str(_)
             | Self::Bytes(_)
             | Self::Range(_)
             | Self::Slice(_)
-            | Self::Exception(_)
             | Self::DataclassParams(_)
             | Self::StringIterator(_)
             | Self::BytesIterator(_)
@@ -607,8 +609,10 @@ fn hash_func_id(func_id: FunctionId) -> HashValue {
 }
 
 impl HeapItem for SimpleException {
-    fn py_dec_ref_ids(&mut self, _stack: &mut Vec<HeapId>) {
-        // Exceptions don't contain heap references
+    fn py_dec_ref_ids(&mut self, stack: &mut Vec<HeapId>) {
+        // chainbox patch: an exception built with general args owns its args
+        // tuple; others hold no heap references.
+        stack.extend(self.heap_args());
     }
 }
 

@@ -386,10 +386,18 @@ impl GraphExporter {
             }
             HeapReadOutput::Exception(exc) => {
                 let exc_ref = exc.get(vm.heap);
-                MontyNode::Exception {
-                    exc_type: exc_ref.exc_type(),
-                    arg: exc_ref.arg().map(ToString::to_string),
-                }
+                let exc_type = exc_ref.exc_type();
+                // chainbox patch: an exception with general args crosses as its `str()`.
+                let arg = if exc_ref.heap_args().is_some() {
+                    let text = exc.py_str_value(vm);
+                    text.ok().and_then(|text| {
+                        defer_drop!(text, vm);
+                        text.to_str(vm).ok().map(str::to_owned)
+                    })
+                } else {
+                    exc_ref.arg().map(ToString::to_string)
+                };
+                MontyNode::Exception { exc_type, arg }
             }
             HeapReadOutput::HostClass(hc) => {
                 let (class_id, instance_id) = {

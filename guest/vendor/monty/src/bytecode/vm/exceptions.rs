@@ -6,7 +6,10 @@ use super::VM;
 use crate::{
     builtins::Builtins,
     defer_drop,
-    exception_private::{ExcType, ExcTypeExt, ExceptionRaise, RawStackFrame, RunError, RunResult, SimpleException},
+    exception_private::{
+        ExcType, ExcTypeExt, ExceptionRaise, RawStackFrame, RunError, RunResult, SimpleException, exception_value,
+        raised_copy,
+    },
     expressions::CmpOperator,
     heap::{ContainsHeap, DropGuard, DropWithContext, HeapData},
     intern::{StaticStrings, StringId},
@@ -115,8 +118,9 @@ impl VM<'_> {
         let simple_exc = match exc_value {
             // Exception instance on heap
             Value::Ref(heap_id) => {
-                if let HeapData::Exception(exc) = self.heap.get(*heap_id) {
-                    exc.clone()
+                if let HeapData::Exception(_) = self.heap.get(*heap_id) {
+                    // chainbox patch: an exception's args cross as a copy.
+                    raised_copy(*heap_id, self)
                 } else {
                     // Not an exception type
                     SimpleException::new_msg(ExcType::TypeError, "exceptions must derive from BaseException")
@@ -491,9 +495,8 @@ impl VM<'_> {
     ///
     /// Allocates an Exception on the heap and returns a Value::Ref to it.
     pub(super) fn create_exception_value(&mut self, exc: &ExceptionRaise) -> Value {
-        let exception = exc.exc.clone();
-        let heap_id = self.heap.allocate(HeapData::Exception(exception));
-        Value::Ref(heap_id)
+        // chainbox patch: the args a raised copy carries are rebuilt.
+        exception_value(exc.exc.clone(), self)
     }
 
     /// Checks if an exception matches an `except` clause's exception type.
