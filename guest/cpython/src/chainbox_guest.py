@@ -875,8 +875,11 @@ class _Session:
             return _outcome_value(outcome)
 
         # The coroutine takes its name from these: "coroutine 'NAME' was
-        # never awaited", repr, tracebacks.
+        # never awaited", repr, tracebacks. No module: a tool is the host's,
+        # like a builtin, so call errors say "NAME() argument after * ..."
+        # as on monty.
         tool.__name__ = tool.__qualname__ = name
+        tool.__module__ = None
         return tool
 
     def make_load_artifact(self):

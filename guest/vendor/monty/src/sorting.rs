@@ -12,9 +12,9 @@ use std::cmp::Ordering;
 
 use crate::{
     args::{ArgValues, FromArgs, LaxBool},
-    bytecode::VM,
+    bytecode::{VM, ordering_type_error},
     defer_drop, defer_drop_mut,
-    exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
+    exception_private::{RunError, RunResult},
     types::{CmpOrder, PyTrait},
     value::Value,
 };
@@ -159,11 +159,7 @@ fn compare_values(
         // raise: CPython's `sorted`/`list.sort` leave such elements wherever the
         // comparisons happen to place them. Treat it as "equal" — no swap.
         Ok(CmpOrder::Unordered) => return Ordering::Equal,
-        Ok(CmpOrder::Incomparable) => ExcType::type_error(format!(
-            "'<' not supported between instances of '{}' and '{}'",
-            a.py_type_name(vm),
-            b.py_type_name(vm)
-        )),
+        Ok(CmpOrder::Incomparable) => ordering_type_error("<", a, b, vm),
         Err(e) => e,
     };
     *sort_result = Err(err);

@@ -864,6 +864,58 @@ fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Optio
     }))
 }
 
+/// How CPython's call errors name the callee (its `_PyObject_FunctionStr`):
+/// a script's function or class as `__main__.<qualname>`, a module's
+/// function as `json.dumps`, a builtin as `print`. Used where CPython
+/// names the function an argument list was being built for (`f(*5)`,
+/// `f(**5)`, a keyword given twice through `**`). `None` for a value this
+/// does not know how to name, so the caller keeps its call-site name.
+pub(crate) fn callee_display(value: &Value, vm: &VM<'_>) -> Option<String> {
+    let func_id = match value {
+        Value::DefFunction(func_id) => *func_id,
+        Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
+            HeapData::Closure(Closure { func_id, .. }) | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => {
+                *func_id
+            }
+            HeapData::BoundMethod(method) => return callee_display(&method.func, vm),
+            HeapData::Class(class) => return Some(format!("__main__.{}", class.name().as_str(vm.interns))),
+            // A tool is a host function with no module, like a builtin.
+            HeapData::ExtFunction(tool) => return Some(tool.as_str().to_owned()),
+            _ => return None,
+        },
+        Value::Builtin(Builtins::Function(function)) => return Some(function.to_string()),
+        Value::Builtin(Builtins::Type(type_)) => return type_.builtin_name().map(str::to_owned),
+        Value::Builtin(Builtins::ExcType(exc_type)) => return Some(exc_type.to_string()),
+        Value::ModuleFunction(function) => {
+            return function.module_qualifier().map(|module| format!("{module}.{function}"));
+        }
+        _ => return None,
+    };
+    let qualname = vm.interns.get_str(vm.interns.get_function(func_id).qualname);
+    Some(format!("__main__.{qualname}"))
+}
+
+/// [`callee_display`] for a method call `receiver.name(...)`, which monty
+/// resolves only when it calls: a script's method by the function its class
+/// holds, a module's function by the module's attribute, and a builtin
+/// type's method as `list.sort`.
+pub(crate) fn method_callee_display(receiver: &Value, name: &str, vm: &VM<'_>) -> String {
+    let member = match receiver {
+        Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
+            HeapData::Instance(instance) => match vm.heap.get(instance.class()) {
+                HeapData::Class(class) => class.namespace().get_by_str(name, vm.heap, vm.interns),
+                _ => None,
+            },
+            HeapData::Module(module) => module.attrs().get_by_str(name, vm.heap, vm.interns),
+            _ => None,
+        },
+        _ => None,
+    };
+    member
+        .and_then(|member| callee_display(member, vm))
+        .unwrap_or_else(|| format!("{}.{name}", receiver.py_type_name(vm)))
+}
+
 impl Value {
     /// Opens a Python-type view without copying heap payloads or borrowing this owner.
     /// Drop the view before releasing the owning `Value`, so its heap readers are gone at cleanup.

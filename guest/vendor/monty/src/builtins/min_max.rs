@@ -4,9 +4,9 @@ use std::{cmp::Ordering, mem};
 
 use crate::{
     args::{ArgValues, FromArgs},
-    bytecode::VM,
+    bytecode::{VM, ordering_type_error},
     defer_drop, defer_drop_mut,
-    exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
+    exception_private::{ExcType, RunError, RunResult, SimpleException},
     heap::DropGuard,
     types::{CmpOrder, PyTrait},
     value::Value,
@@ -235,9 +235,7 @@ fn default_with_multiple_args(func_name: &str) -> RunError {
 }
 
 #[cold]
-fn ord_not_supported(left: &Value, right: &Value, is_min: bool, vm: &VM<'_>) -> RunError {
-    let left_type = left.py_type_name(vm);
-    let right_type = right.py_type_name(vm);
+fn ord_not_supported(left: &Value, right: &Value, is_min: bool, vm: &mut VM<'_>) -> RunError {
     let operator = if is_min { "<" } else { ">" };
-    ExcType::type_error_ordering(operator, &left_type, &right_type)
+    ordering_type_error(operator, left, right, vm)
 }

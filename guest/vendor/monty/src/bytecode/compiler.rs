@@ -16,7 +16,7 @@ use super::{
     RESERVED_MODULE_DUNDERS,
     builder::{CodeBuilder, JumpLabel, JumpTarget, Offset},
     code::{Code, HandlerKind},
-    op::{FORMAT_VALUE_HAS_SPEC, FORMAT_VALUE_STATIC_SPEC, NAME_CALLABLE, NAME_GLOBAL_ONLY, Opcode, assert_flags},
+    op::{FORMAT_VALUE_HAS_SPEC, FORMAT_VALUE_STATIC_SPEC, NAME_CALLABLE, NAME_GLOBAL_ONLY, NO_CALL_NAME, Opcode, assert_flags},
 };
 use crate::{
     args::{ArgExprs, CallArg, CallKwarg, Kwarg},
@@ -2144,7 +2144,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // Extend with *args if present
         if let Some(var_args_expr) = var_args {
             self.compile_expr(var_args_expr)?;
-            self.code.emit(Opcode::ListExtend)?;
+            self.emit_args_extend(pos_count == 0, NO_CALL_NAME)?;
         }
 
         // Convert list to tuple
@@ -2180,6 +2180,20 @@ impl<'a, 'i> Compiler<'a, 'i> {
         let flags = u8::from(has_kwargs);
         self.code.emit_u8(Opcode::CallFunctionExtended, flags)?;
         Ok(())
+    }
+
+    /// Emits the extend of a call's argument list by a `*` value on the stack.
+    ///
+    /// CPython passes a lone leading `*x` straight to the call, whose error
+    /// names the callee (`f() argument after * must be an iterable`); any
+    /// other `*x` extends a list first and says `Value after * must be ...`.
+    /// `name_id` is the method name for a method call, else [`NO_CALL_NAME`].
+    fn emit_args_extend(&mut self, lone: bool, name_id: u16) -> Result<(), CompileError> {
+        if lone {
+            self.code.emit_u16(Opcode::CallArgsExtend, name_id)
+        } else {
+            self.code.emit(Opcode::ListExtend)
+        }
     }
 
     /// Compiles arguments for a builtin call and returns the arg count if optimization can be used.
@@ -2253,7 +2267,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // Extend with *args if present
         if let Some(var_args_expr) = var_args {
             self.compile_expr(var_args_expr)?;
-            self.code.emit(Opcode::ListExtend)?;
+            self.emit_args_extend(pos_count == 0, NO_CALL_NAME)?;
         }
 
         // Convert list to tuple
@@ -2464,7 +2478,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
                         }
                         CallArg::Unpack(e) => {
                             self.compile_expr(e)?;
-                            self.code.emit(Opcode::ListExtend)?;
+                            self.emit_args_extend(args.len() == 1, func_name_id)?;
                         }
                     }
                 }
@@ -2530,7 +2544,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // Extend with *args if present
         if let Some(var_args_expr) = var_args {
             self.compile_expr(var_args_expr)?;
-            self.code.emit(Opcode::ListExtend)?;
+            self.emit_args_extend(pos_count == 0, name_idx)?;
         }
 
         // Convert list to tuple
@@ -2599,7 +2613,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
                 }
                 CallArg::Unpack(e) => {
                     self.compile_expr(e)?;
-                    self.code.emit(Opcode::ListExtend)?;
+                    self.emit_args_extend(args.len() == 1, NO_CALL_NAME)?;
                 }
             }
         }

@@ -227,6 +227,33 @@ pub(crate) enum ModuleFunctions {
     Sys(sys::SysFunctions),
 }
 
+impl ModuleFunctions {
+    /// The `__module__` CPython gives this function, with the class for
+    /// `random`'s (they are methods of a hidden `Random`), as call errors
+    /// print it: `json` for `json.dumps`. `None` where monty's grouping does
+    /// not tell (`os` and `functools` mix C and Python modules).
+    pub(crate) fn module_qualifier(self) -> Option<&'static str> {
+        Some(match self {
+            Self::Json(_) => "json",
+            Self::Math(_) => "math",
+            Self::Re(_) => "re",
+            Self::Unicodedata(_) => "unicodedata",
+            Self::Itertools(_) => "itertools",
+            Self::Collections(_) => "collections",
+            Self::Dataclasses(_) => "dataclasses",
+            Self::Base64(_) => "base64",
+            Self::Binascii(_) => "binascii",
+            Self::Random(_) => "random.Random",
+            Self::Copy(_) => "copy",
+            Self::Time(_) => "time",
+            Self::Bisect(_) => "_bisect",
+            Self::Csv(_) => "_csv",
+            Self::Tomllib(_) => "tomllib",
+            _ => return None,
+        })
+    }
+}
+
 impl fmt::Display for ModuleFunctions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

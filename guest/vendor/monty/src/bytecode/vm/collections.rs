@@ -1,6 +1,7 @@
 //! Collection building and unpacking helpers for the VM.
 
 use super::VM;
+use crate::bytecode::op::NO_CALL_NAME;
 use crate::{
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
@@ -10,7 +11,7 @@ use crate::{
         Dict, List, PyTrait, Set, Slice, allocate_tuple, collect_iterable, collect_iterable_bounded,
         instance::instance_defines_iter, slice::value_to_option_i64,
     },
-    value::{VALUE_SIZE, Value},
+    value::{VALUE_SIZE, Value, callee_display, method_callee_display},
 };
 
 impl VM<'_> {
@@ -113,10 +114,12 @@ impl VM<'_> {
     ///
     /// Raises `TypeError("Value after * must be an iterable, not {type}")` for non-iterables,
     /// matching CPython's message for list/tuple literal unpacking (`[*x]`, `(*x,)`).
+    /// With `call_name_id` (see [`Opcode::CallArgsExtend`](crate::bytecode::Opcode)) the
+    /// message names the callee under the list instead, as CPython does for `f(*x)`.
     ///
     /// Uses `DropGuard` for `list_ref` because it is pushed back on success,
     /// and `defer_drop!` for `iterable` because it is always dropped.
-    pub(super) fn list_extend(&mut self) -> Result<(), RunError> {
+    pub(super) fn list_extend(&mut self, call_name_id: Option<u16>) -> Result<(), RunError> {
         let this = self;
 
         let iterable = this.pop();
@@ -127,10 +130,23 @@ impl VM<'_> {
 
         if !iterable.py_is_iterable(this) {
             let type_ = iterable.py_type_name(this);
-            return Err(if opts_out_of_iter(iterable, this) {
-                ExcType::type_error_not_iterable(&type_)
-            } else {
-                ExcType::type_error_value_after_star(&type_)
+            if opts_out_of_iter(iterable, this) {
+                return Err(ExcType::type_error_not_iterable(&type_));
+            }
+            // The callee sits right under the list being built.
+            let callee = this.stack.last();
+            let name = match (call_name_id, callee) {
+                (Some(NO_CALL_NAME), Some(callee)) => callee_display(callee, this),
+                (Some(name_id), Some(receiver)) => Some(method_callee_display(
+                    receiver,
+                    this.interns.get_str(StringId::from_index(name_id)),
+                    this,
+                )),
+                _ => None,
+            };
+            return Err(match name {
+                Some(name) => ExcType::type_error(format!("{name}() argument after * must be an iterable, not {type_}")),
+                None => ExcType::type_error_value_after_star(&type_),
             });
         }
 
@@ -190,7 +206,13 @@ impl VM<'_> {
     /// Uses `defer_drop!` for `mapping` (always dropped) and `DropGuard` for
     /// `dict_ref` (pushed back on success, dropped on error).
     pub(super) fn dict_merge(&mut self, func_name_id: u16) -> Result<(), RunError> {
-        let func_name = func_name_for_dict_merge(func_name_id, self);
+        // The callee sits under `[args_tuple, kwargs_dict, mapping]`; naming
+        // it at run time gives CPython's `__main__.f` for any callable
+        // expression, where the call site knows only a name, if that.
+        let callee = self.stack.len().checked_sub(4).and_then(|index| self.stack.get(index));
+        let func_name = callee
+            .and_then(|callee| callee_display(callee, self))
+            .unwrap_or_else(|| func_name_for_dict_merge(func_name_id, self));
         self.dict_merge_inner(&func_name)
     }
 
@@ -201,12 +223,12 @@ impl VM<'_> {
     /// yet. Produces e.g. `list.sort() got multiple values for keyword
     /// argument 'key'` to match CPython.
     pub(super) fn method_dict_merge(&mut self, func_name_id: u16) -> Result<(), RunError> {
-        let func_name = if func_name_id == 0xFFFF {
-            "<unknown>".to_string()
-        } else {
-            let method = self.interns.get_str(StringId::from_index(func_name_id)).to_string();
-            let recv_type = self.stack[self.stack.len() - 4].py_type_name(self);
-            format!("{recv_type}.{method}")
+        let receiver = self.stack.len().checked_sub(4).and_then(|index| self.stack.get(index));
+        let func_name = match receiver {
+            Some(receiver) if func_name_id != NO_CALL_NAME => {
+                method_callee_display(receiver, self.interns.get_str(StringId::from_index(func_name_id)), self)
+            }
+            _ => "<unknown>".to_string(),
         };
         self.dict_merge_inner(&func_name)
     }
@@ -581,7 +603,7 @@ impl VM<'_> {
 /// Resolves the function-name string used by `DictMerge` error wording.
 /// `0xFFFF` is the compiler sentinel for "unknown caller".
 fn func_name_for_dict_merge(func_name_id: u16, vm: &VM<'_>) -> String {
-    if func_name_id == 0xFFFF {
+    if func_name_id == NO_CALL_NAME {
         "<unknown>".to_string()
     } else {
         vm.interns.get_str(StringId::from_index(func_name_id)).to_string()

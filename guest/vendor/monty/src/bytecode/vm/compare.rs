@@ -5,9 +5,104 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     expressions::CmpOperator,
+    heap::HeapData,
+    heap_traits::DropWithContext,
     types::{CmpOrder, PyTrait},
     value::Value,
 };
+
+/// Builds the `TypeError` for an ordering (`op` is `<`, `<=`, `>` or `>=`)
+/// between `lhs` and `rhs` that neither side supports.
+///
+/// CPython orders two sequences by applying the operator to their first
+/// unequal items, so the error names those items' types: `[1, 'a'] < ['a', 1]`
+/// says `'int' and 'str'`, not `'list' and 'list'`. Monty decides orderings
+/// through [`CmpOrder`], which does not carry the failing pair, so this walks
+/// back down to it: only on the error path, where the extra `==` checks cost
+/// nothing that matters.
+#[cold]
+pub(crate) fn ordering_type_error(op: &str, lhs: &Value, rhs: &Value, vm: &mut VM<'_>) -> RunError {
+    let mut pair = (lhs.clone_with_heap(vm.heap), rhs.clone_with_heap(vm.heap));
+    // Bounded because each step goes one level deeper into finite data; the
+    // cap only guards against a container mutated into a cycle mid-walk.
+    for _ in 0..256 {
+        match first_unequal_items(&pair.0, &pair.1, vm) {
+            Ok(Some(next)) => {
+                let old = std::mem::replace(&mut pair, next);
+                old.0.drop_with(vm);
+                old.1.drop_with(vm);
+            }
+            Ok(None) => break,
+            Err(err) => {
+                pair.0.drop_with(vm);
+                pair.1.drop_with(vm);
+                return err;
+            }
+        }
+    }
+    let left_type = pair.0.py_type_name(vm);
+    let right_type = pair.1.py_type_name(vm);
+    pair.0.drop_with(vm);
+    pair.1.drop_with(vm);
+    ExcType::type_error_ordering(op, &left_type, &right_type)
+}
+
+/// The first pair of `!=` items of two sequences CPython orders item by item
+/// (lists, tuples and namedtuples, deques), or `None` for any other pair.
+fn first_unequal_items(lhs: &Value, rhs: &Value, vm: &mut VM<'_>) -> RunResult<Option<(Value, Value)>> {
+    let (Some(left), Some(right)) = (ordered_sequence_items(lhs, rhs, vm), ordered_sequence_items(rhs, lhs, vm)) else {
+        return Ok(None);
+    };
+    let mut found = None;
+    let mut error = None;
+    for (a, b) in left.iter().zip(right.iter()) {
+        match a.py_eq(b, vm) {
+            Ok(true) => {}
+            Ok(false) => {
+                found = Some((a.clone_with_heap(vm.heap), b.clone_with_heap(vm.heap)));
+                break;
+            }
+            Err(err) => {
+                error = Some(err);
+                break;
+            }
+        }
+    }
+    left.drop_with(vm);
+    right.drop_with(vm);
+    match error {
+        Some(err) => Err(err),
+        None => Ok(found),
+    }
+}
+
+/// Clones the items of `value` when it and `other` are sequences that order
+/// item by item with each other: two lists, two deques, or tuples (a
+/// namedtuple counts as a tuple).
+fn ordered_sequence_items(value: &Value, other: &Value, vm: &VM<'_>) -> Option<Vec<Value>> {
+    let (Value::Ref(id), Value::Ref(other_id)) = (value, other) else {
+        return None;
+    };
+    let heap = &*vm.heap;
+    let kind = |data: &HeapData| match data {
+        HeapData::List(_) => Some(0),
+        HeapData::Tuple(_) | HeapData::NamedTuple(_) => Some(1),
+        HeapData::Deque(_) => Some(2),
+        _ => None,
+    };
+    let (this, that) = (heap.get(*id), heap.get(*other_id));
+    if kind(this)? != kind(that)? {
+        return None;
+    }
+    let items: Vec<Value> = match this {
+        HeapData::List(list) => list.as_slice().iter().map(|v| v.clone_with_heap(heap)).collect(),
+        HeapData::Tuple(tuple) => tuple.as_slice().iter().map(|v| v.clone_with_heap(heap)).collect(),
+        HeapData::NamedTuple(tuple) => tuple.as_vec().iter().map(|v| v.clone_with_heap(heap)).collect(),
+        HeapData::Deque(deque) => deque.iter().map(|v| v.clone_with_heap(heap)).collect(),
+        _ => return None,
+    };
+    Some(items)
+}
 
 impl VM<'_> {
     /// Evaluates a comparison as a boolean without consuming its operands.
@@ -96,11 +191,7 @@ impl VM<'_> {
                 _ => unreachable!("cmp_ordering reached with a non-ordering operator"),
             }),
             CmpOrder::Unordered => Ok(false),
-            CmpOrder::Incomparable => {
-                let left_type = lhs.py_type_name(self);
-                let right_type = rhs.py_type_name(self);
-                Err(ExcType::type_error_ordering(op.as_str(), &left_type, &right_type))
-            }
+            CmpOrder::Incomparable => Err(ordering_type_error(op.as_str(), lhs, rhs, self)),
         }
     }
 

@@ -22,6 +22,7 @@ use std::{borrow::Cow, mem};
 pub(crate) use attr::PendingLookupEffect;
 pub(crate) use call::CallResult;
 pub(crate) use collections::unpack_exact;
+pub(crate) use compare::ordering_type_error;
 use exceptions::CaughtException;
 use monty_types::{InvalidInputError, MontyObject, MontyUuid, OsFunctionCall, PrintWriter, SourceRange};
 pub(crate) use namespace::{FrameNamespace, function_namespace};
@@ -1524,7 +1525,11 @@ impl<'h> VM<'h> {
                     try_catch!(self, self.build_slice());
                 }
                 Opcode::ListExtend => {
-                    try_catch!(self, self.list_extend());
+                    try_catch!(self, self.list_extend(None));
+                }
+                Opcode::CallArgsExtend => {
+                    let method_name_id = self.current_frame.fetch_u16();
+                    try_catch!(self, self.list_extend(Some(method_name_id)));
                 }
                 Opcode::ListToTuple => {
                     try_catch!(self, self.list_to_tuple());
