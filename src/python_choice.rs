@@ -248,6 +248,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || missing_builtins().contains(token.text)
                 // set_order, builtin_attribute_lookup
                 || matches!(token.text, "set" | "frozenset" | "hasattr" | "getattr")
+                // eager_iterator
+                || EAGER_ITERATORS.contains(&token.text)
                 // missing_method, method_value
                 || (scan.follows_dot(at) && attributes_not_values().contains(token.text))
         }
@@ -1428,6 +1430,17 @@ const RULES: &[Rule] = &[
         name: "generator_expression",
         check: rule_generator_expression,
     },
+    // `zip`, `map`, `filter`, `enumerate`, `reversed` return a list on
+    // monty, a lazy iterator on CPython: `e = enumerate(xs); next(e)` is
+    // "'list' object is not an iterator", a stored `zip` is not exhausted by
+    // its first use, `print(zip(a, b))` shows a list, and `map(f, xs)` calls
+    // `f` on every item before the loop over it starts, so a loop that stops
+    // early, or an `f` that raises or prints, ends differently. Found by the
+    // generated programs (stop 31).
+    Rule {
+        name: "eager_iterator",
+        check: rule_eager_iterator,
+    },
     // A builtin monty lacks (MISSING_BUILTINS), unless the script binds the name itself.
     Rule {
         name: "missing_builtin",
@@ -2048,6 +2061,80 @@ fn rule_generator_expression(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         what: "uses a generator expression other than as the whole argument of `sum`, `list`, `sorted`, … (monty evaluates generator expressions eagerly, into a list)",
         line: token.line,
     })
+}
+
+/// The builtins that return a list on monty and a lazy iterator on CPython.
+const EAGER_ITERATORS: &[&str] = &["zip", "map", "filter", "enumerate", "reversed"];
+
+/// Of [`EAGER_ITERATORS`], those that only pair, number or reverse items, so
+/// that building them eagerly is invisible wherever all of them is used.
+const PURE_ITERATORS: &[&str] = &["zip", "enumerate", "reversed"];
+
+/// Functions `map`/`filter` may apply eagerly in a loop: they neither raise
+/// on a script's data nor print (`None` is `filter`'s truth test).
+const EAGER_SAFE_FUNCTIONS: &[&str] = &["str", "repr", "bool", "None"];
+
+fn rule_eager_iterator(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name
+        || !EAGER_ITERATORS.contains(&token.text)
+        || scan.follows_dot(at)
+        || scan.bound.contains(token.text)
+        || scan.tokens.get(at + 1)?.text != "("
+    {
+        return None;
+    }
+    let fire = Some(Needs::Feature {
+        what: "uses `zip`/`map`/`filter`/`enumerate`/`reversed` other than as a loop's iterable or the whole argument of `list`, `dict`, `sorted`, `join`, … (monty builds them eagerly, as lists)",
+        line: token.line,
+    });
+    let Some(close) = scan.closing(at + 1) else {
+        return fire;
+    };
+    let after = scan.tokens.get(close + 1).map(|t| t.text);
+    let before = at.checked_sub(1).map(|i| &scan.tokens[i]);
+    // The iterable of a `for` loop or a comprehension, and nothing more.
+    if before.is_some_and(|t| t.kind == Kind::Name && t.text == "in")
+        && scan.is_for_target_in(at - 1)
+        && matches!(after, Some(":" | "]" | "}" | ")" | "if" | "for"))
+    {
+        let applies_safe_function = scan
+            .tokens
+            .get(at + 2)
+            .is_some_and(|f| EAGER_SAFE_FUNCTIONS.contains(&f.text) && !scan.bound.contains(f.text))
+            && scan.tokens.get(at + 3).is_some_and(|t| t.text == ",");
+        return (!PURE_ITERATORS.contains(&token.text) && !applies_safe_function)
+            .then_some(fire)
+            .flatten();
+    }
+    // `*zip(…)` unpacked into a call or a display.
+    if before.is_some_and(|t| t.kind == Kind::Op && t.text == "*")
+        && at
+            .checked_sub(2)
+            .is_some_and(|i| matches!(scan.tokens[i].text, "(" | "[" | "{" | ","))
+    {
+        return None;
+    }
+    // The whole (first) argument of a call that consumes all of it at once.
+    let Some(open) = scan.enclosing_open.get(at).copied().flatten() else {
+        return fire;
+    };
+    if open + 1 != at || !matches!(after, Some(")" | ",")) || scan.tokens[open].text != "(" {
+        return fire;
+    }
+    let consumer = open.checked_sub(1).map(|c| &scan.tokens[c]);
+    let consumed_whole = consumer.is_some_and(|name| {
+        name.kind == Kind::Name
+            && if scan.follows_dot(open - 1) {
+                WHOLE_CONSUMER_METHODS.contains(&name.text)
+            } else {
+                ((WHOLE_CONSUMERS.contains(&name.text)
+                    || (PURE_ITERATORS.contains(&name.text) && PURE_ITERATORS.contains(&token.text)))
+                    && !scan.bound.contains(name.text))
+                    || (WHOLE_CONSUMER_METHODS.contains(&name.text) && scan.imports.contains(name.text))
+            }
+    });
+    (!consumed_whole).then_some(fire).flatten()
 }
 
 fn rule_special_method(scan: &Scan<'_>, at: usize) -> Option<Needs> {
@@ -3911,6 +3998,30 @@ mod tests {
         assert_monty("from collections import Counter\nc = Counter(w.lower() for w in words)");
         assert_monty("ids.extend(u['id'] for u in page)\nusers = await asyncio.gather(*(get_user(i) for i in ids))");
         assert_monty("squares = [x * x for x in xs]\nfor x in xs:\n    print(x)\nd = {k: v for k, v in pairs}");
+    }
+
+    #[test]
+    fn lazy_iterators_not_used_whole_go_to_cpython() {
+        let says = "`zip`/`map`";
+        assert_cpython("e = enumerate(rows)\nfirst = next(e)", "eager_iterator", says);
+        assert_cpython("pairs = zip(a, b)\nn = len(list(pairs))", "eager_iterator", says);
+        assert_cpython("print(zip(a, b))", "eager_iterator", says);
+        assert_cpython("for n in map(int, parts):\n    total += n", "eager_iterator", says);
+        assert_cpython("ok = any(map(check, rows))", "eager_iterator", says);
+        assert_cpython("xs = list(zip(range(3), map(f, rows)))", "eager_iterator", says);
+        assert_cpython("for p in zip(a, b) + extra:\n    print(p)", "eager_iterator", says);
+        assert_cpython("hit = (1, 2) in zip(a, b)", "eager_iterator", says);
+    }
+
+    #[test]
+    fn lazy_iterators_used_whole_stay_monty() {
+        assert_monty("for i, (a, b) in enumerate(zip(xs, ys), 1):\n    print(i, a, b)");
+        assert_monty(
+            "d = dict(zip(keys, values))\ns = ', '.join(map(str, xs))\nbig = list(filter(lambda r: r['n'] > 2, rows))",
+        );
+        assert_monty("top = sorted(zip(scores, names), reverse=True)\nm = max(map(len, words), default=0)");
+        assert_monty("cols = list(zip(*rows))\nprint(*map(str, xs))\nbackwards = [x for x in reversed(xs) if x]");
+        assert_monty("for line in map(str, items):\n    out.append(line)\nfor r in filter(None, rows):\n    n += 1");
     }
 
     #[test]
