@@ -267,7 +267,85 @@ def data():
     return try_each(some(stmts, 4, 7) + some(text_ops, 2, 4)) + ["log.append(len(rows))"]
 
 
-FAMILIES = [classes, calls, scopes, unpacking, matching, exceptions, builtin_errors, formatting, data]
+NUMBERS = ["7", "-7", "0", "3", "-2", "2.5", "-0.5", "0.1", "1e16", "10**20", "-(10**19)", "True", "1.0", "float('inf')", "float('nan')", "-0.0", "255", "2**63"]
+
+
+def numbers():
+    """Arithmetic a model's script does on tool numbers: mixed int/float,
+    negative floor division and modulo, rounding, big ints, conversions."""
+    a, b = pick(NUMBERS), pick(NUMBERS)
+    exprs = [f"{a} // {b}", f"{a} % {b}", f"divmod({a}, {b})", f"{a} / {b}", f"{a} ** {pick(['2', '-1', '0.5', '3', '0'])}", f"round({a})", f"round({a}, {pick(['1', '-1', '0', '2'])})",
+             f"({a}) == ({b}), ({a}) < ({b}), ({a}) >= ({b})", f"max({a}, {b}), min({a}, {b})", f"abs({a})", f"int({a})", f"float({a})", f"str({a}), repr({a})",
+             f"hex({a}), oct({a}), bin({a})", f"({a}).bit_length()", f"({a}).is_integer()", f"({a}).as_integer_ratio()", f"math.floor({a}), math.ceil({a})",
+             f"math.trunc({a})", f"math.isclose({a}, {b})", f"math.gcd({a}, {b})", f"{a} & {b}, {a} | {b}, {a} ^ {b}", f"{a} << {pick(['1', '3', '70', '-1'])}",
+             f"{a} >> {pick(['1', '3', '70'])}", f"-{a}, +{a}, ~{a}", f"sum([{a}, {b}, 0.1])", f"math.fsum([{a}, {b}, 0.1])", f"sorted([{a}, {b}, 1, 0.5])",
+             f"{a} * {b}", f"{a} - {b}", f"{a} + {b}", f"pow({a}, {b}, 7)", f"hash({a}) == hash({b})", f"bool({a}), not {a}", f"{a} if {a} else {b}",
+             "0.1 + 0.2, 0.1 + 0.2 == 0.3, round(0.1 + 0.2, 10)", "2.675 * 100, round(2.675, 2), round(2.5), round(3.5), round(-2.5)", "1e308 * 10, -1e308 * 10, 1e-320",
+             "10**18 + 0.5, float(10**18 + 1), int(1e18)", "7 // -2, -7 // 2, 7 % -2, -7 % 2, -7.5 // 2, -7.5 % 2", "divmod(-7, 2), divmod(7.5, -2)",
+             "int('  42\\n'), int('-0'), int('0x1f', 16), int('0b101', 0), int('1_000')", "float('  1.5 '), float('-inf'), float('1_0.5'), float('.5')",
+             "str(1e16), str(1e15), str(1.5e-5), str(123456789.0), repr(1/3)", "format(1e16, ''), format(0.1, '.20f'), format(1/3, '.3')",
+             "[n / 2 for n in nums], [n // 2 for n in nums]", "sum(nums) / (len(nums) or 1), max(nums, default=0) - min(nums, default=0)",
+             "statistics_like = sorted(nums)\nv = statistics_like[len(statistics_like) // 2] if nums else None", "2 ** 100, 2 ** -2, (-8) ** (1 / 3)",
+             "10 ** 20 // 3, 10 ** 20 % 7, -(10 ** 20) // 7", "int(2.9), int(-2.9), int('7'), int(7.0), float(7)", "1 == 1.0, 1 is 1.0, True + True, True * 3.0"]
+    return try_each(some(exprs, 5, 9))
+
+
+def containers():
+    """Dict, list and set operations whose order and identity a script sees."""
+    stmts = ["d = {'b': 1, 'a': 2}\nd['c'] = 3\ndel d['b']\nd['b'] = 4\nv = d", "d = dict.fromkeys('abca', 0)\nv = d", "d = {'x': 1}\nv = (d.setdefault('y', []), d)",
+             "d = {'a': 1, 'b': 2}\nv = (d.pop('a'), d.pop('z', None), d)", "d = {'a': 1, 'b': 2}\nv = (d.popitem(), d)", "v = {'a': 1} | {'b': 2, 'a': 3}",
+             "d = {'a': 1}\nd |= {'c': 3}\nd.update(b=2)\nd.update([('e', 5)])\nv = d", "v = list({'b': 1, 'a': 2}.items()), list({'b': 1}.keys()), list({'b': 1}.values())",
+             "d = {1: 'a', True: 'b', 1.0: 'c'}\nv = d", "v = {k: v for k, v in zip('abc', range(3)) if v}", "d = {'a': [1]}\ne = d.copy()\ne['a'].append(2)\nv = (d, e)",
+             "v = sorted({'b': 2, 'a': 1, 'c': 0}.items(), key=lambda kv: kv[1])", "v = dict(sorted({'b': 2, 'a': 1}.items()))", "v = {'a': 1} == {'a': 1.0}, {'a': 1}.get('b', 'dflt')",
+             "xs = [3, 1, 2]\nxs.insert(-1, 9)\nxs.insert(100, 8)\nv = xs", "xs = list(range(6))\nxs[1:3] = ['a', 'b', 'c']\ndel xs[::2]\nv = xs", "xs = [1, 2, 3]\nv = (xs.pop(0), xs.pop(), xs)",
+             "xs = [(1, 'b'), (0, 'a'), (1, 'a')]\nxs.sort(key=lambda t: t[0])\nv = xs", "xs = ['b', 'A', 'c']\nv = (sorted(xs), sorted(xs, key=str.lower), xs)",
+             "xs = [1, 2, 2, 3]\nxs.remove(2)\nv = (xs, xs.count(2), xs.index(3))", "xs = [1, [2]]\nys = xs[:]\nys[1].append(3)\nv = (xs, ys, xs == ys, xs is ys)",
+             "v = [1, 2] * 2, [[0] * 2] * 2, [0] * -1", "xs = [[0] * 2] * 2\nxs[0][0] = 1\nv = xs", "v = [1, 2, 3][::-1], [1, 2, 3][-2:], [1, 2, 3][5:], 'abc'[::2]",
+             "v = {3, 1, 2} | {5}, {1, 2} & {2, 3}, {1, 2} - {2}, {1, 2} ^ {2, 3}", "s = {1, 2}\ns.add(2)\ns.discard(5)\nv = (sorted(s), len(s), 1 in s)",
+             "v = frozenset([1, 2]) == {1, 2}, set(), frozenset(), {1: 2}.keys() & {1, 3}", "v = sorted({-1, 5, 3}), min({4, 2}), sorted(set('hello'))",
+             "v = list(map(str, nums)), tuple(nums), set(nums) == set(reversed(nums))", "xs = nums[:]\nxs.reverse()\nxs.extend((7, 8))\nxs += [9]\nv = xs",
+             "v = [r['id'] for r in rows], [r.get('tags') for r in rows]", "v = {r['id']: r for r in rows}.get(1, {}).get('name')",
+             "xs = []\nfor i, n in enumerate(nums):\n    if n % 2:\n        xs.append((i, n))\nv = xs", "v = list(dict.fromkeys(nums)), sorted(set(nums), reverse=True)",
+             "t = (1, [2])\nt[1].append(3)\nv = t", "v = (1, 2) + (3,), (1,) * 3, tuple('ab'), () == tuple()", "v = [x for x in [[1, 2], [3]] for x in x]",
+             "import copy\na = {'k': [1, {'z': 2}]}\nb = copy.deepcopy(a)\nb['k'][1]['z'] = 9\nv = (a, b)", "v = list(zip(*[(1, 'a'), (2, 'b')]))"]
+    return try_each(some(stmts, 5, 9))
+
+
+def iteration():
+    """Lazy iterators and itertools over tool-shaped data."""
+    stmts = ["it = iter(nums)\nnext(it, None)\nv = list(it)", "it = iter([1, 2])\nv = (next(it), next(it), next(it, 'done'))", "v = list(enumerate('abc', 1)), list(zip('ab', 'xyz'))",
+             "m = map(lambda n: n * 2, nums)\nv = (list(m), list(m))", "f = filter(None, [0, 1, '', 'a', None])\nv = list(f)", "r = range(2, 20, 3)\nv = (r, r[1], r[-1], r[1:3], len(r), 5 in r, list(r[::-2]))",
+             "v = list(reversed(range(3))), list(reversed('ab')), list(reversed({'a': 1, 'b': 2}))", "import itertools\nv = list(itertools.chain([1], 'ab', (2,)))",
+             "import itertools\nv = [(k, list(g)) for k, g in itertools.groupby('aabccca')]", "import itertools\nv = list(itertools.accumulate(nums))",
+             "import itertools\nv = list(itertools.product('ab', range(2)))", "import itertools\nv = list(itertools.permutations([1, 2, 3], 2))[:4]",
+             "import itertools\nv = list(itertools.combinations('abcd', 2))", "import itertools\nv = list(itertools.islice(itertools.count(5, 2), 4))",
+             "import itertools\nv = list(itertools.zip_longest('ab', [1], fillvalue='-'))", "import itertools\nv = list(itertools.starmap(pow, [(2, 3), (3, 2)]))",
+             "import itertools\nv = [list(c) for c in itertools.pairwise(nums)]", "import itertools\nv = list(itertools.takewhile(lambda n: n > 0, nums)), list(itertools.dropwhile(lambda n: n > 0, nums))",
+             "import functools\nv = functools.reduce(lambda a, b: a * b, nums, 1)", "import functools\nv = functools.reduce(lambda a, b: a + b, [])",
+             "from collections import Counter\nc = Counter(text.split())\nv = (c.most_common(2), c['zzz'], sorted(c))", "from collections import Counter\nv = Counter('abracadabra').most_common(3)",
+             "from collections import defaultdict\nd = defaultdict(list)\nfor r in rows:\n    d[r.get('team')].append(r['id'])\nv = dict(d)", "from collections import deque\nq = deque(nums, maxlen=3)\nq.append(0)\nq.appendleft(-9)\nv = (list(q), q)",
+             "from collections import namedtuple\nP = namedtuple('P', 'x y')\np = P(1, y=2)\nv = (p, p.x, p._asdict(), p._replace(x=5), tuple(p))",
+             "v = sorted(rows, key=lambda r: r.get('team', ''))[:2]", "v = list(map(lambda a, b: a - b, nums, nums[1:]))", "v = dict(enumerate(text.split()[:3]))",
+             "v = [i for i in range(10) if i % 3 == 0][::-1]", "v = sum(range(101)), sum(range(0)), sum([0.1] * 10)", "it = iter(range(3))\nv = [x for x in it if x != 1]",
+             "z = zip([1, 2], [3, 4])\nv = (list(z), list(z))", "v = list(zip(*[[1, 2, 3], [4, 5, 6]]))", "v = all([]), any([]), all([0, 1]), any([0, ''])",
+             "e = enumerate(['a', 'b'])\nv = (next(e), list(e))", "v = max('apple', 'fig', key=len), min([[3], [1, 2]]), sorted(['b', 'a'], reverse=True)"]
+    return try_each(some(stmts, 5, 9))
+
+
+def jsonish():
+    """json round trips of tool-shaped data."""
+    vals = ["rows", "{'b': 1, 'a': [1.0, 2.5, None, True]}", "{'n': 10**20, 'f': 1e16, 'neg': -0.0}", "{'u': 'ünïcode €', 't': 'tab\\tq'}", "[]", "{}", "{1: 'a', 2.5: 'b', None: 'c', True: 'd'}",
+            "{'nested': {'deep': [{'x': 1}]}}", "(1, 2)", "'text'", "float('nan')", "{'s': {1, 2}}", "{(1, 2): 'tuple key'}", "[1e100, 1.5e-7, 100.0]"]
+    v = pick(vals)
+    stmts = [f"json.dumps({v})", f"json.dumps({v}, indent=2)", f"json.dumps({v}, sort_keys=True)", f"json.dumps({v}, separators=(',', ':'))", f"json.dumps({v}, ensure_ascii=False)",
+             f"json.loads(json.dumps({v}))", f"json.dumps({v}, indent='\\t', sort_keys=True)", f"json.dumps({v}, default=str)", f"json.dumps({v}, skipkeys=True)",
+             f"json.dumps({v}, allow_nan=False)", "json.loads('{\"a\": 1, \"a\": 2}')", "json.loads('[1, 2.0, 1e2, -0, \"x\", null, true]')", "json.loads('{\"a\": }')",
+             "json.loads('')", "json.loads('NaN'), json.loads('-Infinity')", "json.loads('  [1]  ')", "json.loads('[1] x')", "json.loads(\"{'a': 1}\")", "json.loads('\"\\\\u00e9\"')",
+             "json.loads(b'[1]')", "json.loads(5)", "json.dumps(rows[0] if rows else None, indent=1)", "json.loads(json.dumps(text))"]
+    return try_each(some(stmts, 4, 7))
+
+
+FAMILIES = [classes, calls, scopes, unpacking, matching, exceptions, builtin_errors, formatting, data, numbers, containers, iteration, jsonish]
 
 
 def script(all_forms=False):
