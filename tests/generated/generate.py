@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random model-like Python scripts for the generated differential check.
 
-    python3 tests/generated/generate.py OUT_DIR N [SEED] [--all] [--modules | --programs]
+    python3 tests/generated/generate.py OUT_DIR N [SEED] [--all] [--modules | --programs [--one]]
 
 Each script assigns a few typed variables, evaluates 12 random expressions
 over ints (big ones too), floats, strings, lists, dicts and sets (each
@@ -26,8 +26,10 @@ tool results instead (`re`, `collections`, `datetime`, `itertools`,
 `--programs` writes multi-statement programs instead: classes, calls with
 wrong arguments, closures, unpacking, `match`, exception handling and
 messages, f-strings, sorting and comprehensions over a tool result, in
-blocks that each print what they did or what they raised
-(`programs.py`).
+blocks that each print what they did or what they raised, and numbers,
+containers, iterators and `json` (`programs.py`). A program has 4 to 6
+such blocks, so most go to CPython for one of them; `--one` writes
+programs of one block, most of which run on monty.
 
 Stop 25 found with it, in 1,300 scripts: set iteration order, methods and
 method values monty lacks, `sum()` of floats without CPython 3.12's
@@ -314,10 +316,11 @@ def script(g):
 ALL = "--all" in sys.argv
 MODULES = "--modules" in sys.argv
 PROGRAMS = "--programs" in sys.argv
+ONE = "--one" in sys.argv  # programs of one block each
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--all", "--modules", "--programs")]
+    args = [a for a in sys.argv[1:] if a not in ("--all", "--modules", "--programs", "--one")]
     out, n = args[0], int(args[1])
     seed = int(args[2]) if len(args) > 2 else 0
     os.makedirs(out, exist_ok=True)
@@ -329,7 +332,7 @@ def main():
     for k in range(n):
         R.seed(seed * 1_000_003 + k)
         if PROGRAMS:
-            name, text = f"p{seed}_{k:05}.py", programs.script(ALL)
+            name, text = f"p{seed}_{k:05}.py", programs.script(ALL, ONE)
         elif MODULES:
             name, text = f"m{seed}_{k:05}.py", modules.script(ALL)
         else:

@@ -348,11 +348,13 @@ def jsonish():
 FAMILIES = [classes, calls, scopes, unpacking, matching, exceptions, builtin_errors, formatting, data, numbers, containers, iteration, jsonish]
 
 
-def script(all_forms=False):
+def script(all_forms=False, one=False):
+    """A program of 4 to 6 family blocks, or of one (`one`: most programs
+    then stay on monty under auto, which is what the differential checks)."""
     global ALL
     ALL = all_forms
     lines = ["import json", "import math", ""] + prelude() + [""]
-    for n, fam in enumerate(R.sample(FAMILIES, R.randint(4, 6))):
+    for n, fam in enumerate(R.sample(FAMILIES, 1 if one else R.randint(4, 6))):
         lines += [f"# block {n}: {fam.__name__}", "try:"] + ["    " + line for line in "\n".join(fam()).split("\n")]
         lines += ["except Exception as e:", f"    print('block {n} raised', type(e).__name__, e)", f"    log.append('block {n} ' + type(e).__name__)", ""]
     lines.append(pick(["log", "{'log': log, 'n': len(rows)}", "json.dumps(log)", "[log, text[:10], nums]", "(len(log), rows[:1])"]))
