@@ -54,10 +54,10 @@ pub fn parse_and_sort(items: &mut [Value], args: ArgValues, vm: &mut VM<'_>) -> 
 
 /// Sorts a vector of values, with optional key function.
 pub fn sort_values(values: &mut [Value], key_fn: Option<&Value>, reverse: bool, vm: &mut VM<'_>) -> RunResult<()> {
-    if let Some(f) = key_fn {
+    let mut indices = (0..values.len()).collect::<Vec<_>>();
+    let result = if let Some(f) = key_fn {
         // Sort by key function: compute all the keys, sort an index buffer, then
         // rearrange the original values in-place according to the sorted indices.
-        let mut indices = (0..values.len()).collect::<Vec<_>>();
         let keys: Vec<Value> = Vec::with_capacity(values.len());
         defer_drop_mut!(keys, vm);
 
@@ -68,42 +68,225 @@ pub fn sort_values(values: &mut [Value], key_fn: Option<&Value>, reverse: bool, 
             let item = item.clone_with_heap(vm);
             keys.push(vm.evaluate_function(f, ArgValues::One(item))?);
         }
-
-        // 2. Sort indices by comparing key values (or values themselves if no key)
-        sort_indices(&mut indices, keys, reverse, vm)?;
-
-        // 3. Rearrange values in-place in the detached buffer.
-        apply_permutation(values, &mut indices);
-
-        Ok(())
+        sort_indices(&mut indices, keys, reverse, vm)
     } else {
-        // With no key function can sort directly on the original array
-        let mut sort_result: RunResult<()> = Ok(());
-        let mut n = 0usize;
-        values.sort_by(|a, b| {
-            n += 1;
-            compare_values(n, a, b, reverse, &mut sort_result, vm)
-        });
-        sort_result
-    }
+        sort_indices(&mut indices, values, reverse, vm)
+    };
+    // Also after a failed comparison: CPython leaves the list in the order
+    // its sort had reached.
+    apply_permutation(values, &mut indices);
+    result
 }
 
 /// Sorts a vector of indices by comparing items at those positions.
 ///
-/// Compares `values[a]` vs `values[b]` using `py_cmp`, optionally reversing
-/// the ordering. If any comparison fails (type error or runtime error), the
-/// sort finishes early and the error is returned.
+/// Compares `values[a]` vs `values[b]` as CPython's `list.sort` does, by
+/// `<` alone. If any comparison fails (type error or runtime error), the
+/// sort stops and the error is returned, with `indices` in the order the
+/// sort had reached.
 ///
 /// The `values` slice is typically either the items themselves (no key function)
 /// or the pre-computed key values.
 pub fn sort_indices(indices: &mut [usize], values: &[Value], reverse: bool, vm: &mut VM<'_>) -> Result<(), RunError> {
-    let mut sort_result: RunResult<()> = Ok(());
-    let mut n = 0usize;
-    indices.sort_by(|&a, &b| {
+    if indices.len() < 2 {
+        return Ok(());
+    }
+    if reverse {
+        indices.reverse();
+    }
+    let mut compares = 0usize;
+    let mut less = |a: usize, b: usize, vm: &mut VM<'_>| -> RunResult<bool> {
+        compares += 1;
+        vm.heap.tracker.check_time_every(compares)?;
+        is_less(&values[a], &values[b], vm)
+    };
+    let result = run_sort(indices, &mut less, vm);
+    if reverse {
+        indices.reverse();
+    }
+    result
+}
+
+/// CPython's `MAX_MINRUN`: a list shorter than this is sorted by one natural
+/// run and a binary insertion sort, with no merging.
+const MAX_MINRUN: usize = 64;
+
+/// CPython's `list.sort` (Objects/listobject.c, 3.13+) as far as a script
+/// can see it: the same `<` comparisons in the same order for fewer than
+/// [`MAX_MINRUN`] items (`count_run`, then `binarysort`), and for longer
+/// lists the same runs, merged by a plain stable merge instead of CPython's
+/// galloping one. Which comparison of a mixed list fails first decides the
+/// error (`sorted([3, None, 1.5])` names `NoneType` and `float` or `int`),
+/// and a `NaN` lands where the comparisons put it, so the order matters to
+/// the answer. Written out rather than `slice::sort_by`, which may panic
+/// when `<` is not a total order (a `NaN` among numbers). `reverse` (done
+/// by the caller) sorts the reversed list and reverses the result, as
+/// CPython does to keep equal items stable. On a failed comparison
+/// `indices` holds every index once, in the order reached.
+fn run_sort(
+    a: &mut [usize],
+    less: &mut impl FnMut(usize, usize, &mut VM<'_>) -> RunResult<bool>,
+    vm: &mut VM<'_>,
+) -> RunResult<()> {
+    let len = a.len();
+    let min_run = compute_min_run(len);
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start < len {
+        let rest = &mut a[start..];
+        let mut run = count_run(rest, less, vm)?;
+        if run < min_run {
+            let force = min_run.min(rest.len());
+            binary_sort(&mut rest[..force], run, less, vm)?;
+            run = force;
+        }
+        runs.push((start, run));
+        start += run;
+    }
+    while runs.len() > 1 {
+        let mut merged = Vec::with_capacity(runs.len().div_ceil(2));
+        for pair in runs.chunks(2) {
+            if let [(first, first_len), (_, second_len)] = *pair {
+                merge(&mut a[first..first + first_len + second_len], first_len, less, vm)?;
+                merged.push((first, first_len + second_len));
+            } else {
+                merged.extend_from_slice(pair);
+            }
+        }
+        runs = merged;
+    }
+    Ok(())
+}
+
+/// CPython's `merge_compute_minrun`: `len` below [`MAX_MINRUN`], else a
+/// length between half of it and it such that `len / min_run` is just
+/// under a power of two.
+fn compute_min_run(mut len: usize) -> usize {
+    let mut shifted_off = 0;
+    while len >= MAX_MINRUN {
+        shifted_off |= len & 1;
+        len >>= 1;
+    }
+    len + shifted_off
+}
+
+/// Stably merges the sorted `a[..mid]` and `a[mid..]`; on a failed
+/// comparison `a` still holds each index once.
+fn merge(
+    a: &mut [usize],
+    mid: usize,
+    less: &mut impl FnMut(usize, usize, &mut VM<'_>) -> RunResult<bool>,
+    vm: &mut VM<'_>,
+) -> RunResult<()> {
+    let left = a[..mid].to_vec();
+    let (mut i, mut j, mut k) = (0, mid, 0);
+    let mut result = Ok(());
+    while i < left.len() && j < a.len() {
+        match less(a[j], left[i], vm) {
+            Ok(true) => {
+                a[k] = a[j];
+                j += 1;
+            }
+            Ok(false) => {
+                a[k] = left[i];
+                i += 1;
+            }
+            Err(err) => {
+                result = Err(err);
+                break;
+            }
+        }
+        k += 1;
+    }
+    // The slots a[k..j] are free for what is left of the first run.
+    a[k..k + left.len() - i].copy_from_slice(&left[i..]);
+    result
+}
+
+/// `a < b` as CPython's sort asks it: a `NaN` is never less, and operands
+/// with no ordering raise `'<' not supported between …`.
+fn is_less(a: &Value, b: &Value, vm: &mut VM<'_>) -> RunResult<bool> {
+    match a.py_cmp(b, vm)? {
+        CmpOrder::Ordered(ordering) => Ok(ordering == Ordering::Less),
+        CmpOrder::Unordered => Ok(false),
+        CmpOrder::Incomparable => Err(ordering_type_error("<", a, b, vm)),
+    }
+}
+
+/// The length of the run at the start of `a`, made ascending in place: an
+/// ascending run, or a strictly descending one (whose equal neighbours are
+/// kept in order) reversed and extended by any ascending items after it.
+fn count_run(
+    a: &mut [usize],
+    less: &mut impl FnMut(usize, usize, &mut VM<'_>) -> RunResult<bool>,
+    vm: &mut VM<'_>,
+) -> RunResult<usize> {
+    let len = a.len();
+    let mut n = 1;
+    while n < len && !less(a[n], a[n - 1], vm)? {
         n += 1;
-        compare_values(n, &values[a], &values[b], reverse, &mut sort_result, vm)
-    });
-    sort_result
+    }
+    if n == len {
+        return Ok(n);
+    }
+    // a[n] is strictly less than a[n - 1]. An ascending prefix longer than
+    // one item is a run unless all of it is equal, which then starts a
+    // descending run.
+    if n > 1 {
+        if less(a[0], a[n - 1], vm)? {
+            return Ok(n);
+        }
+        a[..n].reverse();
+    }
+    n += 1;
+    // The most recent `equal + 1` items are equal; they are reversed in
+    // place so that the final reversal restores their order.
+    let mut equal = 0;
+    while n < len {
+        if less(a[n], a[n - 1], vm)? {
+            if equal > 0 {
+                a[n - equal - 1..n].reverse();
+                equal = 0;
+            }
+        } else if less(a[n - 1], a[n], vm)? {
+            break;
+        } else {
+            equal += 1;
+        }
+        n += 1;
+    }
+    if equal > 0 {
+        a[n - equal - 1..n].reverse();
+    }
+    a[..n].reverse();
+    while n < len && !less(a[n], a[n - 1], vm)? {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Stable binary insertion sort of `a`, whose first `sorted` items are in
+/// order. On a failed comparison `a` is left as it was before that item.
+fn binary_sort(
+    a: &mut [usize],
+    sorted: usize,
+    less: &mut impl FnMut(usize, usize, &mut VM<'_>) -> RunResult<bool>,
+    vm: &mut VM<'_>,
+) -> RunResult<()> {
+    for ok in sorted.max(1)..a.len() {
+        let pivot = a[ok];
+        let (mut low, mut high) = (0, ok);
+        while low < high {
+            let middle = (low + high) / 2;
+            if less(pivot, a[middle], vm)? {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
+        }
+        a[low..=ok].rotate_right(1);
+    }
+    Ok(())
 }
 
 /// Rearranges `items` in-place according to a permutation of indices.
@@ -133,35 +316,4 @@ pub fn apply_permutation<T>(items: &mut [T], indices: &mut [usize]) {
             current = target;
         }
     }
-}
-
-/// Helper for the sort functions which compares two values, handling any exceptions and timeouts.
-/// `n` is the caller's running comparison count, keying the amortized time check.
-fn compare_values(
-    n: usize,
-    a: &Value,
-    b: &Value,
-    reverse: bool,
-    sort_result: &mut RunResult<()>,
-    vm: &mut VM<'_>,
-) -> Ordering {
-    if sort_result.is_err() {
-        // short-circuit if we've already encountered an error in a previous comparison
-        return Ordering::Equal;
-    }
-    if let Err(e) = vm.heap.tracker.check_time_every(n) {
-        *sort_result = Err(e.into());
-        return Ordering::Equal;
-    }
-    let err = match a.py_cmp(b, vm) {
-        Ok(CmpOrder::Ordered(ord)) => return if reverse { ord.reverse() } else { ord },
-        // A `NaN` (or `NaN`-carrying container) has no ordering but must not
-        // raise: CPython's `sorted`/`list.sort` leave such elements wherever the
-        // comparisons happen to place them. Treat it as "equal" — no swap.
-        Ok(CmpOrder::Unordered) => return Ordering::Equal,
-        Ok(CmpOrder::Incomparable) => ordering_type_error("<", a, b, vm),
-        Err(e) => e,
-    };
-    *sort_result = Err(err);
-    Ordering::Equal
 }

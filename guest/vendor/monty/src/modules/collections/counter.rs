@@ -20,6 +20,7 @@ use crate::{
     heap::{DropGuard, DropWithContext, HeapData, HeapObjectRead, HeapReadOutput},
     py_value::PyValue,
     resource_checks::check_repeat_size,
+    sorting::sort_indices,
     types::{Dict, List, PyTrait, allocate_tuple, iter::collect_owned_iterable, py_trait::CmpOrder},
     value::{VALUE_SIZE, Value},
 };
@@ -89,24 +90,6 @@ fn count_holds(lhs: &Value, rhs: &Value, op: CountCmp, vm: &mut VM<'_>) -> RunRe
         CmpOrder::Unordered => Ok(false),
         CmpOrder::Incomparable => Err(ExcType::type_error_ordering(
             op.symbol(),
-            &lhs.py_type_name(vm),
-            &rhs.py_type_name(vm),
-        )),
-    }
-}
-
-/// Orders two counts for *sorting* (`most_common`, Counter repr), raising the
-/// sort's `<` `TypeError` when they are incomparable.
-///
-/// Unlike the algebra's [`count_holds`], a `NaN` pair is treated as **equal**
-/// here: Python's `sorted`/`heapq` never raise on `NaN`, they just leave it
-/// wherever the (ill-defined for `NaN`) ordering happens to place it.
-fn count_sort_cmp(lhs: &Value, rhs: &Value, vm: &mut VM<'_>) -> RunResult<Ordering> {
-    match lhs.py_cmp(rhs, vm)? {
-        CmpOrder::Ordered(ordering) => Ok(ordering),
-        CmpOrder::Unordered => Ok(Ordering::Equal),
-        CmpOrder::Incomparable => Err(ExcType::type_error_ordering(
-            "<",
             &lhs.py_type_name(vm),
             &rhs.py_type_name(vm),
         )),
@@ -339,28 +322,11 @@ pub(crate) fn counter_total<'h>(counter: &HeapObjectRead<'h, Dict>, vm: &mut VM<
 /// live on the heap), which callers cannot hold alongside a `Dict` borrow.
 /// Consumes `counts`.
 pub(crate) fn counter_order(counts: Vec<Value>, vm: &mut VM<'_>) -> RunResult<Vec<usize>> {
+    // CPython's `sorted(self.items(), key=itemgetter(1), reverse=True)`.
     let mut order: Vec<usize> = (0..counts.len()).collect();
-    // `sort_by` needs an infallible comparator, so a comparison error is stashed
-    // and reported once the sort finishes; the ordering it produces in that case
-    // is discarded.
-    let mut failure = None;
-    order.sort_by(|&a, &b| {
-        if failure.is_some() {
-            return Ordering::Equal;
-        }
-        match count_sort_cmp(&counts[b], &counts[a], vm) {
-            Ok(ordering) => ordering,
-            Err(e) => {
-                failure = Some(e);
-                Ordering::Equal
-            }
-        }
-    });
+    let sorted = sort_indices(&mut order, &counts, true, vm);
     counts.drop_with(vm);
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(order),
-    }
+    sorted.map(|()| order)
 }
 
 /// `Counter.most_common([n])` — a list of `(element, count)` tuples ordered by
