@@ -319,6 +319,7 @@ pub(crate) trait ExcTypeExt: Sized {
             .into()
         } else {
             // CPython: "insert expected 2 arguments, got 1"
+            let name = unqualified(name);
             SimpleException::new_msg(
                 ExcType::TypeError,
                 format!("{name} expected {expected} arguments, got {actual}"),
@@ -355,6 +356,7 @@ pub(crate) trait ExcTypeExt: Sized {
     #[must_use]
     fn type_error_at_least(name: &str, min: usize, actual: usize) -> RunError {
         // CPython: "get expected at least 1 argument, got 0"
+        let name = unqualified(name);
         let plural = if min == 1 { "" } else { "s" };
         SimpleException::new_msg(
             ExcType::TypeError,
@@ -375,6 +377,7 @@ pub(crate) trait ExcTypeExt: Sized {
     /// * `actual` - Number of arguments actually provided
     #[must_use]
     fn type_error_at_most(name: &str, max: usize, actual: usize) -> RunError {
+        let name = unqualified(name);
         let plural = if max == 1 { "" } else { "s" };
         SimpleException::new_msg(
             ExcType::TypeError,
@@ -1891,6 +1894,9 @@ pub(crate) trait ExcTypeExt: Sized {
         } else if (op == "+" || op == "+=") && matches!(lhs_type, Type::Str | Type::List | Type::Tuple) {
             // chainbox patch: tuple too (`(1,) + [2]`), as CPython words it.
             format!("can only concatenate {lhs_name} (not \"{rhs_name}\") to {lhs_name}")
+        } else if (op == "+" || op == "+=") && matches!(lhs_type, Type::Bytes) {
+            // chainbox patch: CPython's `bytes_concat` wording (`b'a' + 'b'`).
+            format!("can't concat {rhs_name} to {lhs_name}")
         } else {
             format!("unsupported operand type(s) for {op}: '{lhs_name}' and '{rhs_name}'")
         };
@@ -2577,6 +2583,13 @@ fn unexpected_keyword_error(callable: &str, key: &str, candidates: &[&str]) -> R
         None => format!("{callable} got an unexpected keyword argument '{key}'"),
     };
     SimpleException::new_msg(ExcType::TypeError, message).into()
+}
+
+/// chainbox patch: the bare name CPython's positional arity checks
+/// (`PyArg_UnpackTuple`, `_PyArg_CheckPositional`) print: `index expected at
+/// least 1 argument, got 0` for `list.index`, `strip` for `bytes.strip`.
+fn unqualified(name: &str) -> &str {
+    name.rsplit_once('.').map_or(name, |(_, bare)| bare)
 }
 
 impl ExcTypeExt for ExcType {

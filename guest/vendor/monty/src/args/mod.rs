@@ -86,6 +86,12 @@ impl ArgValues {
     pub fn get_one_arg(self, name: &str, heap: &mut Heap) -> RunResult<Value> {
         match self {
             Self::One(a) => Ok(a),
+            // chainbox patch (here and in the siblings below): a keyword is
+            // CPython's `{name}() takes no keyword arguments`, not an arity error.
+            other if other.has_kwargs() => {
+                other.drop_with(heap);
+                Err(ExcType::type_error_no_kwargs(name))
+            }
             other => {
                 let count = other.count();
                 other.drop_with(heap);
@@ -100,6 +106,10 @@ impl ArgValues {
     pub fn get_two_args(self, name: &str, heap: &mut Heap) -> RunResult<(Value, Value)> {
         match self {
             Self::Two(a1, a2) => Ok((a1, a2)),
+            other if other.has_kwargs() => {
+                other.drop_with(heap);
+                Err(ExcType::type_error_no_kwargs(name))
+            }
             other => {
                 let count = other.count();
                 other.drop_with(heap);
@@ -115,6 +125,10 @@ impl ArgValues {
         match self {
             Self::One(a) => Ok((a, None)),
             Self::Two(a1, a2) => Ok((a1, Some(a2))),
+            other if other.has_kwargs() => {
+                other.drop_with(heap);
+                Err(ExcType::type_error_no_kwargs(name))
+            }
             other => {
                 let count = other.count();
                 other.drop_with(heap);
@@ -134,6 +148,10 @@ impl ArgValues {
         match self {
             Self::Empty => Ok(None),
             Self::One(a) => Ok(Some(a)),
+            other if other.has_kwargs() => {
+                other.drop_with(heap);
+                Err(ExcType::type_error_no_kwargs(name))
+            }
             other => {
                 let count = other.count();
                 other.drop_with(heap);

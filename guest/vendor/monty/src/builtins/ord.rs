@@ -29,6 +29,16 @@ pub fn builtin_ord(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
             )
             .into())
         }
+    } else if let PyValue::Bytes(bytes) = value.py_value(vm) {
+        // chainbox patch: `ord(b'a')` is 97, as in CPython; upstream refused bytes.
+        match bytes.as_slice(vm) {
+            [byte] => Ok(Value::Int(i64::from(*byte))),
+            other => Err(SimpleException::new_msg(
+                ExcType::TypeError,
+                format!("ord() expected a character, but string of length {} found", other.len()),
+            )
+            .into()),
+        }
     } else {
         let type_name = value.py_type_name(vm);
         Err(SimpleException::new_msg(

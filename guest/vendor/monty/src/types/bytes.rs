@@ -873,7 +873,9 @@ fn bytes_startswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &m
     let slice = &bytes.get(vm.heap)[start..end];
     let result = match prefix_arg {
         PrefixSuffixArg::Single(prefix_bytes) => slice.starts_with(&prefix_bytes),
-        PrefixSuffixArg::Multiple(prefixes) => prefixes.iter().any(|p| slice.starts_with(p)),
+        PrefixSuffixArg::Multiple(prefixes, bad_item) => {
+            prefixes.iter().any(|p| slice.starts_with(p)) || bad_item.map_or(Ok(false), Err)?
+        }
     };
     Ok(Value::Bool(result))
 }
@@ -890,7 +892,9 @@ fn bytes_endswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut
     let slice = &bytes.get(vm.heap)[start..end];
     let result = match suffix_arg {
         PrefixSuffixArg::Single(suffix_bytes) => slice.ends_with(&suffix_bytes),
-        PrefixSuffixArg::Multiple(suffixes) => suffixes.iter().any(|s| slice.ends_with(s)),
+        PrefixSuffixArg::Multiple(suffixes, bad_item) => {
+            suffixes.iter().any(|s| slice.ends_with(s)) || bad_item.map_or(Ok(false), Err)?
+        }
     };
     Ok(Value::Bool(result))
 }
@@ -902,8 +906,10 @@ fn bytes_endswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut
 enum PrefixSuffixArg {
     /// A single bytes value to match
     Single(Vec<u8>),
-    /// Multiple bytes values to match (from a tuple)
-    Multiple(Vec<Vec<u8>>),
+    /// Multiple bytes values to match (from a tuple), up to the first element
+    /// that is not bytes; that element's error is raised only when none of the
+    /// earlier ones matches, as CPython checks the tuple lazily (chainbox patch).
+    Multiple(Vec<Vec<u8>>, Option<RunError>),
 }
 
 /// Parses arguments for bytes.startswith/endswith methods.
@@ -965,19 +971,17 @@ fn extract_bytes_for_prefix_suffix(value: &Value, method: &str, vm: &VM<'_>) -> 
             HeapData::Tuple(tuple) => {
                 // Extract each element as bytes
                 let items = tuple.as_slice();
+                // chainbox patch: a non-bytes element raises CPython's
+                // `a bytes-like object is required, not 'str'`, and only when
+                // no element before it matches.
                 let mut prefixes = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    if let Ok(b) = extract_single_bytes_for_prefix_suffix(item, vm) {
-                        prefixes.push(b);
-                    } else {
-                        let item_type = item.py_type_name(vm);
-                        return Err(ExcType::type_error(format!(
-                            "{method_name} first arg must be bytes or a tuple of bytes, \
-                             not tuple containing {item_type} at index {i}"
-                        )));
+                for item in items {
+                    match extract_bytes_only(item, vm) {
+                        Ok(b) => prefixes.push(b.to_vec()),
+                        Err(error) => return Ok(PrefixSuffixArg::Multiple(prefixes, Some(error))),
                     }
                 }
-                Ok(PrefixSuffixArg::Multiple(prefixes))
+                Ok(PrefixSuffixArg::Multiple(prefixes, None))
             }
             _ => Err(ExcType::type_error(format!(
                 "{method_name} first arg must be bytes or a tuple of bytes, not {}",
@@ -991,33 +995,46 @@ fn extract_bytes_for_prefix_suffix(value: &Value, method: &str, vm: &VM<'_>) -> 
     }
 }
 
-/// Extracts a single bytes value for tuple element in startswith/endswith.
-fn extract_single_bytes_for_prefix_suffix(value: &Value, vm: &VM<'_>) -> RunResult<Vec<u8>> {
-    match value {
-        Value::InternBytes(id) => Ok(vm.interns.get_bytes(*id).to_vec()),
-        Value::InternString(_) => Err(ExcType::type_error("expected bytes, not str")),
-        Value::Ref(id) => match vm.heap.get(*id) {
-            HeapData::Bytes(b) => Ok(b.as_slice().to_vec()),
-            _ => Err(ExcType::type_error("expected bytes")),
-        },
-        _ => Err(ExcType::type_error("expected bytes")),
-    }
-}
-
 /// Extracts bytes from a Value (bytes only, NOT str - matches CPython behavior).
 ///
 /// CPython raises `TypeError: a bytes-like object is required, not 'str'` when
 /// a str is passed to bytes methods like find, count, index, startswith, endswith.
+///
+/// chainbox patch: every wrong type is named, as CPython does (`a bytes-like
+/// object is required, not 'int'`); upstream named only `str`.
 fn extract_bytes_only<'a>(value: &Value, vm: &'a VM<'_>) -> RunResult<&'a [u8]> {
     match value {
         Value::InternBytes(id) => Ok(vm.interns.get_bytes(*id)),
-        Value::InternString(_) => Err(ExcType::type_error("a bytes-like object is required, not 'str'")),
-        Value::Ref(id) => match vm.heap.get(*id) {
-            HeapData::Bytes(b) => Ok(b.as_slice()),
-            HeapData::Str(_) => Err(ExcType::type_error("a bytes-like object is required, not 'str'")),
-            _ => Err(ExcType::type_error("a bytes-like object is required")),
-        },
-        _ => Err(ExcType::type_error("a bytes-like object is required")),
+        Value::Ref(id) if let HeapData::Bytes(b) = vm.heap.get(*id) => Ok(b.as_slice()),
+        _ => Err(ExcType::type_error(format!(
+            "a bytes-like object is required, not '{}'",
+            value.py_type_name(vm)
+        ))),
+    }
+}
+
+/// The needle of `bytes.find`/`count`/`index` (and the `r` forms): bytes, or
+/// an int naming one byte, as CPython's `_Py_bytes_find` family accepts.
+///
+/// chainbox patch: upstream took bytes only (`b'abc'.find(98)` raised).
+fn extract_find_needle(value: &Value, vm: &VM<'_>) -> RunResult<Vec<u8>> {
+    let byte = match value {
+        Value::Int(i) => *i,
+        Value::Bool(b) => i64::from(*b),
+        Value::InternLongInt(_) => -1,
+        Value::InternBytes(id) => return Ok(vm.interns.get_bytes(*id).to_vec()),
+        Value::Ref(id) if let HeapData::Bytes(b) = vm.heap.get(*id) => return Ok(b.as_slice().to_vec()),
+        Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::LongInt(_)) => -1,
+        _ => {
+            return Err(ExcType::type_error(format!(
+                "argument should be integer or bytes-like object, not '{}'",
+                value.py_type_name(vm)
+            )));
+        }
+    };
+    match u8::try_from(byte) {
+        Ok(b) => Ok(vec![b]),
+        Err(_) => Err(SimpleException::new_msg(ExcType::ValueError, "byte must be in range(0, 256)").into()),
     }
 }
 
@@ -1051,7 +1068,7 @@ fn parse_bytes_sub_args(
         [] => return Err(ExcType::type_error_at_least(method, 1, 0)),
         _ => return Err(ExcType::type_error_at_most(method, 3, pos.len())),
     };
-    let sub = extract_bytes_only(sub_value, vm)?.to_owned();
+    let sub = extract_find_needle(sub_value, vm)?;
 
     // Ensure start <= end to prevent slice panics (Python treats start > end as empty slice)
     Ok((sub, start, end.max(start)))
@@ -1515,8 +1532,10 @@ fn coerce_bytes_split_args(sep: Value, maxsplit: Value, vm: &mut VM<'_>) -> RunR
 }
 
 /// Argument shape for `bytes.split(sep=None, maxsplit=-1)`.
+///
+/// chainbox patch: `at_most_total`, as `str.split`'s.
 #[derive(FromArgs)]
-#[from_args(name = "split")]
+#[from_args(name = "split", at_most_total)]
 struct BytesSplitArgs {
     #[from_args(default = Value::None)]
     sep: Value,
@@ -1525,8 +1544,10 @@ struct BytesSplitArgs {
 }
 
 /// Argument shape for `bytes.rsplit(sep=None, maxsplit=-1)`.
+///
+/// chainbox patch: `at_most_total`, as `str.rsplit`'s.
 #[derive(FromArgs)]
-#[from_args(name = "rsplit")]
+#[from_args(name = "rsplit", at_most_total)]
 struct BytesRsplitArgs {
     #[from_args(default = Value::None)]
     sep: Value,
@@ -1770,8 +1791,10 @@ fn parse_bytes_splitlines_args(args: ArgValues, vm: &mut VM<'_>) -> RunResult<bo
 /// Argument shape for `bytes.splitlines(keepends=False)`. CPython evaluates
 /// `keepends` for truthiness rather than strict-typing, so the field stays as
 /// a raw `Value` for `py_bool` to inspect.
+///
+/// chainbox patch: `at_most_total`, as `str.splitlines`'s.
 #[derive(FromArgs)]
-#[from_args(name = "splitlines")]
+#[from_args(name = "splitlines", at_most_total)]
 struct BytesSplitlinesArgs {
     #[from_args(default)]
     keepends: Option<Value>,
@@ -1858,7 +1881,8 @@ fn bytes_replace<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut 
 }
 
 /// Parses arguments for bytes.replace method.
-fn parse_bytes_replace_args(_method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResult<(Vec<u8>, Vec<u8>, i64)> {
+fn parse_bytes_replace_args(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResult<(Vec<u8>, Vec<u8>, i64)> {
+    let args = args.reject_kwargs(method, vm.heap)?;
     let BytesReplaceArgs { old, new, count } = BytesReplaceArgs::from_args(args, vm)?;
     defer_drop!(old, vm);
     defer_drop!(new, vm);
@@ -1870,13 +1894,19 @@ fn parse_bytes_replace_args(_method: &str, args: ArgValues, vm: &mut VM<'_>) -> 
     Ok((old_b, new_b, count_i))
 }
 
-/// Argument shape for `bytes.replace(old, new, count=-1)`.
+/// Argument shape for `bytes.replace(old, new, count=-1, /)`.
+///
+/// chainbox patch: positional-only, as CPython's (`bytes.replace() takes no
+/// keyword arguments`, checked by the caller; `replace expected at least 2
+/// arguments, got 0`).
 #[derive(FromArgs)]
-#[from_args(name = "replace")]
+#[from_args(name = "replace", style = unpack)]
 struct BytesReplaceArgs {
+    #[from_args(pos_only)]
     old: Value,
+    #[from_args(pos_only)]
     new: Value,
-    #[from_args(default = Value::Int(-1))]
+    #[from_args(pos_only, default = Value::Int(-1))]
     count: Value,
 }
 
@@ -2083,15 +2113,33 @@ fn extract_justify_width(value: &Value, vm: &mut VM<'_>) -> RunResult<usize> {
 }
 
 /// Reads a justify method's `fillbyte`, which must be exactly one byte.
+///
+/// chainbox patch: CPython 3.14's two wordings (`center() argument 2 must be
+/// a byte string of length 1, not str`; `center(): argument 2 must be a byte
+/// string of length 1, not a bytes object of length 2`).
 fn extract_justify_fill(method: &str, value: &Value, vm: &VM<'_>) -> RunResult<u8> {
-    let fill_bytes = extract_bytes_only(value, vm)?;
-    if fill_bytes.len() == 1 {
-        Ok(fill_bytes[0])
-    } else {
-        Err(ExcType::type_error(format!(
-            "{method}() argument 2 must be a byte string of length 1, not bytes of length {}",
+    let method = method.strip_prefix("bytes.").unwrap_or(method);
+    let fill_bytes = match value {
+        Value::InternBytes(id) => vm.interns.get_bytes(*id),
+        Value::Ref(id) if let HeapData::Bytes(b) = vm.heap.get(*id) => b.as_slice(),
+        Value::None => {
+            return Err(ExcType::type_error(format!(
+                "{method}() argument 2 must be a byte string of length 1, not None"
+            )));
+        }
+        _ => {
+            return Err(ExcType::type_error(format!(
+                "{method}() argument 2 must be a byte string of length 1, not {}",
+                value.py_type_name(vm)
+            )));
+        }
+    };
+    match fill_bytes {
+        [fill] => Ok(*fill),
+        _ => Err(ExcType::type_error(format!(
+            "{method}(): argument 2 must be a byte string of length 1, not a bytes object of length {}",
             fill_bytes.len()
-        )))
+        ))),
     }
 }
 

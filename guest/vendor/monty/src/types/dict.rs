@@ -1504,7 +1504,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Dict> {
             }
             StaticStrings::Get => {
                 // dict.get() accepts 1 or 2 arguments
-                let (key, default) = args.get_one_two_args("get", vm.heap)?;
+                let (key, default) = args.get_one_two_args("dict.get", vm.heap)?;
                 defer_drop!(key, vm);
                 let default = default.unwrap_or(Value::None);
                 let mut default_guard = DropGuard::new(default, vm);
@@ -1537,7 +1537,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Dict> {
             }
             StaticStrings::Pop => {
                 // dict.pop() accepts 1 or 2 arguments (key, optional default)
-                let (key, default) = args.get_one_two_args("pop", vm.heap)?;
+                let (key, default) = args.get_one_two_args("dict.pop", vm.heap)?;
                 defer_drop!(key, vm);
                 let mut default_guard = DropGuard::new(default, vm);
                 let vm = default_guard.ctx();
@@ -1882,6 +1882,13 @@ fn dict_merge_from_iterable_pairs(dict: &mut Dict, iterable: Value, vm: &mut VM<
 /// the element's full length: an over-long item is drained to count it,
 /// polling the time limit as it goes.
 fn unpack_update_pair(item: Value, index: usize, vm: &mut VM<'_>) -> RunResult<(Value, Value)> {
+    // chainbox patch: CPython 3.14 turns each item into a sequence with
+    // `PySequence_Fast(item, "object is not iterable")`, whose TypeError
+    // names no type (`dict([1, 2])`); upstream said `'int' object is not iterable`.
+    if !item.py_is_iterable(vm) {
+        item.drop_with(vm);
+        return Err(ExcType::type_error("object is not iterable"));
+    }
     let pair_iter = item.into_py_iter(vm)?.require_synchronous(vm)?;
     defer_drop!(pair_iter, vm);
     let mut pair_iter = pair_iter.read(vm);
@@ -1930,7 +1937,7 @@ fn dict_merge_from_kwargs(dict: &mut Dict, kwargs: KwargsValues, vm: &mut VM<'_>
 /// If key is in the dict, return its value.
 /// If not, insert key with a value of default (or None) and return default.
 fn dict_setdefault<'h>(dict: &HeapReadMut<'h, Dict>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let (key, default) = args.get_one_two_args("setdefault", vm.heap)?;
+    let (key, default) = args.get_one_two_args("dict.setdefault", vm.heap)?;
     let default = default.unwrap_or(Value::None);
     let mut key_guard = DropGuard::new(key, vm);
     let (key, vm) = key_guard.as_parts();
@@ -2013,7 +2020,7 @@ impl<'de> serde::Deserialize<'de> for Dict {
 pub fn dict_fromkeys(args: ArgValues, kind: DictKind, vm: &mut VM<'_>) -> RunResult<Value> {
     // CPython names the bare method (`fromkeys expected …`), not `dict.fromkeys`,
     // for both `dict` and the inherited `defaultdict.fromkeys`.
-    let (iterable, default) = args.get_one_two_args("fromkeys", vm.heap)?;
+    let (iterable, default) = args.get_one_two_args("dict.fromkeys", vm.heap)?;
     let default = default.unwrap_or(Value::None);
     defer_drop!(default, vm);
 

@@ -666,7 +666,7 @@ fn call_str_method_impl<'h>(
         }
         // Existing method
         StaticStrings::Join => {
-            let iterable = args.get_one_arg("str.join", vm.heap)?;
+            let iterable = args.reject_kwargs("str.join", vm.heap)?.get_one_arg("str.join", vm.heap)?;
             str_join(s, iterable, vm)
         }
         _ => {
@@ -1040,10 +1040,10 @@ fn str_starts_ends_with<'h>(
     let pos = args.into_pos_only(method, vm.heap)?;
     defer_drop!(pos, vm);
     let [affix, rest @ ..] = pos.as_slice() else {
-        return Err(ExcType::type_error_at_least(method, 1, 0));
+        return Err(ExcType::type_error_at_least(short_name(method), 1, 0));
     };
     if rest.len() > 2 {
-        return Err(ExcType::type_error_at_most(method, 3, pos.len()));
+        return Err(ExcType::type_error_at_most(short_name(method), 3, pos.len()));
     }
     let start = match rest.first() {
         Some(value) => optional_sequence_bound(value, 0, str_len, vm)?,
@@ -1121,40 +1121,57 @@ fn parse_search_args(
 ) -> RunResult<(String, usize, usize)> {
     let pos = args.into_pos_only(method, vm.heap)?;
     defer_drop!(pos, vm);
+    let name = short_name(method);
     match pos.as_slice() {
         [sub_value] => {
-            let sub = extract_string_arg(sub_value, vm)?;
+            let sub = extract_string_arg(sub_value, vm, must_be_str(name, 1))?;
             Ok((sub, 0, str_len))
         }
         [sub_value, start_value] => {
-            let sub = extract_string_arg(sub_value, vm)?;
+            let sub = extract_string_arg(sub_value, vm, must_be_str(name, 1))?;
             let start = optional_sequence_bound(start_value, 0, str_len, vm)?;
             Ok((sub, start, str_len))
         }
         [sub_value, start_value, end_value] => {
-            let sub = extract_string_arg(sub_value, vm)?;
+            let sub = extract_string_arg(sub_value, vm, must_be_str(name, 1))?;
             let start = optional_sequence_bound(start_value, 0, str_len, vm)?;
             let end = optional_sequence_bound(end_value, str_len, str_len, vm)?;
             Ok((sub, start, end))
         }
-        [] => Err(ExcType::type_error_at_least(method, 1, 0)),
-        _ => Err(ExcType::type_error_at_most(method, 3, pos.len())),
+        [] => Err(ExcType::type_error_at_least(name, 1, 0)),
+        _ => Err(ExcType::type_error_at_most(name, 3, pos.len())),
     }
 }
 
-/// Extracts a string from a Value, returning an error if not a string.
-fn extract_string_arg(value: &Value, vm: &mut VM<'_>) -> RunResult<String> {
+/// Extracts a string from a Value; anything else raises the TypeError that
+/// `message` makes of its type name.
+///
+/// chainbox patch: upstream said `expected str` for every method; CPython's
+/// wording differs per method (`find() argument 1 must be str, not int`,
+/// `must be str or None, not int`, `strip arg must be None or str`), and a
+/// script can print it, so each caller gives its own.
+fn extract_string_arg(value: &Value, vm: &mut VM<'_>, message: impl FnOnce(&str) -> String) -> RunResult<String> {
     match value {
         Value::InternString(id) => Ok(vm.interns.get_str(*id).to_owned()),
-        Value::Ref(heap_id) => {
-            if let HeapData::Str(s) = vm.heap.get(*heap_id) {
-                Ok(s.as_str().to_owned())
-            } else {
-                Err(ExcType::type_error("expected str"))
-            }
-        }
-        _ => Err(ExcType::type_error("expected str")),
+        Value::Ref(heap_id) if let HeapData::Str(s) = vm.heap.get(*heap_id) => Ok(s.as_str().to_owned()),
+        _ => Err(ExcType::type_error(message(&value.py_type_name(vm)))),
     }
+}
+
+/// CPython's wording for a wrong-typed argument `{n}` of a clinic-parsed
+/// `str` method: `find() argument 1 must be str, not int`.
+fn must_be_str(method: &str, n: usize) -> impl FnOnce(&str) -> String {
+    move |t| format!("{method}() argument {n} must be str, not {}", bad_arg_type(t))
+}
+
+/// The type as `_PyArg_BadArgument` names it: `None` for `NoneType`.
+fn bad_arg_type(type_name: &str) -> &str {
+    if type_name == "NoneType" { "None" } else { type_name }
+}
+
+/// The bare method name CPython's arity messages use (`find`, not `str.find`).
+fn short_name(method: &str) -> &str {
+    method.strip_prefix("str.").unwrap_or(method)
 }
 
 /// Extracts an integer from a Value, returning an error if not an integer.
@@ -1252,13 +1269,14 @@ fn str_rstrip<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) 
 ///
 /// Accepts None as a value meaning "use default whitespace stripping".
 fn parse_strip_arg(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResult<Option<String>> {
-    let value = args.get_zero_one_arg(method, vm.heap)?;
+    let name = short_name(method);
+    let value = args.reject_kwargs(method, vm.heap)?.get_zero_one_arg(name, vm.heap)?;
     match value {
         None => Ok(None),
         Some(Value::None) => Ok(None), // Explicit None means default whitespace
         Some(v) => {
             defer_drop!(v, vm);
-            let result = extract_string_arg(v, vm)?;
+            let result = extract_string_arg(v, vm, |_| format!("{name} arg must be None or str"))?;
             Ok(Some(result))
         }
     }
@@ -1269,9 +1287,13 @@ fn parse_strip_arg(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResult<
 /// If the string starts with the prefix string, return string[len(prefix):].
 /// Otherwise, return a copy of the original string.
 fn str_removeprefix<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let prefix_value = args.get_one_arg("str.removeprefix", vm.heap)?;
+    let prefix_value = args
+        .reject_kwargs("str.removeprefix", vm.heap)?
+        .get_one_arg("str.removeprefix", vm.heap)?;
     defer_drop!(prefix_value, vm);
-    let prefix = extract_string_arg(prefix_value, vm)?;
+    let prefix = extract_string_arg(prefix_value, vm, |t| {
+        format!("removeprefix() argument must be str, not {}", bad_arg_type(t))
+    })?;
 
     let s = s.get(vm.heap);
     let result = s.strip_prefix(&prefix).unwrap_or(s).to_owned();
@@ -1283,9 +1305,13 @@ fn str_removeprefix<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM
 /// If the string ends with the suffix string, return string[:-len(suffix)].
 /// Otherwise, return a copy of the original string.
 fn str_removesuffix<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let suffix_value = args.get_one_arg("str.removesuffix", vm.heap)?;
+    let suffix_value = args
+        .reject_kwargs("str.removesuffix", vm.heap)?
+        .get_one_arg("str.removesuffix", vm.heap)?;
     defer_drop!(suffix_value, vm);
-    let suffix = extract_string_arg(suffix_value, vm)?;
+    let suffix = extract_string_arg(suffix_value, vm, |t| {
+        format!("removesuffix() argument must be str, not {}", bad_arg_type(t))
+    })?;
 
     let s = s.get(vm.heap);
     let result = s.strip_suffix(&suffix).unwrap_or(s).to_owned();
@@ -1403,15 +1429,19 @@ fn coerce_split_args(sep: Value, maxsplit: Value, vm: &mut VM<'_>) -> RunResult<
     defer_drop!(maxsplit, vm);
     let sep = match sep {
         Value::None => None,
-        _ => Some(extract_string_arg(sep, vm)?),
+        _ => Some(extract_string_arg(sep, vm, |t| format!("must be str or None, not {t}"))?),
     };
     let maxsplit = extract_int_arg(maxsplit, vm)?;
     Ok((sep, maxsplit))
 }
 
 /// Argument shape for `str.split(sep=None, maxsplit=-1)`.
+///
+/// chainbox patch: `at_most_total`, for CPython 3.14's clinic count of
+/// positional and keyword arguments together (`split() takes at most 2
+/// arguments (5 given)`).
 #[derive(FromArgs)]
-#[from_args(name = "split")]
+#[from_args(name = "split", at_most_total)]
 struct SplitArgs {
     #[from_args(default = Value::None)]
     sep: Value,
@@ -1420,8 +1450,10 @@ struct SplitArgs {
 }
 
 /// Argument shape for `str.rsplit(sep=None, maxsplit=-1)`.
+///
+/// chainbox patch: `at_most_total`, as [`SplitArgs`].
 #[derive(FromArgs)]
-#[from_args(name = "rsplit")]
+#[from_args(name = "rsplit", at_most_total)]
 struct RsplitArgs {
     #[from_args(default = Value::None)]
     sep: Value,
@@ -1582,9 +1614,11 @@ fn value_is_truthy(v: &Value) -> bool {
 /// Splits the string at the first occurrence of sep, and returns a 3-tuple
 /// containing the part before the separator, the separator itself, and the part after.
 fn str_partition<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let sep_value = args.get_one_arg("str.partition", vm.heap)?;
+    let sep_value = args
+        .reject_kwargs("str.partition", vm.heap)?
+        .get_one_arg("str.partition", vm.heap)?;
     defer_drop!(sep_value, vm);
-    let sep = extract_string_arg(sep_value, vm)?;
+    let sep = extract_string_arg(sep_value, vm, |t| format!("must be str, not {t}"))?;
 
     if sep.is_empty() {
         return Err(ExcType::value_error_empty_separator());
@@ -1611,9 +1645,11 @@ fn str_partition<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h
 /// Splits the string at the last occurrence of sep, and returns a 3-tuple
 /// containing the part before the separator, the separator itself, and the part after.
 fn str_rpartition<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let sep_value = args.get_one_arg("str.rpartition", vm.heap)?;
+    let sep_value = args
+        .reject_kwargs("str.rpartition", vm.heap)?
+        .get_one_arg("str.rpartition", vm.heap)?;
     defer_drop!(sep_value, vm);
-    let sep = extract_string_arg(sep_value, vm)?;
+    let sep = extract_string_arg(sep_value, vm, |t| format!("must be str, not {t}"))?;
 
     if sep.is_empty() {
         return Err(ExcType::value_error_empty_separator());
@@ -1669,8 +1705,8 @@ fn parse_replace_args(_method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunRes
     defer_drop!(new, vm);
     defer_drop!(count, vm);
 
-    let old_s = extract_string_arg(old, vm)?;
-    let new_s = extract_string_arg(new, vm)?;
+    let old_s = extract_string_arg(old, vm, must_be_str("replace", 1))?;
+    let new_s = extract_string_arg(new, vm, must_be_str("replace", 2))?;
     let count_i = extract_int_arg(count, vm)?;
     Ok((old_s, new_s, count_i))
 }
@@ -1791,14 +1827,17 @@ fn parse_justify_args(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResu
             } else {
                 usize::try_from(w).unwrap_or(usize::MAX)
             };
-            let fill_str = extract_string_arg(fillchar_value, vm)?;
-            if fill_str.chars().count() != 1 {
-                return Err(ExcType::type_error_fillchar_must_be_single_char());
+            let fill_str = extract_string_arg(fillchar_value, vm, |t| {
+                format!("The fill character must be a unicode character, not {t}")
+            })?;
+            let mut chars = fill_str.chars();
+            match (chars.next(), chars.next()) {
+                (Some(fill), None) => Ok((width, fill)),
+                _ => Err(ExcType::type_error_fillchar_must_be_single_char()),
             }
-            Ok((width, fill_str.chars().next().unwrap()))
         }
-        [] => Err(ExcType::type_error_at_least(method, 1, 0)),
-        _ => Err(ExcType::type_error_at_most(method, 2, pos.len())),
+        [] => Err(ExcType::type_error_at_least(short_name(method), 1, 0)),
+        _ => Err(ExcType::type_error_at_most(short_name(method), 2, pos.len())),
     }
 }
 
@@ -1807,7 +1846,7 @@ fn parse_justify_args(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResu
 /// Returns a copy of the string left filled with ASCII '0' digits to make a
 /// string of length width. A sign prefix is handled correctly.
 fn str_zfill<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let width_value = args.get_one_arg("str.zfill", vm.heap)?;
+    let width_value = args.reject_kwargs("str.zfill", vm.heap)?.get_one_arg("str.zfill", vm.heap)?;
     defer_drop!(width_value, vm);
     let width_i64 = extract_int_arg(width_value, vm)?;
 
