@@ -744,6 +744,15 @@ pub enum Node<F> {
         target_position: CodeRange,
         value: ExprLoc,
     },
+    /// chainbox patch: the `del` statement (`del a, b[0], c.x`).
+    ///
+    /// Tuple and list targets (`del (a, [b, c])`) are flattened in source order
+    /// by the parser, so each entry is a `Name`, `Subscript` or `Attr` target
+    /// (never `Unpack`); they are deleted left to right, stopping at the first
+    /// error, as CPython does.
+    Delete {
+        targets: Vec<AssignTarget>,
+    },
     /// Chained assignment (e.g., `a = b = c = value` or `a = lst[i] = obj.x = value`).
     ///
     /// Python evaluates the right-hand side exactly once and then assigns the resulting

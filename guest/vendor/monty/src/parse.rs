@@ -626,10 +626,14 @@ impl<'a, 'i> Parser<'a, 'i> {
                 Some(value) => Some(self.parse_expression(*value)?),
                 None => None,
             })),
-            Stmt::Delete(d) => Err(ParseError::not_implemented(
-                "the 'del' statement",
-                self.convert_range(d.range),
-            )),
+            // chainbox patch: `del` (upstream: not implemented).
+            Stmt::Delete(ast::StmtDelete { targets, .. }) => {
+                let mut parsed = Vec::with_capacity(targets.len());
+                for target in targets {
+                    self.parse_delete_target(target, &mut parsed)?;
+                }
+                Ok(Node::Delete { targets: parsed })
+            }
             Stmt::TypeAlias(t) => Err(ParseError::not_implemented("type aliases", self.convert_range(t.range))),
             Stmt::Assign(ast::StmtAssign {
                 mut targets,
@@ -1418,6 +1422,40 @@ impl<'a, 'i> Parser<'a, 'i> {
             targets: parsed_targets,
             object,
         })
+    }
+
+    /// chainbox patch: parses one `del` target, flattening tuple and list
+    /// targets (`del (a, [b, c])`) into `out` in source order; CPython deletes
+    /// them one by one, left to right, just the same.
+    fn parse_delete_target(&mut self, target: AstExpr, out: &mut Vec<AssignTarget>) -> Result<(), ParseError> {
+        self.decr_depth_remaining(|| target.range())?;
+        let result = match target {
+            AstExpr::Tuple(ast::ExprTuple { elts, .. }) | AstExpr::List(ast::ExprList { elts, .. }) => {
+                elts.into_iter().try_for_each(|e| self.parse_delete_target(e, out))
+            }
+            AstExpr::Subscript(_) | AstExpr::Attribute(_) | AstExpr::Name(_) => {
+                self.parse_assign_target(target).map(|t| out.push(t))
+            }
+            other => {
+                let what = match &other {
+                    AstExpr::Starred(_) => "starred",
+                    AstExpr::Call(_) => "function call",
+                    AstExpr::NumberLiteral(_)
+                    | AstExpr::StringLiteral(_)
+                    | AstExpr::BytesLiteral(_)
+                    | AstExpr::BooleanLiteral(_)
+                    | AstExpr::NoneLiteral(_)
+                    | AstExpr::EllipsisLiteral(_) => "literal",
+                    _ => "expression",
+                };
+                Err(ParseError::syntax(
+                    format!("cannot delete {what}"),
+                    self.convert_range(other.range()),
+                ))
+            }
+        };
+        self.depth_remaining += 1;
+        result
     }
 
     /// Parses a single assignment target expression into an `AssignTarget`.

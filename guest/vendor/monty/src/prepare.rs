@@ -794,6 +794,15 @@ impl<'i, 'g> Prepare<'i, 'g> {
                         value,
                     });
                 }
+                // chainbox patch: `del` targets resolve as assignment targets
+                // (a deleted name is a binding of this scope, as in CPython).
+                Node::Delete { targets } => {
+                    let targets = targets
+                        .into_iter()
+                        .map(|t| self.prepare_assign_target(t))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    new_nodes.push(Node::Delete { targets });
+                }
                 Node::ChainAssign { targets, object } => {
                     // Prepare the single shared right-hand side, then prepare each
                     // target in left-to-right order so name-assignment tracking matches
@@ -2574,6 +2583,12 @@ fn collect_scope_info_from_node(
             collect_assigned_names_from_expr(object, assigned_names, interner);
             collect_assigned_names_from_expr(value, assigned_names, interner);
         }
+        // chainbox patch: `del x` makes `x` local to the scope, as in CPython.
+        Node::Delete { targets } => {
+            for target in targets {
+                collect_assigned_names_from_assign_target(target, assigned_names, interner);
+            }
+        }
         Node::ChainAssign { targets, object } => {
             // Each target sees the same shared RHS; treat it like each per-target
             // assignment would be treated individually.
@@ -3079,6 +3094,11 @@ fn collect_cell_vars_from_node(
             collect_cell_vars_from_expr(object, our_locals, cell_vars, interner);
             collect_cell_vars_from_expr(value, our_locals, cell_vars, interner);
         }
+        Node::Delete { targets } => {
+            for target in targets {
+                collect_cell_vars_from_assign_target(target, our_locals, cell_vars, interner);
+            }
+        }
         Node::ChainAssign { targets, object } => {
             for target in targets {
                 collect_cell_vars_from_assign_target(target, our_locals, cell_vars, interner);
@@ -3488,6 +3508,11 @@ fn collect_referenced_names_from_node(
         Node::AttrAssign { object, value, .. } => {
             collect_referenced_names_from_expr(object, referenced, interner);
             collect_referenced_names_from_expr(value, referenced, interner);
+        }
+        Node::Delete { targets } => {
+            for target in targets {
+                collect_referenced_names_from_assign_target(target, referenced, interner);
+            }
         }
         Node::ChainAssign { targets, object } => {
             for target in targets {

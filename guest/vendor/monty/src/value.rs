@@ -716,6 +716,22 @@ impl<'h> PyTrait<'h> for Value {
         }
     }
 
+    // chainbox patch: `del obj[key]`.
+    fn py_delitem(&mut self, key: Self, vm: &mut VM<'_>) -> RunResult<()> {
+        if let Self::Ref(id) = self {
+            vm.heap.read(*id).py_delitem(key, vm)
+        } else {
+            let error = crate::types::py_trait::delitem_unsupported(
+                &PyTrait::py_type(self, vm),
+                &self.py_type_name(vm),
+                &key,
+                vm,
+            );
+            key.drop_with(vm);
+            Err(error)
+        }
+    }
+
     fn py_is_iterator(&self, vm: &VM<'_>) -> bool {
         // No immediate value is an iterator; interned `str`/`bytes` are iterable
         // but, as in CPython, are not their own iterators.
@@ -835,9 +851,8 @@ fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Optio
     let func_id = match value {
         Value::DefFunction(func_id) => *func_id,
         Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
-            HeapData::Closure(Closure { func_id, .. }) | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => {
-                *func_id
-            }
+            HeapData::Closure(Closure { func_id, .. })
+            | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => *func_id,
             // A tool: CPython's guest makes each one a module-level function.
             HeapData::ExtFunction(tool) => return Some(allocate_string(tool.as_str().to_owned(), vm.heap)),
             HeapData::BoundMethod(method) => {
@@ -874,9 +889,8 @@ pub(crate) fn callee_display(value: &Value, vm: &VM<'_>) -> Option<String> {
     let func_id = match value {
         Value::DefFunction(func_id) => *func_id,
         Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
-            HeapData::Closure(Closure { func_id, .. }) | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => {
-                *func_id
-            }
+            HeapData::Closure(Closure { func_id, .. })
+            | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => *func_id,
             HeapData::BoundMethod(method) => return callee_display(&method.func, vm),
             HeapData::Class(class) => return Some(format!("__main__.{}", class.name().as_str(vm.interns))),
             // A tool is a host function with no module, like a builtin.
@@ -1312,6 +1326,37 @@ impl Value {
             let type_name = self.py_type_name(vm);
             Err(ExcType::attribute_error_no_setattr(&type_name, name.as_str(vm.interns)))
         }
+    }
+
+    /// chainbox patch: `del obj.attr`. Instances and classes delete from
+    /// their namespace; every other object's attributes are fixed, and
+    /// CPython's error names an existing one read-only (a method) or not
+    /// writable (a data attribute), any other as missing with no `__dict__`.
+    pub fn py_del_attr(&self, name: &EitherStr, vm: &mut VM<'_>) -> RunResult<()> {
+        if let Self::Ref(heap_id) = self
+            && matches!(vm.heap.get(*heap_id), HeapData::Instance(_) | HeapData::Class(_))
+        {
+            return vm.heap.read(*heap_id).py_del_attr(name, vm);
+        }
+        let type_name = self.py_type_name(vm).into_owned();
+        let attr = name.as_str(vm.interns).to_owned();
+        let message = match self.py_getattr(name, vm) {
+            Ok(CallResult::Value(value)) => {
+                let method = matches!(PyTrait::py_type(&value, vm), Type::BuiltinFunction);
+                value.drop_with(vm);
+                if method {
+                    format!("'{type_name}' object attribute '{attr}' is read-only")
+                } else {
+                    format!("attribute '{attr}' of '{type_name}' objects is not writable")
+                }
+            }
+            Ok(other) => {
+                other.drop_with(vm);
+                return Err(ExcType::attribute_error_no_setattr(&type_name, &attr));
+            }
+            Err(_) => return Err(ExcType::attribute_error_no_setattr(&type_name, &attr)),
+        };
+        Err(SimpleException::new_msg(ExcType::AttributeError, message).into())
     }
 
     /// Extracts an integer value from the Value.

@@ -16,7 +16,10 @@ use super::{
     RESERVED_MODULE_DUNDERS,
     builder::{CodeBuilder, JumpLabel, JumpTarget, Offset},
     code::{Code, HandlerKind},
-    op::{FORMAT_VALUE_HAS_SPEC, FORMAT_VALUE_STATIC_SPEC, NAME_CALLABLE, NAME_GLOBAL_ONLY, NO_CALL_NAME, Opcode, assert_flags},
+    op::{
+        FORMAT_VALUE_HAS_SPEC, FORMAT_VALUE_STATIC_SPEC, NAME_CALLABLE, NAME_GLOBAL_ONLY, NO_CALL_NAME, Opcode,
+        assert_flags,
+    },
 };
 use crate::{
     args::{ArgExprs, CallArg, CallKwarg, Kwarg},
@@ -772,6 +775,12 @@ impl<'a, 'i> Compiler<'a, 'i> {
                 }
                 self.compile_assign_target(last)?;
             }
+            // chainbox patch: `del a, b[k], c.x`, left to right.
+            Node::Delete { targets } => {
+                for target in targets {
+                    self.compile_delete_target(target)?;
+                }
+            }
             Node::If { test, body, or_else } => self.compile_if(test, body, or_else)?,
             Node::For {
                 target,
@@ -904,7 +913,11 @@ impl<'a, 'i> Compiler<'a, 'i> {
         compile_body: impl FnOnce(&mut CompileInterns<'_>, u16, String) -> Result<Code, CompileError>,
     ) -> Result<(), CompileError> {
         let func_pos = func_def.name.position;
-        let qualname = format!("{}{}", self.qualname_prefix, self.interns.get_str(func_def.name.name_id));
+        let qualname = format!(
+            "{}{}",
+            self.qualname_prefix,
+            self.interns.get_str(func_def.name.name_id)
+        );
         // Names defined in a class body are the class's attributes (`C.m`); in
         // a function's, its locals (`f.<locals>.g`).
         let body_prefix = if what == "class body" {
@@ -3421,6 +3434,42 @@ impl<'a, 'i> Compiler<'a, 'i> {
         Ok(())
     }
 
+    /// chainbox patch: emits one `del` target: a name unbinds its scope's
+    /// slot, `container[index]` is `DeleteSubscr`, `object.attr` is `DeleteAttr`.
+    fn compile_delete_target(&mut self, target: &AssignTarget) -> Result<(), CompileError> {
+        match target {
+            AssignTarget::Name(ident) => {
+                self.code.set_location(ident.position, None);
+                self.compile_delete(ident)
+            }
+            AssignTarget::Subscript {
+                target,
+                index,
+                target_position,
+            } => {
+                self.compile_expr(target)?;
+                self.compile_expr(index)?;
+                self.code.set_location(*target_position, None);
+                self.code.emit(Opcode::DeleteSubscr)
+            }
+            AssignTarget::Attr {
+                object,
+                attr,
+                target_position,
+            } => {
+                let name_id = attr.string_id().expect("attribute name in AST must be interned");
+                let name_idx = check_name_index_u16(name_id, *target_position)?;
+                self.compile_expr(object)?;
+                self.code.set_location(*target_position, None);
+                self.code.emit_u16(Opcode::DeleteAttr, name_idx)
+            }
+            AssignTarget::Unpack { targets_position, .. } => Err(CompileError::new(
+                "a `del` target is never a tuple once parsed",
+                *targets_position,
+            )),
+        }
+    }
+
     /// Emits the bytecode for `container[index] = value`, assuming `value` is on top of stack.
     ///
     /// `StoreSubscr` expects the stack to be `[.., value, container, index]` with `index`
@@ -3952,6 +4001,11 @@ impl<'a, 'i> Compiler<'a, 'i> {
     /// `SyntaxError` rather than introduce a new opcode just for this).
     fn compile_delete(&mut self, target: &Identifier) -> Result<(), CompileError> {
         let slot = target.namespace_id().as_u16();
+        // chainbox patch: `del x` of a local nothing else names still reports
+        // `x` in its `UnboundLocalError`.
+        if !self.is_module_scope && matches!(target.scope, NameScope::Local | NameScope::Cell) {
+            self.code.register_local_name(slot, target.name_id);
+        }
         match target.scope {
             NameScope::Local => {
                 if self.is_module_scope {

@@ -304,7 +304,7 @@ pub enum Opcode {
     BinarySubscr = 75,
     /// a[b] = c: pop value, pop index, pop obj.
     StoreSubscr = 76,
-    // NOTE: DeleteSubscr removed - `del` statement not supported by parser
+    // chainbox patch: `DeleteSubscr` is opcode 131 (appended; see the end).
     /// Pop obj, push obj.attr. Operand: u16 name_id.
     LoadAttr = 77,
     /// Pop module, push module.attr for `from ... import`. Operand: u16 name_id.
@@ -314,7 +314,7 @@ pub enum Opcode {
     LoadAttrImport = 78,
     /// Pop value, pop obj, set obj.attr. Operand: u16 name_id.
     StoreAttr = 79,
-    // NOTE: DeleteAttr removed - `del` statement not supported by parser
+    // chainbox patch: `DeleteAttr` is opcode 132 (appended; see the end).
 
     // === Function Calls ===
     /// Call TOS with n positional args. Operand: u8 arg_count.
@@ -605,6 +605,10 @@ pub enum Opcode {
     /// method name id with the receiver as `callee`, or `0xFFFF` for a plain
     /// callable.
     CallArgsExtend = 130,
+    /// chainbox patch: `del obj[index]`: `[obj, index] -> []`.
+    DeleteSubscr = 131,
+    /// chainbox patch: `del obj.attr`: `[obj] -> []`. Operand: u16 name id.
+    DeleteAttr = 132,
 }
 
 /// The name-id operand of the call-argument opcodes (`DictMerge`,
@@ -705,6 +709,7 @@ impl Opcode {
             | Self::ListToTuple
             | Self::BinarySubscr
             | Self::StoreSubscr
+            | Self::DeleteSubscr
             | Self::GetIter
             | Self::Raise
             | Self::Reraise
@@ -758,7 +763,8 @@ impl Opcode {
             | Self::DeleteGlobal
             | Self::RaiseUnboundLocal
             | Self::MethodDictMerge
-            | Self::CallArgsExtend => OperandShape::U16,
+            | Self::CallArgsExtend
+            | Self::DeleteAttr => OperandShape::U16,
             Self::Jump
             | Self::JumpIfTrue
             | Self::JumpIfFalse
@@ -973,6 +979,7 @@ impl Opcode {
             (ListToTuple, Operand::None) => 0,
             (BinarySubscr, Operand::None) => -1,
             (StoreSubscr, Operand::None) => -3,
+            (DeleteSubscr, Operand::None) => -2,
             (GetIter | Await, Operand::None) => 0,
             (Raise, Operand::None) => -1,
             (Reraise | ClearException | CheckExcMatch, Operand::None) => 0,
@@ -1026,6 +1033,7 @@ impl Opcode {
             (DeleteGlobal | DeleteCell, Operand::U16(_)) => 0,
             (LoadAttr | LoadAttrImport, Operand::U16(_)) => 0,
             (StoreAttr, Operand::U16(_)) => -2,
+            (DeleteAttr, Operand::U16(_)) => -1,
             // `DictMerge` takes a u16 operand carrying the func_name_id for
             // the duplicate-key TypeError message. `MethodDictMerge` shares
             // the stack effect and additionally peeks the receiver under

@@ -161,6 +161,22 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Class> {
         Ok(())
     }
 
+    /// chainbox patch: `del C.attr` removes a class member.
+    fn py_del_attr(&mut self, name: &EitherStr, vm: &mut VM<'h>) -> RunResult<()> {
+        let name_value = attribute_name_value(name, vm);
+        defer_drop!(name_value, vm);
+        match self.pop_attr(name_value, vm)? {
+            Some(value) => {
+                value.drop_with(vm);
+                Ok(())
+            }
+            None => Err(ExcType::attribute_error_type(
+                self.get(vm.heap).name.as_str(vm.interns),
+                name.as_str(vm.interns),
+            )),
+        }
+    }
+
     fn py_eq_impl(&self, _other: &Value, _vm: &mut VM<'h>) -> RunResult<Option<bool>> {
         // Classes return `NotImplemented`; rich equality's final identity
         // fallback makes a class equal only to itself.
@@ -177,7 +193,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Class> {
         // a script defines (upstream: `<class 'Foo'>`). A class defined in a
         // function or class has a longer qualified name, which monty does not
         // track: chainbox runs such scripts on CPython.
-        Ok(write!(f, "<class '__main__.{}'>", self.get(vm.heap).name.as_str(vm.interns))?)
+        Ok(write!(
+            f,
+            "<class '__main__.{}'>",
+            self.get(vm.heap).name.as_str(vm.interns)
+        )?)
     }
 
     fn py_getattr(&self, attr: &EitherStr, vm: &mut VM<'h>) -> RunResult<Option<CallResult>> {

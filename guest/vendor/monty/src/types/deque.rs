@@ -438,6 +438,17 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Deque> {
         Ok(self.get(vm.heap).items[idx].clone_with_heap(vm))
     }
 
+    /// chainbox patch: `del q[i]` (an integer index only, as in CPython).
+    fn py_delitem(&mut self, key: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        defer_drop!(key, vm);
+        let idx = self.resolve_index(key, vm)?;
+        let this = self.get_mut(vm.heap);
+        let removed = this.items.remove(idx);
+        this.bump_state();
+        removed.drop_with(vm);
+        Ok(())
+    }
+
     fn py_setitem(&mut self, key: Value, value: Value, vm: &mut VM<'h>) -> RunResult<()> {
         defer_drop!(key, vm);
         defer_drop_mut!(value, vm);

@@ -1469,6 +1469,21 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Dict> {
         }
     }
 
+    /// chainbox patch: `del d[key]`: `KeyError` for a missing key, except in
+    /// a `Counter`, whose `__delitem__` ignores one.
+    fn py_delitem(&mut self, key: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        defer_drop!(key, vm);
+        match self.pop(key, vm)? {
+            Some((old_key, old_value)) => {
+                old_key.drop_with(vm);
+                old_value.drop_with(vm);
+                Ok(())
+            }
+            None if self.get(vm.heap).is_counter() => Ok(()),
+            None => Err(ExcType::key_error(key, vm)),
+        }
+    }
+
     fn py_setitem(&mut self, key: Value, value: Value, vm: &mut VM<'h>) -> RunResult<()> {
         // Drop the old value if one was replaced
         if let Some(old_value) = self.set(key, value, vm)? {

@@ -9,7 +9,7 @@ use crate::{
     builtins::Builtins,
     bytecode::{CallResult, RunReentryGuard, VM},
     defer_drop,
-    exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
+    exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     frozen::{FrozenFunction, FrozenFunctions},
     hash::{HashValue, identity_hash},
     heap::{
@@ -282,6 +282,47 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Instance> {
         let key = key.clone_with_heap(vm.heap);
         instance_call_dunder_sync(self.id(), "__getitem__", Some(key), vm)?
             .ok_or_else(|| ExcType::type_error_not_sub(&self.py_type_name(vm)))
+    }
+
+    /// chainbox patch: `del obj[key]` calls the class's `__delitem__`.
+    fn py_delitem(&mut self, key: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        // A class with `__setitem__` but no `__delitem__` has CPython's
+        // mapping slot, whose lookup of `__delitem__` fails.
+        let class_id = self.get(vm.heap).class();
+        let error = if class_defines(class_id, "__setitem__", vm) {
+            SimpleException::new_msg(ExcType::AttributeError, "__delitem__").into()
+        } else {
+            super::py_trait::delitem_unsupported(&self.py_type(vm), &self.py_type_name(vm), &key, vm)
+        };
+        match call_dunder_args_sync(self.id(), "__delitem__", ArgValues::One(key), vm)? {
+            Some(result) => {
+                result.drop_with(vm);
+                Ok(())
+            }
+            None => Err(error),
+        }
+    }
+
+    /// chainbox patch: `del obj.attr` removes it from the instance `__dict__`
+    /// (`AttributeError` if it is not there; a frozen dataclass refuses).
+    fn py_del_attr(&mut self, name: &EitherStr, vm: &mut VM<'h>) -> RunResult<()> {
+        let class_id = self.get(vm.heap).class();
+        let name_value = attribute_name_value(name, vm);
+        defer_drop!(name_value, vm);
+        if let Some(exc) = dataclasses::frozen_deletion_error(class_id, name_value, vm) {
+            return Err(exc);
+        }
+        match self.attrs_mut().pop(name_value, vm)? {
+            Some((key, value)) => {
+                key.drop_with(vm);
+                value.drop_with(vm);
+                Ok(())
+            }
+            None => {
+                let type_name = self.py_type_name(vm);
+                Err(ExcType::attribute_error(type_name, name.as_str(vm.interns)))
+            }
+        }
     }
 
     fn py_setitem(&mut self, key: Value, value: Value, vm: &mut VM<'h>) -> RunResult<()> {

@@ -554,6 +554,69 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, List> {
         Ok(self.get(vm.heap).items[idx].clone_with_heap(vm))
     }
 
+    /// chainbox patch: `del xs[i]`, `del xs[i:j]`, `del xs[::k]`, as CPython's
+    /// `list_ass_subscript` with no value.
+    fn py_delitem(&mut self, key: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        defer_drop!(key, vm);
+
+        if let Value::Ref(id) = key
+            && let HeapData::Slice(slice) = vm.heap.get(*id)
+        {
+            let slice = slice.clone();
+            let (start, stop, step) = slice.indices(self.get(vm.heap).len())?;
+            let items = &mut self.get_mut(vm.heap).items;
+            let removed: Vec<Value> = if step == 1 {
+                if start < stop {
+                    let start = usize::try_from(start).expect("slice start validated non-negative");
+                    let stop = usize::try_from(stop).expect("slice stop validated non-negative");
+                    items.drain(start..stop).collect()
+                } else {
+                    Vec::new()
+                }
+            } else {
+                let mut selected = vec![false; items.len()];
+                let mut index = start;
+                while (step > 0 && index < stop) || (step < 0 && index > stop) {
+                    if let Some(flag) = usize::try_from(index).ok().and_then(|i| selected.get_mut(i)) {
+                        *flag = true;
+                    }
+                    index += step;
+                }
+                let mut kept = Vec::with_capacity(items.len());
+                let mut removed = Vec::new();
+                for (item, selected) in mem::take(items).into_iter().zip(selected) {
+                    if selected {
+                        removed.push(item);
+                    } else {
+                        kept.push(item);
+                    }
+                }
+                *items = kept;
+                removed
+            };
+            removed.drop_with(vm);
+            return Ok(());
+        }
+
+        let index = match key.py_value(vm) {
+            PyValue::Int(integer) => integer.to_i64(vm).ok_or_else(ExcType::index_error_int_too_large)?,
+            PyValue::Bool(value) => i64::from(value),
+            _ => {
+                let key_type = key.py_type_name(vm);
+                return Err(ExcType::type_error_indices(Type::List, &key_type));
+            }
+        };
+        let len = i64::try_from(self.get(vm.heap).len()).expect("list length exceeds i64::MAX");
+        let normalized_index = if index < 0 { index + len } else { index };
+        if normalized_index < 0 || normalized_index >= len {
+            return Err(ExcType::list_assignment_index_error());
+        }
+        let idx = usize::try_from(normalized_index).expect("index validated non-negative");
+        let removed = self.get_mut(vm.heap).items.remove(idx);
+        removed.drop_with(vm);
+        Ok(())
+    }
+
     fn py_setitem(&mut self, key: Value, value: Value, vm: &mut VM<'h>) -> RunResult<()> {
         defer_drop!(key, vm);
         defer_drop_mut!(value, vm);

@@ -6,7 +6,7 @@ use super::{Type, allocate_string};
 use crate::{
     args::ArgValues,
     bytecode::{CallResult, VM},
-    exception_private::{ExcType, ExcTypeExt, RunResult, SimpleException},
+    exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     expressions::CmpOperator,
     hash::HashValue,
     heap::{DropWithContext, HeapId, HeapObjectRead, HeapReadOutput},
@@ -658,6 +658,26 @@ pub(crate) trait PyTrait<'h>: PyObjectIdentity {
         .into())
     }
 
+    /// chainbox patch: Python subscript delete (`__delitem__`), e.g. `del d[key]`,
+    /// consuming `key`.
+    ///
+    /// Default implementation returns CPython's `TypeError` for a type that
+    /// cannot delete items (see [`delitem_unsupported`]).
+    fn py_delitem(&mut self, key: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        let error = delitem_unsupported(&self.py_type(vm), &self.py_type_name(vm), &key, vm);
+        key.drop_with(vm);
+        Err(error)
+    }
+
+    /// chainbox patch: `del obj.attr`.
+    ///
+    /// The default is CPython's error for an object without a `__dict__`,
+    /// the one assigning a new attribute gives.
+    fn py_del_attr(&mut self, name: &EitherStr, vm: &mut VM<'h>) -> RunResult<()> {
+        let type_name = self.py_type_name(vm);
+        Err(ExcType::attribute_error_no_setattr(&type_name, name.as_str(vm.interns)))
+    }
+
     /// Python attribute assignment, consuming `value` on both success and error.
     ///
     /// The default rejects assignment. Mutable attribute-bearing types override
@@ -760,4 +780,32 @@ impl LazyHeapSet {
             s.remove(heap_id);
         }
     }
+}
+
+/// chainbox patch: CPython's `PyObject_DelItem` error for a type with no item
+/// deletion. A type with sequence slots (tuple, str, bytes, range, sets, dict
+/// views, class instances) given an integer key goes through
+/// `PySequence_DelItem`, which says "doesn't support item deletion"; every
+/// other case says "does not support item deletion" (CPython 3.14).
+pub(crate) fn delitem_unsupported(ty: &Type, type_name: &str, key: &Value, vm: &VM<'_>) -> RunError {
+    let sequence = matches!(
+        ty,
+        Type::Tuple
+            | Type::NamedTuple
+            | Type::Str
+            | Type::Bytes
+            | Type::Range
+            | Type::Set
+            | Type::FrozenSet
+            | Type::DictKeys
+            | Type::DictItems
+            | Type::DictValues
+            | Type::Instance(_)
+    );
+    let message = if sequence && matches!(key.py_type(vm), Type::Int | Type::Bool) {
+        format!("'{type_name}' object doesn't support item deletion")
+    } else {
+        format!("'{type_name}' object does not support item deletion")
+    };
+    SimpleException::new_msg(ExcType::TypeError, message).into()
 }

@@ -913,7 +913,8 @@ impl<'h> VM<'h> {
         let (namespace, this) = namespace_guard.as_parts_mut();
 
         // 2. Bind arguments to parameters
-        func.signature.bind(args, defaults, this, func.qualified_name(), namespace)?;
+        func.signature
+            .bind(args, defaults, this, func.qualified_name(), namespace)?;
 
         // 3. Install owned cells and captured free-var cells at their slots.
         this.install_closure_cells(func, cells, namespace);
@@ -998,7 +999,9 @@ impl<'h> VM<'h> {
 
         // 2. Bind arguments to parameters
         {
-            let bind_result = func.signature.bind(args, defaults, this, func.qualified_name(), namespace);
+            let bind_result = func
+                .signature
+                .bind(args, defaults, this, func.qualified_name(), namespace);
 
             bind_result?;
         }

@@ -145,7 +145,9 @@ impl VM<'_> {
                 _ => None,
             };
             return Err(match name {
-                Some(name) => ExcType::type_error(format!("{name}() argument after * must be an iterable, not {type_}")),
+                Some(name) => {
+                    ExcType::type_error(format!("{name}() argument after * must be an iterable, not {type_}"))
+                }
                 None => ExcType::type_error_value_after_star(&type_),
             });
         }

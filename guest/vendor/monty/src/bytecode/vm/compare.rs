@@ -50,7 +50,10 @@ pub(crate) fn ordering_type_error(op: &str, lhs: &Value, rhs: &Value, vm: &mut V
 /// The first pair of `!=` items of two sequences CPython orders item by item
 /// (lists, tuples and namedtuples, deques), or `None` for any other pair.
 fn first_unequal_items(lhs: &Value, rhs: &Value, vm: &mut VM<'_>) -> RunResult<Option<(Value, Value)>> {
-    let (Some(left), Some(right)) = (ordered_sequence_items(lhs, rhs, vm), ordered_sequence_items(rhs, lhs, vm)) else {
+    let (Some(left), Some(right)) = (
+        ordered_sequence_items(lhs, rhs, vm),
+        ordered_sequence_items(rhs, lhs, vm),
+    ) else {
         return Ok(None);
     };
     let mut found = None;

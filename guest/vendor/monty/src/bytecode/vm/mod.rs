@@ -1382,7 +1382,7 @@ impl<'h> VM<'h> {
                 }
                 Opcode::DeleteLocal => {
                     let slot = u16::from(self.current_frame.fetch_u8());
-                    self.delete_local(slot);
+                    try_catch!(self, self.delete_local(slot));
                 }
                 Opcode::DeleteGlobal => {
                     let slot = self.current_frame.fetch_u16();
@@ -1426,7 +1426,7 @@ impl<'h> VM<'h> {
                 }
                 Opcode::DeleteCell => {
                     let slot = self.current_frame.fetch_u16();
-                    self.delete_cell(slot);
+                    try_catch!(self, self.delete_cell(slot));
                 }
                 // Binary Operations - route through exception handling for tracebacks
                 Opcode::BinaryAdd => try_catch!(self, self.binary_add()),
@@ -1613,6 +1613,27 @@ impl<'h> VM<'h> {
                     let name_idx = self.current_frame.fetch_u16();
                     let name_id = StringId::from_index(name_idx);
                     try_catch!(self, self.store_attr(name_id));
+                }
+                // chainbox patch: `del obj[key]` and `del obj.attr`.
+                Opcode::DeleteSubscr => {
+                    // Stack order: obj, index (TOS)
+                    let index = self.pop();
+                    let mut obj = self.pop();
+                    let result = obj.py_delitem(index, self);
+                    obj.drop_with(self);
+                    if let Err(e) = result {
+                        catch!(self, e);
+                    }
+                }
+                Opcode::DeleteAttr => {
+                    let name_idx = self.current_frame.fetch_u16();
+                    let name_id = StringId::from_index(name_idx);
+                    let obj = self.pop();
+                    let result = obj.py_del_attr(&EitherStr::Interned(name_id), self);
+                    obj.drop_with(self);
+                    if let Err(e) = result {
+                        catch!(self, e);
+                    }
                 }
                 // Control Flow - use self.current_frame.ip directly for jumps
                 Opcode::Jump => {
@@ -2708,10 +2729,18 @@ impl<'h> VM<'h> {
     }
 
     /// Deletes a local variable (sets it to Undefined).
-    fn delete_local(&mut self, slot: u16) {
+    ///
+    /// chainbox patch: an unbound local raises CPython's `UnboundLocalError`
+    /// (`del x` twice); upstream's only emitter stored `None` first.
+    fn delete_local(&mut self, slot: u16) -> RunResult<()> {
         let index = self.current_frame.stack_base() + slot as usize;
+        if matches!(self.stack[index], Value::Undefined) {
+            let name = self.current_frame.code.local_name(slot);
+            return Err(self.unbound_local_error(slot, name));
+        }
         let old_value = mem::replace(&mut self.stack[index], Value::Undefined);
         old_value.drop_with(self);
+        Ok(())
     }
 
     /// Loads a global variable and pushes it onto the stack.
@@ -2872,19 +2901,29 @@ impl<'h> VM<'h> {
     /// Unbinds a closure cell: replaces its contents with `Undefined`, so a
     /// later [`Self::load_cell`] raises the free-variable `NameError` —
     /// CPython's `DELETE_DEREF` cleanup of a captured `except ... as` target.
-    /// The only emitter stores `None` first, so the cell is never already
-    /// unbound here (no error path, unlike [`Self::delete_global`]).
-    fn delete_cell(&mut self, slot: u16) {
+    ///
+    /// chainbox patch: `del x` of an unbound cell raises what a load would
+    /// (CPython's `DELETE_DEREF`); upstream's only emitter stored `None` first.
+    fn delete_cell(&mut self, slot: u16) -> RunResult<()> {
+        let cell_id = self.cell_id_from_local(slot);
+        if matches!(self.heap.get(cell_id), HeapData::Cell(c) if matches!(c.0, Value::Undefined)) {
+            let name = self.current_frame.code.local_name(slot);
+            return Err(if self.is_free_var_slot(slot) {
+                self.free_var_error(name)
+            } else {
+                self.unbound_local_error(slot, name)
+            });
+        }
         let value = Value::Undefined;
         // the guard drops the cell's previous contents after the swap
         let this = self;
         defer_drop_mut!(value, this);
 
-        let cell_id = this.cell_id_from_local(slot);
         let HeapReadOutput::Cell(cell) = this.heap.read(cell_id) else {
             panic!("DeleteCell: entry is not a Cell")
         };
         mem::swap(&mut cell.get_mut(this.heap).0, value);
+        Ok(())
     }
 }
 
