@@ -2070,21 +2070,32 @@ fn rule_generator_expression(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if scan.tokens[open].text != "(" {
         return None;
     }
-    let consumer = open.checked_sub(1).map(|c| &scan.tokens[c]);
-    let consumed_whole = consumer.is_some_and(|name| {
-        (name.kind == Kind::Op && name.text == "*")
-            || (name.kind == Kind::Name
-                && if scan.follows_dot(open - 1) {
-                    WHOLE_CONSUMER_METHODS.contains(&name.text)
-                } else {
-                    (WHOLE_CONSUMERS.contains(&name.text) && !scan.bound.contains(name.text))
-                        || (WHOLE_CONSUMER_METHODS.contains(&name.text) && scan.imports.contains(name.text))
-                })
-    });
+    let consumed_whole = open
+        .checked_sub(1)
+        .is_some_and(|c| scan.tokens[c].kind == Kind::Op && scan.tokens[c].text == "*")
+        || consumes_whole(scan, open, &[]);
     (!consumed_whole).then_some(Needs::Feature {
         what: "uses a generator expression other than as the whole argument of `sum`, `list`, `sorted`, … (monty evaluates generator expressions eagerly, into a list)",
         line: token.line,
     })
+}
+
+/// Whether the call whose `(` is at `open` consumes its argument whole at
+/// once: one of [`WHOLE_CONSUMERS`] or `also` (unless the script rebinds
+/// the name), or one of [`WHOLE_CONSUMER_METHODS`] as a method or by an
+/// imported name.
+fn consumes_whole(scan: &Scan<'_>, open: usize, also: &[&str]) -> bool {
+    let Some(callee) = open.checked_sub(1) else {
+        return false;
+    };
+    let name = &scan.tokens[callee];
+    name.kind == Kind::Name
+        && if scan.follows_dot(callee) {
+            WHOLE_CONSUMER_METHODS.contains(&name.text)
+        } else {
+            ((WHOLE_CONSUMERS.contains(&name.text) || also.contains(&name.text)) && !scan.bound.contains(name.text))
+                || (WHOLE_CONSUMER_METHODS.contains(&name.text) && scan.imports.contains(name.text))
+        }
 }
 
 /// The builtins that return a list on monty and a lazy iterator on CPython.
@@ -2146,18 +2157,13 @@ fn rule_eager_iterator(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if open + 1 != at || !matches!(after, Some(")" | ",")) || scan.tokens[open].text != "(" {
         return fire;
     }
-    let consumer = open.checked_sub(1).map(|c| &scan.tokens[c]);
-    let consumed_whole = consumer.is_some_and(|name| {
-        name.kind == Kind::Name
-            && if scan.follows_dot(open - 1) {
-                WHOLE_CONSUMER_METHODS.contains(&name.text)
-            } else {
-                ((WHOLE_CONSUMERS.contains(&name.text)
-                    || (PURE_ITERATORS.contains(&name.text) && PURE_ITERATORS.contains(&token.text)))
-                    && !scan.bound.contains(name.text))
-                    || (WHOLE_CONSUMER_METHODS.contains(&name.text) && scan.imports.contains(name.text))
-            }
-    });
+    // Pure ones also nest whole in pure ones: `enumerate(zip(a, b))`.
+    let also = if PURE_ITERATORS.contains(&token.text) {
+        PURE_ITERATORS
+    } else {
+        &[]
+    };
+    let consumed_whole = consumes_whole(scan, open, also);
     (!consumed_whole).then_some(fire).flatten()
 }
 

@@ -755,17 +755,22 @@ mod tests {
         assert!(kept.chars().all(|c| c == 'é' || "\n[.]".contains(c)), "{kept}");
     }
 
-    #[test]
-    fn an_uncaught_name_error_close_to_a_tool_gets_cpythons_hint() {
-        let chain = Chain {
+    /// A one-line chain that knows one tool, for the error hints.
+    fn chain_with_tool(name: &str) -> Chain {
+        Chain {
             tools: vec![ToolDecl {
-                name: "get_weather".into(),
+                name: name.into(),
                 params: vec![],
             }],
             line_starts: vec![0],
             stdout: Stdout::default(),
             unawaited: BTreeMap::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn an_uncaught_name_error_close_to_a_tool_gets_cpythons_hint() {
+        let chain = chain_with_tool("get_weather");
         let mut error = ScriptError {
             compile: false,
             exc_type: "NameError".into(),
@@ -788,15 +793,7 @@ mod tests {
 
     #[test]
     fn an_uncaught_name_error_naming_a_module_gets_the_import_hint_in_its_traceback() {
-        let chain = Chain {
-            tools: vec![ToolDecl {
-                name: "jsonl".into(),
-                params: vec![],
-            }],
-            line_starts: vec![0],
-            stdout: Stdout::default(),
-            unawaited: BTreeMap::new(),
-        };
+        let chain = chain_with_tool("jsonl");
         let error_for = |name: &str| ScriptError {
             compile: false,
             exc_type: "NameError".into(),

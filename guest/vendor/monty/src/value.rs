@@ -838,6 +838,21 @@ impl<C: ContainsHeap> DropWithContext<C> for Value {
     }
 }
 
+/// The `def` or lambda behind a function value a script holds: the
+/// function itself, as a closure or with defaults, or bound to an instance.
+fn script_function_id(value: &Value, vm: &VM<'_>) -> Option<FunctionId> {
+    match value {
+        Value::DefFunction(func_id) => Some(*func_id),
+        Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
+            HeapData::Closure(Closure { func_id, .. })
+            | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => Some(*func_id),
+            HeapData::BoundMethod(method) => script_function_id(&method.func, vm),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// A function's `__name__` or `__qualname__`, as CPython gives them, or `None`
 /// for another attribute or a value that is not a function. Covers what a
 /// script can hold as a function: a `def` or lambda (also as a closure or with
@@ -848,35 +863,27 @@ fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Optio
         "__qualname__" => true,
         _ => return None,
     };
-    let func_id = match value {
-        Value::DefFunction(func_id) => *func_id,
+    if let Some(func_id) = script_function_id(value, vm) {
+        let function = vm.interns.get_function(func_id);
+        return Some(Value::InternString(if qualified {
+            function.qualname
+        } else {
+            function.name.name_id
+        }));
+    }
+    let name = match value {
+        // A tool: CPython's guest makes each one a module-level function.
         Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
-            HeapData::Closure(Closure { func_id, .. })
-            | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => *func_id,
-            // A tool: CPython's guest makes each one a module-level function.
-            HeapData::ExtFunction(tool) => return Some(allocate_string(tool.as_str().to_owned(), vm.heap)),
-            HeapData::BoundMethod(method) => {
-                let func = method.func.clone_with_heap(vm.heap);
-                let name = function_name_attr(&func, attr, vm);
-                func.drop_with(vm);
-                return name;
-            }
+            HeapData::ExtFunction(tool) => tool.as_str().to_owned(),
             _ => return None,
         },
-        Value::Builtin(Builtins::Function(function)) => return Some(allocate_string(function.to_string(), vm.heap)),
+        Value::Builtin(Builtins::Function(function)) => function.to_string(),
         // `random`'s functions are the methods of a hidden `Random` instance.
-        Value::ModuleFunction(function @ ModuleFunctions::Random(_)) if qualified => {
-            return Some(allocate_string(format!("Random.{function}"), vm.heap));
-        }
-        Value::ModuleFunction(function) => return Some(allocate_string(function.to_string(), vm.heap)),
+        Value::ModuleFunction(function @ ModuleFunctions::Random(_)) if qualified => format!("Random.{function}"),
+        Value::ModuleFunction(function) => function.to_string(),
         _ => return None,
     };
-    let function = vm.interns.get_function(func_id);
-    Some(Value::InternString(if qualified {
-        function.qualname
-    } else {
-        function.name.name_id
-    }))
+    Some(allocate_string(name, vm.heap))
 }
 
 /// How CPython's call errors name the callee (its `_PyObject_FunctionStr`):
@@ -886,27 +893,25 @@ fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Optio
 /// `f(**5)`, a keyword given twice through `**`). `None` for a value this
 /// does not know how to name, so the caller keeps its call-site name.
 pub(crate) fn callee_display(value: &Value, vm: &VM<'_>) -> Option<String> {
-    let func_id = match value {
-        Value::DefFunction(func_id) => *func_id,
+    if let Some(func_id) = script_function_id(value, vm) {
+        let qualname = vm.interns.get_str(vm.interns.get_function(func_id).qualname);
+        return Some(format!("__main__.{qualname}"));
+    }
+    match value {
         Value::Ref(heap_id) => match vm.heap.get(*heap_id) {
-            HeapData::Closure(Closure { func_id, .. })
-            | HeapData::FunctionDefaults(FunctionDefaults { func_id, .. }) => *func_id,
-            HeapData::BoundMethod(method) => return callee_display(&method.func, vm),
-            HeapData::Class(class) => return Some(format!("__main__.{}", class.name().as_str(vm.interns))),
+            HeapData::Class(class) => Some(format!("__main__.{}", class.name().as_str(vm.interns))),
             // A tool is a host function with no module, like a builtin.
-            HeapData::ExtFunction(tool) => return Some(tool.as_str().to_owned()),
-            _ => return None,
+            HeapData::ExtFunction(tool) => Some(tool.as_str().to_owned()),
+            _ => None,
         },
-        Value::Builtin(Builtins::Function(function)) => return Some(function.to_string()),
-        Value::Builtin(Builtins::Type(type_)) => return type_.builtin_name().map(str::to_owned),
-        Value::Builtin(Builtins::ExcType(exc_type)) => return Some(exc_type.to_string()),
-        Value::ModuleFunction(function) => {
-            return function.module_qualifier().map(|module| format!("{module}.{function}"));
-        }
-        _ => return None,
-    };
-    let qualname = vm.interns.get_str(vm.interns.get_function(func_id).qualname);
-    Some(format!("__main__.{qualname}"))
+        Value::Builtin(Builtins::Function(function)) => Some(function.to_string()),
+        Value::Builtin(Builtins::Type(type_)) => type_.builtin_name().map(str::to_owned),
+        Value::Builtin(Builtins::ExcType(exc_type)) => Some(exc_type.to_string()),
+        Value::ModuleFunction(function) => function
+            .module_qualifier()
+            .map(|module| format!("{module}.{function}")),
+        _ => None,
+    }
 }
 
 /// [`callee_display`] for a method call `receiver.name(...)`, which monty

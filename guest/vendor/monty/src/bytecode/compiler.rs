@@ -2122,8 +2122,8 @@ impl<'a, 'i> Compiler<'a, 'i> {
             }
             ArgExprs::GeneralizedCall { args, kwargs } => {
                 // PEP 448: generalized unpacking — callable is already on the stack.
-                // Use 0xFFFF as func_name_id since we don't know the callee name here.
-                self.compile_generalized_call_body(args, kwargs, 0xFFFF, call_pos)?;
+                // Use NO_CALL_NAME as func_name_id since we don't know the callee name here.
+                self.compile_generalized_call_body(args, kwargs, NO_CALL_NAME, call_pos)?;
             }
         }
         Ok(())
@@ -2181,10 +2181,10 @@ impl<'a, 'i> Compiler<'a, 'i> {
             self.code.emit_u16(Opcode::BuildDict, kw_count_u16)?;
 
             // Merge **kwargs if present
-            // Use 0xFFFF for func_name_id (like builtins) since we don't have a name
+            // Use NO_CALL_NAME for func_name_id (like builtins) since we don't have a name
             if let Some(var_kwargs_expr) = var_kwargs {
                 self.compile_expr(var_kwargs_expr)?;
-                self.code.emit_u16(Opcode::DictMerge, 0xFFFF)?;
+                self.code.emit_u16(Opcode::DictMerge, NO_CALL_NAME)?;
             }
         }
 
@@ -2327,7 +2327,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
     fn get_callable_name_id(&self, callable: &Callable) -> Result<u16, CompileError> {
         match callable {
             Callable::Name(ident) => check_name_index_u16(ident.name_id, ident.position),
-            Callable::Builtin(builtin) => Ok(self.get_builtin_name_id(*builtin).unwrap_or(0xFFFF)),
+            Callable::Builtin(builtin) => Ok(self.get_builtin_name_id(*builtin).unwrap_or(NO_CALL_NAME)),
         }
     }
 
@@ -2604,7 +2604,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
     ///   2. `BuildDict(0)` + per-item `BuildDict(1)+DictMerge`/`DictMerge` for kwargs (if any).
     ///   3. `CallFunctionExtended(flags)`.
     ///
-    /// `func_name_id` is used in `DictMerge` error messages; pass `0xFFFF` when unknown.
+    /// `func_name_id` is used in `DictMerge` error messages; pass [`NO_CALL_NAME`] when unknown.
     ///
     /// Stack transition (callable already on stack):
     ///   `[callable]` → `[callable, args_tuple]` → `[callable, args_tuple, kwargs_dict?]`

@@ -603,7 +603,7 @@ impl VM<'_> {
 }
 
 /// Resolves the function-name string used by `DictMerge` error wording.
-/// `0xFFFF` is the compiler sentinel for "unknown caller".
+/// [`NO_CALL_NAME`] is the compiler sentinel for "unknown caller".
 fn func_name_for_dict_merge(func_name_id: u16, vm: &VM<'_>) -> String {
     if func_name_id == NO_CALL_NAME {
         "<unknown>".to_string()
