@@ -135,6 +135,22 @@ same_on_both_guests! {
     // 3.11, the corpus's reference, words them otherwise.
     wrong_typed_arguments_read_as_in_cpython:
         "out = []\nfor call in [lambda: 'a b'.find(1), lambda: 'a b'.rfind(None), lambda: 'a b'.count(1.5), lambda: 'a b'.index(1, 0), lambda: 'a b'.rindex([]), lambda: 'a b'.find(), lambda: 'a b'.count('a', 1, 2, 3), lambda: 'a b'.split(1), lambda: 'a b'.strip(1), lambda: 'a b'.replace(1, 'x'), lambda: 'a b'.partition(None), lambda: 'a b'.center(5, 1), lambda: 'a b'.center(5, 'ab'), lambda: 'a b'.removeprefix(None), lambda: 'a b'.removesuffix(prefix='a'), lambda: 'a b'.startswith(('a', 1)), lambda: 'a b'.endswith(('z', 1)), lambda: dict([1, 2]), lambda: dict(['ab', 5]), lambda: {}.update([5]), lambda: {}.get(), lambda: [1].index(), lambda: [1].pop(1, 2), lambda: [1].insert(index=1), lambda: b'a b'.find('a'), lambda: b'a b'.find(300), lambda: b'a b'.find(32), lambda: b'a b'.split(1), lambda: b'a b'.strip(1, 2), lambda: b'a b'.center(5, b'ab'), lambda: b'a b'.ljust(5, None), lambda: b'a b'.startswith((b'a', 1)), lambda: b'a b'.endswith((b'z', 'b')), lambda: b'a b'.replace(b'a'), lambda: b'a b' + 'x', lambda: ord(b'a'), lambda: ord(b'ab')]:\n    try:\n        out.append(repr(call()))\n    except Exception as e:\n        out.append(type(e).__name__ + ': ' + str(e))\nout";
+    // The callee a call's lone `*x` or `**x` was for, as CPython names it
+    // (monty's `callee_display`, a chainbox patch): builtins bare, a
+    // script's functions under `__main__`, a module's under its module, a
+    // tool bare on both guests; any other `*x` says "Value after *".
+    spread_argument_errors_name_the_callee:
+        "import json\nimport math\ndef total(*values, **options):\n    return 0\nclass Ledger:\n    def add(self, *amounts):\n        return 0\nout = []\nfor call in [lambda: print(*None), lambda: total(*5), lambda: Ledger().add(*2.5), lambda: (lambda *a: a)(*5), lambda: echo(*5), lambda: echo(**[1]), lambda: json.dumps(**5), lambda: math.sqrt(*5), lambda: total(a=1, **{'a': 2}), lambda: [1].sort(**5), lambda: dict(**5), lambda: total(1, *7), lambda: [*7]]:\n    try:\n        call()\n    except TypeError as e:\n        out.append(str(e))\nout";
+    // Sequences order by their first items that are not `==` (identity
+    // first: every NaN of one `json.loads` is the same object, as is
+    // `math.nan`), by the operator itself, which names the items' types.
+    sequences_order_by_their_first_unequal_items:
+        "import json\nimport math\nx, y = json.loads('[NaN, NaN]')\nout = [(x, 1) < (y, 2), [math.nan, 1] <= [math.nan, 0], sorted([(x, 2), (y, 1)]), max([[x, 1], [y, 3]]), (None, 1) < (None, 2), [1, [2, x]] < [1, [2, y], 0]]\nfor call in [lambda: [1, 'a'] < ['a', 1], lambda: [[1, None]] >= [[1, 2]], lambda: max([(2, 'b'), (2, None)]), lambda: sorted([(1, 2), (1, 'x')])]:\n    try:\n        call()\n    except TypeError as e:\n        out.append(str(e))\nout";
+    // CPython 3.13+'s `count_run` (a descending run keeps equal items in
+    // order): which comparison fails first, and the order a failed sort
+    // leaves, differ from 3.11's, the corpus's reference.
+    a_failed_sort_stops_where_cpython_3_14_does:
+        "out = []\nfor xs in [[5, 5, 4, None], [3, 2, 2, 1, 0.5, None], [4, 4, 4, 3, 'x', 2], [2.5, 2.5, 1, None, 0]]:\n    try:\n        xs.sort()\n        out.append(xs)\n    except TypeError as e:\n        out.append([str(e), xs])\nout";
     // CPython's `str(e)` has no "Did you forget to import" (its traceback does).
     a_name_error_for_a_module_never_imported_reads_as_in_cpython:
         "try:\n    json.dumps({})\nexcept NameError as e:\n    r = str(e)\nr";

@@ -28,6 +28,9 @@ nan = float("nan")
 out.append(sorted([3, nan, 1, 2, nan, 0]))
 out.append(sorted([5.5, 2, nan, 9, 1], reverse=True))
 out.append(sorted(range(70), key=lambda n: (n * 37) % 11)[:12])
+from collections import Counter
+out.append(Counter({"a": 2, "b": nan, "c": 3, "d": 2}).most_common())
+out.append(Counter("mississippi").most_common(3))
 try:
     max(scores)
 except TypeError as e:

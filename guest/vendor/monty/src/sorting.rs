@@ -8,14 +8,12 @@
 //! This module provides [`sort_indices`] for the comparison step and
 //! [`apply_permutation`] for the in-place rearrangement step.
 
-use std::cmp::Ordering;
-
 use crate::{
     args::{ArgValues, FromArgs, LaxBool},
-    bytecode::{VM, ordering_type_error},
+    bytecode::VM,
     defer_drop, defer_drop_mut,
     exception_private::{RunError, RunResult},
-    types::{CmpOrder, PyTrait},
+    expressions::CmpOperator,
     value::Value,
 };
 
@@ -98,7 +96,7 @@ pub fn sort_indices(indices: &mut [usize], values: &[Value], reverse: bool, vm: 
     let mut less = |a: usize, b: usize, vm: &mut VM<'_>| -> RunResult<bool> {
         compares += 1;
         vm.heap.tracker.check_time_every(compares)?;
-        is_less(&values[a], &values[b], vm)
+        vm.cmp_values(CmpOperator::Lt, &values[a], &values[b])
     };
     let result = run_sort(indices, &mut less, vm);
     if reverse {
@@ -203,15 +201,6 @@ fn merge(
     result
 }
 
-/// `a < b` as CPython's sort asks it: a `NaN` is never less, and operands
-/// with no ordering raise `'<' not supported between …`.
-fn is_less(a: &Value, b: &Value, vm: &mut VM<'_>) -> RunResult<bool> {
-    match a.py_cmp(b, vm)? {
-        CmpOrder::Ordered(ordering) => Ok(ordering == Ordering::Less),
-        CmpOrder::Unordered => Ok(false),
-        CmpOrder::Incomparable => Err(ordering_type_error("<", a, b, vm)),
-    }
-}
 
 /// The length of the run at the start of `a`, made ascending in place: an
 /// ascending run, or a strictly descending one (whose equal neighbours are

@@ -1,14 +1,14 @@
 //! Implementation of the min() and max() builtin functions.
 
-use std::{cmp::Ordering, mem};
+use std::mem;
 
 use crate::{
     args::{ArgValues, FromArgs},
-    bytecode::{VM, ordering_type_error},
+    bytecode::VM,
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, RunError, RunResult, SimpleException},
+    expressions::CmpOperator,
     heap::DropGuard,
-    types::{CmpOrder, PyTrait},
     value::Value,
 };
 
@@ -212,16 +212,10 @@ fn evaluate_key(item: Value, key_fn: &Value, vm: &mut VM<'_>) -> RunResult<Value
 /// while `max()` replaces it when the new candidate compares larger. Equal values
 /// keep the existing winner so ties preserve the first-seen item, matching CPython.
 pub(crate) fn candidate_wins(current: &Value, candidate: &Value, is_min: bool, vm: &mut VM<'_>) -> RunResult<bool> {
-    let ordering = match candidate.py_cmp(current, vm)? {
-        CmpOrder::Ordered(ordering) => ordering,
-        // A `NaN` candidate (or `NaN`-carrying container) is neither smaller nor
-        // larger, so it never displaces the incumbent — matching CPython, where
-        // `min`/`max` only swap on a strict `<`/`>` and `NaN` yields neither.
-        CmpOrder::Unordered => return Ok(false),
-        CmpOrder::Incomparable => return Err(ord_not_supported(candidate, current, is_min, vm)),
-    };
-
-    Ok((is_min && ordering == Ordering::Less) || (!is_min && ordering == Ordering::Greater))
+    // CPython's `candidate < current` (`>` for max): a `NaN` is neither, so
+    // it never displaces the incumbent, and the operator names the error.
+    let op = if is_min { CmpOperator::Lt } else { CmpOperator::Gt };
+    vm.cmp_values(op, candidate, current)
 }
 
 /// Creates the CPython-compatible error for `default=` with multiple positional args.
@@ -232,10 +226,4 @@ fn default_with_multiple_args(func_name: &str) -> RunError {
         format!("Cannot specify a default for {func_name}() with multiple positional arguments"),
     )
     .into()
-}
-
-#[cold]
-fn ord_not_supported(left: &Value, right: &Value, is_min: bool, vm: &mut VM<'_>) -> RunError {
-    let operator = if is_min { "<" } else { ">" };
-    ordering_type_error(operator, left, right, vm)
 }

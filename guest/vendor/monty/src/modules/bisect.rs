@@ -196,9 +196,9 @@ fn search(vm: &mut VM<'_>, a: &Value, x: &Value, bounds: (i64, i64), key: &Value
         };
         defer_drop!(item, vm);
         let less = if left {
-            less_than(vm, item, x)?
+            vm.cmp_values(CmpOperator::Lt, item, x)?
         } else {
-            less_than(vm, x, item)?
+            vm.cmp_values(CmpOperator::Lt, x, item)?
         };
         if less == left {
             lo = mid + 1;
@@ -209,34 +209,3 @@ fn search(vm: &mut VM<'_>, a: &Value, x: &Value, bounds: (i64, i64), key: &Value
     Ok(lo)
 }
 
-/// Lists and tuples compare the first unequal pair with `<`, rather than
-/// deriving `<` from a three-way ordering. This preserves identity/equality
-/// shortcuts (including NaNs) and reports errors on the offending elements.
-fn less_than(vm: &mut VM<'_>, a: &Value, b: &Value) -> RunResult<bool> {
-    if !matches!(
-        (a.py_type(vm), b.py_type(vm)),
-        (Type::List, Type::List) | (Type::Tuple | Type::NamedTuple, Type::Tuple | Type::NamedTuple)
-    ) {
-        return vm.cmp_values(CmpOperator::Lt, a, b);
-    }
-    let mut guard = vm.recursion_guard()?;
-    let vm = &mut *guard;
-    let mut i = 0;
-    loop {
-        let a_len = a.py_len(vm).expect("sequence has length");
-        let b_len = b.py_len(vm).expect("sequence has length");
-        if i >= a_len.min(b_len) {
-            return Ok(a_len < b_len);
-        }
-        vm.heap.tracker.check_time_every(i)?;
-        let index = Value::Int(i64::try_from(i).expect("sequence index fits i64"));
-        let av = a.py_getitem(&index, vm)?;
-        defer_drop!(av, vm);
-        let bv = b.py_getitem(&index, vm)?;
-        defer_drop!(bv, vm);
-        if !av.py_eq(bv, vm)? {
-            return less_than(vm, av, bv);
-        }
-        i += 1;
-    }
-}

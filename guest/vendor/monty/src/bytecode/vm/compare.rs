@@ -6,105 +6,21 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     expressions::CmpOperator,
     heap::HeapData,
-    heap_traits::DropWithContext,
     types::{CmpOrder, PyTrait},
     value::Value,
 };
 
-/// Builds the `TypeError` for an ordering (`op` is `<`, `<=`, `>` or `>=`)
-/// between `lhs` and `rhs` that neither side supports.
-///
-/// CPython orders two sequences by applying the operator to their first
-/// unequal items, so the error names those items' types: `[1, 'a'] < ['a', 1]`
-/// says `'int' and 'str'`, not `'list' and 'list'`. Monty decides orderings
-/// through [`CmpOrder`], which does not carry the failing pair, so this walks
-/// back down to it: only on the error path, where the extra `==` checks cost
-/// nothing that matters.
-#[cold]
-pub(crate) fn ordering_type_error(op: &str, lhs: &Value, rhs: &Value, vm: &mut VM<'_>) -> RunError {
-    let mut pair = (lhs.clone_with_heap(vm.heap), rhs.clone_with_heap(vm.heap));
-    // Bounded because each step goes one level deeper into finite data; the
-    // cap only guards against a container mutated into a cycle mid-walk.
-    for _ in 0..256 {
-        match first_unequal_items(&pair.0, &pair.1, vm) {
-            Ok(Some(next)) => {
-                let old = std::mem::replace(&mut pair, next);
-                old.0.drop_with(vm);
-                old.1.drop_with(vm);
-            }
-            Ok(None) => break,
-            Err(err) => {
-                pair.0.drop_with(vm);
-                pair.1.drop_with(vm);
-                return err;
-            }
-        }
-    }
-    let left_type = pair.0.py_type_name(vm);
-    let right_type = pair.1.py_type_name(vm);
-    pair.0.drop_with(vm);
-    pair.1.drop_with(vm);
-    ExcType::type_error_ordering(op, &left_type, &right_type)
-}
-
-/// The first pair of `!=` items of two sequences CPython orders item by item
-/// (lists, tuples and namedtuples, deques), or `None` for any other pair.
-fn first_unequal_items(lhs: &Value, rhs: &Value, vm: &mut VM<'_>) -> RunResult<Option<(Value, Value)>> {
-    let (Some(left), Some(right)) = (
-        ordered_sequence_items(lhs, rhs, vm),
-        ordered_sequence_items(rhs, lhs, vm),
-    ) else {
-        return Ok(None);
-    };
-    let mut found = None;
-    let mut error = None;
-    for (a, b) in left.iter().zip(right.iter()) {
-        match a.py_eq(b, vm) {
-            Ok(true) => {}
-            Ok(false) => {
-                found = Some((a.clone_with_heap(vm.heap), b.clone_with_heap(vm.heap)));
-                break;
-            }
-            Err(err) => {
-                error = Some(err);
-                break;
-            }
-        }
-    }
-    left.drop_with(vm);
-    right.drop_with(vm);
-    match error {
-        Some(err) => Err(err),
-        None => Ok(found),
-    }
-}
-
-/// Clones the items of `value` when it and `other` are sequences that order
-/// item by item with each other: two lists, two deques, or tuples (a
-/// namedtuple counts as a tuple).
-fn ordered_sequence_items(value: &Value, other: &Value, vm: &VM<'_>) -> Option<Vec<Value>> {
-    let (Value::Ref(id), Value::Ref(other_id)) = (value, other) else {
-        return None;
-    };
-    let heap = &*vm.heap;
-    let kind = |data: &HeapData| match data {
+/// Which sequences CPython orders item by item against each other: two
+/// lists, or two tuples (a namedtuple is one). A deque does too, but keeps
+/// its own walk (`Deque::py_cmp`), which notices a deque mutated by an
+/// item's `__eq__` as CPython's iterators do.
+fn sequence_kind(value: &Value, vm: &VM<'_>) -> Option<u8> {
+    let Value::Ref(id) = value else { return None };
+    match vm.heap.get(*id) {
         HeapData::List(_) => Some(0),
         HeapData::Tuple(_) | HeapData::NamedTuple(_) => Some(1),
-        HeapData::Deque(_) => Some(2),
         _ => None,
-    };
-    let (this, that) = (heap.get(*id), heap.get(*other_id));
-    if kind(this)? != kind(that)? {
-        return None;
     }
-    let items: Vec<Value> = match this {
-        HeapData::List(list) => list.as_slice().iter().map(|v| v.clone_with_heap(heap)).collect(),
-        HeapData::Tuple(tuple) => tuple.as_slice().iter().map(|v| v.clone_with_heap(heap)).collect(),
-        HeapData::NamedTuple(tuple) => tuple.as_vec().iter().map(|v| v.clone_with_heap(heap)).collect(),
-        HeapData::Deque(deque) => deque.iter().map(|v| v.clone_with_heap(heap)).collect(),
-        _ => return None,
-    };
-    Some(items)
 }
 
 impl VM<'_> {
@@ -184,6 +100,12 @@ impl VM<'_> {
             return Ok(result);
         }
 
+        if let Some(kind) = sequence_kind(lhs, self)
+            && sequence_kind(rhs, self) == Some(kind)
+        {
+            return self.cmp_sequences(op, lhs, rhs);
+        }
+
         match lhs.py_cmp(rhs, self)? {
             CmpOrder::Ordered(ordering) => Ok(match op {
                 CmpOperator::Lt => ordering.is_lt(),
@@ -194,7 +116,48 @@ impl VM<'_> {
                 _ => unreachable!("cmp_ordering reached with a non-ordering operator"),
             }),
             CmpOrder::Unordered => Ok(false),
-            CmpOrder::Incomparable => Err(ordering_type_error(op.as_str(), lhs, rhs, self)),
+            CmpOrder::Incomparable => {
+                let left_type = lhs.py_type_name(self);
+                let right_type = rhs.py_type_name(self);
+                Err(ExcType::type_error_ordering(op.as_str(), &left_type, &right_type))
+            }
+        }
+    }
+
+    /// Orders two lists or tuples as CPython's `list_richcompare` (and the
+    /// tuple's) does: the first items that are not `==` (identity first: a
+    /// NaN shared by both sides, as every NaN `json.loads` makes and
+    /// `math.nan` are, is equal to itself) decide, by the operator itself; with none, the lengths do. So
+    /// `[1, 'a'] < ['a', 1]` fails naming `'int' and 'str'` (also in
+    /// `sorted` and `max`), where a three-way comparison of the items named
+    /// `'list' and 'list'`. Lengths are re-read each step, as a user
+    /// `__eq__` may resize.
+    fn cmp_sequences(&mut self, op: CmpOperator, lhs: &Value, rhs: &Value) -> RunResult<bool> {
+        let mut guard = self.recursion_guard()?;
+        let vm = &mut *guard;
+        let mut index = 0;
+        loop {
+            let (Some(lhs_len), Some(rhs_len)) = (lhs.py_len(vm), rhs.py_len(vm)) else {
+                return Err(RunError::internal("cmp_sequences: a sequence without a length"));
+            };
+            if index >= lhs_len.min(rhs_len) {
+                return Ok(match op {
+                    CmpOperator::Lt => lhs_len < rhs_len,
+                    CmpOperator::LtE => lhs_len <= rhs_len,
+                    CmpOperator::Gt => lhs_len > rhs_len,
+                    _ => lhs_len >= rhs_len,
+                });
+            }
+            vm.heap.tracker.check_time_every(index)?;
+            let position = Value::Int(i64::try_from(index).unwrap_or(i64::MAX));
+            let left = lhs.py_getitem(&position, vm)?;
+            defer_drop!(left, vm);
+            let right = rhs.py_getitem(&position, vm)?;
+            defer_drop!(right, vm);
+            if !left.py_eq(right, vm)? {
+                return vm.cmp_ordering(op, left, right);
+            }
+            index += 1;
         }
     }
 
