@@ -53,6 +53,17 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Python `SyntaxError`/`RecursionError` into a stack-overflow trap.
 pub const MAX_WASM_STACK: usize = 8 * 1024 * 1024;
 
+/// Wasm stack for the CPython guest. CPython 3.14 raises `RecursionError`
+/// when its C stack (about 1 MiB of shadow stack in linear memory) runs
+/// short, but a C frame keeps most of its state in wasm locals on this
+/// stack: comparing two self-referential dicts overflowed 8 MiB before
+/// CPython's own check fired (a `SandboxCrash` where CPython answers
+/// `RecursionError`), and dropping a dict nested 100,000 deep overflowed
+/// 32 MiB. 64 MiB lets CPython's check fire first in every case measured
+/// (repr, ==, <, hash, json, deepcopy, dealloc); untouched pages cost
+/// nothing (trivial chain start unchanged within noise).
+pub const CPYTHON_WASM_STACK: usize = 64 * 1024 * 1024;
+
 /// Largest linear memory any chain may have; policies asking for more are
 /// capped here. Also the pooling allocator's per-slot reservation bound.
 pub const MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
@@ -384,8 +395,8 @@ impl CpythonGuest {
         let mut wasm = wasmtime::Config::new();
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         wasm.epoch_interruption(true)
-            .max_wasm_stack(MAX_WASM_STACK)
-            .async_stack_size(MAX_WASM_STACK + (1 << 20))
+            .max_wasm_stack(CPYTHON_WASM_STACK)
+            .async_stack_size(CPYTHON_WASM_STACK + (1 << 20))
             .cranelift_opt_level(wasmtime::OptLevel::Speed)
             .wasm_component_model(true)
             // Instances are made ahead of their chains (the spare): filling

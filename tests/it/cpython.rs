@@ -151,6 +151,18 @@ same_on_both_guests! {
     // leaves, differ from 3.11's, the corpus's reference.
     a_failed_sort_stops_where_cpython_3_14_does:
         "out = []\nfor xs in [[5, 5, 4, None], [3, 2, 2, 1, 0.5, None], [4, 4, 4, 3, 'x', 2], [2.5, 2.5, 1, None, 0]]:\n    try:\n        xs.sort()\n        out.append(xs)\n    except TypeError as e:\n        out.append([str(e), xs])\nout";
+    // CPython 3.12+ bounds walks over nested data by its C stack, not by the
+    // 1,000-frame recursion limit (the corpus's CPython 3.11 does not, so
+    // these live here): monty wrote `...` at depth 1,000 and raised
+    // RecursionError comparing 1,000-deep lists.
+    data_nested_2500_deep_is_walked_as_in_cpython_3_14:
+        "import json\nx, y, t, d = [], [], (), {}\nfor i in range(2500):\n    x, y, t, d = [x], [y], (t,), {'k': d}\n[len(repr(x)), repr(x).count('...'), x == y, x < y, hash(t) == hash(t[0]), len(json.dumps(d)), len(repr(json.loads(json.dumps(x)))), len(str(t)), str(d).count('...'), len(f'{d}'), isinstance(1, t)]";
+    a_deeply_nested_answer_is_written_whole:
+        "x = []\nfor i in range(3000):\n    x = [x]\nx";
+    user_reprs_recurse_through_nested_objects_as_in_cpython:
+        "class N:\n    def __init__(self, c): self.c = c\n    def __repr__(self): return f'N({self.c!r})'\n    def __eq__(self, o): return self.c == o.c\n    def __hash__(self): return hash(tuple(self.c))\nx = y = None\nfor i in range(150):\n    x, y = N([x]), N([y])\n[repr(x)[:12], len(repr(x)), x == y, hash(x) == hash(y), len(str([x, {'k': x}]))]";
+    self_referential_comparisons_raise_recursion_error:
+        "a, b = {}, {}\na['x'], b['x'] = a, b\ntry:\n    a == b\n    r = 'equal'\nexcept RecursionError:\n    r = 'RecursionError'\nr";
     // CPython's `str(e)` has no "Did you forget to import" (its traceback does).
     a_name_error_for_a_module_never_imported_reads_as_in_cpython:
         "try:\n    json.dumps({})\nexcept NameError as e:\n    r = str(e)\nr";

@@ -12,15 +12,15 @@ use std::mem;
 use ahash::{AHashMap, AHashSet};
 use monty_types::{
     CallArgs, InvalidInputError, MontyComplex, MontyDate, MontyDateTime, MontyFileHandle, MontyObject, MontyTime,
-    MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid,
+    MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid, ResourceError,
     unstable::{self, ClassTypeNode, MontyGraph, MontyNode, NodeId},
 };
 
 use crate::{
     builtins::Builtins,
-    bytecode::VM,
+    bytecode::{MAX_DATA_DEPTH, VM},
     defer_drop,
-    exception_private::{RunError, SimpleException},
+    exception_private::{RunError, RunResult, SimpleException},
     heap::{DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapReadOutput},
     modules::dataclasses,
     types::{
@@ -55,6 +55,24 @@ pub(crate) trait MontyObjectExt: Sized {
     /// whose sandbox object no longer exists, and on malformed input; a
     /// memory overshoot is caught at the next soft-limit checkpoint, not here.
     fn to_value(self, vm: &mut VM<'_>) -> Result<Value, InvalidInputError>;
+}
+
+/// Exports a script's final value, or the `RecursionError` CPython would
+/// raise writing it: a `<deeply nested>` leaf would be a different answer
+/// the caller cannot tell from a real one.
+pub(crate) fn export_answer(value: Value, vm: &mut VM<'_>) -> RunResult<MontyObject> {
+    let mut exporter = GraphExporter::new();
+    let root = exporter.push_owned(value, vm);
+    let too_deep = exporter.too_deep;
+    let graph = exporter.finish(vm);
+    if too_deep {
+        return Err(ResourceError::Recursion {
+            limit: MAX_DATA_DEPTH,
+            depth: MAX_DATA_DEPTH + 1,
+        }
+        .into());
+    }
+    Ok(unstable::object_from_graph(graph, root).expect("exported root is valid"))
 }
 
 impl MontyObjectExt for MontyObject {
@@ -123,6 +141,9 @@ pub(crate) struct GraphExporter {
     /// a user `__repr__` run by [`repr_node`] can free an exported object
     /// mid-message, and a new object in the reused slot would inherit its node.
     pinned: Vec<Value>,
+    /// Whether a value nested past the data-traversal depth was cut short as
+    /// a `<deeply nested>` leaf (see [`export_answer`]).
+    too_deep: bool,
 }
 
 impl GraphExporter {
@@ -132,6 +153,7 @@ impl GraphExporter {
             memo: AHashMap::new(),
             in_progress: AHashSet::new(),
             pinned: Vec::new(),
+            too_deep: false,
         }
     }
 
@@ -165,6 +187,7 @@ impl GraphExporter {
     pub(crate) fn push(&mut self, value: &Value, vm: &mut VM<'_>) -> NodeId {
         // Check depth limit before processing
         let Ok(mut guard) = vm.recursion_guard() else {
+            self.too_deep = true;
             return self.push_node(MontyNode::Repr("<deeply nested>".to_owned()));
         };
         let vm = &mut *guard;

@@ -19,7 +19,7 @@ use crate::{
     intern::{CompileInterns, Interns, StringId},
     name_map::NameMap,
     namespace::NamespaceId,
-    object_bridge::MontyObjectExt,
+    object_bridge::{MontyObjectExt, export_answer},
     parse::{CodeRange, parse_with_interner, source_nesting_exception},
     prepare::prepare_with_existing_names,
     run_progress::{
@@ -797,7 +797,7 @@ pub(crate) fn frame_exit_to_object(frame_exit_result: RunResult<FrameExit>, vm: 
     // so one `drop_with` releases whatever the exit owns, fields added later
     // included.
     let exit = match answer_unserved_lookups(frame_exit_result, vm)? {
-        FrameExit::Return(return_value) => return Ok(MontyObject::export(return_value, vm)),
+        FrameExit::Return(return_value) => return export_answer(return_value, vm),
         exit => exit,
     };
     let error: RunError = match &exit {

@@ -19,7 +19,7 @@ use crate::{
     exception_private::{ExcTypeExt, ExceptionRaise, RunError, RunResult, SimpleException},
     heap::{DropWithContext, Heap, HeapReader},
     intern::{Interns, StringId},
-    object_bridge::MontyObjectExt,
+    object_bridge::{MontyObjectExt, export_answer},
     os_dispatch::{PendingEffect, PostConversionEffect, release_pending_effect},
     run::Executor,
     value::Value,
@@ -1116,7 +1116,10 @@ pub(crate) fn convert_frame_exit(result: RunResult<FrameExit>, vm: &mut VM<'_>) 
     // `instruction_ip` still names the opcode that suspended, so the current
     // position is the suspending expression for every exit but `ResolveFutures`.
     match result {
-        Ok(FrameExit::Return(value)) => ConvertedExit::Complete(MontyObject::export(value, vm)),
+        Ok(FrameExit::Return(value)) => match export_answer(value, vm) {
+            Ok(answer) => ConvertedExit::Complete(answer),
+            Err(err) => ConvertedExit::Error(err),
+        },
         Ok(FrameExit::ExternalCall {
             function_name,
             args,

@@ -26,7 +26,7 @@ pub use compiler::Compiler;
 pub(crate) use op::opcode_fingerprint;
 pub(crate) use op::{NAME_CALLABLE, NAME_GLOBAL_ONLY, Opcode};
 pub(crate) use vm::{
-    CallResult, ContainsVM, FrameNamespace, PendingLookupEffect, RecursionToken, RunReentryGuard, unpack_exact,
+    CallResult, ContainsVM, FrameNamespace, MAX_DATA_DEPTH, PendingLookupEffect, RecursionToken, RunReentryGuard, unpack_exact,
 };
 pub use vm::{FrameExit, VM, VMSnapshot};
 

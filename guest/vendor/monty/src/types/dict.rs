@@ -1154,9 +1154,7 @@ impl<'h> HeapRead<'h, Dict> {
         }
 
         // Check depth limit before recursing
-        let Ok(mut guard) = vm.recursion_guard() else {
-            return Ok(f.write_str("{...}")?);
-        };
+        let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
         f.write_char('{')?;
@@ -1193,9 +1191,7 @@ impl<'h> HeapRead<'h, Dict> {
     /// Writes the `{k: v, ...}` body for a Counter repr, ordered by count
     /// descending (`most_common` order) rather than insertion order.
     fn write_counter_map_repr(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
-        let Ok(mut guard) = vm.recursion_guard() else {
-            return Ok(f.write_str("{...}")?);
-        };
+        let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
         // Snapshot the entries BEFORE ordering: the reprs printed below run

@@ -1117,9 +1117,7 @@ pub(crate) fn repr_sequence_fmt<'h>(
     heap_ids: &mut LazyHeapSet,
 ) -> RunResult<()> {
     // Check depth limit before recursing
-    let Ok(mut guard) = vm.recursion_guard() else {
-        return Ok(f.write_str("...")?);
-    };
+    let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
 
     f.write_char(start)?;

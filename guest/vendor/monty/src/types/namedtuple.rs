@@ -525,9 +525,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, NamedTuple> {
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
         // Check depth limit before recursing
-        let Ok(mut guard) = vm.recursion_guard() else {
-            return Ok(f.write_str("...")?);
-        };
+        let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
         write!(f, "{}(", self.get(vm.heap).name.as_str(vm.interns))?;

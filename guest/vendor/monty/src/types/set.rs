@@ -612,9 +612,7 @@ impl<'h> HeapRead<'h, SetStorage> {
         }
 
         // Check depth limit before recursing
-        let Ok(mut guard) = vm.recursion_guard() else {
-            return Ok(f.write_str("{...}")?);
-        };
+        let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
         // frozenset needs type prefix: frozenset({...}), but set doesn't: {...}

@@ -490,9 +490,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Tuple> {
             //
             // Match `repr_sequence_fmt`'s depth handling so nested one-element
             // tuples can't bypass `max_recursion_depth` and overflow the stack.
-            let Ok(mut guard) = vm.recursion_guard() else {
-                return Ok(f.write_str("...")?);
-            };
+            let mut guard = vm.recursion_guard()?;
             let vm = &mut *guard;
             write!(f, "(")?;
             let item = self.clone_item(0, vm);

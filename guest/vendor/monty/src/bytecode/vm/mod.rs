@@ -26,7 +26,7 @@ use exceptions::CaughtException;
 use monty_types::{InvalidInputError, MontyObject, MontyUuid, OsFunctionCall, PrintWriter, SourceRange};
 pub(crate) use namespace::{FrameNamespace, function_namespace};
 use recursion::frame_recursion_depth;
-pub(crate) use recursion::{ContainsVM, RecursionToken, RunReentryGuard};
+pub(crate) use recursion::{ContainsVM, MAX_DATA_DEPTH, RecursionToken, RunReentryGuard};
 use scheduler::Scheduler;
 
 use crate::{
@@ -833,13 +833,18 @@ pub struct VM<'h> {
     /// the host; `None` for `obj.attr` and when nothing is in flight.
     pub(crate) pending_lookup_effect: Option<PendingLookupEffect>,
 
-    /// Current recursion depth — charged by non-frozen call frames and by nested
-    /// data-structure traversals (`repr`/`eq`/`cmp`/`hash`, json, ...).
+    /// Current recursion depth — charged by non-frozen call frames (Python's
+    /// recursion limit).
     ///
     /// See [`recursion`](self::recursion) for the guard/token primitives that
     /// maintain it. Not serialized: it is reconstructed from the active frame
     /// count, excluding root and frozen frames, on `restore` and async switches.
     recursion_depth: usize,
+
+    /// Nested data-structure traversals (`repr`/`eq`/`cmp`/`hash`, json, ...) in
+    /// progress, bounded by [`recursion::MAX_DATA_DEPTH`]. Not serialized: no
+    /// traversal is open across a suspension.
+    data_depth: usize,
 
     /// Reusable scratch buffer for building a sync call's locals, avoiding a
     /// `malloc`/`free` per call. Only held transiently within
@@ -848,7 +853,7 @@ pub struct VM<'h> {
     /// Remaining native stack budget for `evaluate_function`, partials and callable-instance dispatch.
     /// Not serialized: nested runs cannot suspend, and callable wrappers release their
     /// charge before returning a suspending `CallResult`. Checked by [`Self::snapshot`].
-    run_reentry_depth: u8,
+    run_reentry_depth: u16,
 
     /// Per-run cache of compiled patterns for module-level `re.*` calls. Not
     /// snapshotted (a pure performance cache), so default-initialized on restore.
@@ -896,6 +901,7 @@ impl<'h> VM<'h> {
             pending_effect: None,
             pending_lookup_effect: None,
             recursion_depth: 0,
+            data_depth: 0,
             namespace_scratch: Vec::new(),
             run_reentry_depth: recursion::MAX_RUN_REENTRY_DEPTH,
             re_pattern_cache: RePatternCache::default(),
@@ -966,6 +972,7 @@ impl<'h> VM<'h> {
             pending_effect: snapshot.pending_effect,
             pending_lookup_effect: snapshot.pending_lookup_effect,
             recursion_depth: current_frame_depth,
+            data_depth: 0,
             namespace_scratch: Vec::new(),
             // Always default value at a restore boundary — see the `run_reentry_depth` field doc.
             run_reentry_depth: recursion::MAX_RUN_REENTRY_DEPTH,

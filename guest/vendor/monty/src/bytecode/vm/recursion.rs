@@ -1,13 +1,15 @@
 //! Recursion-depth tracking for the [`VM`].
 //!
-//! The recursion counter lives on the `VM` (not the heap) because every site
-//! that charges depth — non-frozen call frames, container `repr`/`eq`/`cmp`/`hash`,
-//! `isinstance`, json encoding — has a `&mut VM` in scope. Two primitives charge
-//! a level:
+//! The counters live on the `VM` (not the heap) because every site that
+//! charges depth has a `&mut VM` in scope. Non-frozen call frames charge the
+//! Python recursion limit ([`VM::incr_recursion`]); nested data traversals —
+//! container `repr`/`eq`/`cmp`/`hash`, `isinstance`, json encoding — charge
+//! their own depth, bounded by the stack left as in CPython 3.12+
+//! ([`VM::incr_data_depth`]). Two primitives charge a data level:
 //!
 //! - [`VM::recursion_guard`] for lexically-scoped recursion: an RAII guard that
 //!   derefs to the VM and releases the level on drop (every path, incl. `?`).
-//! - [`VM::incr_recursion`] for reservations that must outlive a lexical scope —
+//! - [`VM::recursion_token`] for reservations that must outlive a lexical scope —
 //!   notably the container iterators, which store the [`RecursionToken`] so the
 //!   bound is owned by the iterator and a caller cannot forget to charge it.
 //!
@@ -49,7 +51,7 @@ impl<'h> VM<'h> {
     ///
     /// Returns `Err(ResourceError::Recursion)` if the limit would be exceeded.
     pub(crate) fn recursion_guard(&mut self) -> Result<RecursionGuard<'_, 'h>, ResourceError> {
-        self.incr_recursion()?;
+        self.incr_data_depth()?;
         Ok(RecursionGuard { vm: self })
     }
 
@@ -60,7 +62,7 @@ impl<'h> VM<'h> {
     /// borrow the VM, so it can be stored (e.g. inside a container iterator) and
     /// released later with `defer_drop!`.
     pub(crate) fn recursion_token(&mut self) -> Result<RecursionToken, ResourceError> {
-        self.incr_recursion()?;
+        self.incr_data_depth()?;
         Ok(RecursionToken(()))
     }
 
@@ -79,6 +81,70 @@ impl<'h> VM<'h> {
     pub(crate) fn decr_recursion(&mut self) {
         debug_assert!(self.recursion_depth > 0, "decr_recursion called when depth is 0");
         self.recursion_depth -= 1;
+    }
+}
+
+/// Backstop on nested data traversals (`repr`, `==`, `<`, `hash`, json,
+/// `deepcopy`, `isinstance` tuples), counted apart from Python frames.
+///
+/// CPython 3.12+ bounds these by its C stack, not by `sys.getrecursionlimit()`:
+/// `repr` of a list nested 5,000 deep works there, so charging them to the
+/// 1,000-frame Python limit made monty raise `RecursionError` (and write `...`
+/// in reprs) where CPython answers. Like CPython, the real bound on wasm32 is
+/// the stack left ([`stack_nearly_exhausted`]) and this count a backstop;
+/// on native targets, where the stack cannot be measured, the count is the
+/// bound and stays at the old 1,000.
+#[cfg(target_arch = "wasm32")]
+pub(crate) const MAX_DATA_DEPTH: usize = 100_000;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) const MAX_DATA_DEPTH: usize = 1000;
+
+/// Shadow stack kept free below the deepest data traversal: room for what a
+/// traversal does at its leaves (a user `__repr__`/`__eq__` re-entering the VM,
+/// formatting a big int) without overflowing.
+#[cfg(target_arch = "wasm32")]
+const STACK_RESERVE: usize = 256 * 1024;
+
+/// Whether a data traversal should stop with `RecursionError` because the
+/// stack is nearly used up — CPython 3.14's `_Py_ReachedRecursionLimit`.
+///
+/// On wasm32 the linker puts the shadow stack first in linear memory, growing
+/// down towards address 0 (rustc's `--stack-first`, which is why an overflow
+/// traps instead of corrupting data), so the address of a local is the stack
+/// left. Elsewhere only [`MAX_DATA_DEPTH`] applies.
+#[inline]
+fn stack_nearly_exhausted() -> bool {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let probe = 0u8;
+        (std::hint::black_box(&probe) as *const u8 as usize) < STACK_RESERVE
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        false
+    }
+}
+
+impl VM<'_> {
+    /// Charges one level of nested data traversal; errors when the stack is
+    /// nearly used up or past [`MAX_DATA_DEPTH`].
+    #[inline]
+    pub(crate) fn incr_data_depth(&mut self) -> Result<(), ResourceError> {
+        if self.data_depth >= MAX_DATA_DEPTH || stack_nearly_exhausted() {
+            return Err(ResourceError::Recursion {
+                limit: MAX_DATA_DEPTH,
+                depth: self.data_depth + 1,
+            });
+        }
+        self.data_depth += 1;
+        Ok(())
+    }
+
+    /// Releases one level charged by [`incr_data_depth`](Self::incr_data_depth).
+    #[inline]
+    pub(crate) fn decr_data_depth(&mut self) {
+        debug_assert!(self.data_depth > 0, "decr_data_depth called when depth is 0");
+        self.data_depth -= 1;
     }
 }
 
@@ -105,25 +171,29 @@ impl DerefMut for RecursionGuard<'_, '_> {
 
 impl Drop for RecursionGuard<'_, '_> {
     fn drop(&mut self) {
-        self.vm.decr_recursion();
+        self.vm.decr_data_depth();
     }
 }
 
 /// Hard cap on native Rust call-stack re-entry, enforced by
-/// [`VM::enter_run_reentry`] and released by [`RunReentryGuard`]. Much smaller
-/// than the 1000-frame Python recursion limit because each level costs a real
-/// nested call to [`VM::run`], not a switch of the VM's current frame.
+/// [`VM::enter_run_reentry`] and released by [`RunReentryGuard`]. Each level
+/// costs a real nested call to [`VM::run`], not a switch of the VM's current
+/// frame.
 ///
-/// Tuned conservatively from the smallest native stack observed while fixing
-/// recursive callback crashes. A debug monty-datatest worker with an ~2 MiB
-/// stack crashed at depth 19 on macOS/arm64; keep this much lower and
-/// revalidate on all supported host targets before raising it.
+/// Upstream tuned 12 conservatively from the smallest native stack observed
+/// (a debug worker with ~2 MiB crashed at depth 19 on macOS/arm64), and keeps
+/// that off wasm. chainbox patch: in the wasm guest the stack left is measured
+/// ([`stack_nearly_exhausted`]), so the cap is the Python recursion limit's
+/// 1,000 — a `__repr__` or `__eq__` that recurses through nested objects 13
+/// deep raised `RecursionError` where CPython answers.
 ///
 /// A hard safety constant, not a Python-visible setting: unlike ordinary
 /// recursion depth, it does not go through the tracker and cannot be changed
 /// by sandboxed code or test hooks.
-// TODO set this value to custom values per-OS/arch
-pub(crate) const MAX_RUN_REENTRY_DEPTH: u8 = 12;
+#[cfg(target_arch = "wasm32")]
+pub(crate) const MAX_RUN_REENTRY_DEPTH: u16 = 1000;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) const MAX_RUN_REENTRY_DEPTH: u16 = 12;
 
 impl VM<'_> {
     /// Charges one native re-entry level, counting the remaining budget down
@@ -138,7 +208,9 @@ impl VM<'_> {
     /// not a user-configurable limit.
     #[inline]
     pub(crate) fn enter_run_reentry(&mut self) -> Result<(), ResourceError> {
-        if let Some(new_value) = self.run_reentry_depth.checked_sub(1) {
+        if let Some(new_value) = self.run_reentry_depth.checked_sub(1)
+            && !stack_nearly_exhausted()
+        {
             self.run_reentry_depth = new_value;
             Ok(())
         } else {
@@ -240,6 +312,6 @@ impl<'h> ContainsVM<'h> for VM<'h> {
 /// for different `Self` types.
 impl<'h, C: ContainsVM<'h>> DropWithContext<C> for RecursionToken {
     fn drop_with(self, ctx: &mut C) {
-        ctx.vm().decr_recursion();
+        ctx.vm().decr_data_depth();
     }
 }

@@ -50,10 +50,9 @@ impl From<RunError> for JsonLoadError {
 /// Result type used internally while streaming JSON from `jiter`.
 type ParseResult<T> = Result<T, JsonLoadError>;
 
-/// Maximum JSON nesting depth accepted by `json.loads()`.
-///
-/// This mirrors the default recursion limit used by `jiter`'s `JsonValue`
-/// parser so the lower-level iterator path preserves the same safety boundary.
+/// Nesting depth past which [`cpython_syntax_error`] gives up finding where
+/// CPython's scanner stops (the parse itself is bounded by the stack left,
+/// through the VM's data-traversal depth).
 const JSON_RECURSION_LIMIT: usize = 200;
 
 /// Implements `json.loads(s)`.
@@ -203,7 +202,7 @@ fn parse_json_bytes(bytes: &[u8], hooks: &NumberHooks<'_>, vm: &mut VM<'_>) -> R
     // Take the cache out of the VM so we can pass it alongside &mut VM
     // without conflicting borrows. `mem::take` leaves `Default` in its place.
     let mut cache = mem::take(&mut vm.json_string_cache);
-    let result = parse_json_value(&mut jiter, 0, &mut cache, hooks, vm);
+    let result = parse_json_value(&mut jiter, &mut cache, hooks, vm);
     // Always restore the cache before returning, regardless of success/failure.
     vm.json_string_cache = cache;
     let value = result.map_err(|error| match error {
@@ -226,13 +225,12 @@ fn parse_json_bytes(bytes: &[u8], hooks: &NumberHooks<'_>, vm: &mut VM<'_>) -> R
 /// tape buffer on the next parser step.
 fn parse_json_value(
     jiter: &mut Jiter<'_>,
-    depth: usize,
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
 ) -> ParseResult<Value> {
     let peek = jiter.peek()?;
-    parse_json_value_from_peek(peek, jiter, depth, cache, hooks, vm)
+    parse_json_value_from_peek(peek, jiter, cache, hooks, vm)
 }
 
 /// Converts a peeked JSON token into a Monty value.
@@ -242,7 +240,6 @@ fn parse_json_value(
 fn parse_json_value_from_peek(
     peek: Peek,
     jiter: &mut Jiter<'_>,
-    depth: usize,
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
@@ -254,8 +251,10 @@ fn parse_json_value_from_peek(
         }
         Peek::True | Peek::False => jiter.known_bool(peek).map(Value::Bool).map_err(Into::into),
         Peek::String => Ok(allocate_cached_string(parse_json_string(jiter)?, cache, vm.heap)),
-        Peek::Array => parse_json_array(jiter, depth, cache, hooks, vm),
-        Peek::Object => parse_json_object(jiter, depth, cache, hooks, vm),
+        // Each level of nesting charges a data-traversal level: deep JSON
+        // ends in `RecursionError` where the stack runs short, as in CPython.
+        Peek::Array => parse_json_array(jiter, cache, hooks, &mut *vm.recursion_guard().map_err(RunError::from)?),
+        Peek::Object => parse_json_object(jiter, cache, hooks, &mut *vm.recursion_guard().map_err(RunError::from)?),
         _ if peek.is_num() => parse_json_number(peek, jiter, hooks, vm),
         _ => Err(JsonLoadError::Parse(JiterError {
             error_type: JiterErrorType::JsonError(JsonErrorType::ExpectedSomeValue),
@@ -325,13 +324,10 @@ fn parse_json_number(
 /// intermediate `JsonValue` tree.
 fn parse_json_array(
     jiter: &mut Jiter<'_>,
-    depth: usize,
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
 ) -> ParseResult<Value> {
-    check_json_recursion_limit(jiter, depth)?;
-
     let Some(mut next) = jiter.known_array()? else {
         let list_id = vm.heap.allocate(HeapData::List(List::new(Vec::new())));
         return Ok(Value::Ref(list_id));
@@ -347,7 +343,7 @@ fn parse_json_array(
             .tracker
             .check_memory_time_every(values.len())
             .map_err(RunError::from)?;
-        let value = parse_json_value_from_peek(next, jiter, depth + 1, cache, hooks, vm)?;
+        let value = parse_json_value_from_peek(next, jiter, cache, hooks, vm)?;
         // The whole parse runs inside one native call, so this doubling is the only
         // thing between a graceful `MemoryError` and an allocation past the allocator's
         // hard-limit headroom. Checked behind the element so it is weighed against
@@ -385,13 +381,10 @@ fn parse_json_string(jiter: &mut Jiter<'_>) -> ParseResult<String> {
 /// temporary string storage on the next parser step.
 fn parse_json_object(
     jiter: &mut Jiter<'_>,
-    depth: usize,
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
 ) -> ParseResult<Value> {
-    check_json_recursion_limit(jiter, depth)?;
-
     let Some(mut key) = parse_first_object_key(jiter)? else {
         let dict_id = vm.heap.allocate(HeapData::Dict(Dict::new()));
         return Ok(Value::Ref(dict_id));
@@ -402,7 +395,7 @@ fn parse_json_object(
         let (dict, vm) = dict_guard.as_parts_mut();
         loop {
             let mut key_guard = DropGuard::new(allocate_cached_string(key, cache, vm.heap), &mut *vm);
-            let value = parse_json_value(jiter, depth + 1, cache, hooks, key_guard.ctx())?;
+            let value = parse_json_value(jiter, cache, hooks, key_guard.ctx())?;
             let (key_value, vm) = key_guard.into_parts();
             if let Some(old_value) = dict.set_json_string_key(key_value, value, vm)? {
                 old_value.drop_with(vm);
@@ -432,20 +425,6 @@ fn parse_first_object_key(jiter: &mut Jiter<'_>) -> ParseResult<Option<String>> 
 /// Returning `None` indicates that the object has no more items.
 fn parse_next_object_key(jiter: &mut Jiter<'_>) -> ParseResult<Option<String>> {
     Ok(jiter.next_key().map(|key| key.map(ToOwned::to_owned))?)
-}
-
-/// Rejects JSON that nests arrays/objects more deeply than Monty supports.
-///
-/// The limit matches `jiter`'s `JsonValue` parser so this lower-level iterator
-/// implementation preserves the same stack-safety boundary.
-fn check_json_recursion_limit(jiter: &Jiter<'_>, depth: usize) -> ParseResult<()> {
-    if depth >= JSON_RECURSION_LIMIT {
-        return Err(JsonLoadError::Parse(JiterError {
-            error_type: JiterErrorType::JsonError(JsonErrorType::RecursionLimitExceeded),
-            index: jiter.current_index(),
-        }));
-    }
-    Ok(())
 }
 
 /// Converts `jiter`'s oversized-integer parse error into CPython's digit-limit

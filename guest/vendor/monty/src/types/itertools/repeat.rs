@@ -86,9 +86,7 @@ pub(super) fn repr_fmt<'h>(
 ) -> RunResult<()> {
     // Bound the Rust stack the same way `repr_sequence_fmt` does: cycles are
     // caught by `heap_ids`, but a deeply nested chain of repeats is not.
-    let Ok(mut guard) = vm.recursion_guard() else {
-        return Ok(f.write_str("...")?);
-    };
+    let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
 
     let (object, remaining) = {
