@@ -161,6 +161,9 @@ same_on_both_guests! {
         "x = []\nfor i in range(3000):\n    x = [x]\nx";
     user_reprs_recurse_through_nested_objects_as_in_cpython:
         "class N:\n    def __init__(self, c): self.c = c\n    def __repr__(self): return f'N({self.c!r})'\n    def __eq__(self, o): return self.c == o.c\n    def __hash__(self): return hash(tuple(self.c))\nx = y = None\nfor i in range(150):\n    x, y = N([x]), N([y])\n[repr(x)[:12], len(repr(x)), x == y, hash(x) == hash(y), len(str([x, {'k': x}]))]";
+    // CPython 3.12+ (the corpus runs 3.11, which says MemoryError).
+    shifts_by_counts_past_int64_read_as_in_cpython:
+        "out = []\nfor a, b in [(1, 2**64), (0, 2**64), (-5, 2**70), (2**70, 2**64), (-(2**70), 2**64), (0, 10**30), (3, 10**20 + 1)]:\n    for f in (lambda: a << b, lambda: a >> b):\n        try:\n            out.append(f())\n        except OverflowError as e:\n            out.append(str(e))\nout";
     self_referential_comparisons_raise_recursion_error:
         "a, b = {}, {}\na['x'], b['x'] = a, b\ntry:\n    a == b\n    r = 'equal'\nexcept RecursionError:\n    r = 'RecursionError'\nr";
     // CPython's `str(e)` has no "Did you forget to import" (its traceback does).

@@ -1829,6 +1829,13 @@ pub(crate) trait ExcTypeExt: Sized {
         SimpleException::new_msg(ExcType::OverflowError, "Python int too large to convert to C ssize_t").into()
     }
 
+    /// chainbox patch: CPython 3.12+'s `OverflowError` for a `<<` count past
+    /// `int64_t` (`1 << 2**64`; upstream said `... to C ssize_t`).
+    #[must_use]
+    fn overflow_too_many_digits() -> RunError {
+        SimpleException::new_msg(ExcType::OverflowError, "too many digits in integer").into()
+    }
+
     /// Creates the OverflowError for an argument clinic converts to `uint64_t`
     /// (`random.getrandbits`), which CPython names differently from `ssize_t`.
     #[must_use]

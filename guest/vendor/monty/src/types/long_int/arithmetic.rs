@@ -226,7 +226,15 @@ pub(super) trait IntArithmetic {
             if rhs.is_negative() {
                 return Err(ExcType::value_error_negative_shift_count());
             }
-            let shift = rhs.to_u64().ok_or_else(ExcType::overflow_c_ssize_t)?;
+            // chainbox patch: CPython 3.12+ answers 0 for a zero before reading
+            // the count, and a count past int64_t is "too many digits".
+            if lhs.is_zero() {
+                return Ok(Some(Value::Int(0)));
+            }
+            let shift = rhs
+                .to_i64()
+                .and_then(|shift| u64::try_from(shift).ok())
+                .ok_or_else(ExcType::overflow_too_many_digits)?;
             check_lshift_size(lhs.bits(), shift, &vm.heap.tracker)?;
             Ok(Some(LongInt::new(lhs << shift).into_value(vm.heap)))
         } else {
@@ -251,9 +259,12 @@ pub(super) trait IntArithmetic {
             }
             if let Some(lhs) = small {
                 Ok(Some(Value::Int(shift_small(lhs, rhs.to_u32()))))
-            } else {
-                let shift = rhs.to_u64().ok_or_else(ExcType::overflow_c_ssize_t)?;
+            } else if let Some(shift) = rhs.to_u64() {
                 Ok(Some(LongInt::new(lhs >> shift).into_value(vm.heap)))
+            } else {
+                // chainbox patch: a count past every bit shifts everything
+                // out, as CPython's `long_rshift` answers (0 or -1).
+                Ok(Some(Value::Int(if lhs.is_negative() { -1 } else { 0 })))
             }
         } else {
             Ok(None)
