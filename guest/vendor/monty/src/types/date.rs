@@ -250,14 +250,14 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Date> {
         let Some(HeapReadOutput::TimeDelta(other)) = other.read_heap(vm) else {
             return Ok(None);
         };
-        Ok(py_add(*self.get(vm.heap), *other.get(vm.heap), vm.heap))
+        datetime::in_range(py_add(*self.get(vm.heap), *other.get(vm.heap), vm.heap))
     }
 
     fn py_sub_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
         match other.read_heap(vm) {
             Some(HeapReadOutput::Date(other)) => Ok(py_sub_date(*self.get(vm.heap), *other.get(vm.heap), vm.heap)),
             Some(HeapReadOutput::TimeDelta(other)) => {
-                Ok(py_sub_timedelta(*self.get(vm.heap), *other.get(vm.heap), vm.heap))
+                datetime::in_range(py_sub_timedelta(*self.get(vm.heap), *other.get(vm.heap), vm.heap))
             }
             _ => Ok(None),
         }

@@ -913,6 +913,15 @@ pub(crate) fn py_add(datetime: &DateTime, delta: &TimeDelta, heap: &mut Heap) ->
     Some(Value::Ref(heap.allocate(HeapData::DateTime(next))))
 }
 
+/// chainbox patch: a date or datetime moved past year 1 or 9999 by a
+/// timedelta is CPython's `OverflowError: date value out of range`
+/// (upstream's `None` read as an unsupported operand, a `TypeError`).
+pub(crate) fn in_range(moved: Option<Value>) -> RunResult<Option<Value>> {
+    moved
+        .map(Some)
+        .ok_or_else(|| SimpleException::new_msg(ExcType::OverflowError, DATE_OUT_OF_RANGE).into())
+}
+
 /// `datetime - timedelta`
 pub(crate) fn py_sub_timedelta(datetime: &DateTime, delta: &TimeDelta, heap: &mut Heap) -> Option<Value> {
     let chrono_delta = timedelta::chrono_delta(delta);
@@ -1316,7 +1325,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
         };
         let value = self.get(vm.heap).clone();
         let other = *other.get(vm.heap);
-        Ok(py_add(&value, &other, vm.heap))
+        in_range(py_add(&value, &other, vm.heap))
     }
 
     fn py_sub_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
@@ -1337,7 +1346,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
             Some(HeapReadOutput::TimeDelta(other)) => {
                 let value = self.get(vm.heap).clone();
                 let other = *other.get(vm.heap);
-                Ok(py_sub_timedelta(&value, &other, vm.heap))
+                in_range(py_sub_timedelta(&value, &other, vm.heap))
             }
             _ => Ok(None),
         }

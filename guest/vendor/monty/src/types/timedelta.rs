@@ -300,13 +300,32 @@ pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         weeks,
     } = TimedeltaArgs::from_args(args, vm)?;
 
-    let total_microseconds = checked_component(weeks, 7 * DAY_MICROSECONDS)?
-        + checked_component(days, DAY_MICROSECONDS)?
-        + checked_component(hours, HOUR_MICROSECONDS)?
-        + checked_component(minutes, MINUTE_MICROSECONDS)?
-        + checked_component(seconds, MICROSECONDS_PER_SECOND)?
-        + checked_component(milliseconds, MILLISECONDS_PER_SECOND)?
-        + microseconds.0;
+    // CPython's `delta_new`: each component in this order, int parts exact,
+    // the fractions of float components summed as a float and rounded half
+    // to even at the end.
+    let mut leftover = 0.0;
+    let mut total_microseconds = 0;
+    for (component, unit) in [
+        (microseconds, 1),
+        (milliseconds, MILLISECONDS_PER_SECOND),
+        (seconds, MICROSECONDS_PER_SECOND),
+        (minutes, MINUTE_MICROSECONDS),
+        (hours, HOUR_MICROSECONDS),
+        (days, DAY_MICROSECONDS),
+        (weeks, 7 * DAY_MICROSECONDS),
+    ] {
+        total_microseconds = accumulate(total_microseconds, component, unit, &mut leftover)?;
+    }
+    if leftover != 0.0 {
+        let mut whole = leftover.round();
+        if (whole - leftover).abs() == 0.5 {
+            let odd = if total_microseconds & 1 == 1 { 1.0 } else { 0.0 };
+            whole = 2.0 * ((leftover + odd) * 0.5).round() - odd;
+        }
+        total_microseconds = total_microseconds
+            .checked_add(float_to_i128(whole)?)
+            .ok_or_else(c_int_overflow)?;
+    }
 
     let delta = from_total_microseconds(total_microseconds)?;
     Ok(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(delta))))
@@ -335,24 +354,35 @@ struct TimedeltaArgs {
     weeks: DeltaComponent,
 }
 
-/// One `timedelta(...)` constructor component, held as `i128` so the
-/// microsecond-normalisation arithmetic in [`init`] cannot wrap.
+/// One `timedelta(...)` constructor component: an int, held as `i128` so
+/// the microsecond arithmetic in [`init`] cannot wrap, or a float.
 ///
 /// Carries its own `FromValue` impl (rather than a generic `i128` one)
 /// because the overflow semantics are timedelta-specific: CPython's
 /// accumulator converts each component through C int, so ints wider than
 /// i64 raise `OverflowError: Python int too large to convert to C int`
 /// even though they would fit in i128.
-#[derive(Clone, Copy, Default)]
-struct DeltaComponent(i128);
+#[derive(Clone, Copy)]
+enum DeltaComponent {
+    Int(i128),
+    /// chainbox patch: `timedelta(hours=1.5)`; upstream raised `TypeError`.
+    Float(f64),
+}
+
+impl Default for DeltaComponent {
+    fn default() -> Self {
+        Self::Int(0)
+    }
+}
 
 impl FromValue for DeltaComponent {
     const EXPECTED_TYPE_NAME: Option<&'static str> = Some("int");
 
     fn from_value(value: Value, vm: &mut VM<'_>) -> Result<Self, FromValueFail> {
         let result = match value {
-            Value::Bool(b) => Ok(Self(i128::from(b))),
-            Value::Int(i) => Ok(Self(i128::from(i))),
+            Value::Bool(b) => Ok(Self::Int(i128::from(b))),
+            Value::Int(i) => Ok(Self::Int(i128::from(i))),
+            Value::Float(f) => Ok(Self::Float(f)),
             _ if is_long_int(&value, vm) => Err(FromValueFail::Raise(ExcType::overflow_c_int())),
             _ => Err(FromValueFail::WrongType),
         };
@@ -365,10 +395,53 @@ impl FromValue for DeltaComponent {
     }
 }
 
-fn checked_component(value: DeltaComponent, unit_microseconds: i128) -> RunResult<i128> {
-    value.0.checked_mul(unit_microseconds).ok_or_else(|| {
+/// CPython's `accum`: adds `component * unit` microseconds to `sofar`. A
+/// float's integer part is exact; `fraction * unit` is split again, its
+/// integer part added and its fraction left in `leftover` for [`init`] to
+/// round once.
+fn accumulate(sofar: i128, component: DeltaComponent, unit: i128, leftover: &mut f64) -> RunResult<i128> {
+    let overflow = || -> RunError {
         SimpleException::new_msg(ExcType::OverflowError, "timedelta argument overflow while normalizing").into()
-    })
+    };
+    match component {
+        DeltaComponent::Int(n) => n
+            .checked_mul(unit)
+            .and_then(|product| sofar.checked_add(product))
+            .ok_or_else(overflow),
+        DeltaComponent::Float(number) => {
+            let whole = number.trunc();
+            let sum = float_to_i128(whole)?
+                .checked_mul(unit)
+                .and_then(|product| sofar.checked_add(product))
+                .ok_or_else(c_int_overflow)?;
+            let fraction = number - whole;
+            if fraction == 0.0 {
+                return Ok(sum);
+            }
+            #[expect(clippy::cast_precision_loss, reason = "CPython's PyLong_AsDouble(factor); units are exact in f64")]
+            let scaled = unit as f64 * fraction;
+            let scaled_whole = scaled.trunc();
+            *leftover += scaled - scaled_whole;
+            sum.checked_add(float_to_i128(scaled_whole)?).ok_or_else(c_int_overflow)
+        }
+    }
+}
+
+/// `PyLong_FromDouble` of an integral float, as far as a timedelta can use
+/// it: NaN and infinity raise CPython's errors; past `i128` the day count
+/// cannot fit a C int either.
+#[expect(clippy::cast_possible_truncation, reason = "range-checked just above")]
+fn float_to_i128(whole: f64) -> RunResult<i128> {
+    if whole.is_nan() {
+        return Err(SimpleException::new_msg(ExcType::ValueError, "cannot convert float NaN to integer").into());
+    }
+    if whole.is_infinite() {
+        return Err(SimpleException::new_msg(ExcType::OverflowError, "cannot convert float infinity to integer").into());
+    }
+    if whole.abs() >= 1.7e38 {
+        return Err(c_int_overflow());
+    }
+    Ok(whole as i128)
 }
 
 /// Formats a `TimeDelta` as its Python `repr()` string, e.g. `"datetime.timedelta(days=1, seconds=3600)"`.
@@ -489,18 +562,19 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
 
     fn py_add_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
         match other.read_heap(vm) {
-            Some(HeapReadOutput::Date(other)) => Ok(date::py_add(*other.get(vm.heap), *self.get(vm.heap), vm.heap)),
+            Some(HeapReadOutput::Date(other)) => {
+                datetime::in_range(date::py_add(*other.get(vm.heap), *self.get(vm.heap), vm.heap))
+            }
             Some(HeapReadOutput::DateTime(other)) => {
                 let other = other.get(vm.heap).clone();
                 let value = *self.get(vm.heap);
-                Ok(datetime::py_add(&other, &value, vm.heap))
+                datetime::in_range(datetime::py_add(&other, &value, vm.heap))
             }
             Some(HeapReadOutput::TimeDelta(other)) => {
-                let total = total_microseconds(self.get(vm.heap)).checked_add(total_microseconds(other.get(vm.heap)));
-                let Some(total) = total else { return Ok(None) };
-                let Ok(result) = from_total_microseconds(total) else {
-                    return Ok(None);
-                };
+                // chainbox patch: past the range, CPython's OverflowError (was
+                // `None`, read as an unsupported operand).
+                let total = total_microseconds(self.get(vm.heap)) + total_microseconds(other.get(vm.heap));
+                let result = from_total_microseconds(total)?;
                 Ok(Some(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(result)))))
             }
             _ => Ok(None),
@@ -511,11 +585,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
         let Some(HeapReadOutput::TimeDelta(other)) = other.read_heap(vm) else {
             return Ok(None);
         };
-        let total = total_microseconds(self.get(vm.heap)).checked_sub(total_microseconds(other.get(vm.heap)));
-        let Some(total) = total else { return Ok(None) };
-        let Ok(result) = from_total_microseconds(total) else {
-            return Ok(None);
-        };
+        let total = total_microseconds(self.get(vm.heap)) - total_microseconds(other.get(vm.heap));
+        let result = from_total_microseconds(total)?;
         Ok(Some(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(result)))))
     }
 
