@@ -592,6 +592,8 @@ pub enum StaticStrings {
     Args,
     /// `sys.argv` attribute.
     Argv,
+    /// `int.as_integer_ratio()` / `float.as_integer_ratio()` method (chainbox patch).
+    AsIntegerRatio,
     /// `Path.as_posix()` method, answered without host I/O.
     AsPosix,
     /// `re.ASCII` flag
@@ -685,6 +687,10 @@ pub enum StaticStrings {
     Binomialvariate,
     /// `bisect` in the bisect module.
     Bisect,
+    /// `int.bit_count()` method (chainbox patch).
+    BitCount,
+    /// `int.bit_length()` method (chainbox patch).
+    BitLength,
     /// `bisect_left` in the bisect module.
     BisectLeft,
     /// `bisect_right` in the bisect module.
@@ -701,6 +707,8 @@ pub enum StaticStrings {
     BuiltinModuleNames,
     /// `sys.byteorder` attribute.
     Byteorder,
+    /// `bytes` parameter of `int.from_bytes()` (chainbox patch).
+    Bytes,
     /// `bytes_per_sep` parameter of `binascii.hexlify()`.
     #[strum(serialize = "bytes_per_sep")]
     BytesPerSep,
@@ -915,6 +923,8 @@ pub enum StaticStrings {
     Delay,
     /// `delimiter` dialect attribute and `csv` format parameter.
     Delimiter,
+    /// `int.denominator` attribute (chainbox patch).
+    Denominator,
     /// `depth` parameter of `hashlib.blake2b()`.
     Depth,
     /// The `collections.deque` type.
@@ -1216,6 +1226,8 @@ pub enum StaticStrings {
     Fp,
     /// `math.frexp()` function.
     Frexp,
+    /// `int.from_bytes()` class method (chainbox patch).
+    FromBytes,
     /// `chain.from_iterable` — the one attribute an `itertools` type carries.
     #[strum(serialize = "from_iterable")]
     FromIterable,
@@ -1409,6 +1421,8 @@ pub enum StaticStrings {
     IsDir,
     /// `Path.is_file()` method — yields a host call.
     IsFile,
+    /// `int.is_integer()` / `float.is_integer()` method (chainbox patch).
+    IsInteger,
     /// `DirEntry.is_junction()` method.
     IsJunction,
     /// `unicodedata.is_normalized()` function.
@@ -1793,6 +1807,8 @@ pub enum StaticStrings {
     Num,
     /// Kwarg name `number` — `round(number=...)`.
     Number,
+    /// `int.numerator` attribute (chainbox patch).
+    Numerator,
     /// Kwarg name `obj` — `json.dumps(obj=...)`.
     Obj,
     /// Kwarg name `object` — `str(object=...)`, `itertools.repeat(object=...)`.
@@ -2194,6 +2210,8 @@ pub enum StaticStrings {
     Sigma,
     /// `DecimalTuple.sign` field.
     Sign,
+    /// `signed` parameter of `int.to_bytes()` / `int.from_bytes()` (chainbox patch).
+    Signed,
     /// `math.sin()` function.
     Sin,
     /// `math.sinh()` function.
@@ -2399,6 +2417,8 @@ pub enum StaticStrings {
     TmYear,
     /// `struct_time.tm_zone` field.
     TmZone,
+    /// `int.to_bytes()` method (chainbox patch).
+    ToBytes,
     /// `date.today()` / `datetime.today()` classmethod.
     Today,
     /// `tomllib.TOMLDecodeError` exception.

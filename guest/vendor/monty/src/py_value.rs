@@ -26,6 +26,7 @@ use crate::{
         GenericAlias, LazyHeapSet, LongInt, Property, PyTrait, Type, Union,
         bytes::PyBytes,
         long_int::{PyInt, arithmetic::float_binary},
+        number_methods,
         numeric::{round_digits, round_float},
         py_trait::PyObjectIdentity,
         str::PyStr,
@@ -546,6 +547,9 @@ impl<'h> PyTrait<'h> for PyValue<'h> {
         forward_py_value!(self, |value| value.py_call_attr(vm, attr, args), {
             Self::Module(value) => value.py_call_attr(vm, attr, args),
             Self::Builtin(Builtins::Type(ty)) if let EitherStr::Interned(id) = attr => ty.call_class_method(*id, args, vm),
+            // chainbox patch: a `bool` has `int`'s methods; `float`'s own.
+            Self::Bool(value) => number_methods::call_int_method(&PyInt::Small(i64::from(*value)), true, attr, args, vm),
+            Self::Float(value) => number_methods::call_float_method(*value, attr, args, vm),
             _ => {
                 args.drop_with(vm);
                 Err(ExcType::attribute_error(self.py_type_name(vm), attr.as_str(vm.interns)))

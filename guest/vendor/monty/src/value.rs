@@ -33,6 +33,7 @@ use crate::{
             PyInt, bigint_cmp_f64, bigint_cmp_i64, bigint_divmod_tuple, bigint_eq_f64, bigint_eq_i64, i64_cmp_f64,
         },
         namedtuple::cmp_item_seqs,
+        number_methods,
         str::{PyStr, allocate_string},
         tuple::allocate_tuple,
     },
@@ -1313,6 +1314,10 @@ impl Value {
             }
             _ => {}
         }
+        // chainbox patch: the data attributes of numbers (`n.real`, `x.imag`).
+        if let Some(value) = number_methods::number_attribute(self, attr, vm) {
+            return Ok(CallResult::Value(value));
+        }
         // Functions have no attributes of their own in monty but their names,
         // looked up last so that no other attribute pays for them.
         if let Some(name) = function_name_attr(self, attr, vm) {
@@ -1328,6 +1333,10 @@ impl Value {
             vm.heap.read(*heap_id).py_set_attr(name, value, vm)
         } else {
             value.drop_with(vm);
+            // chainbox patch: a number's attributes are read-only or not writable.
+            if let Some(receiver) = number_methods::number_type(self, vm) {
+                return Err(number_methods::number_attribute_write_error(receiver, name, vm));
+            }
             let type_name = self.py_type_name(vm);
             Err(ExcType::attribute_error_no_setattr(&type_name, name.as_str(vm.interns)))
         }
@@ -1342,6 +1351,10 @@ impl Value {
             && matches!(vm.heap.get(*heap_id), HeapData::Instance(_) | HeapData::Class(_))
         {
             return vm.heap.read(*heap_id).py_del_attr(name, vm);
+        }
+        // chainbox patch: as `py_set_attr`, for numbers.
+        if let Some(receiver) = number_methods::number_type(self, vm) {
+            return Err(number_methods::number_attribute_write_error(receiver, name, vm));
         }
         let type_name = self.py_type_name(vm).into_owned();
         let attr = name.as_str(vm.interns).to_owned();

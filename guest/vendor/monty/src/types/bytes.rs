@@ -234,7 +234,7 @@ impl Bytes {
 /// each item an integer (through `__index__`) in `range(0, 256)`; what is not
 /// iterable is "cannot convert 'float' object to bytes". Upstream took no
 /// iterable at all (`bytes([104, 105])` raised that TypeError).
-fn bytes_from_iterable(source: &Value, vm: &mut VM<'_>) -> RunResult<Vec<u8>> {
+pub(crate) fn bytes_from_iterable(source: &Value, vm: &mut VM<'_>) -> RunResult<Vec<u8>> {
     let iter = match source.clone_with_heap(vm.heap).into_py_iter(vm) {
         Ok(iter) => iter.require_synchronous(vm)?,
         // "'float' object is not iterable": CPython names the constructor instead.

@@ -26,7 +26,8 @@ use smallvec::smallvec;
 
 use self::arithmetic::IntArithmetic;
 use crate::{
-    bytecode::VM,
+    args::ArgValues,
+    bytecode::{CallResult, VM},
     exception_private::{ExcType, ExcTypeExt, RunResult},
     hash::{HashValue, hash_python_long_int},
     heap::{Heap, HeapData, HeapObjectRead},
@@ -35,13 +36,13 @@ use crate::{
     py_value::PyValue,
     resource_checks::{check_div_size, check_lshift_size, check_mult_size, check_pow_size},
     types::{
-        LazyHeapSet, PyTrait, Type,
+        LazyHeapSet, PyTrait, Type, number_methods,
         numeric::{round_bigint, round_digits, round_int},
         py_trait::PyObjectIdentity,
         str::allocate_string,
         tuple::allocate_tuple,
     },
-    value::{Value, eq_bigint, float_pow_value},
+    value::{EitherStr, Value, eq_bigint, float_pow_value},
 };
 
 /// Maximum number of decimal digits allowed for integer-string conversion.
@@ -233,6 +234,11 @@ impl PyObjectIdentity for PyInt<'_> {
 impl<'h> PyTrait<'h> for PyInt<'h> {
     fn py_type(&self, _vm: &VM<'h>) -> Type {
         Type::Int
+    }
+
+    /// chainbox patch: `int`'s methods (`bit_length`, `to_bytes`, …), see `number_methods`.
+    fn py_call_attr(&mut self, vm: &mut VM<'h>, attr: &EitherStr, args: ArgValues) -> RunResult<CallResult> {
+        number_methods::call_int_method(self, false, attr, args, vm)
     }
 
     fn py_len(&self, _vm: &VM<'h>) -> Option<usize> {
@@ -794,6 +800,12 @@ fn int_max_str_digits_threshold() -> &'static BigInt {
 impl<'h> PyTrait<'h> for HeapObjectRead<'h, LongInt> {
     fn py_type(&self, _vm: &VM<'h>) -> Type {
         Type::Int
+    }
+
+    /// chainbox patch: `int`'s attributes are read-only or not writable.
+    fn py_set_attr(&mut self, name: &EitherStr, value: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        value.drop_with(vm);
+        Err(number_methods::number_attribute_write_error(Type::Int, name, vm))
     }
 
     fn py_len(&self, _vm: &VM<'h>) -> Option<usize> {

@@ -31,6 +31,7 @@ pub mod long_int;
 pub mod lru_cache;
 pub mod module;
 pub mod namedtuple;
+pub(crate) mod number_methods;
 pub(crate) mod numeric;
 pub mod partial;
 pub mod path;

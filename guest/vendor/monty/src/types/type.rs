@@ -25,7 +25,7 @@ use crate::{
         dict::{DictKind, dict_fromkeys},
         instance::class_name,
         long_int::INT_MAX_STR_DIGITS,
-        path,
+        number_methods, path,
         str::{StringRepr, allocate_string},
         time,
         timedelta::{self, DAY_MICROSECONDS, MAX_TIMEDELTA_DAYS, MIN_TIMEDELTA_DAYS},
@@ -662,6 +662,13 @@ impl Type {
                 Err(ExcType::not_implemented("Counter.fromkeys() is undefined.  Use Counter(iterable) instead.").into())
             }
             (Self::Bytes, Some(StaticStrings::Fromhex)) => bytes_fromhex(args, vm).map(CallResult::Value),
+            // chainbox patch: `int.from_bytes` (`bool.from_bytes` is a bool) and `float.fromhex`.
+            (Self::Int | Self::Bool, Some(StaticStrings::FromBytes)) => {
+                number_methods::int_from_bytes(args, self == Self::Bool, vm).map(CallResult::Value)
+            }
+            (Self::Float, Some(StaticStrings::Fromhex)) => {
+                number_methods::float_fromhex(args, vm).map(CallResult::Value)
+            }
             (Self::Complex, Some(StaticStrings::FromNumber)) => {
                 complex::class_from_number(vm, args).map(CallResult::Value)
             }
