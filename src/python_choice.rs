@@ -796,15 +796,17 @@ const MODULE_MEMBERS: &[(&str, &[&str])] = &[
 /// `Type::call_class_method` and `Type::class_getattr` / `class_constant` in
 /// `src/types/type.rs`. Anything else on these types, an unbound method such
 /// as `str.upper` included, is an `AttributeError` in monty. Every type has
-/// `__name__` besides.
+/// `__name__` besides. Only those in [`TYPE_ATTRIBUTE_VALUES`] are values
+/// in monty: the others (class methods) are kept on monty only called in
+/// place (`int.from_bytes(b)`, not `f = int.from_bytes`).
 const TYPE_ATTRIBUTES: &[(&str, &[&str])] = &[
-    ("bool", &[]),
+    ("bool", &["from_bytes"]),
     ("bytes", &["fromhex", "__class_getitem__"]),
     ("complex", &["from_number"]),
     ("dict", &["fromkeys", "__class_getitem__"]),
-    ("float", &[]),
+    ("float", &["fromhex"]),
     ("frozenset", &["__class_getitem__"]),
-    ("int", &[]),
+    ("int", &["from_bytes"]),
     ("list", &["__class_getitem__"]),
     ("object", &["__setattr__"]),
     ("range", &[]),
@@ -832,37 +834,32 @@ const TYPE_ATTRIBUTES: &[(&str, &[&str])] = &[
     ("decimal.Decimal", &["from_float", "from_number"]),
 ];
 
+/// The attributes of [`TYPE_ATTRIBUTES`] monty hands out as values
+/// (`Type::class_getattr`): class constants and `object.__setattr__`.
+const TYPE_ATTRIBUTE_VALUES: &[&str] = &["min", "max", "resolution", "utc", "__setattr__"];
+
 /// Methods of CPython's builtin types (and of the `re`, `datetime`,
 /// `collections` and `decimal` types) that monty's same type does not have,
-/// called (`n.bit_length()`, `s.translate(t)`, `d.toordinal()`): an
+/// called (`s.translate(t)`, `d.toordinal()`, `s.format_map(m)`): an
 /// `AttributeError` in monty. A name some common receiver (`str`, `list`, `dict`, `tuple`) of
 /// monty has is left out, as the scan cannot tell receivers apart and
 /// `.count(` or `.index(` on a string or list is everywhere (monty's
-/// `range` lacks both; `bytes.expandtabs` and `float.hex` too). Kept true
+/// `range` lacks both, as `bytes` lacks `expandtabs`). Kept true
 /// by `tests/it/cpython.rs` `the_scans_method_tables_are_what_monty_lacks`,
 /// which probes every public method of each builtin type in both guests.
 pub const MISSING_METHODS: &[&str] = &[
-    "as_integer_ratio",
-    "bit_count",
-    "bit_length",
-    "conjugate",
     "ctime",
     "default_factory",
     "difference_update",
     "format_map",
-    "from_bytes",
     "from_number",
-    "fromhex",
     "fromutc",
-    "hex",
     "intersection_update",
-    "is_integer",
     "isocalendar",
     "maketrans",
     "scanner",
     "symmetric_difference_update",
     "timetuple",
-    "to_bytes",
     "toordinal",
     "translate",
     "utctimetuple",
@@ -871,8 +868,8 @@ pub const MISSING_METHODS: &[&str] = &[
 /// Attributes of CPython's builtin types, and of the `re`, `datetime`,
 /// `collections` and `decimal` types, that monty only has as a call, or
 /// not at all, read as values: a method not called (`key=d.get`,
-/// `f = s.upper`, `map(p.match, xs)`) or a data attribute (`n.real`,
-/// `r.start`, `p.groupindex`). monty has no bound methods of builtin values:
+/// `f = s.upper`, `map(p.match, xs)`, `f = n.bit_length`) or a data
+/// attribute (`r.start`, `p.groupindex`). monty has no bound methods of builtin values:
 /// each is an `AttributeError`. A type's own attributes (`timezone.utc`,
 /// `date.max`) are judged on the type, not here. Checked by the same test
 /// as [`MISSING_METHODS`].
@@ -904,7 +901,6 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "ctime",
     "date",
     "decode",
-    "denominator",
     "difference",
     "difference_update",
     "discard",
@@ -938,7 +934,6 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "groupindex",
     "groups",
     "hex",
-    "imag",
     "index",
     "insert",
     "intersection",
@@ -997,7 +992,6 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "next_toward",
     "normalize",
     "number_class",
-    "numerator",
     "partition",
     "pop",
     "popitem",
@@ -1006,7 +1000,6 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "quantize",
     "radix",
     "re",
-    "real",
     "regs",
     "remainder_near",
     "remove",
@@ -1471,12 +1464,12 @@ const RULES: &[Rule] = &[
         name: "set_order",
         check: rule_set_order,
     },
-    // `n.bit_length()`, `s.translate(t)`, …: MISSING_METHODS.
+    // `s.translate(t)`, `d.toordinal()`, …: MISSING_METHODS.
     Rule {
         name: "missing_method",
         check: rule_missing_method,
     },
-    // `key=d.get`, `f = s.upper`, `n.real`: ATTRIBUTES_NOT_VALUES.
+    // `key=d.get`, `f = s.upper`, `r.start`: ATTRIBUTES_NOT_VALUES.
     Rule {
         name: "method_value",
         check: rule_method_value,
@@ -1581,8 +1574,15 @@ fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     };
     let allowed = TYPE_ATTRIBUTES.iter().find(|(name, _)| type_is(name))?.1;
     let attribute = scan.attribute_after(next)?;
-    if attribute == "__name__" || allowed.contains(&attribute) {
+    if attribute == "__name__" {
         return None;
+    }
+    if allowed.contains(&attribute) {
+        let called = scan.tokens.get(next + 2).is_some_and(|t| t.text == "(");
+        return (!called && !TYPE_ATTRIBUTE_VALUES.contains(&attribute)).then_some(Needs::Feature {
+            what: "reads a type's class method as a value (`f = int.from_bytes`), which monty has only as a call",
+            line: token.line,
+        });
     }
     Some(Needs::TypeAttribute {
         type_name: written.to_owned(),
@@ -3683,13 +3683,23 @@ mod tests {
     #[test]
     fn unbound_method_of_a_builtin_type() {
         assert_cpython("names = list(map(str.upper, ['a']))", "type_attribute", "`str.upper`");
-        assert_cpython("int.from_bytes(b'a', 'big')", "type_attribute", "`int.from_bytes`");
+        assert_cpython("int.bit_length(5)", "type_attribute", "`int.bit_length`");
         assert_cpython("dict.items(d)", "type_attribute", "`dict.items`");
     }
 
     #[test]
     fn type_attributes_monty_has_stay_monty() {
         assert_monty("d = dict.fromkeys(['a'], 0)\nn = str.__name__\nb = bytes.fromhex('00')");
+        assert_monty("n = int.from_bytes(b'ab', 'big')\nt = bool.from_bytes(b'a')\nx = float.fromhex('0x1p3')");
+        assert_monty("from datetime import date, timezone\nlimits = [date.max, timezone.utc]");
+    }
+
+    #[test]
+    fn a_types_class_method_read_as_a_value_goes_to_cpython() {
+        let says = "only as a call";
+        assert_cpython("f = int.from_bytes\nf(b'a')", "type_attribute", says);
+        assert_cpython("parse = float.fromhex", "type_attribute", says);
+        assert_cpython("list(map(bytes.fromhex, ['00']))", "type_attribute", says);
     }
 
     #[test]
@@ -4124,10 +4134,19 @@ mod tests {
     #[test]
     fn method_of_a_builtin_monty_lacks() {
         let says = "MISSING_METHODS";
-        assert_cpython("(255).bit_length()", "missing_method", says);
         assert_cpython("'abc'.translate({97: 'A'})", "missing_method", says);
-        assert_cpython("x = 1.5\nx.is_integer()", "missing_method", says);
-        assert_cpython("int.from_bytes(b'ab', 'big')", "type_attribute", "from_bytes");
+        assert_cpython("s = 'a {x}'\ns.format_map({'x': 1})", "missing_method", says);
+    }
+
+    #[test]
+    fn int_and_float_methods_stay_monty() {
+        assert_monty("(255).bit_length()");
+        assert_monty("x = 1.5\n[x.is_integer(), x.as_integer_ratio(), x.hex(), x.conjugate(), x.real, x.imag]");
+        assert_monty(
+            "n = 10\n[n.bit_count(), n.to_bytes(2, 'big'), n.is_integer(), n.numerator, n.denominator, n.real, n.imag]",
+        );
+        assert_monty("b = b'ab'\n[b.hex(), b.fromhex('00'), (1j).conjugate()]");
+        assert_monty("x = 5\nhasattr(x, 'real')");
     }
 
     #[test]
@@ -4141,7 +4160,8 @@ mod tests {
         let says = "ATTRIBUTES_NOT_VALUES";
         assert_cpython("d = {'a': 2}\nmax(d, key=d.get)", "method_value", says);
         assert_cpython("out = []\nadd = out.append\nadd(1)", "method_value", says);
-        assert_cpython("x = 3\nx.real", "method_value", says);
+        assert_cpython("x = 3\nf = x.bit_length", "method_value", says);
+        assert_cpython("x = 3\nhasattr(x, 'bit_length')", "builtin_attribute_lookup", "hasattr");
     }
 
     #[test]
