@@ -170,6 +170,12 @@ same_on_both_guests! {
     a_name_error_for_a_module_never_imported_reads_as_in_cpython:
         "try:\n    json.dumps({})\nexcept NameError as e:\n    r = str(e)\nr";
     an_uncaught_name_error_for_a_module_never_imported_reports_cpythons_message: "asyncio.sleep(0)";
+    // int and float methods where CPython 3.14 differs from the corpus's
+    // 3.11: `int.is_integer` (3.12+), the clinic's unexpected-keyword
+    // wording, and `no __dict__` in a failed attribute write.
+    int_and_float_methods_as_in_cpython_3_14:
+        "def attempt(f):\n    try:\n        return f()\n    except Exception as e:\n        return [type(e).__name__, str(e)]\nx = 5\n[(7).is_integer(), (2**80).is_integer(), True.is_integer(), attempt(lambda: (5).is_integer(1)), attempt(lambda: x.to_bytes(foo=1)), attempt(lambda: int.from_bytes(b'a', foo=1)), attempt(lambda: bool.from_bytes(foo=1)), attempt(lambda: x.to_bytes(1, 5, foo=1)), attempt(lambda: x.to_bytes(1, length=1, foo=2)), attempt(lambda: setattr(x, 'foo', 1)), attempt(lambda: setattr(1.5, 'numerator', 1)), (2.5).is_integer()]";
+    an_uncaught_int_method_error_reports_cpythons_message: "(300).to_bytes(1, 'big')";
 }
 
 /// The public attributes of each builtin type, and whether each is
