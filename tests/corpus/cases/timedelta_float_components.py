@@ -24,6 +24,9 @@ cases = [
     lambda: timedelta(days=1) + date(9999, 12, 31),
     lambda: timedelta(days=999999999) + timedelta(days=1),
     lambda: timedelta(days=-999999999) - timedelta(days=1),
+    lambda: timedelta(hours='1'),
+    lambda: timedelta(None),
+    lambda: timedelta(seconds=[1], days='x'),
 ]
 for f in cases:
     try:

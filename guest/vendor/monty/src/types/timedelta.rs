@@ -305,16 +305,16 @@ pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     // to even at the end.
     let mut leftover = 0.0;
     let mut total_microseconds = 0;
-    for (component, unit) in [
-        (microseconds, 1),
-        (milliseconds, MILLISECONDS_PER_SECOND),
-        (seconds, MICROSECONDS_PER_SECOND),
-        (minutes, MINUTE_MICROSECONDS),
-        (hours, HOUR_MICROSECONDS),
-        (days, DAY_MICROSECONDS),
-        (weeks, 7 * DAY_MICROSECONDS),
+    for (tag, component, unit) in [
+        ("microseconds", microseconds, 1),
+        ("milliseconds", milliseconds, MILLISECONDS_PER_SECOND),
+        ("seconds", seconds, MICROSECONDS_PER_SECOND),
+        ("minutes", minutes, MINUTE_MICROSECONDS),
+        ("hours", hours, HOUR_MICROSECONDS),
+        ("days", days, DAY_MICROSECONDS),
+        ("weeks", weeks, 7 * DAY_MICROSECONDS),
     ] {
-        total_microseconds = accumulate(total_microseconds, component, unit, &mut leftover)?;
+        total_microseconds = accumulate(total_microseconds, tag, component, unit, &mut leftover)?;
     }
     if leftover != 0.0 {
         let mut whole = leftover.round();
@@ -362,11 +362,14 @@ struct TimedeltaArgs {
 /// accumulator converts each component through C int, so ints wider than
 /// i64 raise `OverflowError: Python int too large to convert to C int`
 /// even though they would fit in i128.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum DeltaComponent {
     Int(i128),
     /// chainbox patch: `timedelta(hours=1.5)`; upstream raised `TypeError`.
     Float(f64),
+    /// Any other type, named in [`accumulate`]'s `TypeError`, which (as in
+    /// CPython) names the component.
+    Other(String),
 }
 
 impl Default for DeltaComponent {
@@ -384,7 +387,7 @@ impl FromValue for DeltaComponent {
             Value::Int(i) => Ok(Self::Int(i128::from(i))),
             Value::Float(f) => Ok(Self::Float(f)),
             _ if is_long_int(&value, vm) => Err(FromValueFail::Raise(ExcType::overflow_c_int())),
-            _ => Err(FromValueFail::WrongType),
+            _ => Ok(Self::Other(value.py_type_name(vm).to_string())),
         };
         value.drop_with(vm);
         result
@@ -399,7 +402,7 @@ impl FromValue for DeltaComponent {
 /// float's integer part is exact; `fraction * unit` is split again, its
 /// integer part added and its fraction left in `leftover` for [`init`] to
 /// round once.
-fn accumulate(sofar: i128, component: DeltaComponent, unit: i128, leftover: &mut f64) -> RunResult<i128> {
+fn accumulate(sofar: i128, tag: &str, component: DeltaComponent, unit: i128, leftover: &mut f64) -> RunResult<i128> {
     let overflow = || -> RunError {
         SimpleException::new_msg(ExcType::OverflowError, "timedelta argument overflow while normalizing").into()
     };
@@ -424,6 +427,11 @@ fn accumulate(sofar: i128, component: DeltaComponent, unit: i128, leftover: &mut
             *leftover += scaled - scaled_whole;
             sum.checked_add(float_to_i128(scaled_whole)?).ok_or_else(c_int_overflow)
         }
+        DeltaComponent::Other(type_name) => Err(SimpleException::new_msg(
+            ExcType::TypeError,
+            format!("unsupported type for timedelta {tag} component: {type_name}"),
+        )
+        .into()),
     }
 }
 
