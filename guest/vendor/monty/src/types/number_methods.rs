@@ -388,9 +388,9 @@ pub(crate) fn float_attribute(value: f64, attr: &EitherStr, vm: &VM<'_>) -> Opti
     }
 }
 
-/// `float.as_integer_ratio()`: the exact value as a fraction in lowest terms
-/// with a positive (power of two) denominator.
-fn float_as_integer_ratio(value: f64, vm: &mut VM<'_>) -> RunResult<Value> {
+/// `float.as_integer_ratio()`'s errors for infinity and NaN, which
+/// `timedelta * float` raises too.
+pub(crate) fn check_ratio_finite(value: f64) -> RunResult<()> {
     if value.is_infinite() {
         return Err(
             SimpleException::new_msg(ExcType::OverflowError, "cannot convert Infinity to integer ratio").into(),
@@ -399,35 +399,47 @@ fn float_as_integer_ratio(value: f64, vm: &mut VM<'_>) -> RunResult<Value> {
     if value.is_nan() {
         return Err(SimpleException::new_msg(ExcType::ValueError, "cannot convert NaN to integer ratio").into());
     }
+    Ok(())
+}
+
+/// A finite float's magnitude, exactly, as `(n, k)` with `|value| == n / 2**k`
+/// in lowest terms: the shared core of `as_integer_ratio`, `timedelta *
+/// float` and `Decimal(float)`.
+pub(crate) fn float_as_ratio(value: f64) -> (BigInt, u32) {
     let bits = value.to_bits();
-    let biased = i64::try_from((bits >> 52) & 0x7ff).expect("11 bits");
+    let biased = i32::try_from((bits >> 52) & 0x7ff).expect("11-bit field");
     let fraction = bits & ((1 << 52) - 1);
-    // value = mantissa * 2**exponent
     let (mut mantissa, mut exponent) = if biased == 0 {
         (fraction, -1074)
     } else {
         (fraction | (1 << 52), biased - 1075)
     };
     if mantissa == 0 {
-        exponent = 0;
-    } else {
-        let zeros = mantissa.trailing_zeros();
+        return (BigInt::from(0u8), 0);
+    }
+    if exponent < 0 {
+        // Strip the factors of two the denominator shares.
+        let zeros = mantissa.trailing_zeros().min(exponent.unsigned_abs());
         mantissa >>= zeros;
-        exponent += i64::from(zeros);
+        exponent += i32::try_from(zeros).expect("at most 63");
     }
-    let mut numerator = BigInt::from(mantissa);
-    let mut denominator = BigInt::from(1u8);
-    let shift = usize::try_from(exponent.unsigned_abs()).expect("a float's exponent fits in usize");
     if exponent >= 0 {
-        numerator <<= shift;
+        (BigInt::from(mantissa) << exponent.unsigned_abs(), 0)
     } else {
-        denominator <<= shift;
+        (BigInt::from(mantissa), exponent.unsigned_abs())
     }
+}
+
+/// `float.as_integer_ratio()`: the exact value as a fraction in lowest terms
+/// with a positive (power of two) denominator.
+fn float_as_integer_ratio(value: f64, vm: &mut VM<'_>) -> RunResult<Value> {
+    check_ratio_finite(value)?;
+    let (mut numerator, shift) = float_as_ratio(value);
     if value.is_sign_negative() {
         numerator = -numerator;
     }
     let numerator = LongInt::new(numerator).into_value(vm.heap);
-    let denominator = LongInt::new(denominator).into_value(vm.heap);
+    let denominator = LongInt::new(BigInt::from(1u8) << shift).into_value(vm.heap);
     Ok(allocate_tuple(smallvec![numerator, denominator], vm.heap))
 }
 

@@ -22,7 +22,8 @@ use crate::{
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
     intern::StaticStrings,
     types::{
-        CmpOrder, LazyHeapSet, PyTrait, Type, date, datetime, long_int, str::allocate_string, tuple::allocate_tuple,
+        CmpOrder, LazyHeapSet, PyTrait, Type, date, datetime, long_int, number_methods, str::allocate_string,
+        tuple::allocate_tuple,
     },
     value::{EitherStr, Value},
 };
@@ -157,33 +158,16 @@ fn multiply_by_float(microseconds: i128, factor: f64) -> RunResult<TimeDelta> {
     use num_bigint::BigInt;
     use num_integer::Integer;
 
-    if factor.is_nan() {
-        return Err(SimpleException::new_msg(ExcType::ValueError, "cannot convert NaN to integer ratio").into());
-    }
-    if factor.is_infinite() {
-        return Err(SimpleException::new_msg(ExcType::OverflowError, "cannot convert Infinity to integer ratio").into());
-    }
-    // factor = mantissa * 2**exponent, exactly.
-    let bits = factor.to_bits();
-    let biased = i32::try_from((bits >> 52) & 0x7ff).expect("11 bits");
-    let fraction = bits & ((1 << 52) - 1);
-    let (mut mantissa, mut exponent) = if biased == 0 {
-        (fraction, -1074)
-    } else {
-        (fraction | (1 << 52), biased - 1075)
-    };
-    while mantissa != 0 && mantissa & 1 == 0 && exponent < 0 {
-        mantissa >>= 1;
-        exponent += 1;
-    }
-    let mut product = BigInt::from(microseconds) * BigInt::from(mantissa);
+    number_methods::check_ratio_finite(factor)?;
+    let (numerator, shift) = number_methods::float_as_ratio(factor);
+    let mut product = BigInt::from(microseconds) * numerator;
     if factor.is_sign_negative() {
         product = -product;
     }
-    let total = if exponent >= 0 {
-        product << exponent.unsigned_abs()
+    let total = if shift == 0 {
+        product
     } else {
-        let divisor = BigInt::from(1) << exponent.unsigned_abs();
+        let divisor = BigInt::from(1) << shift;
         let (quotient, remainder) = product.div_mod_floor(&divisor);
         let twice = remainder * 2;
         if twice > divisor || (twice == divisor && quotient.is_odd()) {
