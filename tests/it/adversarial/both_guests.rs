@@ -127,6 +127,20 @@ async fn unbounded_recursion_is_a_recursion_error_on_both_guests() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn data_nested_past_the_stack_is_a_recursion_error_on_both_guests() {
+    // Walks over nested data stop where the stack does (CPython 3.12+). On
+    // an 8 MiB wasm stack the CPython guest trapped comparing two
+    // self-referential dicts, and on 32 MiB dropping `d`.
+    let r = on_both(
+        "a, b = {}, {}\na['x'], b['x'] = a, b\nd = {}\nfor i in range(100000):\n    d = {'k': d}\nout = []\nfor f in [lambda: a == b, lambda: repr(d), lambda: str([d])]:\n    try:\n        f()\n        out.append('ok')\n    except RecursionError:\n        out.append('RecursionError')\nd = None\nassert out == ['RecursionError'] * 3, out\nout",
+        &roomy(),
+    )
+    .await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(vec!["RecursionError"; 3]), "{r:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_print_flood_is_capped_on_both_guests() {
     let r = on_both("for i in range(20000):\n    print('x' * 100)\n'done'", &roomy()).await;
     assert_ok(&r);

@@ -141,9 +141,35 @@ async fn native_recursion_over_hundred_thousand_deep_values_is_a_recursion_error
     )
     .await;
     assert_ok(&r);
-    let out = r.output[0].as_array().cloned().unwrap_or_default();
-    assert_eq!(out.len(), 9, "{r:#?}");
-    assert!(out.iter().all(|v| v == "ok" || v == "RecursionError"), "{r:#?}");
+    // Every walk runs out of stack (a repr used to be cut to `...` instead).
+    assert_eq!(r.output[0], json!(vec!["RecursionError"; 9]), "{r:#?}");
+    assert_trace(&r, &[("noop", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_nested_past_the_stack_is_a_recursion_error_not_a_placeholder() {
+    // Exported past the data depth, the answer was cut to a
+    // `<deeply nested>` leaf and came back as if it were the value.
+    let policy = chainbox::ChainPolicy {
+        python: chainbox::PythonChoice::Monty,
+        ..crate::fixtures::tight()
+    };
+    let r = run_adversarial(
+        "await noop()
+x = []
+for i in range(100000):
+    x = [x]
+x",
+        &policy,
+    )
+    .await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Script);
+    assert_eq!(
+        r.error.as_ref().map(|e| e.error_type.as_str()),
+        Some("RecursionError"),
+        "{r:#?}"
+    );
     assert_trace(&r, &[("noop", CallStatus::Ok)]);
     assert_next_chain_ok().await;
 }
