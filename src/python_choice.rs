@@ -2195,7 +2195,13 @@ fn rule_special_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if token.kind != Kind::Name || !scan.follows_dot(at) || !is_dunder(token.text) {
         return None;
     }
-    if SPECIAL_ATTRIBUTES.contains(&token.text) || USER_SPECIAL_METHODS.contains(&token.text) {
+    if SPECIAL_ATTRIBUTES.contains(&token.text) {
+        return None;
+    }
+    // monty's builtin values have none of their special methods as
+    // attributes (`max(d, key=d.__getitem__)`, `'a'.__mul__(2)` are
+    // AttributeErrors): only a user class's own can be read.
+    if USER_SPECIAL_METHODS.contains(&token.text) && scan.defines_function(token.text) {
         return None;
     }
     Some(Needs::UsesSpecialAttribute {
@@ -4012,6 +4018,18 @@ mod tests {
         assert_monty("name = f.__qualname__");
         assert_cpython("doc = f.__doc__", "special_attribute", "`__doc__`");
         assert_cpython("where = f.__module__", "special_attribute", "`__module__`");
+    }
+
+    #[test]
+    fn a_builtin_values_special_method_goes_to_cpython() {
+        let says = "`__getitem__`";
+        assert_cpython("best = max(d, key=d.__getitem__)", "special_attribute", says);
+        assert_cpython("'ab'.__mul__(2)", "special_attribute", "`__mul__`");
+    }
+
+    #[test]
+    fn a_user_classs_own_special_method_stays_monty() {
+        assert_monty("class V:\n    def __add__(self, o):\n        return 1\n\nf = V().__add__\nf(V())");
     }
 
     #[test]

@@ -13,7 +13,6 @@
 //! See `limitations/random.md` for divergences.
 
 use std::{
-    cmp::Ordering,
     f64::consts::{E, PI, TAU},
     iter::once,
     mem,
@@ -21,7 +20,9 @@ use std::{
 
 use ahash::AHashSet;
 use monty_types::{OsFunctionCall, ResourceTracker, UrandomArgs};
-use num_bigint::{BigInt, BigUint};
+use num_bigint::{BigInt, BigUint, Sign};
+use num_integer::Integer;
+use num_traits::{One, Signed, ToPrimitive};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
@@ -603,69 +604,63 @@ struct RandrangeArgs {
 }
 
 /// `randrange(start, stop=None, step=1)`: a random member of the range.
+/// Python ints of any size, as `Lib/random.py` (`randrange(2**65)` draws
+/// from the whole range).
 fn randrange(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResult<Value> {
     let RandrangeArgs { start, stop, step } = RandrangeArgs::from_args(args, vm)?;
     defer_drop!(start, vm);
     defer_drop!(stop, vm);
     defer_drop!(step, vm);
 
-    let istart = i128::from(start.as_int(vm)?);
+    let istart = index_big(start, vm)?;
     if matches!(stop, Value::None) {
         // CPython tests `step is not _ONE`, and `1` is that very object.
         if step.as_ref().is_some_and(|step| !matches!(step, Value::Int(1))) {
             return Err(ExcType::type_error("Missing a non-None stop argument"));
         }
-        return if istart > 0 {
-            Ok(int_value(istart_plus(
-                0,
-                target.with_generator(vm, |random, vm| {
-                    random.rng().randbelow(as_u128(istart), &vm.heap.tracker)
-                })?,
-            )))
+        return if istart.is_positive() {
+            let offset = randbelow_big(target, &istart, vm)?;
+            Ok(LongInt::new(offset).into_value(vm.heap))
         } else {
             Err(ExcType::value_error("empty range for randrange()"))
         };
     }
 
-    let istop = i128::from(stop.as_int(vm)?);
-    let width = istop - istart;
+    let istop = index_big(stop, vm)?;
+    let width = &istop - &istart;
     let istep = match step {
-        Some(step) => i128::from(step.as_int(vm)?),
-        None => 1,
+        Some(step) => index_big(step, vm)?,
+        None => BigInt::one(),
     };
-    if istep == 1 {
-        return if width > 0 {
-            let offset = target.with_generator(vm, |random, vm| {
-                random.rng().randbelow(as_u128(width), &vm.heap.tracker)
-            })?;
-            Ok(int_value(istart_plus(istart, offset)))
+    if istep.is_one() {
+        return if width.is_positive() {
+            let offset = randbelow_big(target, &width, vm)?;
+            Ok(LongInt::new(istart + offset).into_value(vm.heap))
         } else {
             Err(ExcType::value_error(format!(
                 "empty range in randrange({}, {})",
-                int_arg_str(start),
-                int_arg_str(stop)
+                int_arg_str(start, vm),
+                int_arg_str(stop, vm)
             )))
         };
     }
 
-    let n = match istep.cmp(&0) {
-        Ordering::Greater => floor_div(width + istep - 1, istep),
-        Ordering::Less => floor_div(width + istep + 1, istep),
-        Ordering::Equal => return Err(ExcType::value_error("zero step for randrange()")),
+    let n = match istep.sign() {
+        Sign::Plus => (&width + &istep - 1u8).div_floor(&istep),
+        Sign::Minus => (&width + &istep + 1u8).div_floor(&istep),
+        Sign::NoSign => return Err(ExcType::value_error("zero step for randrange()")),
     };
-    if n <= 0 {
+    if !n.is_positive() {
         let step = step.as_ref().expect("a unit step returned above");
         return Err(ExcType::value_error(format!(
             "empty range in randrange({}, {}, {})",
-            int_arg_str(start),
-            int_arg_str(stop),
-            int_arg_str(step)
+            int_arg_str(start, vm),
+            int_arg_str(stop, vm),
+            int_arg_str(step, vm)
         )));
     }
-    let offset = target.with_generator(vm, |random, vm| random.rng().randbelow(as_u128(n), &vm.heap.tracker))?;
-    Ok(int_value(
-        istart + istep * i128::try_from(offset).expect("offset below n"),
-    ))
+    let offset = randbelow_big(target, &n, vm)?;
+    Ok(LongInt::new(istart + istep * offset).into_value(vm.heap))
 }
 
 /// `randint(a, b)` — a Python `def`.
@@ -676,50 +671,63 @@ struct RandintArgs {
     b: Value,
 }
 
-/// `randint(a, b)`: a random int in `[a, b]`.
+/// `randint(a, b)`: `randrange(a, b + 1)`, a random int in `[a, b]`.
 fn randint(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResult<Value> {
     let RandintArgs { a, b } = RandintArgs::from_args(args, vm)?;
     defer_drop!(a, vm);
     defer_drop!(b, vm);
-    let a = i128::from(a.as_int(vm)?);
-    let b = i128::from(b.as_int(vm)?);
-    if b < a {
-        return Err(ExcType::value_error(format!("empty range in randint({a}, {b})")));
+    let ia = index_big(a, vm)?;
+    let ib = index_big(b, vm)?;
+    if ib < ia {
+        return Err(ExcType::value_error(format!("empty range in randint({ia}, {ib})")));
     }
-    let offset = target.with_generator(vm, |random, vm| {
-        random.rng().randbelow(as_u128(b - a + 1), &vm.heap.tracker)
-    })?;
-    Ok(int_value(istart_plus(a, offset)))
+    let offset = randbelow_big(target, &(ib - &ia + 1), vm)?;
+    Ok(LongInt::new(ia + offset).into_value(vm.heap))
 }
 
-/// `start + offset` for a `randbelow` draw that cannot leave the range.
-fn istart_plus(start: i128, offset: u128) -> i128 {
-    start + i128::try_from(offset).expect("offset below an i64-sized range")
+/// `_index(value)`: the int `randrange` computes with (`TypeError` for a
+/// float or another non-integer, as `operator.index`).
+fn index_big(value: &Value, vm: &mut VM<'_>) -> RunResult<BigInt> {
+    let index = value.py_index(vm)?;
+    defer_drop!(index, vm);
+    Ok(match index {
+        Value::Int(n) => BigInt::from(*n),
+        Value::Bool(b) => BigInt::from(i64::from(*b)),
+        _ => index.as_long_int(vm).expect("py_index returned an integer").clone(),
+    })
 }
 
-/// A positive range width as the unsigned count `randbelow` takes.
-fn as_u128(n: i128) -> u128 {
-    u128::try_from(n).expect("range width checked positive")
-}
-
-/// An int known to sit inside an `i64` range, back to a `Value`.
-fn int_value(n: i128) -> Value {
-    Value::Int(i64::try_from(n).expect("result lies within the i64 arguments"))
-}
-
-/// Python's floor division for the `randrange` step arithmetic.
-fn floor_div(a: i128, b: i128) -> i128 {
-    let q = a / b;
-    if (a % b != 0) && ((a < 0) != (b < 0)) { q - 1 } else { q }
+/// `_randbelow_with_getrandbits(n)` for a positive `n` of any size: the
+/// same draws as CPython, `bit_length(n)` bits at a time until one is below `n`.
+fn randbelow_big(target: RandomTarget, n: &BigInt, vm: &mut VM<'_>) -> RunResult<BigInt> {
+    if let Some(small) = n.to_u128() {
+        let r = target.with_generator(vm, |random, vm| random.rng().randbelow(small, &vm.heap.tracker))?;
+        return Ok(BigInt::from(r));
+    }
+    let k = n.bits();
+    let words = usize::try_from((k - 1) / 32 + 1).map_err(|_| ExcType::value_error("number of bits too large"))?;
+    vm.heap.tracker.check_allocation(words.saturating_mul(8))?;
+    let mut attempts = 0usize;
+    loop {
+        vm.heap.tracker.check_time_every(attempts)?;
+        attempts = attempts.wrapping_add(1);
+        let words = target.with_generator(vm, |random, vm| {
+            random.rng().getrandbits_words(k, words, &vm.heap.tracker)
+        })?;
+        let r = BigInt::from(BigUint::from_slice(&words));
+        if &r < n {
+            return Ok(r);
+        }
+    }
 }
 
 /// How `randrange` spells an argument in its empty-range message: the
 /// f-string formats the original object, so `True` stays `True`.
-fn int_arg_str(value: &Value) -> String {
+fn int_arg_str(value: &Value, vm: &VM<'_>) -> String {
     match value {
         Value::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
         Value::Int(i) => i.to_string(),
-        _ => unreachable!("only ints and bools pass `as_int`"),
+        _ => value.as_long_int(vm).map_or_else(String::new, ToString::to_string),
     }
 }
 
@@ -832,12 +840,7 @@ fn sample(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResult<V
         let indices = sample_indices(target, n, k, vm)?;
         collect_items(population, indices.into_iter(), vm)?
     } else {
-        let cum_counts = cumulative_counts(counts, vm)?;
-        if cum_counts.len() != n {
-            return Err(ExcType::value_error(
-                "The number of counts does not match the population",
-            ));
-        }
+        let cum_counts = cumulative_counts(counts, n, vm)?;
         let total = cum_counts.last().copied().unwrap_or(0);
         if total < 0 {
             return Err(ExcType::value_error("Counts must be non-negative"));
@@ -918,10 +921,16 @@ fn sample_indices(target: RandomTarget, n: usize, k: i64, vm: &mut VM<'_>) -> Ru
     })
 }
 
-/// `list(accumulate(counts))` for `sample(counts=...)`, which must be ints.
-fn cumulative_counts(counts: &Value, vm: &mut VM<'_>) -> RunResult<Vec<i128>> {
+/// `list(accumulate(counts))` for `sample(counts=...)`, which must be ints,
+/// one per member of the population: CPython checks the length first.
+fn cumulative_counts(counts: &Value, n: usize, vm: &mut VM<'_>) -> RunResult<Vec<i128>> {
     let items: Vec<Value> = collect_owned_iterable(counts.clone_with_heap(vm), vm)?;
     defer_drop!(items, vm);
+    if items.len() != n {
+        return Err(ExcType::value_error(
+            "The number of counts does not match the population",
+        ));
+    }
     let mut cumulative = Vec::with_capacity(items.len());
     let mut running: i128 = 0;
     for item in items {
