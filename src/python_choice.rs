@@ -1298,6 +1298,9 @@ const REJECTED_KEYWORDS: &[(&str, Rejects)] = &[
         "dataclasses.field",
         Rejects::These(&["init", "repr", "hash", "compare", "metadata", "kw_only", "doc"]),
     ),
+    // src/modules/tomllib/mod.rs `TomlLoadsArgs`: `parse_float` is not implemented.
+    ("tomllib.loads", Rejects::Every),
+    ("tomllib.load", Rejects::Every),
     // src/builtins/pow.rs: `kwargs_not_supported_yet`.
     ("builtins.pow", Rejects::Every),
     // src/builtins/map.rs: "The `strict=` parameter is not yet supported".
@@ -3806,6 +3809,17 @@ mod tests {
         );
         assert_monty("import json\njson.dumps(x, indent=2, sort_keys=True, separators=(',', ':'))");
         assert_monty("import json\njson.dumps(row, default=str)\njson.dump(row, f, default=encode)");
+    }
+
+    #[test]
+    fn tomllib_parse_float_goes_to_cpython() {
+        let says = "`parse_float=` to `tomllib.loads`";
+        assert_cpython(
+            "import tomllib\ntomllib.loads(s, parse_float=Decimal)",
+            "keyword_argument",
+            says,
+        );
+        assert_monty("import tomllib\nconfig = tomllib.loads(text)");
     }
 
     #[test]
