@@ -467,6 +467,10 @@ pub(crate) fn class_from_number(vm: &mut VM<'_>, args: ArgValues) -> RunResult<V
 /// which is why a misplaced one gets a different message from other errors.
 fn parse(text: &str) -> RunResult<Complex> {
     let malformed = || ExcType::value_error("complex() arg is a malformed string");
+    // chainbox patch: Unicode digits and spaces read as ASCII, as `float()`
+    // (`complex('١٢٣')` is `(123+0j)`).
+    let ascii = super::unicode_type::ascii_digits_and_spaces(text);
+    let text = ascii.as_ref();
     let stripped;
     let text = if text.contains('_') {
         stripped = strip_underscores(text).ok_or_else(|| {

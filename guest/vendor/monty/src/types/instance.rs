@@ -2,7 +2,7 @@ use std::{borrow::Cow, fmt::Write};
 
 use monty_types::MontyUuid;
 
-use super::{Dict, LazyHeapSet, PyTrait, Type, attribute_name_value};
+use super::{Dict, LazyHeapSet, PyTrait, Type, attribute_name_value, py_trait::PyObjectIdentity};
 use crate::{
     args::{ArgValues, KwargsValues},
     boundary_uuid::create_uuid,
@@ -450,7 +450,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Instance> {
             defer_drop!(s, vm);
             Ok(f.write_str(s.to_str(vm)?)?)
         } else {
-            self.py_default_repr_fmt(f, vm)
+            // chainbox patch: CPython's `object_repr` names the module,
+            // `__main__` for a class the script defines (upstream:
+            // `<K object at 0x…>`), as the class's own repr does.
+            let type_name = self.py_type_name(vm);
+            Ok(write!(f, "<__main__.{type_name} object at 0x{:x}>", self.py_identity().encoded())?)
         }
     }
 

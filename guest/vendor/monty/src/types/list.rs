@@ -730,6 +730,23 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, List> {
     }
 
     fn py_iadd_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        // chainbox patch: `xs += iterable` is `list.extend` for any iterable
+        // (`xs += (1, 2)`, `xs += 'ab'`, `xs += d.keys()`), and a
+        // non-iterable is "'int' object is not iterable", as CPython's
+        // `list_inplace_concat`. A user object keeps the `__radd__` path.
+        let is_list = matches!(other, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::List(_)));
+        let is_instance = matches!(other, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::Instance(_)));
+        if !is_list {
+            if is_instance {
+                return Ok(false);
+            }
+            let items: SmallVec<[_; 2]> = collect_owned_iterable(other.clone_with_heap(vm.heap), vm)?;
+            if items.iter().any(|v| matches!(v, Value::Ref(_))) {
+                self.get_mut(vm.heap).set_contains_refs();
+            }
+            self.get_mut(vm.heap).as_vec_mut().extend(items);
+            return Ok(true);
+        }
         let Value::Ref(other_id) = other else {
             return Ok(false);
         };

@@ -75,7 +75,7 @@ pub(super) fn decimal_value(c: char) -> Option<u32> {
 /// as its ASCII digit and each whitespace character as a space (CPython's
 /// `_PyUnicode_TransformDecimalAndSpaceToASCII`), so `int('١٢٣')` is 123.
 /// Other characters stay and fail the parse. Borrowed for ASCII text.
-pub(super) fn ascii_digits_and_spaces(value: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn ascii_digits_and_spaces(value: &str) -> std::borrow::Cow<'_, str> {
     if value.is_ascii() {
         return std::borrow::Cow::Borrowed(value);
     }
