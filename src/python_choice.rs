@@ -1459,6 +1459,13 @@ const RULES: &[Rule] = &[
         name: "special_attribute",
         check: rule_special_attribute,
     },
+    // `f.calls = 0` on a function the script defines: monty's functions
+    // have no `__dict__` ("'function' object has no attribute 'calls' and
+    // no __dict__ for setting new attributes").
+    Rule {
+        name: "function_attribute",
+        check: rule_function_attribute,
+    },
     // A set whose order the script can observe (iterated, printed, listed,
     // returned): monty's sets iterate in insertion order, CPython's in hash
     // table order (`list({3, 1, 2})` is [1, 2, 3] there). Found by the
@@ -2209,6 +2216,22 @@ fn rule_special_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     Some(Needs::UsesSpecialAttribute {
         name: token.text.to_owned(),
+        line: token.line,
+    })
+}
+
+fn rule_function_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name || scan.follows_dot(at) {
+        return None;
+    }
+    let [dot, attribute, assign] = [1, 2, 3].map(|i| scan.tokens.get(at + i));
+    let assigns = dot?.text == "." && attribute?.kind == Kind::Name && assign?.kind == Kind::Op;
+    if !assigns || !matches!(assign?.text, "=" | "+=" | "-=" | "*=" | "|=") || !scan.defines_function(token.text) {
+        return None;
+    }
+    Some(Needs::Feature {
+        what: "sets an attribute on a function (monty's functions have no `__dict__`)",
         line: token.line,
     })
 }
@@ -4032,6 +4055,18 @@ mod tests {
         assert_monty("name = f.__qualname__");
         assert_cpython("doc = f.__doc__", "special_attribute", "`__doc__`");
         assert_cpython("where = f.__module__", "special_attribute", "`__module__`");
+    }
+
+    #[test]
+    fn an_attribute_set_on_a_function_goes_to_cpython() {
+        let says = "attribute on a function";
+        assert_cpython("def f():\n    return 1\nf.calls = 0", "function_attribute", says);
+        assert_cpython(
+            "def f():\n    f.calls += 1\nf.calls = 0\nf()",
+            "function_attribute",
+            says,
+        );
+        assert_monty("def f(row):\n    row.total = 1\n    return row.total == 1");
     }
 
     #[test]
