@@ -202,6 +202,9 @@ impl Bytes {
         }
         let new_data = match source {
             None => Vec::new(),
+            // chainbox patch: a bool is an int here too (`bytes(True)` is
+            // `b'\x00'`; upstream: "cannot convert 'bool' object to bytes").
+            Some(Value::Bool(b)) => vec![0u8; usize::from(*b)],
             Some(Value::Int(n)) => {
                 if *n < 0 {
                     return Err(ExcType::value_error_negative_bytes_count());
