@@ -91,7 +91,7 @@ use crate::{
         List,
         long_int::repeat_count,
         py_trait::PyObjectIdentity,
-        slice::{optional_sequence_bound, slice_collect_iterator},
+        slice::{optional_sequence_bound, search_start, slice_collect_iterator},
     },
     value::{EitherStr, Value, eq_bytes},
 };
@@ -805,6 +805,9 @@ fn count_non_overlapping(haystack: &[u8], needle: &[u8], heap: &Heap) -> Result<
 fn bytes_count<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.count", len, args, vm)?;
+    if start > end {
+        return Ok(Value::Int(0));
+    }
 
     let slice = &bytes.get(vm.heap)[start..end];
     let count = if sub.is_empty() {
@@ -824,6 +827,9 @@ fn bytes_count<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM
 fn bytes_find<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.find", len, args, vm)?;
+    if start > end {
+        return Ok(Value::Int(-1));
+    }
 
     let slice = &bytes.get(vm.heap)[start..end];
     let result = if sub.is_empty() {
@@ -846,6 +852,9 @@ fn bytes_find<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<
 fn bytes_index<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.index", len, args, vm)?;
+    if start > end {
+        return Err(ExcType::value_error_subsequence_not_found());
+    }
 
     let slice = &bytes.get(vm.heap)[start..end];
     let result = if sub.is_empty() {
@@ -873,11 +882,12 @@ fn bytes_startswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &m
     let len = bytes.get(vm.heap).len();
     let (prefix_arg, start, end) = parse_bytes_prefix_suffix_args("bytes.startswith", len, args, vm)?;
 
-    let slice = &bytes.get(vm.heap)[start..end];
+    let window = start <= end;
+    let slice = &bytes.get(vm.heap)[start.min(end)..end];
     let result = match prefix_arg {
-        PrefixSuffixArg::Single(prefix_bytes) => slice.starts_with(&prefix_bytes),
+        PrefixSuffixArg::Single(prefix_bytes) => window && slice.starts_with(&prefix_bytes),
         PrefixSuffixArg::Multiple(prefixes, bad_item) => {
-            prefixes.iter().any(|p| slice.starts_with(p)) || bad_item.map_or(Ok(false), Err)?
+            (window && prefixes.iter().any(|p| slice.starts_with(p))) || bad_item.map_or(Ok(false), Err)?
         }
     };
     Ok(Value::Bool(result))
@@ -892,11 +902,12 @@ fn bytes_endswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut
     let len = bytes.get(vm.heap).len();
     let (suffix_arg, start, end) = parse_bytes_prefix_suffix_args("bytes.endswith", len, args, vm)?;
 
-    let slice = &bytes.get(vm.heap)[start..end];
+    let window = start <= end;
+    let slice = &bytes.get(vm.heap)[start.min(end)..end];
     let result = match suffix_arg {
-        PrefixSuffixArg::Single(suffix_bytes) => slice.ends_with(&suffix_bytes),
+        PrefixSuffixArg::Single(suffix_bytes) => window && slice.ends_with(&suffix_bytes),
         PrefixSuffixArg::Multiple(suffixes, bad_item) => {
-            suffixes.iter().any(|s| slice.ends_with(s)) || bad_item.map_or(Ok(false), Err)?
+            (window && suffixes.iter().any(|s| slice.ends_with(s))) || bad_item.map_or(Ok(false), Err)?
         }
     };
     Ok(Value::Bool(result))
@@ -919,7 +930,7 @@ enum PrefixSuffixArg {
 ///
 /// Returns (prefix/suffix_arg, start, end) where start and end are normalized indices.
 /// The prefix/suffix_arg can be a single bytes value or a tuple of bytes values.
-/// Guarantees `start <= end` to prevent slice panics.
+/// An empty window (`start > end`) matches nothing.
 fn parse_bytes_prefix_suffix_args(
     method: &str,
     len: usize,
@@ -936,12 +947,12 @@ fn parse_bytes_prefix_suffix_args(
         }
         [prefix_value, start_value] => {
             let prefix = extract_bytes_for_prefix_suffix(prefix_value, method, vm)?;
-            let start = optional_sequence_bound(start_value, 0, len, vm)?;
+            let start = search_start(start_value, len, vm)?;
             (prefix, start, len)
         }
         [prefix_value, start_value, end_value] => {
             let prefix = extract_bytes_for_prefix_suffix(prefix_value, method, vm)?;
-            let start = optional_sequence_bound(start_value, 0, len, vm)?;
+            let start = search_start(start_value, len, vm)?;
             let end = optional_sequence_bound(end_value, len, len, vm)?;
             (prefix, start, end)
         }
@@ -949,8 +960,9 @@ fn parse_bytes_prefix_suffix_args(
         _ => return Err(ExcType::type_error_at_most(method, 3, pos.len())),
     };
 
-    // Ensure start <= end to prevent slice panics
-    Ok((prefix, start, end.max(start)))
+    // chainbox patch: `start` may lie past `end` (`search_start`): the
+    // callers find nothing in such a window, not even b''.
+    Ok((prefix, start, end))
 }
 
 /// Extracts bytes (or tuple of bytes) for startswith/endswith methods.
@@ -1044,7 +1056,7 @@ fn extract_find_needle(value: &Value, vm: &VM<'_>) -> RunResult<Vec<u8>> {
 /// Parses arguments for bytes.find/count/index methods.
 ///
 /// Returns (sub_bytes, start, end) where start and end are normalized indices.
-/// Guarantees `start <= end` to prevent slice panics.
+/// An empty window (`start > end`) matches nothing.
 fn parse_bytes_sub_args(
     method: &str,
     len: usize,
@@ -1060,11 +1072,11 @@ fn parse_bytes_sub_args(
     let (sub_value, start, end) = match pos.as_slice() {
         [sub_value] => (sub_value, 0, len),
         [sub_value, start_value] => {
-            let start = optional_sequence_bound(start_value, 0, len, vm)?;
+            let start = search_start(start_value, len, vm)?;
             (sub_value, start, len)
         }
         [sub_value, start_value, end_value] => {
-            let start = optional_sequence_bound(start_value, 0, len, vm)?;
+            let start = search_start(start_value, len, vm)?;
             let end = optional_sequence_bound(end_value, len, len, vm)?;
             (sub_value, start, end)
         }
@@ -1073,8 +1085,9 @@ fn parse_bytes_sub_args(
     };
     let sub = extract_find_needle(sub_value, vm)?;
 
-    // Ensure start <= end to prevent slice panics (Python treats start > end as empty slice)
-    Ok((sub, start, end.max(start)))
+    // chainbox patch: `start` may lie past `end` (`search_start`): the
+    // callers find nothing in such a window, not even b''.
+    Ok((sub, start, end))
 }
 
 // =============================================================================
@@ -1262,6 +1275,9 @@ fn bytes_istitle(bytes: &[u8]) -> bool {
 fn bytes_rfind<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.rfind", len, args, vm)?;
+    if start > end {
+        return Ok(Value::Int(-1));
+    }
 
     let slice = &bytes.get(vm.heap)[start..end];
     let result = if sub.is_empty() {
@@ -1284,6 +1300,9 @@ fn bytes_rfind<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM
 fn bytes_rindex<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.rindex", len, args, vm)?;
+    if start > end {
+        return Err(ExcType::value_error_subsequence_not_found());
+    }
 
     let slice = &bytes.get(vm.heap)[start..end];
     let result = if sub.is_empty() {

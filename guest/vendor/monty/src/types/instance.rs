@@ -454,7 +454,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Instance> {
             // `__main__` for a class the script defines (upstream:
             // `<K object at 0x…>`), as the class's own repr does.
             let type_name = self.py_type_name(vm);
-            Ok(write!(f, "<__main__.{type_name} object at 0x{:x}>", self.py_identity().encoded())?)
+            Ok(write!(
+                f,
+                "<__main__.{type_name} object at 0x{:x}>",
+                self.py_identity().encoded()
+            )?)
         }
     }
 

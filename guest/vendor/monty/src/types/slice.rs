@@ -172,6 +172,19 @@ pub(crate) fn optional_sequence_bound(value: &Value, default: usize, len: usize,
     Ok(bound.map_or(default, |i| normalize_sequence_index(i, len)))
 }
 
+/// The `start` of a search, negative counted from the end, and past the end
+/// left past it (`len + 1`): CPython's `ADJUST_INDICES` does not clamp
+/// it, so `''.find('', 2)` is -1, `'abc'.count('', 5)` is 0 and
+/// `b''.startswith(b'', 2)` is False (chainbox patch; callers of the str and
+/// bytes searches answer "not found" when `start > end`).
+pub(crate) fn search_start(value: &Value, len: usize, vm: &mut VM<'_>) -> RunResult<usize> {
+    Ok(match value_to_option_i64(value, vm)? {
+        Some(i) if usize::try_from(i).is_ok_and(|i| i > len) => len + 1,
+        Some(i) => normalize_sequence_index(i, len),
+        None => 0,
+    })
+}
+
 /// CPython's `_PyEval_SliceIndex`: an `int`, or the `__index__` of an object
 /// that has one, **saturated** to `i64` rather than raised on. `Ok(None)` means
 /// the value is not `__index__`-able, leaving the `TypeError` to the caller,

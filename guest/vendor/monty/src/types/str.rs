@@ -27,7 +27,7 @@ use crate::{
         LazyHeapSet, Type,
         long_int::repeat_count,
         py_trait::PyObjectIdentity,
-        slice::{optional_sequence_bound, slice_collect_iterator},
+        slice::{optional_sequence_bound, search_start, slice_collect_iterator},
     },
     value::{EitherStr, Value, eq_str},
 };
@@ -918,6 +918,9 @@ fn str_isdecimal(s: &str) -> bool {
 fn str_find<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.find", str_len, args, vm)?;
+    if start > end {
+        return Ok(Value::Int(-1));
+    }
     let s = s.get(vm.heap);
     let slice = slice_string(s, start, end);
     let result = match slice.find(&sub) {
@@ -938,6 +941,9 @@ fn str_find<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) ->
 fn str_rfind<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.rfind", str_len, args, vm)?;
+    if start > end {
+        return Ok(Value::Int(-1));
+    }
     let s = s.get(vm.heap);
     let slice = slice_string(s, start, end);
     let result = match slice.rfind(&sub) {
@@ -957,6 +963,9 @@ fn str_rfind<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -
 fn str_index<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.index", str_len, args, vm)?;
+    if start > end {
+        return Err(ExcType::value_error_substring_not_found());
+    }
     let s = s.get(vm.heap);
     let slice = slice_string(s, start, end);
     match slice.find(&sub) {
@@ -975,6 +984,9 @@ fn str_index<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -
 fn str_rindex<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.rindex", str_len, args, vm)?;
+    if start > end {
+        return Err(ExcType::value_error_substring_not_found());
+    }
     let s = s.get(vm.heap);
     let slice = slice_string(s, start, end);
     match slice.rfind(&sub) {
@@ -994,6 +1006,9 @@ fn str_rindex<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) 
 fn str_count<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.count", str_len, args, vm)?;
+    if start > end {
+        return Ok(Value::Int(0));
+    }
     let s = s.get(vm.heap);
     let slice = slice_string(s, start, end);
     let count = if sub.is_empty() {
@@ -1046,15 +1061,21 @@ fn str_starts_ends_with<'h>(
         return Err(ExcType::type_error_at_most(short_name(method), 3, pos.len()));
     }
     let start = match rest.first() {
-        Some(value) => optional_sequence_bound(value, 0, str_len, vm)?,
+        Some(value) => search_start(value, str_len, vm)?,
         None => 0,
     };
     let end = match rest.get(1) {
         Some(value) => optional_sequence_bound(value, str_len, str_len, vm)?,
         None => str_len,
     };
-    let slice = slice_string(s.get(vm.heap), start, end);
-    Ok(Value::Bool(affix_matches(affix, slice, method, matcher, vm)?))
+    // chainbox patch: CPython's `tailmatch` does not clamp `start` to the
+    // length, and a window that ends before it starts matches nothing, not
+    // even '' (`''.startswith('', 2)` and `'abc'.endswith('', 2, 1)` are
+    // False). The affix is still checked, as CPython does.
+    let empty_window = start > end;
+    let slice = slice_string(s.get(vm.heap), start, end.max(start));
+    let matched = affix_matches(affix, slice, method, |hay, a| !empty_window && matcher(hay, a), vm)?;
+    Ok(Value::Bool(matched))
 }
 
 /// Tests `matcher(slice, affix)` (`str::starts_with` or `str::ends_with`) against
@@ -1129,12 +1150,12 @@ fn parse_search_args(
         }
         [sub_value, start_value] => {
             let sub = extract_string_arg(sub_value, vm, must_be_str(name, 1))?;
-            let start = optional_sequence_bound(start_value, 0, str_len, vm)?;
+            let start = search_start(start_value, str_len, vm)?;
             Ok((sub, start, str_len))
         }
         [sub_value, start_value, end_value] => {
             let sub = extract_string_arg(sub_value, vm, must_be_str(name, 1))?;
-            let start = optional_sequence_bound(start_value, 0, str_len, vm)?;
+            let start = search_start(start_value, str_len, vm)?;
             let end = optional_sequence_bound(end_value, str_len, str_len, vm)?;
             Ok((sub, start, end))
         }
@@ -1142,6 +1163,7 @@ fn parse_search_args(
         _ => Err(ExcType::type_error_at_most(name, 3, pos.len())),
     }
 }
+
 
 /// Extracts a string from a Value; anything else raises the TypeError that
 /// `message` makes of its type name.
