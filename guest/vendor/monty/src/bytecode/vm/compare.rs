@@ -23,6 +23,10 @@ fn sequence_kind(value: &Value, vm: &VM<'_>) -> Option<u8> {
     }
 }
 
+fn is_deque(value: &Value, vm: &VM<'_>) -> bool {
+    matches!(value, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::Deque(_)))
+}
+
 impl VM<'_> {
     /// Evaluates a comparison as a boolean without consuming its operands.
     ///
@@ -117,11 +121,37 @@ impl VM<'_> {
             }),
             CmpOrder::Unordered => Ok(false),
             CmpOrder::Incomparable => {
+                // chainbox patch: two deques are incomparable through their
+                // first items that are not `==`; CPython's error names those
+                // items' types (`'int' and 'str'`), not `collections.deque`.
+                if is_deque(lhs, self) && is_deque(rhs, self) {
+                    return self.deque_items_ordering_error(op, lhs, rhs);
+                }
                 let left_type = lhs.py_type_name(self);
                 let right_type = rhs.py_type_name(self);
                 Err(ExcType::type_error_ordering(op.as_str(), &left_type, &right_type))
             }
         }
+    }
+
+    /// The error of the first pair of items of two deques that are not `==`,
+    /// which `Deque::py_cmp` found incomparable.
+    fn deque_items_ordering_error(&mut self, op: CmpOperator, lhs: &Value, rhs: &Value) -> RunResult<bool> {
+        let vm = self;
+        let shared = lhs.py_len(vm).unwrap_or(0).min(rhs.py_len(vm).unwrap_or(0));
+        for index in 0..shared {
+            let position = Value::Int(i64::try_from(index).unwrap_or(i64::MAX));
+            let left = lhs.py_getitem(&position, vm)?;
+            defer_drop!(left, vm);
+            let right = rhs.py_getitem(&position, vm)?;
+            defer_drop!(right, vm);
+            if !left.py_eq(right, vm)? {
+                return vm.cmp_ordering(op, left, right);
+            }
+        }
+        let left_type = lhs.py_type_name(vm);
+        let right_type = rhs.py_type_name(vm);
+        Err(ExcType::type_error_ordering(op.as_str(), &left_type, &right_type))
     }
 
     /// Orders two lists or tuples as CPython's `list_richcompare` (and the
