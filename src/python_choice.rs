@@ -2226,8 +2226,11 @@ fn rule_function_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         return None;
     }
     let [dot, attribute, assign] = [1, 2, 3].map(|i| scan.tokens.get(at + i));
-    let assigns = dot?.text == "." && attribute?.kind == Kind::Name && assign?.kind == Kind::Op;
-    if !assigns || !matches!(assign?.text, "=" | "+=" | "-=" | "*=" | "|=") || !scan.defines_function(token.text) {
+    let assigns = dot?.text == "."
+        && attribute?.kind == Kind::Name
+        && assign?.kind == Kind::Op
+        && matches!(assign?.text, "=" | "+=" | "-=" | "*=" | "|=");
+    if !assigns || !scan.defines_function(token.text) {
         return None;
     }
     Some(Needs::Feature {
@@ -2790,6 +2793,9 @@ struct Scan<'a> {
     bound: FxHashSet<&'a str>,
     /// Names of the script's `async def` functions.
     async_defs: NameSet<'a>,
+    /// Names of all the script's `def`s (methods included), asked about at
+    /// every `name.attr =` and `x.__dunder__`.
+    defs: NameSet<'a>,
     /// Line-starting tokens directly inside a class body.
     in_class_body: FxHashSet<usize>,
     /// The callee of each `(` that is a call (see [`Scan::resolve_callee`]),
@@ -2801,9 +2807,7 @@ struct Scan<'a> {
 impl<'a> Scan<'a> {
     /// Whether the script has a `def name` anywhere (a method included).
     fn defines_function(&self, name: &str) -> bool {
-        self.tokens
-            .windows(2)
-            .any(|pair| pair[0].kind == Kind::Name && pair[0].text == "def" && pair[1].text == name)
+        self.defs.contains(name)
     }
 
     fn new(script: &'a str) -> Self {
@@ -2815,6 +2819,7 @@ impl<'a> Scan<'a> {
             // A typical chain binds a few dozen names: no rehashing on the way.
             bound: FxHashSet::with_capacity_and_hasher(64, rustc_hash::FxBuildHasher),
             async_defs: NameSet::default(),
+            defs: NameSet::default(),
             in_class_body: FxHashSet::default(),
             callees: Vec::new(),
         };
@@ -2881,6 +2886,9 @@ impl<'a> Scan<'a> {
                         }
                     }
                     if token.text == "def" {
+                        if let Some(name) = self.tokens.get(i + 1).filter(|t| t.kind == Kind::Name) {
+                            self.defs.insert(name.text, ());
+                        }
                         self.bind_parameters(i + 2);
                     }
                 }
