@@ -1,6 +1,8 @@
 # Errors a script prints when it sorts mixed rows or spreads a value that is
 # not a list: CPython names the first unequal items' types (not 'list' and
-# 'list'), and the callee a lone `*x` or `**x` was meant for.
+# 'list'), and the callee a lone `*x` or `**x` was meant for. A lone `*x`
+# is converted at the call, after the `**` mappings: with both wrong, the
+# `**` is reported.
 rows = [("b", None), ("b", "x")]
 out = []
 
@@ -33,4 +35,7 @@ attempt("method", lambda: ledger.add(*3.5, ))
 attempt("mapping", lambda: total(**[1]))
 attempt("twice", lambda: total(a=1, **{"a": 2}))
 attempt("leading", lambda: total(1, *7))
+attempt("both", lambda: total(*5, **6))
+attempt("both method", lambda: ledger.add(*5, **6))
+attempt("lone spread", lambda: total(*(n for n in range(3)), **{"k": 1}))
 out

@@ -2143,25 +2143,8 @@ impl<'a, 'i> Compiler<'a, 'i> {
         var_kwargs: Option<&ExprLoc>,
         call_pos: CodeRange,
     ) -> Result<(), CompileError> {
-        // 1. Build args tuple
-        // Push regular positional args and build list
-        let pos_count = args.map_or(0, Vec::len);
-        if let Some(args) = args {
-            for arg in args {
-                self.compile_expr(arg)?;
-            }
-        }
-        let pos_count_u16 = check_collection_size_u16(pos_count, call_pos)?;
-        self.code.emit_u16(Opcode::BuildList, pos_count_u16)?;
-
-        // Extend with *args if present
-        if let Some(var_args_expr) = var_args {
-            self.compile_expr(var_args_expr)?;
-            self.emit_args_extend(pos_count == 0, NO_CALL_NAME)?;
-        }
-
-        // Convert list to tuple
-        self.code.emit(Opcode::ListToTuple)?;
+        // 1. The positional arguments
+        self.compile_positional_pack(args, var_args, call_pos)?;
 
         // 2. Build kwargs dict (if we have kwargs or var_kwargs)
         let has_kwargs = kwargs.is_some() || var_kwargs.is_some();
@@ -2195,18 +2178,54 @@ impl<'a, 'i> Compiler<'a, 'i> {
         Ok(())
     }
 
-    /// Emits the extend of a call's argument list by a `*` value on the stack.
-    ///
-    /// CPython passes a lone leading `*x` straight to the call, whose error
-    /// names the callee (`f() argument after * must be an iterable`); any
-    /// other `*x` extends a list first and says `Value after * must be ...`.
-    /// `name_id` is the method name for a method call, else [`NO_CALL_NAME`].
-    fn emit_args_extend(&mut self, lone: bool, name_id: u16) -> Result<(), CompileError> {
-        if lone {
-            self.code.emit_u16(Opcode::CallArgsExtend, name_id)
-        } else {
-            self.code.emit(Opcode::ListExtend)
+    /// Pushes an extended call's positional arguments: a tuple of `args` and
+    /// the items of `*var_args`, or, for a lone `*x` (`f(*x)`, `f(*x, **k)`),
+    /// `x` itself. CPython converts a lone `*x` only at the call, after any
+    /// `**` mapping was merged (`g(*1, **2)` reports the `**`), and names the
+    /// callee when `x` is not iterable; `CallFunctionExtended` and
+    /// `CallAttrExtended` do the same here (`VM::star_args`).
+    fn compile_positional_pack(
+        &mut self,
+        args: Option<&Vec<ExprLoc>>,
+        var_args: Option<&ExprLoc>,
+        call_pos: CodeRange,
+    ) -> Result<(), CompileError> {
+        let pos_count = args.map_or(0, Vec::len);
+        if let (0, Some(var_args_expr)) = (pos_count, var_args) {
+            return self.compile_expr(var_args_expr);
         }
+        for arg in args.into_iter().flatten() {
+            self.compile_expr(arg)?;
+        }
+        let pos_count_u16 = check_collection_size_u16(pos_count, call_pos)?;
+        self.code.emit_u16(Opcode::BuildList, pos_count_u16)?;
+        if let Some(var_args_expr) = var_args {
+            self.compile_expr(var_args_expr)?;
+            self.code.emit(Opcode::ListExtend)?;
+        }
+        self.code.emit(Opcode::ListToTuple)
+    }
+
+    /// [`Self::compile_positional_pack`] for a PEP 448 call's mix of values
+    /// and `*` unpackings.
+    fn compile_generalized_positional_pack(&mut self, args: &[CallArg]) -> Result<(), CompileError> {
+        if let [CallArg::Unpack(lone)] = args {
+            return self.compile_expr(lone);
+        }
+        self.code.emit_u16(Opcode::BuildList, 0)?;
+        for arg in args {
+            match arg {
+                CallArg::Value(e) => {
+                    self.compile_expr(e)?;
+                    self.code.emit_u8(Opcode::ListAppend, 0)?;
+                }
+                CallArg::Unpack(e) => {
+                    self.compile_expr(e)?;
+                    self.code.emit(Opcode::ListExtend)?;
+                }
+            }
+        }
+        self.code.emit(Opcode::ListToTuple)
     }
 
     /// Compiles arguments for a builtin call and returns the arg count if optimization can be used.
@@ -2266,25 +2285,8 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // so duplicate-kwargs errors from **unpacking match CPython.
         let func_name_id = self.get_callable_name_id(callable)?;
 
-        // 1. Build args tuple
-        // Push regular positional args and build list
-        let pos_count = args.map_or(0, Vec::len);
-        if let Some(args) = args {
-            for arg in args {
-                self.compile_expr(arg)?;
-            }
-        }
-        let pos_count_u16 = check_collection_size_u16(pos_count, call_pos)?;
-        self.code.emit_u16(Opcode::BuildList, pos_count_u16)?;
-
-        // Extend with *args if present
-        if let Some(var_args_expr) = var_args {
-            self.compile_expr(var_args_expr)?;
-            self.emit_args_extend(pos_count == 0, NO_CALL_NAME)?;
-        }
-
-        // Convert list to tuple
-        self.code.emit(Opcode::ListToTuple)?;
+        // 1. The positional arguments
+        self.compile_positional_pack(args, var_args, call_pos)?;
 
         // 2. Build kwargs dict (if we have kwargs or var_kwargs)
         let has_kwargs = kwargs.is_some() || var_kwargs.is_some();
@@ -2481,21 +2483,8 @@ impl<'a, 'i> Compiler<'a, 'i> {
                 let func_name_id = name_idx;
                 let has_kwargs = !kwargs.is_empty();
 
-                // 1. Build args tuple
-                self.code.emit_u16(Opcode::BuildList, 0)?;
-                for arg in args {
-                    match arg {
-                        CallArg::Value(e) => {
-                            self.compile_expr(e)?;
-                            self.code.emit_u8(Opcode::ListAppend, 0)?;
-                        }
-                        CallArg::Unpack(e) => {
-                            self.compile_expr(e)?;
-                            self.emit_args_extend(args.len() == 1, func_name_id)?;
-                        }
-                    }
-                }
-                self.code.emit(Opcode::ListToTuple)?;
+                // 1. The positional arguments
+                self.compile_generalized_positional_pack(args)?;
 
                 // 2. Build kwargs dict (if any)
                 if has_kwargs {
@@ -2543,25 +2532,8 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // once and both `DictMerge` (for error messages) and `CallAttrExtended`
         // can reuse the converted value.
         let name_idx = check_name_index_u16(name_id, call_pos)?;
-        // 1. Build args tuple
-        // Push regular positional args and build list
-        let pos_count = args.map_or(0, Vec::len);
-        if let Some(args) = args {
-            for arg in args {
-                self.compile_expr(arg)?;
-            }
-        }
-        let pos_count_u16 = check_collection_size_u16(pos_count, call_pos)?;
-        self.code.emit_u16(Opcode::BuildList, pos_count_u16)?;
-
-        // Extend with *args if present
-        if let Some(var_args_expr) = var_args {
-            self.compile_expr(var_args_expr)?;
-            self.emit_args_extend(pos_count == 0, name_idx)?;
-        }
-
-        // Convert list to tuple
-        self.code.emit(Opcode::ListToTuple)?;
+        // 1. The positional arguments
+        self.compile_positional_pack(args, var_args, call_pos)?;
 
         // 2. Build kwargs dict (if we have kwargs or var_kwargs)
         let has_kwargs = kwargs.is_some() || var_kwargs.is_some();
@@ -2616,21 +2588,8 @@ impl<'a, 'i> Compiler<'a, 'i> {
         func_name_id: u16,
         call_pos: CodeRange,
     ) -> Result<(), CompileError> {
-        // 1. Build args tuple
-        self.code.emit_u16(Opcode::BuildList, 0)?;
-        for arg in args {
-            match arg {
-                CallArg::Value(e) => {
-                    self.compile_expr(e)?;
-                    self.code.emit_u8(Opcode::ListAppend, 0)?;
-                }
-                CallArg::Unpack(e) => {
-                    self.compile_expr(e)?;
-                    self.emit_args_extend(args.len() == 1, NO_CALL_NAME)?;
-                }
-            }
-        }
-        self.code.emit(Opcode::ListToTuple)?;
+        // 1. The positional arguments
+        self.compile_generalized_positional_pack(args)?;
 
         // 2. Build kwargs dict (if any)
         let has_kwargs = !kwargs.is_empty();

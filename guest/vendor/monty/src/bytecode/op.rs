@@ -598,13 +598,8 @@ pub enum Opcode {
     /// becomes `[v, a, b, c]`. Operand: u8 n. The inverse of `LiftToTop`; the
     /// pattern compiler uses it to park a capture under the pattern's temporaries.
     SinkTop = 129,
-    /// [`Opcode::ListExtend`] for a call's lone leading `*args` (`f(*x)`,
-    /// `obj.m(*x, k=1)`), where CPython names the callee when `x` is not
-    /// iterable: `print() argument after * must be an iterable, not int`.
-    /// Stack: `[callee, list, iterable] -> [callee, list]`. Operand: u16
-    /// method name id with the receiver as `callee`, or `0xFFFF` for a plain
-    /// callable.
-    CallArgsExtend = 130,
+    // 130 was chainbox's `CallArgsExtend`: a call's lone `*x` is now passed
+    // to `CallFunctionExtended` unconverted, as CPython does.
     /// chainbox patch: `del obj[index]`: `[obj, index] -> []`.
     DeleteSubscr = 131,
     /// chainbox patch: `del obj.attr`: `[obj] -> []`. Operand: u16 name id.
@@ -612,7 +607,7 @@ pub enum Opcode {
 }
 
 /// The name-id operand of the call-argument opcodes (`DictMerge`,
-/// `MethodDictMerge`, `CallArgsExtend`) that means "no name": the callee is
+/// `MethodDictMerge`) that means "no name": the callee is
 /// an expression, or a plain callable named at run time.
 pub(crate) const NO_CALL_NAME: u16 = 0xFFFF;
 
@@ -763,7 +758,6 @@ impl Opcode {
             | Self::DeleteGlobal
             | Self::RaiseUnboundLocal
             | Self::MethodDictMerge
-            | Self::CallArgsExtend
             | Self::DeleteAttr => OperandShape::U16,
             Self::Jump
             | Self::JumpIfTrue
@@ -1038,7 +1032,7 @@ impl Opcode {
             // the duplicate-key TypeError message. `MethodDictMerge` shares
             // the stack effect and additionally peeks the receiver under
             // the popped operands to qualify the error wording.
-            (DictMerge | MethodDictMerge | CallArgsExtend, Operand::U16(_)) => -1,
+            (DictMerge | MethodDictMerge, Operand::U16(_)) => -1,
             // `RaiseUnboundLocal(name_id)` always raises — fall-through is dead
             // code, but the tracker absorbs the bytes with effect 0 before the
             // following region starts.

@@ -8,7 +8,10 @@ use std::mem;
 
 use monty_types::{MontyUuid, OsFunctionCall};
 
-use super::{CallFrame, VM, attr::PendingLookupEffect, function_namespace, recursion::RunReentryGuard};
+use super::{
+    CallFrame, VM, attr::PendingLookupEffect, collections::star_not_iterable, function_namespace,
+    recursion::RunReentryGuard,
+};
 use crate::{
     args::{ArgValues, KwargsValues},
     asyncio::Coroutine,
@@ -24,8 +27,8 @@ use crate::{
     modules::dataclasses,
     os_dispatch::{PendingEffect, release_pending_effect},
     resource_checks::check_estimated_size,
-    types::{Dict, Instance, PyTrait, Type, instance::class_name},
-    value::{EitherStr, VALUE_SIZE, Value},
+    types::{Dict, Instance, PyTrait, Type, collect_iterable, instance::class_name},
+    value::{EitherStr, VALUE_SIZE, Value, callee_display, method_callee_display},
 };
 
 /// Result of executing a call or attribute method.
@@ -586,7 +589,7 @@ impl<'h> VM<'h> {
         let (pending, this) = pending_kwargs.as_parts_mut();
 
         // Extract positional args from tuple
-        let copied_args = this.extract_args_tuple(args_tuple)?;
+        let copied_args = this.star_args(args_tuple, |vm| callee_display(callable, vm))?;
 
         // Build ArgValues from positional args and optional kwargs
         let args = if let Some(kwargs_ref) = pending.take() {
@@ -618,7 +621,11 @@ impl<'h> VM<'h> {
         let (pending_values, this) = pending.as_parts_mut();
 
         // Extract positional args from tuple
-        let copied_args = this.extract_args_tuple_for_attr(args_tuple)?;
+        let receiver = &pending_values.0;
+        let copied_args = this.star_args(args_tuple, |vm| {
+            let name = vm.interns.get_str(name_id);
+            Some(method_callee_display(receiver, name, vm))
+        })?;
 
         // Build ArgValues from positional args and optional kwargs
         let args = if let Some(kwargs_ref) = pending_values.1.take() {
@@ -632,19 +639,24 @@ impl<'h> VM<'h> {
         this.call_attr(obj, name_id, args)
     }
 
-    /// Extracts arguments from a tuple for `CallFunctionExtended`.
-    ///
-    /// # Panics
-    /// Panics if `args_tuple` is not a tuple. This indicates a compiler bug since
-    /// the compiler always emits `ListToTuple` before `CallFunctionExtended`.
-    fn extract_args_tuple(&mut self, args_tuple: &Value) -> RunResult<Vec<Value>> {
-        let Value::Ref(id) = args_tuple else {
-            unreachable!("CallFunctionExtended: args_tuple must be a Ref")
-        };
-        let HeapData::Tuple(tuple) = self.heap.get(*id) else {
-            unreachable!("CallFunctionExtended: args_tuple must be a Tuple")
-        };
-        clone_args_from_tuple(tuple.as_slice(), self)
+    /// The positional arguments of an extended call: the compiler's tuple, or
+    /// a lone `*x`'s `x` (`compile_positional_pack`), converted here, after
+    /// the `**` mappings were merged, as CPython's `CALL_FUNCTION_EX` does.
+    /// `callee` names the callee for a non-iterable `x`, only when it is one.
+    fn star_args(&mut self, args: &Value, callee: impl FnOnce(&Self) -> Option<String>) -> RunResult<Vec<Value>> {
+        if let Value::Ref(id) = args
+            && let HeapData::Tuple(tuple) = self.heap.get(*id)
+        {
+            return clone_args_from_tuple(tuple.as_slice(), self);
+        }
+        if !args.py_is_iterable(self) {
+            let callee = callee(self);
+            return Err(star_not_iterable(args, callee, self));
+        }
+        let mut items = collect_iterable(args, self)?;
+        // The spare slot `clone_args_from_tuple` keeps for a bound method's `self`.
+        items.reserve(1);
+        Ok(items)
     }
 
     /// Builds `ArgValues` with kwargs for `CallFunctionExtended`.
@@ -697,21 +709,6 @@ impl<'h> VM<'h> {
                 kwargs: KwargsValues::Empty,
             },
         }
-    }
-
-    /// Extracts arguments from a tuple for `CallAttrExtended`.
-    ///
-    /// # Panics
-    /// Panics if `args_tuple` is not a tuple. This indicates a compiler bug since
-    /// the compiler always emits `ListToTuple` before `CallAttrExtended`.
-    fn extract_args_tuple_for_attr(&mut self, args_tuple: &Value) -> RunResult<Vec<Value>> {
-        let Value::Ref(id) = args_tuple else {
-            unreachable!("CallAttrExtended: args_tuple must be a Ref")
-        };
-        let HeapData::Tuple(tuple) = self.heap.get(*id) else {
-            unreachable!("CallAttrExtended: args_tuple must be a Tuple")
-        };
-        clone_args_from_tuple(tuple.as_slice(), self)
     }
 
     /// Builds `ArgValues` with kwargs for `CallAttrExtended`.

@@ -113,13 +113,12 @@ impl VM<'_> {
     /// Pops the iterable, extends the list in place, leaves list on stack.
     ///
     /// Raises `TypeError("Value after * must be an iterable, not {type}")` for non-iterables,
-    /// matching CPython's message for list/tuple literal unpacking (`[*x]`, `(*x,)`).
-    /// With `call_name_id` (see [`Opcode::CallArgsExtend`](crate::bytecode::Opcode)) the
-    /// message names the callee under the list instead, as CPython does for `f(*x)`.
+    /// matching CPython's message for list/tuple literal unpacking (`[*x]`, `(*x,)`) and
+    /// for a call's `*x` that is not its lone positional argument (`f(1, *x)`).
     ///
     /// Uses `DropGuard` for `list_ref` because it is pushed back on success,
     /// and `defer_drop!` for `iterable` because it is always dropped.
-    pub(super) fn list_extend(&mut self, call_name_id: Option<u16>) -> Result<(), RunError> {
+    pub(super) fn list_extend(&mut self) -> Result<(), RunError> {
         let this = self;
 
         let iterable = this.pop();
@@ -129,27 +128,7 @@ impl VM<'_> {
         let (list_ref, this) = list_ref_guard.as_parts();
 
         if !iterable.py_is_iterable(this) {
-            let type_ = iterable.py_type_name(this);
-            if opts_out_of_iter(iterable, this) {
-                return Err(ExcType::type_error_not_iterable(&type_));
-            }
-            // The callee sits right under the list being built.
-            let callee = this.stack.last();
-            let name = match (call_name_id, callee) {
-                (Some(NO_CALL_NAME), Some(callee)) => callee_display(callee, this),
-                (Some(name_id), Some(receiver)) => Some(method_callee_display(
-                    receiver,
-                    this.interns.get_str(StringId::from_index(name_id)),
-                    this,
-                )),
-                _ => None,
-            };
-            return Err(match name {
-                Some(name) => {
-                    ExcType::type_error(format!("{name}() argument after * must be an iterable, not {type_}"))
-                }
-                None => ExcType::type_error_value_after_star(&type_),
-            });
+            return Err(star_not_iterable(iterable, None, this));
         }
 
         {
@@ -703,6 +682,22 @@ fn unpack_type_error(value: &Value, vm: &VM<'_>) -> RunError {
             format!("cannot unpack non-iterable {type_name} object"),
         )
         .into()
+    }
+}
+
+/// The `TypeError` for a `*x` whose `x` is not iterable. `callee` is the
+/// callee's display name (`print`, `__main__.f`, `list.sort`) for a call's
+/// lone `*x`, which CPython converts at the call and names the callee for:
+/// `print() argument after * must be an iterable, not int`; without it, the
+/// `Value after * ...` of any other unpacking.
+pub(super) fn star_not_iterable(value: &Value, callee: Option<String>, vm: &VM<'_>) -> RunError {
+    let type_ = value.py_type_name(vm);
+    if opts_out_of_iter(value, vm) {
+        return ExcType::type_error_not_iterable(&type_);
+    }
+    match callee {
+        Some(name) => ExcType::type_error(format!("{name}() argument after * must be an iterable, not {type_}")),
+        None => ExcType::type_error_value_after_star(&type_),
     }
 }
 

@@ -1531,11 +1531,7 @@ impl<'h> VM<'h> {
                     try_catch!(self, self.build_slice());
                 }
                 Opcode::ListExtend => {
-                    try_catch!(self, self.list_extend(None));
-                }
-                Opcode::CallArgsExtend => {
-                    let method_name_id = self.current_frame.fetch_u16();
-                    try_catch!(self, self.list_extend(Some(method_name_id)));
+                    try_catch!(self, self.list_extend());
                 }
                 Opcode::ListToTuple => {
                     try_catch!(self, self.list_to_tuple());
