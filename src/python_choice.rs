@@ -1290,7 +1290,16 @@ const REJECTED_KEYWORDS: &[(&str, Rejects)] = &[
     // {name} option".
     (
         "dataclasses.dataclass",
-        Rejects::These(&["order", "unsafe_hash", "match_args", "kw_only", "slots", "weakref_slot"]),
+        Rejects::These(&[
+            "init",
+            "repr",
+            "order",
+            "unsafe_hash",
+            "match_args",
+            "kw_only",
+            "slots",
+            "weakref_slot",
+        ]),
     ),
     // src/modules/dataclasses/field.rs: "field() does not yet support the
     // {name} argument".
@@ -3141,15 +3150,59 @@ impl<'a> Scan<'a> {
                 .is_some_and(|callee| matches!(self.tokens[callee].text, "isinstance" | "issubclass"));
             return !self.follows_dot(at) && next != Some("(") && matches!(prev, Some("(" | ",")) && !in_type_check;
         }
-        // `.keys()` / `.items()` followed by a set operator.
-        matches!(token.text, "keys" | "items")
+        // A set operation on a dict view (`.keys()` / `.items()`), on either
+        // side (`[3, 1] | d.keys()`), or on a name holding one.
+        let is_view = matches!(token.text, "keys" | "items")
             && self.follows_dot(at)
             && next == Some("(")
-            && self.tokens.get(at + 2).is_some_and(|t| t.text == ")")
-            && self
-                .tokens
-                .get(at + 3)
-                .is_some_and(|t| matches!(t.text, "&" | "|" | "-" | "^"))
+            && self.tokens.get(at + 2).is_some_and(|t| t.text == ")");
+        if !is_view {
+            return false;
+        }
+        let set_operator = |i: Option<usize>| {
+            i.and_then(|i| self.tokens.get(i))
+                .is_some_and(|t| matches!(t.text, "&" | "|" | "-" | "^" | "&=" | "|=" | "-=" | "^="))
+        };
+        let (start, end) = (self.primary_start(at.saturating_sub(2)), at + 2);
+        if set_operator(Some(end + 1)) || set_operator(start.checked_sub(1)) {
+            return true;
+        }
+        self.set_assigned_to(start, end).is_some_and(|name| {
+            self.tokens.iter().enumerate().any(|(i, t)| {
+                t.kind == Kind::Name
+                    && t.text == name
+                    && !self.follows_dot(i)
+                    && (set_operator(Some(i + 1)) || set_operator(i.checked_sub(1)))
+            })
+        })
+    }
+
+    /// The first token of the primary expression (`rows[0].data`,
+    /// `load(x)`) whose last token is at `end`: back over calls, subscripts
+    /// and attribute dots.
+    fn primary_start(&self, end: usize) -> usize {
+        let mut i = end;
+        loop {
+            let token = &self.tokens[i];
+            if matches!(token.text, ")" | "]" | "}") {
+                // Its opening bracket: the nearest token before it at its depth.
+                let Some(open) = (0..i).rev().find(|&j| self.tokens[j].depth == token.depth) else {
+                    return i;
+                };
+                i = open;
+                let continues = open.checked_sub(1).map(|p| &self.tokens[p]).is_some_and(|p| {
+                    (p.kind == Kind::Name && !KEYWORDS.contains(&p.text)) || matches!(p.text, ")" | "]")
+                });
+                if !(self.tokens[open].text != "{" && continues) {
+                    return i;
+                }
+                i -= 1;
+            } else if self.follows_dot(i) && i >= 2 {
+                i -= 2;
+            } else {
+                return i;
+            }
+        }
     }
 
     /// Whether the token at `at` calls one of the script's own `async def`s
@@ -3860,6 +3913,11 @@ mod tests {
             "keyword_argument",
             "`order=`",
         );
+        assert_cpython(
+            "import dataclasses\n@dataclasses.dataclass(repr=False)\nclass A:\n    x: int",
+            "keyword_argument",
+            "`repr=`",
+        );
         assert_monty(
             "from dataclasses import dataclass, field\n@dataclass(frozen=True)\nclass A:\n    x: int = field(default=0)",
         );
@@ -4189,6 +4247,11 @@ mod tests {
             "set_order",
             says,
         );
+        assert_cpython("d = {'x': 1}\n[3, 1] | d.keys()", "set_order", says);
+        assert_cpython("rows = [{'x': 1}]\n[3, 1] - rows[0]['y'].items()", "set_order", says);
+        assert_cpython("ks = {'x': 1}.keys()\nprint(ks | [3, 1])", "set_order", says);
+        assert_cpython("ks = {'x': 1}.keys()\nprint([3, 1] ^ ks)", "set_order", says);
+        assert_monty("d = {'x': 1}\nks = d.keys()\nprint(sorted(ks), len(ks) - 1)");
         assert_monty("x = {1: 2}\nisinstance(x, set)");
     }
 

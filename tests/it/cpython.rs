@@ -123,6 +123,16 @@ same_on_both_guests! {
     math_domain_errors_show_the_float_as_python_writes_it:
         "import math\nout = []\nfor f in [math.sqrt, math.log]:\n    try:\n        f(-2.3e20)\n    except ValueError as e:\n        out.append(str(e))\nout";
     an_answer_with_an_int_too_long_to_write_is_a_value_error: "[1, 10 ** 5000]";
+    // An answer json.dumps refuses is its repr, written by the VM (a
+    // chainbox patch of monty: `CompileOptions::answer_repr`): a class's own
+    // `__repr__`, a dict view's, a range's; `output_text` names a Counter.
+    a_dict_views_answer_is_its_repr: "d = {'b': 1, 'a': 2}\nd.items()";
+    a_range_answer_is_its_repr: "range(2, 10, 3)";
+    instances_answer_their_own_repr:
+        "class Point:\n    def __init__(self, x):\n        self.x = x\n    def __repr__(self):\n        return f'Point({self.x})'\n[Point(1), Point(2)]";
+    a_dataclass_answers_its_fields_and_its_own_repr:
+        "from dataclasses import dataclass\n@dataclass\nclass Row:\n    id: int\n    def __repr__(self):\n        return f'<row {self.id}>'\nRow(7)";
+    a_counters_answer_text_names_it: "import collections\ncollections.Counter('abca')";
     an_empty_dicts_popitem_error_reads_as_in_cpython:
         "try:\n    {}.popitem()\nexcept KeyError as e:\n    r = [str(e), repr(e)]\nr";
     // CPython 3.13+'s "Did you mean" in an unexpected keyword's message

@@ -44,6 +44,8 @@ fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
                 .collect::<Result<_, _>>()?,
         ),
         "module" | "type" => return Err(not_serializable(type_name)),
+        // An instance is an object of its fields only for a dataclass.
+        _ if value.instance_of_dataclass() == Some(false) => return Err(not_serializable(type_name)),
         _ => match value.pairs() {
             // dicts, and dataclass instances (their fields)
             Some(pairs) => {

@@ -24,7 +24,7 @@ use chainbox_protocol::{
 use monty::{MontyRun, RunProgress};
 use monty_types::{
     AssertMessageAnnotations, CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject,
-    NameLookupResult, OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+    NameLookupResult, ObjectRef, OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Value};
 
@@ -201,6 +201,7 @@ fn main() {
 fn compile_options() -> CompileOptions {
     CompileOptions {
         assert_message_annotations: AssertMessageAnnotations::Off,
+        answer_repr: true,
         ..CompileOptions::default()
     }
 }
@@ -259,20 +260,7 @@ fn run(req: RunRequest) -> Finish {
     let result = chain.drive(progress);
     chain.stdout.flush();
     let result = match result {
-        Ok(value) => {
-            if json::has_int_past_str_limit(value.as_ref(), 0) {
-                ScriptResult::Error(int_str_limit_error())
-            } else {
-                let output = json::to_json(value.as_ref()).unwrap_or_else(|_| Value::String(value.py_repr()));
-                ScriptResult::Ok {
-                    output_text: match value.as_ref().as_str() {
-                        Some(s) => s.to_owned(),
-                        None => value.py_repr(),
-                    },
-                    output,
-                }
-            }
-        }
+        Ok(value) => answer(value.as_ref()),
         Err(exc) => {
             let mut error = script_error(&exc, false);
             chain.add_name_hint(&mut error);
@@ -282,6 +270,35 @@ fn run(req: RunRequest) -> Finish {
     Finish {
         result,
         warnings: chain.never_awaited(),
+    }
+}
+
+/// The script's answer as the CPython guest reports it: JSON where
+/// `json.dumps` (with tuples and sets as arrays, dataclasses as objects)
+/// takes it, else its repr; `output_text` its repr, or itself for a str. The
+/// run returns the final expression paired with the repr the VM wrote
+/// (`CompileOptions::answer_repr`): a class's own `__repr__`, `Counter(...)`,
+/// `range(0, 3)`. A script without one answers `None`.
+fn answer(run_value: ObjectRef<'_>) -> ScriptResult {
+    let (value, repr) = match run_value.items().as_deref() {
+        Some([value, repr]) if run_value.type_name() == "tuple" => (*value, repr.as_str().map(str::to_owned)),
+        _ => (run_value, None),
+    };
+    let Some(repr) = repr else {
+        if json::has_int_past_str_limit(value, 0) {
+            return ScriptResult::Error(int_str_limit_error());
+        }
+        // No final expression (the run answers `None`, no pair), or an
+        // answer the VM could not write.
+        return ScriptResult::Ok {
+            output: json::to_json(value).unwrap_or(Value::Null),
+            output_text: value.py_repr(),
+        };
+    };
+    let output = json::to_json(value).unwrap_or_else(|_| Value::String(repr.clone()));
+    ScriptResult::Ok {
+        output_text: value.as_str().map_or(repr, str::to_owned),
+        output,
     }
 }
 

@@ -464,6 +464,20 @@ impl<'a> ObjectRef<'a> {
         self.graph.value(id)
     }
 
+    /// chainbox patch: for an instance of a sandbox- or host-defined class,
+    /// whether its class is a dataclass (`dataclasses.is_dataclass`); `None`
+    /// for any other value.
+    #[must_use]
+    pub fn instance_of_dataclass(&self) -> Option<bool> {
+        match self.node() {
+            MontyNode::ClassInstance { class_type, .. } => Some(matches!(
+                self.graph.node(*class_type),
+                MontyNode::ClassType(class) if class.is_dataclass
+            )),
+            _ => None,
+        }
+    }
+
     /// The items of a list, tuple, set, frozenset or namedtuple; `None` for
     /// any other value.
     #[must_use]

@@ -27,6 +27,12 @@ pub struct CompileOptions {
     /// before ruff sees them (see `limitations/language.md`); `0` scans every
     /// source and `usize::MAX` none. Defaults to [`SOURCE_SCAN_THRESHOLD`].
     pub source_scan_threshold: usize,
+    /// chainbox patch: the module's final-expression answer returns as the
+    /// pair `(answer, repr(answer))`, the repr written by the VM (a class's
+    /// own `__repr__`, `Counter(...)`, `range(0, 3)`), so the host renders
+    /// the answer as CPython does. The repr is `None` when the answer holds an
+    /// int too long to write. Off by default.
+    pub answer_repr: bool,
 }
 
 impl Default for CompileOptions {
@@ -34,6 +40,7 @@ impl Default for CompileOptions {
         Self {
             assert_message_annotations: AssertMessageAnnotations::default(),
             source_scan_threshold: SOURCE_SCAN_THRESHOLD,
+            answer_repr: false,
         }
     }
 }

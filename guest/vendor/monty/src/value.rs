@@ -908,9 +908,7 @@ pub(crate) fn callee_display(value: &Value, vm: &VM<'_>) -> Option<String> {
         Value::Builtin(Builtins::Function(function)) => Some(function.to_string()),
         Value::Builtin(Builtins::Type(type_)) => type_.builtin_name().map(str::to_owned),
         Value::Builtin(Builtins::ExcType(exc_type)) => Some(exc_type.to_string()),
-        Value::ModuleFunction(function) => function
-            .module_qualifier()
-            .map(|module| format!("{module}.{function}")),
+        Value::ModuleFunction(function) => function.module_qualifier().map(|module| format!("{module}.{function}")),
         _ => None,
     }
 }
@@ -1757,6 +1755,93 @@ impl Value {
         )
     }
 
+    /// chainbox patch: an augmented assignment that falls back to its binary
+    /// operator (`x *= y` where `x` has no in-place form). The same protocol as
+    /// the binary operator, but CPython's error names the augmented one:
+    /// `unsupported operand type(s) for *=: 'NoneType' and 'int'`, `for **=`.
+    pub(crate) fn py_augmented(&self, other: &Self, op: AugmentedOp, vm: &mut VM<'_>) -> RunResult<Self> {
+        let symbol = op.symbol();
+        match op {
+            AugmentedOp::Sub => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_sub_impl(other, vm),
+                |vm| other.py_rsub_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::Mul => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_mul_impl(other, vm),
+                |vm| other.py_rmul_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::TrueDiv => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_truediv_impl(other, vm),
+                |vm| other.py_rtruediv_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::FloorDiv => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_floordiv_impl(other, vm),
+                |vm| other.py_rfloordiv_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::Mod => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_mod_impl(other, vm),
+                |vm| other.py_rmod_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::Pow => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_pow_impl(other, None, vm),
+                |vm| other.py_rpow_impl(self, None, vm),
+                symbol,
+            ),
+            AugmentedOp::And => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_and_impl(other, vm),
+                |vm| other.py_rand_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::Or => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_or_impl(other, vm),
+                |vm| other.py_ror_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::Xor => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_xor_impl(other, vm),
+                |vm| other.py_rxor_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::LShift => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_lshift_impl(other, vm),
+                |vm| other.py_rlshift_impl(self, vm),
+                symbol,
+            ),
+            AugmentedOp::RShift => self.binary_op(
+                other,
+                vm,
+                |vm| self.py_rshift_impl(other, vm),
+                |vm| other.py_rrshift_impl(self, vm),
+                symbol,
+            ),
+        }
+    }
+
     /// Applies the shared direct, reflected, then unsupported binary protocol.
     fn binary_op(
         &self,
@@ -1771,9 +1856,10 @@ impl Value {
         } else {
             let lhs_type = self.py_type(vm);
             let lhs_name = self.py_type_name(vm);
-            if operator == "*" && lhs_type.has_sequence_repeat() {
+            let repeat = operator == "*" || operator == "*=";
+            if repeat && lhs_type.has_sequence_repeat() {
                 Err(ExcType::type_error_sequence_repeat(other.py_type_name(vm)))
-            } else if operator == "*" && other.py_type(vm).has_sequence_repeat() {
+            } else if repeat && other.py_type(vm).has_sequence_repeat() {
                 Err(ExcType::type_error_sequence_repeat(lhs_name))
             } else {
                 Err(ExcType::binary_type_error(
@@ -2534,5 +2620,41 @@ mod tests {
         });
         assert!(result.is_err());
         value.drop_with(&mut heap);
+    }
+}
+
+/// chainbox patch: the augmented assignments whose fallback is their binary
+/// operator (see [`Value::py_augmented`]); `+=` has its own path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum AugmentedOp {
+    Sub,
+    Mul,
+    TrueDiv,
+    FloorDiv,
+    Mod,
+    Pow,
+    And,
+    Or,
+    Xor,
+    LShift,
+    RShift,
+}
+
+impl AugmentedOp {
+    /// The operator as CPython's `TypeError` spells it.
+    fn symbol(self) -> &'static str {
+        match self {
+            Self::Sub => "-=",
+            Self::Mul => "*=",
+            Self::TrueDiv => "/=",
+            Self::FloorDiv => "//=",
+            Self::Mod => "%=",
+            Self::Pow => "**=",
+            Self::And => "&=",
+            Self::Or => "|=",
+            Self::Xor => "^=",
+            Self::LShift => "<<=",
+            Self::RShift => ">>=",
+        }
     }
 }

@@ -313,6 +313,9 @@ struct ScopeFlags {
     /// Rejects `await` at snippet top level and in its class bodies.
     /// Nested function bodies reset this restriction.
     forbid_await: bool,
+    /// chainbox patch: the module's final-expression answer returns with its
+    /// repr (`CompileOptions::answer_repr`, `Opcode::AnswerRepr`).
+    answer_repr: bool,
 }
 
 /// Jump targets needed to compile `break` and `continue`.
@@ -585,6 +588,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             assert_message_annotations: options.assert_message_annotations.enabled(),
             globals_by_name: snippet.unwrap_or(false),
             forbid_await: snippet.is_some(),
+            answer_repr: options.answer_repr && snippet.is_none(),
         };
         let mut compiler = Compiler::new(interns, true, 0, flags, String::new());
 
@@ -2178,7 +2182,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         Ok(())
     }
 
-    /// Pushes an extended call's positional arguments: a tuple of `args` and
+    /// chainbox patch: pushes an extended call's positional arguments: a tuple of `args` and
     /// the items of `*var_args`, or, for a lone `*x` (`f(*x)`, `f(*x, **k)`),
     /// `x` itself. CPython converts a lone `*x` only at the call, after any
     /// `**` mapping was merged (`g(*1, **2)` reports the `**`), and names the
@@ -2206,7 +2210,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         self.code.emit(Opcode::ListToTuple)
     }
 
-    /// [`Self::compile_positional_pack`] for a PEP 448 call's mix of values
+    /// chainbox patch: [`Self::compile_positional_pack`] for a PEP 448 call's mix of values
     /// and `*` unpackings.
     fn compile_generalized_positional_pack(&mut self, args: &[CallArg]) -> Result<(), CompileError> {
         if let [CallArg::Unpack(lone)] = args {
@@ -3678,6 +3682,10 @@ impl<'a, 'i> Compiler<'a, 'i> {
     fn compile_return(&mut self, expr: Option<&ExprLoc>) -> Result<(), CompileError> {
         if let Some(expr) = expr {
             self.compile_expr(expr)?;
+            // chainbox patch: the module's return is its final-expression answer.
+            if self.is_module_scope && self.flags.answer_repr {
+                self.code.emit(Opcode::AnswerRepr)?;
+            }
         } else {
             self.code.emit(Opcode::LoadNone)?;
         }

@@ -604,6 +604,10 @@ pub enum Opcode {
     DeleteSubscr = 131,
     /// chainbox patch: `del obj.attr`: `[obj] -> []`. Operand: u16 name id.
     DeleteAttr = 132,
+    /// chainbox patch: the module's final-expression answer and its repr,
+    /// `[value] -> [(value, repr(value))]`, the repr `None` when the answer
+    /// holds an int too long to write (`CompileOptions::answer_repr`).
+    AnswerRepr = 133,
 }
 
 /// The name-id operand of the call-argument opcodes (`DictMerge`,
@@ -705,6 +709,7 @@ impl Opcode {
             | Self::BinarySubscr
             | Self::StoreSubscr
             | Self::DeleteSubscr
+            | Self::AnswerRepr
             | Self::GetIter
             | Self::Raise
             | Self::Reraise
@@ -970,7 +975,7 @@ impl Opcode {
             ) => -1,
             (BuildSlice, Operand::None) => -2,
             (ListExtend, Operand::None) => -1,
-            (ListToTuple, Operand::None) => 0,
+            (ListToTuple | AnswerRepr, Operand::None) => 0,
             (BinarySubscr, Operand::None) => -1,
             (StoreSubscr, Operand::None) => -3,
             (DeleteSubscr, Operand::None) => -2,

@@ -6,7 +6,7 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     heap::DropGuard,
     types::PyTrait,
-    value::Value,
+    value::{AugmentedOp, Value},
 };
 
 impl VM<'_> {
@@ -111,17 +111,29 @@ impl VM<'_> {
 
     /// `-=` — an in-place mutation (a `Counter` subtracts counts), or binary `-`.
     pub(super) fn inplace_sub(&mut self) -> Result<(), RunError> {
-        self.inplace_op(PyTrait::py_isub_impl, |lhs, rhs, vm| lhs.py_sub(rhs, vm))
+        self.inplace_op(PyTrait::py_isub_impl, |lhs, rhs, vm| {
+            lhs.py_augmented(rhs, AugmentedOp::Sub, vm)
+        })
     }
 
     /// `&=` — an in-place mutation (a `Counter` intersects counts), or binary `&`.
     pub(super) fn inplace_and(&mut self) -> Result<(), RunError> {
-        self.inplace_op(PyTrait::py_iand_impl, |lhs, rhs, vm| lhs.py_and(rhs, vm))
+        self.inplace_op(PyTrait::py_iand_impl, |lhs, rhs, vm| {
+            lhs.py_augmented(rhs, AugmentedOp::And, vm)
+        })
     }
 
     /// `|=` — an in-place mutation (a `Counter` unions counts), or binary `|`.
     pub(super) fn inplace_or(&mut self) -> Result<(), RunError> {
-        self.inplace_op(PyTrait::py_ior_impl, |lhs, rhs, vm| lhs.py_or(rhs, vm))
+        self.inplace_op(PyTrait::py_ior_impl, |lhs, rhs, vm| {
+            lhs.py_augmented(rhs, AugmentedOp::Or, vm)
+        })
+    }
+
+    /// chainbox patch: an augmented assignment with no in-place form on any type (`*=`, `/=`,
+    /// `**=`, ...): the binary operator, with the error naming `op`.
+    pub(super) fn inplace_binary(&mut self, op: AugmentedOp) -> Result<(), RunError> {
+        self.binary_op(|lhs, rhs, vm| lhs.py_augmented(rhs, op, vm))
     }
 
     /// Binary matrix multiplication (`@` operator).

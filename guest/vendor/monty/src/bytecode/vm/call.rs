@@ -639,7 +639,7 @@ impl<'h> VM<'h> {
         this.call_attr(obj, name_id, args)
     }
 
-    /// The positional arguments of an extended call: the compiler's tuple, or
+    /// chainbox patch: the positional arguments of an extended call: the compiler's tuple, or
     /// a lone `*x`'s `x` (`compile_positional_pack`), converted here, after
     /// the `**` mappings were merged, as CPython's `CALL_FUNCTION_EX` does.
     /// `callee` names the callee for a non-iterable `x`, only when it is one.

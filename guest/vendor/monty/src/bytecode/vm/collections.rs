@@ -158,6 +158,25 @@ impl VM<'_> {
         Ok(())
     }
 
+    /// chainbox patch: `[answer] -> [(answer, repr(answer))]` for the host's
+    /// rendering of a chain's final-expression answer (`Opcode::AnswerRepr`).
+    /// An answer holding an int too long to write pairs with `None`: the host
+    /// reports that `ValueError` as the CPython guest does, with no line.
+    pub(super) fn answer_repr(&mut self) -> Result<(), RunError> {
+        let this = self;
+        let mut answer_guard = DropGuard::new(this.pop(), this);
+        let (answer, this) = answer_guard.as_parts();
+        let repr = match answer.py_repr(this) {
+            Ok(repr) => repr,
+            Err(RunError::Exc(raise)) if is_int_str_limit(&raise.exc) => Value::None,
+            Err(error) => return Err(error),
+        };
+        let (answer, this) = answer_guard.into_parts();
+        let pair = allocate_tuple(smallvec::smallvec![answer, repr], this.heap);
+        this.push(pair);
+        Ok(())
+    }
+
     /// Converts a list to a tuple.
     ///
     /// Stack: [list] -> [tuple]
@@ -685,7 +704,7 @@ fn unpack_type_error(value: &Value, vm: &VM<'_>) -> RunError {
     }
 }
 
-/// The `TypeError` for a `*x` whose `x` is not iterable. `callee` is the
+/// chainbox patch: the `TypeError` for a `*x` whose `x` is not iterable. `callee` is the
 /// callee's display name (`print`, `__main__.f`, `list.sort`) for a call's
 /// lone `*x`, which CPython converts at the call and names the callee for:
 /// `print() argument after * must be an iterable, not int`; without it, the
@@ -699,6 +718,15 @@ pub(super) fn star_not_iterable(value: &Value, callee: Option<String>, vm: &VM<'
         Some(name) => ExcType::type_error(format!("{name}() argument after * must be an iterable, not {type_}")),
         None => ExcType::type_error_value_after_star(&type_),
     }
+}
+
+/// Whether an exception is `int`'s "Exceeds the limit (4300 digits) for
+/// integer string conversion" `ValueError`.
+fn is_int_str_limit(exc: &SimpleException) -> bool {
+    exc.exc_type() == ExcType::ValueError
+        && exc
+            .arg()
+            .is_some_and(|message| message.contains("digits) for integer string conversion"))
 }
 
 /// Whether a value already known to be non-iterable owes that to `__iter__ =

@@ -63,7 +63,7 @@ use crate::{
         random::SEED_BYTES,
         str::allocate_string,
     },
-    value::{EitherStr, Value},
+    value::{AugmentedOp, EitherStr, Value},
 };
 
 /// Result of executing Await opcode.
@@ -1484,23 +1484,23 @@ impl<'h> VM<'h> {
                 // Monty's other types have no distinct in-place form.
                 Opcode::InplaceAdd => try_catch!(self, self.inplace_add()),
                 Opcode::InplaceSub => try_catch!(self, self.inplace_sub()),
-                Opcode::InplaceMul => try_catch!(self, self.binary_mult()),
-                Opcode::InplaceDiv => try_catch!(self, self.binary_div()),
-                Opcode::InplaceFloorDiv => try_catch!(self, self.binary_floordiv()),
-                Opcode::InplaceMod => try_catch!(self, self.binary_mod()),
-                Opcode::InplacePow => try_catch!(self, self.binary_pow()),
+                Opcode::InplaceMul => try_catch!(self, self.inplace_binary(AugmentedOp::Mul)),
+                Opcode::InplaceDiv => try_catch!(self, self.inplace_binary(AugmentedOp::TrueDiv)),
+                Opcode::InplaceFloorDiv => try_catch!(self, self.inplace_binary(AugmentedOp::FloorDiv)),
+                Opcode::InplaceMod => try_catch!(self, self.inplace_binary(AugmentedOp::Mod)),
+                Opcode::InplacePow => try_catch!(self, self.inplace_binary(AugmentedOp::Pow)),
                 Opcode::InplaceAnd => {
                     try_catch!(self, self.inplace_and());
                 }
                 Opcode::InplaceOr => try_catch!(self, self.inplace_or()),
                 Opcode::InplaceXor => {
-                    try_catch!(self, self.binary_xor());
+                    try_catch!(self, self.inplace_binary(AugmentedOp::Xor));
                 }
                 Opcode::InplaceLShift => {
-                    try_catch!(self, self.binary_lshift());
+                    try_catch!(self, self.inplace_binary(AugmentedOp::LShift));
                 }
                 Opcode::InplaceRShift => {
-                    try_catch!(self, self.binary_rshift());
+                    try_catch!(self, self.inplace_binary(AugmentedOp::RShift));
                 }
                 // Collection Building - route through exception handling
                 Opcode::BuildList => {
@@ -1626,6 +1626,9 @@ impl<'h> VM<'h> {
                     if let Err(e) = result {
                         catch!(self, e);
                     }
+                }
+                Opcode::AnswerRepr => {
+                    try_catch!(self, self.answer_repr());
                 }
                 Opcode::DeleteAttr => {
                     let name_idx = self.current_frame.fetch_u16();
