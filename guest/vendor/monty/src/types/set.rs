@@ -1202,6 +1202,38 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Set> {
         Ok(Some(Value::Ref(result_id)))
     }
 
+    fn py_isub_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        if !is_set_or_frozenset(other, vm) {
+            return Ok(false);
+        }
+        let result = self.sub_value(other, vm)?;
+        self.update_in_place(result, vm)
+    }
+
+    fn py_iand_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        if !is_set_or_frozenset(other, vm) {
+            return Ok(false);
+        }
+        let result = self.and_value(other, vm)?;
+        self.update_in_place(result, vm)
+    }
+
+    fn py_ior_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        if !is_set_or_frozenset(other, vm) {
+            return Ok(false);
+        }
+        let result = self.or_value(other, vm)?;
+        self.update_in_place(result, vm)
+    }
+
+    fn py_ixor_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        if !is_set_or_frozenset(other, vm) {
+            return Ok(false);
+        }
+        let result = self.xor_value(other, vm)?;
+        self.update_in_place(result, vm)
+    }
+
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
         self.storage().repr_fmt(f, vm, heap_ids, "set")
     }
@@ -1282,6 +1314,27 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Set> {
             }
         };
         value.map(CallResult::Value)
+    }
+}
+
+/// chainbox patch: `s |= t`, `s &= t`, `s -= t` and `s ^= t` with a set or
+/// frozenset `t` update `s` itself, as CPython's `set_ior` and the others
+/// do, so an alias (`u = s`, a set passed to a function) sees the update.
+/// Any other operand falls back to the binary operator (`s |= d.keys()`
+/// rebinds `s` in CPython too).
+fn is_set_or_frozenset(value: &Value, vm: &VM<'_>) -> bool {
+    matches!(value, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::Set(_) | HeapData::FrozenSet(_)))
+}
+
+impl<'h> HeapReadMut<'h, Set> {
+    /// Replaces the set's items by an operation's `result`, in place.
+    fn update_in_place(&self, result: Option<Set>, vm: &mut VM<'h>) -> RunResult<bool> {
+        let Some(result) = result else {
+            return Ok(false);
+        };
+        let old = std::mem::replace(self.get_mut(vm.heap), result);
+        old.drop_with(vm);
+        Ok(true)
     }
 }
 

@@ -130,6 +130,13 @@ impl VM<'_> {
         })
     }
 
+    /// `^=` — an in-place mutation (a set), or binary `^`.
+    pub(super) fn inplace_xor(&mut self) -> Result<(), RunError> {
+        self.inplace_op(PyTrait::py_ixor_impl, |lhs, rhs, vm| {
+            lhs.py_augmented(rhs, AugmentedOp::Xor, vm)
+        })
+    }
+
     /// chainbox patch: an augmented assignment with no in-place form on any type (`*=`, `/=`,
     /// `**=`, ...): the binary operator, with the error naming `op`.
     pub(super) fn inplace_binary(&mut self, op: AugmentedOp) -> Result<(), RunError> {

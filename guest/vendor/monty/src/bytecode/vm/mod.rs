@@ -1494,7 +1494,7 @@ impl<'h> VM<'h> {
                 }
                 Opcode::InplaceOr => try_catch!(self, self.inplace_or()),
                 Opcode::InplaceXor => {
-                    try_catch!(self, self.inplace_binary(AugmentedOp::Xor));
+                    try_catch!(self, self.inplace_xor());
                 }
                 Opcode::InplaceLShift => {
                     try_catch!(self, self.inplace_binary(AugmentedOp::LShift));
