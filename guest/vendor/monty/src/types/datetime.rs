@@ -738,13 +738,43 @@ fn parse_strptime(date_string: &str, fmt: &str) -> Option<RunResult<(NaiveDateTi
     None
 }
 
-/// The datetime chrono accumulated, defaulting a date-only format to midnight as
-/// [`parse_strptime_naive`] does.
+/// chainbox patch: the datetime a `strptime` format's fields give, with
+/// CPython's defaults for the fields it lacks (`_strptime._strptime`): year
+/// 1900, month 1, day 1, and 0 for every time field, so `'%Y-%m'`,
+/// `'%H:%M'` and `'%Y-%m-%d %H'` parse as in CPython (chrono needs a whole
+/// date and an hour with its minutes, and dropped a lone `%H`'s hour). `%y`
+/// pivots as CPython's does (69–99 are 1969–1999), `%I` without `%p` is
+/// AM, and `%p` without `%I` is ignored.
 fn naive_from_parsed(parsed: &Parsed) -> Option<NaiveDateTime> {
-    parsed
-        .to_naive_datetime_with_offset(0)
-        .ok()
-        .or_else(|| parsed.to_naive_date().ok()?.and_hms_opt(0, 0, 0))
+    let mut date_fields = parsed.clone();
+    if let (None, None, Some(year_mod_100)) = (parsed.year(), parsed.year_div_100(), parsed.year_mod_100()) {
+        let century = if year_mod_100 < 69 { 20 } else { 19 };
+        date_fields.set_year_div_100(century).ok()?;
+    }
+    if parsed.year().is_none() && parsed.year_mod_100().is_none() && parsed.isoyear().is_none() {
+        date_fields.set_year(1900).ok()?;
+    }
+    let by_week = parsed.week_from_sun().is_some() || parsed.week_from_mon().is_some() || parsed.isoweek().is_some();
+    if parsed.ordinal().is_none() && !by_week {
+        if parsed.month().is_none() {
+            date_fields.set_month(1).ok()?;
+        }
+        if parsed.day().is_none() {
+            date_fields.set_day(1).ok()?;
+        }
+    }
+    let date = date_fields.to_naive_date().ok()?;
+    let hour = match (parsed.hour_div_12(), parsed.hour_mod_12()) {
+        (half, Some(hour)) => half.unwrap_or(0) * 12 + hour,
+        (_, None) => 0,
+    };
+    let second = parsed.second().unwrap_or(0);
+    date.and_hms_nano_opt(
+        hour,
+        parsed.minute().unwrap_or(0),
+        second,
+        parsed.nanosecond().unwrap_or(0),
+    )
 }
 
 /// The format either side of its `%z` directive, or `None` when it has none.
@@ -836,15 +866,11 @@ fn colon_pair(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
 /// Parses a `datetime.strptime()` input using chrono format strings expanded for
 /// Python's variable-width `%f` semantics.
 fn parse_strptime_naive(date_string: &str, fmt: &str) -> Option<NaiveDateTime> {
-    for chrono_fmt in chrono_strptime_formats(fmt) {
-        if let Ok(ndt) = NaiveDateTime::parse_from_str(date_string, &chrono_fmt) {
-            return Some(ndt);
-        }
-        if let Ok(naive_date) = chrono::NaiveDate::parse_from_str(date_string, &chrono_fmt) {
-            return naive_date.and_hms_opt(0, 0, 0);
-        }
-    }
-    None
+    chrono_strptime_formats(fmt).into_iter().find_map(|chrono_fmt| {
+        let mut parsed = Parsed::new();
+        chrono_parse(&mut parsed, date_string, StrftimeItems::new(&chrono_fmt)).ok()?;
+        naive_from_parsed(&parsed)
+    })
 }
 
 /// Rewrites Python `%f` directives into chrono-compatible formats.
