@@ -175,10 +175,15 @@ impl fmt::Display for FormatFloat {
         // the value rounded (ties to even) to the shortest length is
         // Python's. Such ties need 16 digits or more.
         let digits = sci.as_str().split_once('e').map_or(0, |(m, _)| m.len() - usize::from(m.contains('.')));
+        // Only a candidate that reads back as the value: at a power of two
+        // the gap below is half the gap above, so the even neighbour of a
+        // tie (`2.0**-24`: `…062e-08`) may be another float (stop 34).
         if digits >= 16 {
             let mut even = StackStr::new();
             write!(even, "{:.*e}", digits - 1, v.abs())?;
-            sci = even;
+            if even.as_str().parse::<f64>().is_ok_and(|back| back == v.abs()) {
+                sci = even;
+            }
         }
         let sci = sci.as_str();
         let (mantissa, exp_str) = sci.split_once('e').ok_or(fmt::Error)?;
