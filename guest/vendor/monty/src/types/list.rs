@@ -729,6 +729,27 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, List> {
         self.py_mul_impl(other, vm)
     }
 
+    fn py_imul_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        // chainbox patch: `xs *= n` repeats the list itself, as CPython's
+        // `list_inplace_repeat`: an alias (a list passed to a function) sees it.
+        let Some(count) = repeat_count(other, vm)? else {
+            return Ok(false);
+        };
+        if count == 0 {
+            list_clear(self, vm);
+            return Ok(true);
+        }
+        let value = self.get(vm.heap);
+        check_repeat_size(value.len().saturating_mul(VALUE_SIZE), count, &vm.heap.tracker)?;
+        let mut repeats = Vec::with_capacity(value.len() * (count - 1));
+        for rep in 1..count {
+            repeats.extend(value.as_slice().iter().map(|value| value.clone_with_heap(vm.heap)));
+            vm.heap.tracker.check_time_every(rep)?;
+        }
+        self.get_mut(vm.heap).as_vec_mut().extend(repeats);
+        Ok(true)
+    }
+
     fn py_iadd_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
         // chainbox patch: `xs += iterable` is `list.extend` for any iterable
         // (`xs += (1, 2)`, `xs += 'ab'`, `xs += d.keys()`), and a

@@ -500,6 +500,12 @@ pub(crate) trait PyTrait<'h>: PyObjectIdentity {
         Ok(false)
     }
 
+    /// chainbox patch: Python in-place repetition (`__imul__`), with
+    /// [`py_iadd_impl`](Self::py_iadd_impl)'s contract.
+    fn py_imul_impl(&mut self, _other: &Value, _vm: &mut VM<'h>) -> RunResult<bool> {
+        Ok(false)
+    }
+
     /// chainbox patch: Python in-place bitwise XOR (`__ixor__`), with
     /// [`py_iadd_impl`](Self::py_iadd_impl)'s contract.
     fn py_ixor_impl(&mut self, _other: &Value, _vm: &mut VM<'h>) -> RunResult<bool> {

@@ -130,6 +130,13 @@ impl VM<'_> {
         })
     }
 
+    /// `*=` — an in-place repetition (a list), or binary `*`.
+    pub(super) fn inplace_mul(&mut self) -> Result<(), RunError> {
+        self.inplace_op(PyTrait::py_imul_impl, |lhs, rhs, vm| {
+            lhs.py_augmented(rhs, AugmentedOp::Mul, vm)
+        })
+    }
+
     /// `^=` — an in-place mutation (a set), or binary `^`.
     pub(super) fn inplace_xor(&mut self) -> Result<(), RunError> {
         self.inplace_op(PyTrait::py_ixor_impl, |lhs, rhs, vm| {

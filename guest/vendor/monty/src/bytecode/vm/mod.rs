@@ -1484,7 +1484,7 @@ impl<'h> VM<'h> {
                 // Monty's other types have no distinct in-place form.
                 Opcode::InplaceAdd => try_catch!(self, self.inplace_add()),
                 Opcode::InplaceSub => try_catch!(self, self.inplace_sub()),
-                Opcode::InplaceMul => try_catch!(self, self.inplace_binary(AugmentedOp::Mul)),
+                Opcode::InplaceMul => try_catch!(self, self.inplace_mul()),
                 Opcode::InplaceDiv => try_catch!(self, self.inplace_binary(AugmentedOp::TrueDiv)),
                 Opcode::InplaceFloorDiv => try_catch!(self, self.inplace_binary(AugmentedOp::FloorDiv)),
                 Opcode::InplaceMod => try_catch!(self, self.inplace_binary(AugmentedOp::Mod)),
