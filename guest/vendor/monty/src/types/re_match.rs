@@ -391,15 +391,15 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ReMatch> {
                 result
             }
             Some(StaticStrings::Start) => {
-                let n = extract_optional_group_arg(args, "re.Match.start", 0, vm.heap)?;
+                let n = extract_optional_group_arg(args, "re.Match.start", self, vm)?;
                 self.get(vm.heap).get_start(n, vm)?
             }
             Some(StaticStrings::End) => {
-                let n = extract_optional_group_arg(args, "re.Match.end", 0, vm.heap)?;
+                let n = extract_optional_group_arg(args, "re.Match.end", self, vm)?;
                 self.get(vm.heap).get_end(n, vm)?
             }
             Some(StaticStrings::Span) => {
-                let n = extract_optional_group_arg(args, "re.Match.span", 0, vm.heap)?;
+                let n = extract_optional_group_arg(args, "re.Match.span", self, vm)?;
                 self.get(vm.heap).get_span(n, vm)?
             }
             // chainbox patch: `Match.expand(template)`, with `re.sub`'s template rules.
@@ -506,24 +506,40 @@ fn resolve_group_arg(m: &ReMatch, val: &Value, vm: &VM<'_>) -> RunResult<Value> 
     }
 }
 
-/// Extracts an optional integer argument for group-related methods.
-///
-/// Many `re.Match` methods accept an optional group number that defaults to 0.
-/// This helper extracts the argument, validates it is an integer (or string for
-/// named groups), and returns the group number.
-fn extract_optional_group_arg(args: ArgValues, name: &str, default: i64, heap: &mut Heap) -> RunResult<i64> {
-    let opt = args.get_zero_one_arg(name, heap)?;
-    match opt {
-        None => Ok(default),
-        Some(Value::Int(n)) => Ok(n),
+/// Extracts the optional group argument of `start`/`end`/`span`: a group
+/// number (default 0), or (chainbox patch) a group's name, as CPython takes
+/// it (`m.start('year')`); an unknown name is "no such group".
+fn extract_optional_group_arg<'h>(
+    args: ArgValues,
+    name: &str,
+    m: &HeapRead<'h, ReMatch>,
+    vm: &mut VM<'h>,
+) -> RunResult<i64> {
+    let Some(arg) = args.get_zero_one_arg(name, vm.heap)? else {
+        return Ok(0);
+    };
+    let index = match &arg {
+        Value::Int(n) => Some(*n),
         // CPython treats bool as int subclass: True=1, False=0.
-        Some(Value::Bool(b)) => Ok(i64::from(b)),
-        // String group names are not valid for start/end/span — they take integers only
-        Some(other) => {
-            other.drop_with(heap);
-            Err(ExcType::re_match_group_index_error())
+        Value::Bool(b) => Some(i64::from(*b)),
+        other => {
+            let group_name = match other {
+                Value::InternString(id) => Some(vm.interns.get_str(*id)),
+                Value::Ref(id) => match vm.heap.get(*id) {
+                    HeapData::Str(s) => Some(s.as_str()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            group_name.and_then(|group_name| {
+                let named = &m.get(vm.heap).named_groups;
+                let (_, index) = named.iter().find(|(n, _)| n == group_name)?;
+                i64::try_from(*index).ok()
+            })
         }
-    }
+    };
+    arg.drop_with(vm.heap);
+    index.ok_or_else(ExcType::re_match_group_index_error)
 }
 
 /// Converts a byte offset in a UTF-8 string to a character (code point) offset.
