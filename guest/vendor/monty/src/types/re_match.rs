@@ -243,12 +243,14 @@ impl ReMatch {
     /// Returns a tuple of all capture group strings.
     ///
     /// Unmatched optional groups appear as `None`.
-    fn get_groups(&self, heap: &Heap) -> Value {
+    /// chainbox patch: `default` (CPython's `groups(default=None)`) stands for
+    /// a group that did not match.
+    fn get_groups(&self, default: &Value, heap: &Heap) -> Value {
         let mut elements = smallvec![];
         for group in &self.groups {
             match group {
                 Some(s) => elements.push(allocate_string(s.as_str(), heap)),
-                None => elements.push(Value::None),
+                None => elements.push(default.clone_with_heap(heap)),
             }
         }
         allocate_tuple(elements, heap)
@@ -380,8 +382,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ReMatch> {
         let result = match attr.static_string(vm.interns) {
             Some(StaticStrings::Group) => call_group(self, args, vm)?,
             Some(StaticStrings::Groups) => {
-                args.check_zero_args("re.Match.groups", vm.heap)?;
-                self.get(vm.heap).get_groups(vm.heap)
+                let GroupsArgs { default } = GroupsArgs::from_args(args, vm)?;
+                let default = default.unwrap_or(Value::None);
+                let result = self.get(vm.heap).get_groups(&default, vm.heap);
+                default.drop_with(vm);
+                result
             }
             Some(StaticStrings::Groupdict) => {
                 let GroupdictArgs { default } = GroupdictArgs::from_args(args, vm)?;
@@ -575,6 +580,14 @@ fn group_index(n: i64) -> usize {
 #[derive(FromArgs)]
 #[from_args(name = "groupdict", at_most_total)]
 struct GroupdictArgs {
+    #[from_args(default)]
+    default: Option<Value>,
+}
+
+/// chainbox patch: `Match.groups([default])`, as [`GroupdictArgs`].
+#[derive(FromArgs)]
+#[from_args(name = "groups", at_most_total)]
+struct GroupsArgs {
     #[from_args(default)]
     default: Option<Value>,
 }
