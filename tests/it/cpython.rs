@@ -133,6 +133,9 @@ same_on_both_guests! {
     a_dataclass_answers_its_fields_and_its_own_repr:
         "from dataclasses import dataclass\n@dataclass\nclass Row:\n    id: int\n    def __repr__(self):\n        return f'<row {self.id}>'\nRow(7)";
     a_counters_answer_text_names_it: "import collections\ncollections.Counter('abca')";
+    a_plain_instance_is_no_tool_argument:
+        "class K:\n    pass\ntry:\n    await echo(text=K())\nexcept TypeError as e:\n    r = str(e)\nr";
+    a_long_str_answer_is_its_own_text: "'line\\n' * 40";
     an_empty_dicts_popitem_error_reads_as_in_cpython:
         "try:\n    {}.popitem()\nexcept KeyError as e:\n    r = [str(e), repr(e)]\nr";
     // CPython 3.13+'s "Did you mean" in an unexpected keyword's message

@@ -278,27 +278,20 @@ fn run(req: RunRequest) -> Finish {
 /// takes it, else its repr; `output_text` its repr, or itself for a str. The
 /// run returns the final expression paired with the repr the VM wrote
 /// (`CompileOptions::answer_repr`): a class's own `__repr__`, `Counter(...)`,
-/// `range(0, 3)`. A script without one answers `None`.
+/// `range(0, 3)`; `None` for a str, or an answer holding an int too long to
+/// write. A script without a final expression answers `None`, no pair.
 fn answer(run_value: ObjectRef<'_>) -> ScriptResult {
-    let (value, repr) = match run_value.items().as_deref() {
+    let (value, vm_repr) = match run_value.items().as_deref() {
         Some([value, repr]) if run_value.type_name() == "tuple" => (*value, repr.as_str().map(str::to_owned)),
         _ => (run_value, None),
     };
-    let Some(repr) = repr else {
-        if json::has_int_past_str_limit(value, 0) {
-            return ScriptResult::Error(int_str_limit_error());
-        }
-        // No final expression (the run answers `None`, no pair), or an
-        // answer the VM could not write.
-        return ScriptResult::Ok {
-            output: json::to_json(value).unwrap_or(Value::Null),
-            output_text: value.py_repr(),
-        };
-    };
-    let output = json::to_json(value).unwrap_or_else(|_| Value::String(repr.clone()));
+    if vm_repr.is_none() && json::has_int_past_str_limit(value, 0) {
+        return ScriptResult::Error(int_str_limit_error());
+    }
+    let repr = || vm_repr.clone().unwrap_or_else(|| value.py_repr());
     ScriptResult::Ok {
-        output_text: value.as_str().map_or(repr, str::to_owned),
-        output,
+        output: json::to_json(value).unwrap_or_else(|_| Value::String(repr())),
+        output_text: value.as_str().map_or_else(repr, str::to_owned),
     }
 }
 

@@ -715,13 +715,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, List> {
         let Some(count) = repeat_count(other, vm)? else {
             return Ok(None);
         };
-        let value = self.get(vm.heap);
-        check_repeat_size(value.len().saturating_mul(VALUE_SIZE), count, &vm.heap.tracker)?;
-        let mut result = Vec::with_capacity(value.len() * count);
-        for rep in 0..count {
-            result.extend(value.as_slice().iter().map(|value| value.clone_with_heap(vm.heap)));
-            vm.heap.tracker.check_time_every(rep)?;
-        }
+        let result = repeated_items(self.get(vm.heap), count, vm)?;
         Ok(Some(Value::Ref(vm.heap.allocate(HeapData::List(List::new(result))))))
     }
 
@@ -739,13 +733,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, List> {
             list_clear(self, vm);
             return Ok(true);
         }
-        let value = self.get(vm.heap);
-        check_repeat_size(value.len().saturating_mul(VALUE_SIZE), count, &vm.heap.tracker)?;
-        let mut repeats = Vec::with_capacity(value.len() * (count - 1));
-        for rep in 1..count {
-            repeats.extend(value.as_slice().iter().map(|value| value.clone_with_heap(vm.heap)));
-            vm.heap.tracker.check_time_every(rep)?;
-        }
+        let repeats = repeated_items(self.get(vm.heap), count - 1, vm)?;
         self.get_mut(vm.heap).as_vec_mut().extend(repeats);
         Ok(true)
     }
@@ -992,6 +980,18 @@ fn list_remove<'h>(list: &HeapReadMut<'h, List>, args: ArgValues, vm: &mut VM<'h
 /// Implements Python's `list.clear()` method.
 ///
 /// Removes all items from the list.
+/// The list's items `count` times over (`xs * count`), checked against the
+/// memory and time limits as they grow.
+fn repeated_items(list: &List, count: usize, vm: &VM<'_>) -> RunResult<Vec<Value>> {
+    check_repeat_size(list.len().saturating_mul(VALUE_SIZE), count, &vm.heap.tracker)?;
+    let mut result = Vec::with_capacity(list.len() * count);
+    for rep in 0..count {
+        result.extend(list.as_slice().iter().map(|value| value.clone_with_heap(vm.heap)));
+        vm.heap.tracker.check_time_every(rep)?;
+    }
+    Ok(result)
+}
+
 fn list_clear<'h>(list: &HeapReadMut<'h, List>, vm: &mut VM<'h>) {
     mem::take(&mut list.get_mut(vm.heap).items).drop_with(vm);
     // Note: contains_refs stays true even if all refs removed, per conservative GC strategy

@@ -160,16 +160,27 @@ impl VM<'_> {
 
     /// chainbox patch: `[answer] -> [(answer, repr(answer))]` for the host's
     /// rendering of a chain's final-expression answer (`Opcode::AnswerRepr`).
-    /// An answer holding an int too long to write pairs with `None`: the host
-    /// reports that `ValueError` as the CPython guest does, with no line.
+    /// A str answer is its own text and pairs with `None` (no quoted copy of
+    /// a long report); so does an answer holding an int too long to write:
+    /// the host reports that `ValueError` as the CPython guest does, with no
+    /// line.
     pub(super) fn answer_repr(&mut self) -> Result<(), RunError> {
         let this = self;
         let mut answer_guard = DropGuard::new(this.pop(), this);
         let (answer, this) = answer_guard.as_parts();
-        let repr = match answer.py_repr(this) {
-            Ok(repr) => repr,
-            Err(RunError::Exc(raise)) if is_int_str_limit(&raise.exc) => Value::None,
-            Err(error) => return Err(error),
+        let is_str = match answer {
+            Value::InternString(_) => true,
+            Value::Ref(id) => matches!(this.heap.get(*id), HeapData::Str(_)),
+            _ => false,
+        };
+        let repr = if is_str {
+            Value::None
+        } else {
+            match answer.py_repr(this) {
+                Ok(repr) => repr,
+                Err(RunError::Exc(raise)) if is_int_str_limit(&raise.exc) => Value::None,
+                Err(error) => return Err(error),
+            }
         };
         let (answer, this) = answer_guard.into_parts();
         let pair = allocate_tuple(smallvec::smallvec![answer, repr], this.heap);
