@@ -1080,6 +1080,8 @@ pub enum StaticStrings {
     Encoding,
     /// `match.end()` method
     End,
+    /// `endpos` parameter and attribute of the `re` searches (chainbox patch).
+    Endpos,
     /// `endswith()` method, shared by `str` and `bytes`.
     Endswith,
     /// `json.dumps(ensure_ascii=...)` keyword.
@@ -1929,6 +1931,8 @@ pub enum StaticStrings {
     Popleft,
     /// `population` parameter of `random.choices()` and `random.sample()`.
     Population,
+    /// `pos` parameter and attribute of the `re` searches (chainbox patch).
+    Pos,
     /// Value of `os.name`.
     Posix,
     /// Module name for `import posixpath`, and the name `os.path` reports.

@@ -47,7 +47,7 @@ use crate::{
     modules::ModuleFunctions,
     types::{
         BoundedCompileError, Module, RePattern, Type,
-        re_pattern::{extract_count, extract_maxsplit, replacement_str, sub_calling, sub_result},
+        re_pattern::{Window, extract_count, extract_maxsplit, replacement_str, sub_calling, sub_result},
         str::allocate_string,
     },
     value::Value,
@@ -242,7 +242,9 @@ fn call_search(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(string, vm);
     let resolved = resolve_pattern(pattern, flags, vm)?;
     defer_drop!(resolved, vm);
-    resolved.get(vm.heap).search(string, subject_str(string, vm)?, vm.heap)
+    resolved
+        .get(vm.heap)
+        .search(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 
 /// `re.match(pattern, string, flags=0)` — match anchored at position 0, returning a
@@ -254,7 +256,7 @@ fn call_match(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(resolved, vm);
     resolved
         .get(vm.heap)
-        .match_start(string, subject_str(string, vm)?, vm.heap)
+        .match_start(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 
 /// `re.fullmatch(pattern, string, flags=0)` — match the whole string, returning a
@@ -266,7 +268,7 @@ fn call_fullmatch(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(resolved, vm);
     resolved
         .get(vm.heap)
-        .fullmatch(string, subject_str(string, vm)?, vm.heap)
+        .fullmatch(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 
 /// `re.findall(pattern, string, flags=0)` — all non-overlapping matches, as a list of
@@ -276,7 +278,9 @@ fn call_findall(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(string, vm);
     let resolved = resolve_pattern(pattern, flags, vm)?;
     defer_drop!(resolved, vm);
-    resolved.get(vm.heap).findall(subject_str(string, vm)?, vm.heap)
+    resolved
+        .get(vm.heap)
+        .findall(subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 
 /// `re.sub(pattern, repl, string, count=0, flags=0)` — replace matches; `count=0`
@@ -801,7 +805,7 @@ fn call_finditer(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(resolved, vm);
     resolved
         .get(vm.heap)
-        .finditer(string, subject_str(string, vm)?, vm.heap)
+        .finditer(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 
 /// `re.escape(pattern)` — backslash-escape regex metacharacters and whitespace,

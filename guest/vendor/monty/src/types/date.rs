@@ -23,7 +23,7 @@ use crate::{
     intern::{Interns, StaticStrings},
     string_builder::StringBuilder,
     types::{
-        CmpOrder, LazyHeapSet, PyTrait, TimeDelta, Type, datetime,
+        CmpOrder, LazyHeapSet, PyTrait, TimeDelta, Type, datetime, isoformat,
         str::{allocate_string, allocate_string_no_interning},
         timedelta,
         timezone::{format_offset_compact, format_offset_hms, tzname_string},
@@ -73,7 +73,7 @@ pub(crate) fn year_out_of_range(year: i32) -> RunError {
 /// Produces a CPython-compatible error for an invalid day value.
 ///
 /// Format: `"day {day} must be in range 1..{max_day} for month {month} in year {year}"`
-fn day_out_of_range_error(day: i32, month: i32, year: i32) -> RunError {
+pub(crate) fn day_out_of_range_error(day: i32, month: i32, year: i32) -> RunError {
     let max_day = max_day_for_month(year, month);
     SimpleException::new_msg(
         ExcType::ValueError,
@@ -164,17 +164,11 @@ pub(crate) fn class_fromisoformat(heap: &mut Heap, args: ArgValues, interns: &In
     value.drop_with(heap);
     let s = s?;
 
-    let date = parse_iso_date(&s)
-        .ok_or_else(|| SimpleException::new_msg(ExcType::ValueError, format!("Invalid isoformat string: '{s}'")))?;
+    // chainbox patch: CPython's grammar, and the constructor's own errors
+    // for a field out of range (see `isoformat`).
+    let (year, month, day) = isoformat::parse_date(&s).ok_or_else(|| isoformat::invalid(&s))?;
+    let date = from_ymd(year, month, day)?;
     Ok(Value::Ref(heap.allocate(HeapData::Date(date))))
-}
-
-/// Parses an ISO 8601 date string into a `Date`.
-///
-/// Uses speedate for Python-compatible ISO 8601 parsing.
-fn parse_iso_date(s: &str) -> Option<Date> {
-    let parsed = speedate::Date::parse_bytes(s.as_bytes()).ok()?;
-    from_ymd(i32::from(parsed.year), i32::from(parsed.month), i32::from(parsed.day)).ok()
 }
 
 /// Allocates a `date` from already-in-range components.
@@ -504,15 +498,16 @@ pub(crate) struct StrftimeArgs {
     pub(crate) format: StrArg,
 }
 
-/// Keyword arguments for `date.replace()`. All keyword-only; absent fields
-/// inherit the original date's component via `unwrap_or` at the call site.
+/// Arguments for `date.replace()`; absent fields inherit the original date's
+/// component via `unwrap_or` at the call site. chainbox patch: positional
+/// too, as CPython takes them (`d.replace(2025)`; upstream: keyword-only).
 #[derive(FromArgs)]
 #[from_args(name = "replace")]
 struct DateReplaceArgs {
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     year: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     month: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     day: Option<i32>,
 }

@@ -28,6 +28,7 @@ use crate::{
     types::{
         CmpOrder, LazyHeapSet, PyTrait, TimeDelta, TimeZone, Type,
         date::{self, StrftimeArgs},
+        isoformat,
         str::{StringRepr, allocate_string, allocate_string_no_interning},
         time::{self, Time, TimeSpec},
         timedelta, timezone,
@@ -93,6 +94,11 @@ pub(crate) fn from_components(
     tzinfo_ref: Option<HeapId>,
     heap: &mut Heap,
 ) -> RunResult<DateTime> {
+    // Delegate all date-component validation to `date::from_ymd` so date and datetime
+    // constructors stay in lockstep on CPython-compatible error behavior.
+    // chainbox patch: the date first, as CPython's `check_date_args` comes
+    // before `check_time_args` (`datetime(2023, 2, 29, 25)` names the day).
+    let date_value = date::from_ymd(year, month, day)?;
     if !(0..=23).contains(&hour) {
         return Err(SimpleException::new_msg(ExcType::ValueError, format!("hour must be in 0..23, not {hour}")).into());
     }
@@ -114,9 +120,6 @@ pub(crate) fn from_components(
         .into());
     }
 
-    // Delegate all date-component validation to `date::from_ymd` so date and datetime
-    // constructors stay in lockstep on CPython-compatible error behavior.
-    let date_value = date::from_ymd(year, month, day)?;
     let time = NaiveTime::from_hms_micro_opt(
         u32::try_from(hour).expect("hour validated to 0..=23"),
         u32::try_from(minute).expect("minute validated to 0..=59"),
@@ -485,9 +488,45 @@ pub(crate) fn class_fromisoformat(heap: &mut Heap, args: ArgValues, interns: &In
     value.drop_with(heap);
     let s = s?;
 
-    let dt = parse_iso_datetime(&s, heap)
-        .ok_or_else(|| SimpleException::new_msg(ExcType::ValueError, format!("Invalid isoformat string: '{s}'")))?;
-
+    // chainbox patch: CPython's grammar (see `isoformat`): the offset is
+    // checked first, then `24:00` is the next day's midnight, then the
+    // constructor checks the fields with its own errors.
+    let ((mut year, mut month, mut day), time) = isoformat::parse_datetime(&s).ok_or_else(|| isoformat::invalid(&s))?;
+    let tz = match time.offset {
+        Some(offset) => Some(TimeZone::new(isoformat::offset_seconds(offset)?, None)?),
+        None => None,
+    };
+    let mut hour = time.hour;
+    if hour == 24 && month <= 12 {
+        let days = isoformat::days_in_month(year, month);
+        if day <= days {
+            if time.minute != 0 || time.second != 0 || time.microsecond != 0 {
+                return Err(isoformat::midnight_error());
+            }
+            hour = 0;
+            day += 1;
+            if day > days {
+                day = 1;
+                month += 1;
+                if month > 12 {
+                    month = 1;
+                    year += 1;
+                }
+            }
+        }
+    }
+    let dt = from_components(
+        year,
+        month,
+        day,
+        hour,
+        time.minute,
+        time.second,
+        time.microsecond,
+        tz,
+        None,
+        heap,
+    )?;
     Ok(Value::Ref(heap.allocate(HeapData::DateTime(dt))))
 }
 
@@ -601,54 +640,6 @@ fn combine_bad_time_arg(time: &Value, vm: &VM<'_>) -> RunError {
     )
 }
 
-/// Parses an ISO 8601 datetime string into a `DateTime`.
-///
-/// Uses speedate's RFC 3339 parser for Python-compatible ISO 8601 parsing (the
-/// same parser used by pydantic). Falls back to date-only parsing for bare
-/// `YYYY-MM-DD` inputs.
-fn parse_iso_datetime(s: &str, heap: &mut Heap) -> Option<DateTime> {
-    let bytes = s.as_bytes();
-
-    // Try full datetime first, then fall back to date-only (defaults to midnight)
-    if let Ok(parsed) = speedate::DateTime::parse_bytes_rfc3339(bytes) {
-        let d = &parsed.date;
-        let t = &parsed.time;
-        let tz = t.tz_offset.map(|offset_seconds| TimeZone {
-            offset_seconds,
-            name: None,
-        });
-        from_components(
-            i32::from(d.year),
-            i32::from(d.month),
-            i32::from(d.day),
-            i32::from(t.hour),
-            i32::from(t.minute),
-            i32::from(t.second),
-            i32::try_from(t.microsecond).unwrap_or(0),
-            tz,
-            None,
-            heap,
-        )
-        .ok()
-    } else {
-        // Date-only input: parse as date, default time to midnight
-        let d = speedate::Date::parse_bytes(bytes).ok()?;
-        from_components(
-            i32::from(d.year),
-            i32::from(d.month),
-            i32::from(d.day),
-            0,
-            0,
-            0,
-            0,
-            None,
-            None,
-            heap,
-        )
-        .ok()
-    }
-}
-
 /// Parses a `time.strptime()` input, whose unset fields default to 1900-01-01.
 ///
 /// `datetime.strptime` needs a date; `time.strptime('12:30', '%H:%M')` does not,
@@ -672,6 +663,22 @@ pub(crate) fn parse_time_strptime(date_string: &str, fmt: &str) -> RunResult<Nai
 /// `does not match format` (and quoted without escaping).
 fn strptime_mismatch(date_string: &str, fmt: &str) -> RunError {
     for chrono_fmt in chrono_strptime_formats(fmt) {
+        // chainbox patch: a format that reads the whole input yet gives no
+        // date has a day past its month's end: CPython's constructor says so.
+        let mut parsed = Parsed::new();
+        if chrono_parse(&mut parsed, date_string, StrftimeItems::new(&chrono_fmt)).is_ok()
+            && let (Some(month), Some(day)) = (parsed.month(), parsed.day())
+        {
+            let year = strptime_year(&parsed);
+            if NaiveDate::from_ymd_opt(year, month, 1).is_some() && NaiveDate::from_ymd_opt(year, month, day).is_none()
+            {
+                let (month, day) = (
+                    i32::try_from(month).unwrap_or(i32::MAX),
+                    i32::try_from(day).unwrap_or(i32::MAX),
+                );
+                return date::day_out_of_range_error(day, month, year);
+            }
+        }
         let mut parsed = chrono::format::Parsed::new();
         let items = chrono::format::StrftimeItems::new(&chrono_fmt);
         if let Ok(rest) = chrono::format::parse_and_remainder(&mut parsed, date_string, items)
@@ -738,6 +745,18 @@ fn parse_strptime(date_string: &str, fmt: &str) -> Option<RunResult<(NaiveDateTi
     None
 }
 
+/// chainbox patch: the year a `strptime` format's fields give: 1900 when
+/// they give none, and `%y` pivoted as CPython's (69–99 are 1969–1999).
+fn strptime_year(parsed: &Parsed) -> i32 {
+    match (parsed.year(), parsed.year_div_100(), parsed.year_mod_100()) {
+        (Some(year), _, _) => year,
+        (None, Some(century), Some(short)) => century * 100 + short,
+        (None, None, Some(short)) => short + if short < 69 { 2000 } else { 1900 },
+        (None, Some(century), None) => century * 100,
+        (None, None, None) => 1900,
+    }
+}
+
 /// chainbox patch: the datetime a `strptime` format's fields give, with
 /// CPython's defaults for the fields it lacks (`_strptime._strptime`): year
 /// 1900, month 1, day 1, and 0 for every time field, so `'%Y-%m'`,
@@ -746,24 +765,26 @@ fn parse_strptime(date_string: &str, fmt: &str) -> Option<RunResult<(NaiveDateTi
 /// pivots as CPython's does (69–99 are 1969–1999), `%I` without `%p` is
 /// AM, and `%p` without `%I` is ignored.
 fn naive_from_parsed(parsed: &Parsed) -> Option<NaiveDateTime> {
-    let mut date_fields = parsed.clone();
-    if let (None, None, Some(year_mod_100)) = (parsed.year(), parsed.year_div_100(), parsed.year_mod_100()) {
-        let century = if year_mod_100 < 69 { 20 } else { 19 };
-        date_fields.set_year_div_100(century).ok()?;
-    }
-    if parsed.year().is_none() && parsed.year_mod_100().is_none() && parsed.isoyear().is_none() {
-        date_fields.set_year(1900).ok()?;
-    }
-    let by_week = parsed.week_from_sun().is_some() || parsed.week_from_mon().is_some() || parsed.isoweek().is_some();
-    if parsed.ordinal().is_none() && !by_week {
-        if parsed.month().is_none() {
-            date_fields.set_month(1).ok()?;
+    // As CPython: week numbers count only with a weekday, a day of the year
+    // wins over a month and day, and a weekday beside a date is not checked
+    // against it (chrono refused `'Mon 2024-03-07'`, a Thursday).
+    let by_week = parsed.weekday().is_some()
+        && (parsed.week_from_sun().is_some()
+            || parsed.week_from_mon().is_some()
+            || (parsed.isoyear().is_some() && parsed.isoweek().is_some()));
+    let date = if by_week {
+        let mut date_fields = parsed.clone();
+        if parsed.isoyear().is_none() {
+            date_fields.set_year(i64::from(strptime_year(parsed))).ok()?;
         }
-        if parsed.day().is_none() {
-            date_fields.set_day(1).ok()?;
+        date_fields.to_naive_date().ok()?
+    } else {
+        let year = strptime_year(parsed);
+        match parsed.ordinal() {
+            Some(ordinal) => NaiveDate::from_yo_opt(year, ordinal)?,
+            None => NaiveDate::from_ymd_opt(year, parsed.month().unwrap_or(1), parsed.day().unwrap_or(1))?,
         }
-    }
-    let date = date_fields.to_naive_date().ok()?;
+    };
     let hour = match (parsed.hour_div_12(), parsed.hour_mod_12()) {
         (half, Some(hour)) => half.unwrap_or(0) * 12 + hour,
         (_, None) => 0,
@@ -1571,27 +1592,28 @@ impl<'h> HeapObjectRead<'h, DateTime> {
     }
 }
 
-/// Keyword arguments for `datetime.replace()`. All keyword-only; absent fields
+/// Arguments for `datetime.replace()` (chainbox patch: positional too, as
+/// CPython takes them; upstream: keyword-only); absent fields
 /// inherit the existing datetime component via `unwrap_or_else` at the call
 /// site. `tzinfo` uses `Option<Value>` to distinguish "kwarg absent" (preserve
 /// existing) from "tzinfo=None" (clear).
 #[derive(FromArgs)]
 #[from_args(name = "replace")]
 struct DatetimeReplaceArgs {
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     year: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     month: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     day: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     hour: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     minute: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     second: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     microsecond: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     tzinfo: Option<Value>,
 }

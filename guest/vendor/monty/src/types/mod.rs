@@ -24,6 +24,7 @@ pub mod hash_table;
 pub mod hashlib;
 pub mod host_class;
 pub mod instance;
+pub mod isoformat;
 pub mod iter;
 pub mod itertools;
 pub mod list;

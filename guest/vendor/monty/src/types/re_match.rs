@@ -22,6 +22,7 @@ use crate::{
     intern::StaticStrings,
     types::{
         Dict, LazyHeapSet, PyTrait, Type, allocate_tuple,
+        re_pattern::truncated,
         re_template::Template,
         str::{allocate_string, string_repr_fmt},
     },
@@ -73,6 +74,10 @@ pub(crate) struct ReMatch {
     subject: Value,
     /// Whether the subject is pure ASCII, so byte offset == character offset.
     all_ascii: bool,
+    /// chainbox patch: `Match.pos` and `Match.endpos` when the search was
+    /// given them; `None` for the whole subject.
+    #[serde(default)]
+    window: Option<(i64, i64)>,
     /// Char-offset `(start, end)` of the full match, computed lazily by
     /// [`ReMatch::char_span`]. A pure cache — skipped by serde, rebuilt on demand.
     #[serde(skip)]
@@ -134,8 +139,28 @@ impl ReMatch {
             lastindex,
             subject,
             all_ascii,
+            window: None,
             char_span: OnceCell::new(),
         }
+    }
+
+    /// chainbox patch: the `(pos, endpos)` the search was given.
+    pub(crate) fn set_window(&mut self, window: Option<(i64, i64)>) {
+        self.window = window;
+    }
+
+    /// chainbox patch: `Match.pos` and `Match.endpos`, the subject's bounds
+    /// unless the search was given its own.
+    fn window(&self, vm: &VM<'_>) -> (i64, i64) {
+        self.window.unwrap_or_else(|| {
+            let text = self.subject.to_str(vm).expect("subject is always a str");
+            let chars = if self.all_ascii {
+                text.len()
+            } else {
+                text.chars().count()
+            };
+            (0, position_i64(chars))
+        })
     }
 
     /// The subject `Value` this match keeps alive (its `.string`). Lets the heap
@@ -344,7 +369,10 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ReMatch> {
         let m = self.get(vm.heap);
         let (start, end) = m.char_span(vm);
         write!(f, "<re.Match object; span=({start}, {end}), match=")?;
-        string_repr_fmt(&m.full_match, f)?;
+        // chainbox patch: CPython's `%.50R`, the repr cut to 50 characters.
+        let mut repr = String::new();
+        string_repr_fmt(&m.full_match, &mut repr)?;
+        f.write_str(truncated(&repr, 50))?;
         Ok(f.write_char('>')?)
     }
 
@@ -356,6 +384,9 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, ReMatch> {
                 let v = self.get(vm.heap).subject.clone_with_heap(vm);
                 Ok(Some(CallResult::Value(v)))
             }
+            // chainbox patch: `pos` and `endpos`.
+            Some(StaticStrings::Pos) => Ok(Some(CallResult::Value(Value::Int(self.get(vm.heap).window(vm).0)))),
+            Some(StaticStrings::Endpos) => Ok(Some(CallResult::Value(Value::Int(self.get(vm.heap).window(vm).1)))),
             // chainbox patch: `lastindex` and `lastgroup` (its name, if any).
             _ if attr.as_str(vm.interns) == "lastindex" => {
                 let lastindex = self.get(vm.heap).lastindex;

@@ -219,17 +219,37 @@ impl RePattern {
         Ok(self.compiled_advance.get().expect("cell was just initialised"))
     }
 
+    /// chainbox patch: `\G(?:pattern)` and `suffix`, for `match` and
+    /// `fullmatch` from a `pos` past the start. Compiled per call: a `pos`
+    /// is rare, and the plain anchored forms stay on the engine's fast path.
+    fn at_regex(&self, suffix: &str) -> RunResult<Regex> {
+        compile_regex_limited(
+            &format!("\\G(?:{}){suffix}", self.source),
+            self.source_flags,
+            self.delegate_size_limit,
+        )
+        .map_err(ExcType::re_pattern_error)
+    }
+
     /// Builds a single `ReMatch` heap value from a capture result, keeping the
     /// subject alive by refcount (`subject.clone_with_heap`) rather than copying
     /// its text. `all_ascii` is precomputed by the caller (once per `finditer`).
-    fn build_match(&self, caps: &fancy_regex::Captures<'_>, subject: &Value, all_ascii: bool, heap: &Heap) -> Value {
-        let m = ReMatch::from_captures(
+    fn build_match(
+        &self,
+        caps: &fancy_regex::Captures<'_>,
+        subject: &Value,
+        all_ascii: bool,
+        window: Window,
+        heap: &Heap,
+    ) -> Value {
+        let mut m = ReMatch::from_captures(
             caps,
             subject.clone_with_heap(heap),
             all_ascii,
             &self.names,
             &self.close_rank,
         );
+        m.set_window(window.given);
         Value::Ref(heap.allocate(HeapData::ReMatch(Box::new(m))))
     }
 
@@ -237,9 +257,11 @@ impl RePattern {
     ///
     /// `subject` is the subject `Value` (stored by the match); `text` is its
     /// borrowed contents. Returns a `ReMatch` heap object, or `Value::None`.
-    pub fn search(&self, subject: &Value, text: &str, heap: &Heap) -> RunResult<Value> {
-        match self.compiled.captures(text) {
-            Ok(Some(caps)) => Ok(self.build_match(&caps, subject, text.is_ascii(), heap)),
+    /// chainbox patch: within `window` (`pos`, `endpos`).
+    pub fn search(&self, subject: &Value, text: &str, window: Window, heap: &Heap) -> RunResult<Value> {
+        let text = window.cut(text);
+        match self.compiled.captures_from_pos(text, window.start) {
+            Ok(Some(caps)) => Ok(self.build_match(&caps, subject, text.is_ascii(), window, heap)),
             Ok(None) => Ok(Value::None),
             Err(err) => Err(ExcType::re_pattern_error(err)),
         }
@@ -252,9 +274,18 @@ impl RePattern {
     /// anchor forces the engine to try all alternatives at position 0.
     ///
     /// Returns a `ReMatch` heap object on success, or `Value::None` if no match.
-    pub fn match_start(&self, subject: &Value, text: &str, heap: &Heap) -> RunResult<Value> {
-        match self.match_regex()?.captures(text) {
-            Ok(Some(caps)) => Ok(self.build_match(&caps, subject, text.is_ascii(), heap)),
+    ///
+    /// chainbox patch: within `window`; from a `pos` past the start, anchored
+    /// there with `\G` (`\A` only matches at the subject's real start).
+    pub fn match_start(&self, subject: &Value, text: &str, window: Window, heap: &Heap) -> RunResult<Value> {
+        let text = window.cut(text);
+        let found = if window.start == 0 {
+            self.match_regex()?.captures(text)
+        } else {
+            self.at_regex("")?.captures_from_pos(text, window.start)
+        };
+        match found {
+            Ok(Some(caps)) => Ok(self.build_match(&caps, subject, text.is_ascii(), window, heap)),
             Ok(None) => Ok(Value::None),
             Err(err) => Err(ExcType::re_pattern_error(err)),
         }
@@ -267,9 +298,17 @@ impl RePattern {
     /// anchors force the engine to try all alternatives for a full-string match.
     ///
     /// Returns a `ReMatch` heap object on success, or `Value::None` if no match.
-    pub fn fullmatch(&self, subject: &Value, text: &str, heap: &Heap) -> RunResult<Value> {
-        match self.fullmatch_regex()?.captures(text) {
-            Ok(Some(caps)) => Ok(self.build_match(&caps, subject, text.is_ascii(), heap)),
+    ///
+    /// chainbox patch: within `window`, as [`RePattern::match_start`].
+    pub fn fullmatch(&self, subject: &Value, text: &str, window: Window, heap: &Heap) -> RunResult<Value> {
+        let text = window.cut(text);
+        let found = if window.start == 0 {
+            self.fullmatch_regex()?.captures(text)
+        } else {
+            self.at_regex("\\z")?.captures_from_pos(text, window.start)
+        };
+        match found {
+            Ok(Some(caps)) => Ok(self.build_match(&caps, subject, text.is_ascii(), window, heap)),
             Ok(None) => Ok(Value::None),
             Err(err) => Err(ExcType::re_pattern_error(err)),
         }
@@ -286,8 +325,9 @@ impl RePattern {
     /// so only the scan can fail: a scan abandoned half way through a list of heap
     /// values could not release them, since `dec_ref` needs `&mut Heap` while the
     /// match iterator borrows the compiled pattern out of it.
-    pub fn findall(&self, text: &str, heap: &Heap) -> RunResult<Value> {
+    pub fn findall(&self, text: &str, window: Window, heap: &Heap) -> RunResult<Value> {
         let cap_count = self.compiled.captures_len();
+        let (text, start) = (window.cut(text), window.start);
 
         match cap_count {
             // No capture groups — return list of full match strings
@@ -297,7 +337,7 @@ impl RePattern {
                     let regex = if advance { self.advance_regex()? } else { &self.compiled };
                     regex.find_from_pos(text, pos).map_err(ExcType::re_pattern_error)
                 };
-                for m in scan(text, search, |m| (m.start(), m.end())) {
+                for m in scan(text, start, search, |m| (m.start(), m.end())) {
                     check_slice_growth(&matches, heap)?;
                     matches.push(m?.as_str());
                 }
@@ -306,7 +346,7 @@ impl RePattern {
             // One capture group — return list of the group's strings
             2 => {
                 let mut matches = Vec::new();
-                for caps in self.captures(text) {
+                for caps in self.captures(text, start) {
                     check_slice_growth(&matches, heap)?;
                     let caps = caps?;
                     matches.push(caps.get(1).map_or("", |m| m.as_str()));
@@ -318,7 +358,7 @@ impl RePattern {
             _ => {
                 let groups = cap_count - 1;
                 let mut flat = Vec::new();
-                for caps in self.captures(text) {
+                for caps in self.captures(text, start) {
                     let caps = caps?;
                     for cap in caps.iter().skip(1) {
                         check_slice_growth(&flat, heap)?;
@@ -375,7 +415,7 @@ impl RePattern {
         let mut last_end = 0;
         let mut made = 0;
 
-        for caps in self.captures(text).take(effective_count) {
+        for caps in self.captures(text, 0).take(effective_count) {
             let caps = caps?;
             let m = caps.get(0).expect("capture group 0 always exists");
             result.push_str(&text[last_end..m.start()]);
@@ -404,14 +444,18 @@ impl RePattern {
         let all_ascii = text.is_ascii();
         let effective_count = if count == 0 { usize::MAX } else { count };
         let mut found: Vec<(Value, usize, usize)> = Vec::new();
-        for caps in self.captures(text).take(effective_count) {
+        for caps in self.captures(text, 0).take(effective_count) {
             // As `finditer`: an error mid-scan leaves the matches found to
             // the heap's end-of-run cleanup.
             let caps = caps?;
             heap.tracker
                 .check_growth(found.len(), found.capacity(), mem::size_of::<(Value, usize, usize)>())?;
             let m = caps.get(0).expect("capture group 0 always exists");
-            found.push((self.build_match(&caps, subject, all_ascii, heap), m.start(), m.end()));
+            found.push((
+                self.build_match(&caps, subject, all_ascii, Window::WHOLE, heap),
+                m.start(),
+                m.end(),
+            ));
         }
         Ok(found)
     }
@@ -432,7 +476,7 @@ impl RePattern {
         };
         let mut pieces: Vec<Option<&str>> = Vec::new();
         let mut last_end = 0;
-        for caps in self.captures(text).take(limit) {
+        for caps in self.captures(text, 0).take(limit) {
             let caps = caps?;
             let m = caps.get(0).expect("capture group 0 always exists");
             check_slice_growth(&pieces, heap)?;
@@ -451,9 +495,10 @@ impl RePattern {
     /// chainbox patch: the matches in `text` as CPython's scanner finds them,
     /// for `findall`, `finditer`, `sub` and `split` (upstream used the
     /// engine's iterators, whose rule for empty matches differs).
-    fn captures<'t>(&self, text: &'t str) -> impl Iterator<Item = RunResult<fancy_regex::Captures<'t>>> {
+    fn captures<'t>(&self, text: &'t str, start: usize) -> impl Iterator<Item = RunResult<fancy_regex::Captures<'t>>> {
         scan(
             text,
+            start,
             move |pos, advance| {
                 let regex = if advance { self.advance_regex()? } else { &self.compiled };
                 regex.captures_from_pos(text, pos).map_err(ExcType::re_pattern_error)
@@ -470,20 +515,109 @@ impl RePattern {
     /// Eagerly collects all match objects into a list. This differs from CPython's
     /// lazy iterator but produces the same results when iterated. The VM's `GetIter`
     /// opcode handles iteration over the returned list.
-    pub fn finditer(&self, subject: &Value, text: &str, heap: &Heap) -> RunResult<Value> {
+    pub fn finditer(&self, subject: &Value, text: &str, window: Window, heap: &Heap) -> RunResult<Value> {
+        let text = window.cut(text);
         // Every match shares one refcounted subject reference, not a copy each.
         let all_ascii = text.is_ascii();
 
         let mut results = Vec::new();
-        for caps in self.captures(text) {
+        for caps in self.captures(text, window.start) {
             check_results_growth(&results, heap)?;
             let caps = caps?;
-            results.push(self.build_match(&caps, subject, all_ascii, heap));
+            results.push(self.build_match(&caps, subject, all_ascii, window, heap));
         }
 
         let list = List::new(results);
         Ok(Value::Ref(heap.allocate(HeapData::List(list))))
     }
+}
+
+/// chainbox patch: where a search looks in its subject, CPython's `pos` and
+/// `endpos`. It starts at `start` (a byte offset) yet sees the text before
+/// it (`\b`, lookbehind; `^` and `\A` still match only at the real start),
+/// and the subject ends at `end`, as if cut there (`$` matches there,
+/// lookahead sees nothing past it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    start: usize,
+    end: usize,
+    /// `(pos, endpos)` in characters, clamped as CPython clamps them, for
+    /// `Match.pos` and `Match.endpos`; `None` for the whole subject.
+    given: Option<(i64, i64)>,
+}
+
+impl Window {
+    /// The whole subject: no `pos` or `endpos` given.
+    pub(crate) const WHOLE: Self = Self {
+        start: 0,
+        end: usize::MAX,
+        given: None,
+    };
+
+    /// The window `pos` and `endpos` give in `text`, clamped into it, or
+    /// `None` when `pos` is past `endpos` (nothing can match there).
+    pub(crate) fn new(text: &str, pos: Option<i64>, endpos: Option<i64>) -> Option<Self> {
+        if pos.is_none() && endpos.is_none() {
+            return Some(Self::WHOLE);
+        }
+        let (pos, endpos) = (pos.unwrap_or(0), endpos.unwrap_or(i64::MAX));
+        let ascii = text.is_ascii();
+        let chars = if ascii { text.len() } else { text.chars().count() };
+        let clamp = |i: i64| usize::try_from(i.max(0)).unwrap_or(usize::MAX).min(chars);
+        let (pos, endpos) = (clamp(pos), clamp(endpos));
+        if pos > endpos {
+            return None;
+        }
+        let byte = |i: usize| {
+            if ascii {
+                i
+            } else {
+                text.char_indices().nth(i).map_or(text.len(), |(b, _)| b)
+            }
+        };
+        let count = |i: usize| i64::try_from(i).unwrap_or(i64::MAX);
+        Some(Self {
+            start: byte(pos),
+            end: byte(endpos),
+            given: Some((count(pos), count(endpos))),
+        })
+    }
+
+    /// The subject as this window cuts it.
+    fn cut<'t>(&self, text: &'t str) -> &'t str {
+        &text[..self.end.min(text.len())]
+    }
+}
+
+/// chainbox patch: the arguments of the searches that take a window,
+/// `string, pos=0, endpos=sys.maxsize`, named for their errors.
+macro_rules! window_args {
+    ($($args:ident $name:tt),*) => {$(
+        #[derive(FromArgs)]
+        #[from_args(name = $name, style = c_named, at_most_total)]
+        struct $args {
+            #[from_args(static_string = "StringAttr")]
+            string: Value,
+            #[from_args(default)]
+            pos: Option<Value>,
+            #[from_args(default)]
+            endpos: Option<Value>,
+        }
+    )*};
+}
+
+window_args!(
+    SearchArgs "search",
+    MatchArgs "match",
+    FullmatchArgs "fullmatch",
+    FindallArgs "findall",
+    FinditerArgs "finditer"
+);
+
+/// chainbox patch: the first `chars` characters of `text`, as C's `%.NR`
+/// cuts a repr in CPython's `re` reprs (a cut repr loses its closing quote).
+pub(crate) fn truncated(text: &str, chars: usize) -> &str {
+    text.char_indices().nth(chars).map_or(text, |(end, _)| &text[..end])
 }
 
 /// chainbox patch: the flags a pattern's repr names, in CPython's order.
@@ -532,10 +666,11 @@ fn check_slice_growth<T>(slices: &Vec<T>, heap: &Heap) -> RunResult<()> {
 /// `['', 'b', '']`), else searches on from the next character.
 fn scan<'t, T>(
     text: &'t str,
+    start: usize,
     mut search: impl FnMut(usize, bool) -> RunResult<Option<T>>,
     span: impl Fn(&T) -> (usize, usize),
 ) -> impl Iterator<Item = RunResult<T>> {
-    let mut pos = 0;
+    let mut pos = start;
     let mut must_advance = false;
     let mut done = false;
     std::iter::from_fn(move || {
@@ -628,7 +763,10 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _heap_ids: &mut LazyHeapSet) -> RunResult<()> {
         let this = self.get(vm.heap);
         write!(f, "re.compile(")?;
-        string_repr_fmt(&this.pattern, f)?;
+        // chainbox patch: CPython's `%.200R`, the repr cut to 200 characters.
+        let mut repr = String::new();
+        string_repr_fmt(&this.pattern, &mut repr)?;
+        f.write_str(truncated(&repr, 200))?;
         // chainbox patch: CPython's `pattern_repr`: every flag the pattern
         // has (inline ones too), `re.UNICODE` left out when it is implied.
         let mut flags = this.python_flags();
@@ -671,41 +809,74 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
     fn py_call_attr(&mut self, vm: &mut VM<'h>, attr: &EitherStr, args: ArgValues) -> RunResult<CallResult> {
         let result = match attr.static_string(vm.interns) {
             Some(StaticStrings::Search) => {
-                let arg = args.get_one_arg("Pattern.search", vm.heap)?;
-                defer_drop!(arg, vm);
-                let text = arg.to_str(vm)?;
-                self.get(vm.heap).search(arg, text, vm.heap)
+                let SearchArgs { string, pos, endpos } = SearchArgs::from_args(args, vm)?;
+                windowed(self, string, pos, endpos, |_| Ok(Value::None), vm, RePattern::search)
             }
             Some(StaticStrings::Match) => {
-                let arg = args.get_one_arg("Pattern.match", vm.heap)?;
-                defer_drop!(arg, vm);
-                let text = arg.to_str(vm)?;
-                self.get(vm.heap).match_start(arg, text, vm.heap)
+                let MatchArgs { string, pos, endpos } = MatchArgs::from_args(args, vm)?;
+                windowed(
+                    self,
+                    string,
+                    pos,
+                    endpos,
+                    |_| Ok(Value::None),
+                    vm,
+                    RePattern::match_start,
+                )
             }
             Some(StaticStrings::Fullmatch) => {
-                let arg = args.get_one_arg("Pattern.fullmatch", vm.heap)?;
-                defer_drop!(arg, vm);
-                let text = arg.to_str(vm)?;
-                self.get(vm.heap).fullmatch(arg, text, vm.heap)
+                let FullmatchArgs { string, pos, endpos } = FullmatchArgs::from_args(args, vm)?;
+                windowed(self, string, pos, endpos, |_| Ok(Value::None), vm, RePattern::fullmatch)
             }
             Some(StaticStrings::Findall) => {
-                let arg = args.get_one_arg("Pattern.findall", vm.heap)?;
-                defer_drop!(arg, vm);
-                let text = arg.to_str(vm)?;
-                self.get(vm.heap).findall(text, vm.heap)
+                let FindallArgs { string, pos, endpos } = FindallArgs::from_args(args, vm)?;
+                let empty = |heap: &Heap| allocate_str_list(&[], heap);
+                windowed(
+                    self,
+                    string,
+                    pos,
+                    endpos,
+                    empty,
+                    vm,
+                    |pattern, _, text, window, heap| pattern.findall(text, window, heap),
+                )
             }
             Some(StaticStrings::Sub) => call_pattern_sub(self, args, false, vm),
             Some(StaticStrings::Subn) => call_pattern_sub(self, args, true, vm),
             Some(StaticStrings::Split) => call_pattern_split(self, args, vm),
             Some(StaticStrings::Finditer) => {
-                let arg = args.get_one_arg("Pattern.finditer", vm.heap)?;
-                defer_drop!(arg, vm);
-                let text = arg.to_str(vm)?;
-                self.get(vm.heap).finditer(arg, text, vm.heap)
+                let FinditerArgs { string, pos, endpos } = FinditerArgs::from_args(args, vm)?;
+                let empty = |heap: &Heap| allocate_str_list(&[], heap);
+                windowed(self, string, pos, endpos, empty, vm, RePattern::finditer)
             }
             _ => return Err(ExcType::attribute_error_method(Type::RePattern, attr, args, vm)),
         }?;
         Ok(CallResult::Value(result))
+    }
+}
+
+/// chainbox patch: runs `search` on `string` within the window `pos` and
+/// `endpos` give, or answers `empty` when that window is empty.
+fn windowed<'h>(
+    pattern: &HeapRead<'h, RePattern>,
+    string: Value,
+    pos: Option<Value>,
+    endpos: Option<Value>,
+    empty: fn(&Heap) -> RunResult<Value>,
+    vm: &mut VM<'h>,
+    search: impl FnOnce(&RePattern, &Value, &str, Window, &Heap) -> RunResult<Value>,
+) -> RunResult<Value> {
+    defer_drop!(string, vm);
+    defer_drop!(pos, vm);
+    defer_drop!(endpos, vm);
+    // Converted before the subject is looked at, as CPython's argument
+    // parser does: `p.search(1, 'x')` complains about `pos`.
+    let pos = pos.as_ref().map(|v| v.as_int(vm)).transpose()?;
+    let endpos = endpos.as_ref().map(|v| v.as_int(vm)).transpose()?;
+    let text = string.to_str(vm)?;
+    match Window::new(text, pos, endpos) {
+        Some(window) => search(pattern.get(vm.heap), string, text, window, vm.heap),
+        None => empty(vm.heap),
     }
 }
 

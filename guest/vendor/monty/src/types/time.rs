@@ -33,6 +33,7 @@ use crate::{
         CmpOrder, LazyHeapSet, PyTrait, TimeZone, Type,
         date::{self, StrftimeArgs},
         datetime::{allocate_tzinfo_ref, tzinfo_from_value},
+        isoformat,
         str::{StringRepr, allocate_string, allocate_string_no_interning},
         timezone,
     },
@@ -207,30 +208,33 @@ fn allocate_with_tz(vm: &mut VM<'_>, mut time: Time, tz_ref: Option<HeapId>) -> 
 
 /// `time.fromisoformat(s)` — the inverse of `isoformat()`.
 ///
-/// Parsing is delegated to `speedate`, the same parser `date`/`datetime` use,
-/// so the accepted grammar (and the rejection message) stays consistent across
-/// the three classes.
+/// chainbox patch: parsed with CPython's grammar, shared with `date` and
+/// `datetime` (`isoformat`; upstream: speedate's).
 pub(crate) fn class_fromisoformat(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let value = args.get_one_arg("time.fromisoformat", vm.heap)?;
     let s = date::extract_str_arg(&value, "fromisoformat", vm.heap, vm.interns);
     value.drop_with(vm.heap);
     let s = s?;
 
-    let parsed = speedate::Time::parse_str(&s)
-        .map_err(|_| SimpleException::new_msg(ExcType::ValueError, format!("Invalid isoformat string: '{s}'")))?;
-    let mut time = from_components(
-        i32::from(parsed.hour),
-        i32::from(parsed.minute),
-        i32::from(parsed.second),
-        i32::try_from(parsed.microsecond).expect("speedate microseconds are in 0..999_999"),
-        0,
-    )?;
-
-    if let Some(offset_seconds) = parsed.tz_offset {
-        // Validates the offset bounds with CPython's wording before we commit to
-        // an aware time; `allocate_tzinfo_ref` then hands back an owned
-        // reference (the `timezone.utc` singleton for a `Z`/`+00:00` suffix).
+    // chainbox patch: CPython's grammar (see `isoformat`); `24:00` is
+    // midnight.
+    let parsed = isoformat::parse_time(&s).ok_or_else(|| isoformat::invalid(&s))?;
+    let mut hour = parsed.hour;
+    if hour == 24 {
+        if parsed.minute != 0 || parsed.second != 0 || parsed.microsecond != 0 {
+            return Err(isoformat::midnight_error());
+        }
+        hour = 0;
+    }
+    let offset = parsed.offset.map(isoformat::offset_seconds).transpose()?;
+    if let Some(offset_seconds) = offset {
+        // Validates the offset bounds with CPython's wording before the
+        // fields, as CPython builds the zone first.
         TimeZone::new(offset_seconds, None)?;
+    }
+    let mut time = from_components(hour, parsed.minute, parsed.second, parsed.microsecond, 0)?;
+    if let Some(offset_seconds) = offset {
+        // An owned reference: the `timezone.utc` singleton for `Z`/`+00:00`.
         time.tzinfo = Some(allocate_tzinfo_ref(offset_seconds, None, vm.heap));
     }
 
@@ -674,22 +678,22 @@ impl<'h> HeapObjectRead<'h, Time> {
 
 /// Keyword arguments for `time.replace()`.
 ///
-/// All keyword-only, matching `datetime.replace()` (CPython accepts positionals
-/// for both; see limitations/datetime.md). `tzinfo` is an `Option<Value>` so
+/// chainbox patch: positional too but `fold`, as CPython takes them
+/// (upstream: keyword-only). `tzinfo` is an `Option<Value>` so
 /// "kwarg absent" (keep the current zone) stays distinct from `tzinfo=None`
 /// (make the time naive).
 #[derive(FromArgs)]
 #[from_args(name = "replace")]
 struct TimeReplaceArgs {
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     hour: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     minute: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     second: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     microsecond: Option<i32>,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     tzinfo: Option<Value>,
     #[from_args(kw_only, default)]
     fold: Option<i32>,

@@ -151,30 +151,35 @@ pub(crate) fn from_chrono(delta: ChronoTimeDelta) -> RunResult<TimeDelta> {
     )
 }
 
-/// chainbox patch: `timedelta * float`, as CPython computes it: the
-/// microseconds times the float's exact ratio (`as_integer_ratio`), rounded
-/// half to even. Upstream refused a float factor with a TypeError.
-fn multiply_by_float(microseconds: i128, factor: f64) -> RunResult<TimeDelta> {
+/// chainbox patch: `timedelta * float` (and, with `divide`, `timedelta /
+/// float`), as CPython computes them: the microseconds times (or divided by)
+/// the float's exact ratio (`as_integer_ratio`), rounded half to even.
+/// Upstream refused a float with a TypeError.
+fn scale_by_float(microseconds: i128, factor: f64, divide: bool) -> RunResult<TimeDelta> {
     use num_bigint::BigInt;
     use num_integer::Integer;
+    use num_traits::Zero;
 
     number_methods::check_ratio_finite(factor)?;
     let (numerator, shift) = number_methods::float_as_ratio(factor);
-    let mut product = BigInt::from(microseconds) * numerator;
-    if factor.is_sign_negative() {
-        product = -product;
-    }
-    let total = if shift == 0 {
-        product
-    } else {
-        let divisor = BigInt::from(1) << shift;
-        let (quotient, remainder) = product.div_mod_floor(&divisor);
-        let twice = remainder * 2;
-        if twice > divisor || (twice == divisor && quotient.is_odd()) {
-            quotient + 1
-        } else {
-            quotient
+    let power = BigInt::from(1) << shift;
+    let (mut dividend, divisor) = if divide {
+        if numerator.is_zero() {
+            return Err(ExcType::zero_division().into());
         }
+        (BigInt::from(microseconds) * power, numerator)
+    } else {
+        (BigInt::from(microseconds) * numerator, power)
+    };
+    if factor.is_sign_negative() {
+        dividend = -dividend;
+    }
+    let (quotient, remainder) = dividend.div_mod_floor(&divisor);
+    let twice = remainder * 2;
+    let total = if twice > divisor || (twice == divisor && quotient.is_odd()) {
+        quotient + 1
+    } else {
+        quotient
     };
     i128::try_from(&total).map_or_else(|_| Err(c_int_overflow()), from_total_microseconds)
 }
@@ -587,7 +592,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
             Value::Int(value) => i128::from(*value),
             Value::Bool(value) => i128::from(*value),
             Value::Float(factor) => {
-                let result = multiply_by_float(total_microseconds(self.get(vm.heap)), *factor)?;
+                let result = scale_by_float(total_microseconds(self.get(vm.heap)), *factor, false)?;
                 return Ok(Some(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(result)))));
             }
             _ => return Ok(None),
@@ -613,6 +618,10 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
             Value::Int(0) | Value::Bool(false) => return Err(ExcType::zero_division().into()),
             Value::Int(value) => i128::from(*value),
             Value::Bool(true) => 1,
+            Value::Float(divisor) => {
+                let result = scale_by_float(total_microseconds(self.get(vm.heap)), *divisor, true)?;
+                return Ok(Some(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(result)))));
+            }
             _ => return Ok(None),
         };
         let total = total_microseconds(self.get(vm.heap));
