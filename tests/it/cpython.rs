@@ -173,6 +173,10 @@ same_on_both_guests! {
     // the date before the time; `timedelta / 0.0`.
     date_errors_read_as_in_cpython:
         "from datetime import datetime, timedelta\nout = []\nfor call in [lambda: datetime.strptime('2024-02-30', '%Y-%m-%d'), lambda: datetime.strptime('31/04/24', '%d/%m/%y'), lambda: datetime(2023, 2, 29, 25), lambda: timedelta(hours=1) / 0.0]:\n    try:\n        call()\n    except (ValueError, ZeroDivisionError) as e:\n        out.append(str(e))\nout";
+    // `math.nextafter(x, y, steps=n)` (CPython 3.12+; a chainbox patch of
+    // monty, which took no keywords).
+    nextafter_takes_steps_as_in_cpython:
+        "import math\nout = [math.nextafter(0.0, 1.0, steps=3), math.nextafter(1.0, -1.0, steps=5), math.nextafter(1e300, 100.0, steps=2**64), math.nextafter(5e-324, -5e-324, steps=2), math.nextafter(1.0, 2.0, steps=0)]\nfor bad in [-1, 1.5]:\n    try:\n        math.nextafter(1.0, 2.0, steps=bad)\n    except (ValueError, TypeError) as e:\n        out.append(str(e))\nout";
     a_failed_sort_stops_where_cpython_3_14_does:
         "out = []\nfor xs in [[5, 5, 4, None], [3, 2, 2, 1, 0.5, None], [4, 4, 4, 3, 'x', 2], [2.5, 2.5, 1, None, 0]]:\n    try:\n        xs.sort()\n        out.append(xs)\n    except TypeError as e:\n        out.append([str(e), xs])\nout";
     // CPython 3.12+ bounds walks over nested data by its C stack, not by the

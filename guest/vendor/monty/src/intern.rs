@@ -2300,6 +2300,8 @@ pub enum StaticStrings {
     Stem,
     /// `slice.step` attribute; also the `step` kwarg of `itertools.count()`.
     Step,
+    /// `steps` parameter of `math.nextafter()` (chainbox patch).
+    Steps,
     /// `slice.stop` attribute.
     Stop,
     /// Private cache insertion primitive.

@@ -1,5 +1,6 @@
 //! Implementation of the enumerate() builtin function.
 
+use num_bigint::BigInt;
 use smallvec::smallvec;
 
 use crate::{
@@ -8,7 +9,7 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunResult, SimpleException},
     heap::{DropGuard, DropWithContext, HeapData},
-    types::{List, allocate_tuple},
+    types::{List, LongInt, allocate_tuple},
     value::Value,
 };
 
@@ -25,10 +26,13 @@ pub fn builtin_enumerate(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(iter, vm);
     let mut iter = iter.read(vm);
 
-    // Get start index (default 0)
-    let mut index: i64 = match start {
-        Some(Value::Int(n)) => *n,
-        Some(Value::Bool(b)) => i64::from(*b),
+    // Get start index (default 0). chainbox patch: a big-int start counts
+    // from there, and the count goes on past `i64` as CPython's does
+    // (upstream: a big start was a TypeError and the count wrapped).
+    let mut index = match start {
+        Some(Value::Int(n)) => Count::Small(*n),
+        Some(Value::Bool(b)) => Count::Small(i64::from(*b)),
+        Some(v) if let Some(big) = v.as_long_int(vm) => Count::Big(big.clone()),
         Some(v) => {
             let type_name = v.py_type_name(vm);
             return Err(SimpleException::new_msg(
@@ -37,7 +41,7 @@ pub fn builtin_enumerate(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
             )
             .into());
         }
-        None => 0,
+        None => Count::Small(0),
     };
 
     let result: Vec<Value> = Vec::new();
@@ -46,14 +50,29 @@ pub fn builtin_enumerate(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     while let Some(item) = iter.py_next(vm)? {
         // Create tuple (index, item)
-        let tuple_val = allocate_tuple(smallvec![Value::Int(index), item], vm.heap);
+        let count = match &index {
+            Count::Small(n) => Value::Int(*n),
+            Count::Big(n) => LongInt::new(n.clone()).into_value(vm.heap),
+        };
+        let tuple_val = allocate_tuple(smallvec![count, item], vm.heap);
         result.push(tuple_val);
-        index += 1;
+        index = match index {
+            Count::Small(n) => n
+                .checked_add(1)
+                .map_or_else(|| Count::Big(BigInt::from(n) + 1), Count::Small),
+            Count::Big(n) => Count::Big(n + 1),
+        };
     }
 
     let (result, vm) = result_guard.into_parts();
     let heap_id = vm.heap.allocate(HeapData::List(List::new(result)));
     Ok(Value::Ref(heap_id))
+}
+
+/// chainbox patch: enumerate's count, an `i64` until it is not.
+enum Count {
+    Small(i64),
+    Big(BigInt),
 }
 
 /// Extracts `enumerate(iterable, start=0)` arguments, faithfully mirroring

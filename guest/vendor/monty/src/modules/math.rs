@@ -790,15 +790,89 @@ struct IscloseArgs {
 }
 
 /// `math.nextafter(x, y)` — returns the next float after x towards y.
+///
+/// chainbox patch: and `steps=n`, the float `n` steps from x towards y
+/// (CPython 3.12+), stepping through the floats' bit patterns as CPython's
+/// `math_nextafter_impl` does.
 fn math_nextafter(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
-    let (x_val, y_val) = args.get_two_args("math.nextafter", vm.heap)?;
+    let NextafterArgs {
+        x: x_val,
+        y: y_val,
+        steps,
+    } = NextafterArgs::from_args(args, vm)?;
     defer_drop!(x_val, vm);
     defer_drop!(y_val, vm);
+    defer_drop!(steps, vm);
 
     let x = value_to_float(x_val, vm)?;
     let y = value_to_float(y_val, vm)?;
+    let steps = match steps {
+        None | Some(Value::None) => return Ok(Value::Float(libm::nextafter(x, y))),
+        Some(steps) => {
+            let steps = steps.py_index(vm)?;
+            defer_drop!(steps, vm);
+            // An int past `u64` saturates, as CPython clamps it.
+            let count = match steps {
+                Value::Int(n) => u64::try_from(*n).map_err(|_| ()),
+                Value::Bool(b) => Ok(u64::from(*b)),
+                other => match other.as_long_int(vm) {
+                    Some(n) if n.sign() == num_bigint::Sign::Minus => Err(()),
+                    Some(n) => Ok(u64::try_from(n).unwrap_or(u64::MAX)),
+                    None => Err(()),
+                },
+            };
+            count.map_err(|()| SimpleException::new_msg(ExcType::ValueError, "steps must be a non-negative integer"))?
+        }
+    };
+    Ok(Value::Float(next_after_steps(x, y, steps)))
+}
 
-    Ok(Value::Float(libm::nextafter(x, y)))
+/// chainbox patch: CPython's `math_nextafter_impl` with `steps`.
+fn next_after_steps(x: f64, y: f64, steps: u64) -> f64 {
+    const SIGN: u64 = 1 << 63;
+    if steps == 0 || x.is_nan() {
+        return x;
+    }
+    if y.is_nan() {
+        return y;
+    }
+    let (ux, uy) = (x.to_bits(), y.to_bits());
+    if ux == uy {
+        return x;
+    }
+    let (ax, ay) = (ux & !SIGN, uy & !SIGN);
+    if (ux ^ uy) & SIGN != 0 {
+        // Opposite signs: down to zero, then up on y's side.
+        if ax + ay <= steps {
+            y
+        } else if ax < steps {
+            f64::from_bits((uy & SIGN) | (steps - ax))
+        } else {
+            f64::from_bits(ux - steps)
+        }
+    } else if ax > ay {
+        if ax - ay >= steps {
+            f64::from_bits(ux - steps)
+        } else {
+            y
+        }
+    } else if ay - ax >= steps {
+        f64::from_bits(ux + steps)
+    } else {
+        y
+    }
+}
+
+/// `math.nextafter`'s arguments: `(x, y, /, *, steps=None)`.
+#[derive(FromArgs)]
+#[from_args(name = "nextafter")]
+struct NextafterArgs {
+    #[from_args(pos_only)]
+    x: Value,
+    #[from_args(pos_only)]
+    y: Value,
+    #[from_args(kw_only, default)]
+    steps: Option<Value>,
 }
 
 /// `math.ulp(x)` — returns the value of the least significant bit of x.

@@ -7,6 +7,7 @@ use crate::{
     bytecode::{CallResult, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
+    expressions::CmpOperator,
     heap::{ContainsHeap, DropGuard, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::StaticStrings,
     types::{
@@ -156,6 +157,13 @@ impl DictView for DictKeysView {
 }
 
 impl<'h> PyTrait<'h> for HeapObjectRead<'h, DictKeysView> {
+    /// chainbox patch: a view orders against another view as sets do
+    /// (`k1 <= k2`, CPython's `dictview_richcompare`); against a set, the
+    /// set's reflected comparison answers.
+    fn py_cmp_op(&self, other: &Value, op: CmpOperator, vm: &mut VM<'h>) -> RunResult<Option<bool>> {
+        order_against_view(self.id(), self.get(vm.heap).dict(vm.heap).len(), other, op, vm)
+    }
+
     fn py_is_iterable(&self, _vm: &VM<'h>) -> bool {
         true
     }
@@ -423,6 +431,13 @@ impl DictView for DictItemsView {
 }
 
 impl<'h> PyTrait<'h> for HeapObjectRead<'h, DictItemsView> {
+    /// chainbox patch: a view orders against another view as sets do
+    /// (`k1 <= k2`, CPython's `dictview_richcompare`); against a set, the
+    /// set's reflected comparison answers.
+    fn py_cmp_op(&self, other: &Value, op: CmpOperator, vm: &mut VM<'h>) -> RunResult<Option<bool>> {
+        order_against_view(self.id(), self.get(vm.heap).dict(vm.heap).len(), other, op, vm)
+    }
+
     fn py_is_iterable(&self, _vm: &VM<'h>) -> bool {
         true
     }
@@ -750,6 +765,46 @@ fn write_dict_values_contents<'h>(
 }
 
 /// Applies a dict-view set-like binary operator and returns a plain `set`.
+/// chainbox patch: `view <op> other` when `other` is a keys or items view,
+/// as CPython's `dictview_richcompare`: by length, then each member of the
+/// would-be subset looked up in the other view (so items with unhashable
+/// values order too). `this` is the left view, `len` its length.
+fn order_against_view(
+    this: HeapId,
+    len: usize,
+    other: &Value,
+    op: CmpOperator,
+    vm: &mut VM<'_>,
+) -> RunResult<Option<bool>> {
+    let other_len = match other.read_heap(vm) {
+        Some(HeapReadOutput::DictKeysView(view)) => view.get(vm.heap).dict(vm.heap).len(),
+        Some(HeapReadOutput::DictItemsView(view)) => view.get(vm.heap).dict(vm.heap).len(),
+        _ => return Ok(None),
+    };
+    let this = Value::Ref(this);
+    let (subset, superset, possible) = match op {
+        CmpOperator::Lt => (&this, other, len < other_len),
+        CmpOperator::LtE => (&this, other, len <= other_len),
+        CmpOperator::Gt => (other, &this, len > other_len),
+        CmpOperator::GtE => (other, &this, len >= other_len),
+        _ => return Ok(None),
+    };
+    if !possible {
+        return Ok(Some(false));
+    }
+    let iter = subset.clone_with_heap(vm).into_py_iter(vm)?.require_synchronous(vm)?;
+    defer_drop!(iter, vm);
+    let mut iter = iter.read(vm);
+    while let Some(member) = iter.py_next(vm)? {
+        let found = superset.py_contains(&member, vm);
+        member.drop_with(vm);
+        if !found? {
+            return Ok(Some(false));
+        }
+    }
+    Ok(Some(true))
+}
+
 fn dict_view_binary_op_value(
     lhs_set: Set,
     rhs: &Value,

@@ -90,8 +90,11 @@ pub(crate) struct RePattern {
 }
 
 impl PartialEq for RePattern {
+    /// chainbox patch: the flags as CPython's `pattern_richcompare` sees
+    /// them, with the ones implied made explicit (`re.compile('a') ==
+    /// re.compile('a', re.U)`; upstream compared the caller's flags).
     fn eq(&self, other: &Self) -> bool {
-        self.pattern == other.pattern && self.flags == other.flags
+        self.pattern == other.pattern && self.python_flags() == other.python_flags()
     }
 }
 

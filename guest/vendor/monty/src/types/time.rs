@@ -510,7 +510,13 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Time> {
         let (a, b) = (self.get(vm.heap), other.get(vm.heap));
         if a.tzinfo.is_some() != b.tzinfo.is_some() {
             // CPython raises `TypeError` rather than ordering aware against naive.
-            return Ok(CmpOrder::Incomparable);
+            // chainbox patch: its own message, not the generic "'<' not
+            // supported between instances of ...".
+            return Err(SimpleException::new_msg(
+                ExcType::TypeError,
+                "can't compare offset-naive and offset-aware times",
+            )
+            .into());
         }
         let (a_micros, b_micros) = (
             a.adjusted_micros(attached_offset(a, vm.heap)),

@@ -92,9 +92,20 @@ pub(crate) fn total_microseconds(delta: &TimeDelta) -> i128 {
 }
 
 /// Returns the duration as total whole seconds plus fractional microseconds.
-#[must_use]
-pub(crate) fn total_seconds(delta: &TimeDelta) -> f64 {
-    total_microseconds(delta) as f64 / (MICROSECONDS_PER_SECOND as f64)
+///
+/// chainbox patch: rounded once, as CPython's `delta / timedelta(seconds=1)`:
+/// past 2**53 microseconds the float of the count is already rounded, and
+/// `timedelta.min.total_seconds()` came out as `-86399999913599.98`.
+pub(crate) fn total_seconds(delta: &TimeDelta, heap: &Heap) -> RunResult<f64> {
+    let micros = total_microseconds(delta);
+    if micros.unsigned_abs() < 1 << f64::MANTISSA_DIGITS {
+        return Ok(micros as f64 / (MICROSECONDS_PER_SECOND as f64));
+    }
+    long_int::bigint_true_divide(
+        &num_bigint::BigInt::from(micros),
+        &num_bigint::BigInt::from(MICROSECONDS_PER_SECOND),
+        &heap.tracker,
+    )
 }
 
 /// Returns total seconds only when exact (no microseconds), otherwise `None`.
@@ -676,7 +687,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
             // Copy the TimeDelta to release the HeapRead borrow before checking args
             let td = *self.get(vm.heap);
             args.check_zero_args("timedelta.total_seconds", vm.heap)?;
-            return Ok(CallResult::Value(Value::Float(total_seconds(&td))));
+            return Ok(CallResult::Value(Value::Float(total_seconds(&td, vm.heap)?)));
         }
         Err(ExcType::attribute_error_method(Type::TimeDelta, attr, args, vm))
     }
