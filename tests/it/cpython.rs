@@ -177,6 +177,10 @@ same_on_both_guests! {
     // monty, which took no keywords).
     nextafter_takes_steps_as_in_cpython:
         "import math\nout = [math.nextafter(0.0, 1.0, steps=3), math.nextafter(1.0, -1.0, steps=5), math.nextafter(1e300, 100.0, steps=2**64), math.nextafter(5e-324, -5e-324, steps=2), math.nextafter(1.0, 2.0, steps=0)]\nfor bad in [-1, 1.5]:\n    try:\n        math.nextafter(1.0, 2.0, steps=bad)\n    except (ValueError, TypeError) as e:\n        out.append(str(e))\nout";
+    // A float seed seeds as on 64-bit CPython (by its 64-bit hash) on the
+    // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
+    float_seeds_give_64_bit_cpythons_numbers:
+        "import random\nout = []\nfor seed in [3.5, -0.0, 0.1, -2.75, 1e300, float('inf'), 2.0, True, 7]:\n    random.seed(seed)\n    out.append((random.random(), random.Random(seed).randint(1, 100)))\nout";
     a_failed_sort_stops_where_cpython_3_14_does:
         "out = []\nfor xs in [[5, 5, 4, None], [3, 2, 2, 1, 0.5, None], [4, 4, 4, 3, 'x', 2], [2.5, 2.5, 1, None, 0]]:\n    try:\n        xs.sort()\n        out.append(xs)\n    except TypeError as e:\n        out.append([str(e), xs])\nout";
     // CPython 3.12+ bounds walks over nested data by its C stack, not by the

@@ -124,6 +124,7 @@ import json
 import linecache
 import math
 import os
+import random
 import sys
 import time
 import traceback
@@ -1076,7 +1077,37 @@ def _patch_interpreter(stack):
     sys.set_coroutine_origin_tracking_depth(_ORIGIN_DEPTH)
     stack.callback(sys.set_coroutine_origin_tracking_depth, old_depth)
 
+    # `random.seed(3.5)` as on 64-bit CPython (see `_seed_as_64_bit`). The
+    # module's `seed` is a method bound to its own instance at import.
+    patch(random.Random, "seed", _seed_as_64_bit)
+    patch(random, "seed", random._inst.seed)
+
     _install_refusals(stack)
+
+
+_PRIME_61 = (1 << 61) - 1
+_SEED_OF_RANDOM = random.Random.seed
+
+
+def _hash_as_64_bit(x):
+    """`hash(x)` of a finite or infinite float as 64-bit CPython computes
+    it (the modulus 2**61 - 1; this wasm32 build's is 2**31 - 1), after the
+    language reference's "Hashing of numeric types"."""
+    if math.isinf(x):
+        return 314159 if x > 0 else -314159
+    numerator, denominator = x.as_integer_ratio()
+    value = abs(numerator) % _PRIME_61 * pow(denominator, _PRIME_61 - 2, _PRIME_61) % _PRIME_61
+    value = -value if numerator < 0 else value
+    return -2 if value == -1 else value
+
+
+def _seed_as_64_bit(self, a=None, version=2):
+    """`Random.seed`, but a float seeds as on 64-bit CPython, whose C
+    `random_seed` takes its hash as a `size_t`: on this 32-bit build the
+    same seed gave other numbers (`random.seed(3.5); random.random()`)."""
+    if isinstance(a, float) and not math.isnan(a):
+        a = _hash_as_64_bit(a) % (1 << 64)
+    return _SEED_OF_RANDOM(self, a, version)
 
 
 def _patch(stack, obj, name, value):
