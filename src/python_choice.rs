@@ -1214,8 +1214,8 @@ const USER_SPECIAL_METHODS: &[&str] = &[
 ];
 
 /// Special attributes monty's objects have besides [`USER_SPECIAL_METHODS`]:
-/// the dunder `StaticStrings` of `src/intern.rs` and `__class__`
-/// (`src/types/instance.rs`). Others (`__dict__`, `__subclasses__`, `__mro__`,
+/// the dunder `StaticStrings` of `src/intern.rs` and `__class__` (every
+/// object's, `Value::py_getattr` in monty's `src/value.rs`). Others (`__dict__`, `__subclasses__`, `__mro__`,
 /// `__bases__`, `__slots__`) are missing. `__module__` and `__doc__` are
 /// missing on functions (`__doc__` is a builtin's long docstring in CPython),
 /// so they are not listed: every use goes to CPython.

@@ -895,6 +895,13 @@ fn function_name_attr(value: &Value, attr: &EitherStr, vm: &mut VM<'_>) -> Optio
             _ => return None,
         },
         Value::Builtin(Builtins::Function(function)) => function.to_string(),
+        // chainbox patch: an exception class (`type(e).__name__`, now that
+        // `type(e)` is the class its name is bound to): the name without
+        // its module (`re.PatternError` is `PatternError`).
+        Value::Builtin(Builtins::ExcType(exc_type)) => {
+            let name = exc_type.to_string();
+            name.rsplit('.').next().map_or_else(String::new, str::to_owned)
+        }
         // `random`'s functions are the methods of a hidden `Random` instance.
         Value::ModuleFunction(function @ ModuleFunctions::Random(_)) if qualified => format!("Random.{function}"),
         Value::ModuleFunction(function) => function.to_string(),
@@ -1304,6 +1311,12 @@ impl Value {
             // build bound methods.
             Self::Ref(heap_id) if matches!(vm.heap.get(*heap_id), HeapData::Instance(_)) => {
                 return instance_getattr(*heap_id, attr, vm);
+            }
+            // chainbox patch: every object's `__class__` is its type, as
+            // `type(x)` (upstream: instances only, so `e.__class__.__name__`
+            // in an `except` clause was an AttributeError).
+            _ if attr.as_str(vm.interns) == "__class__" => {
+                return Ok(CallResult::Value(crate::builtins::type_of_ref(vm, self)));
             }
             Self::Ref(heap_id) => {
                 if let Some(call_result) = vm.heap.read(*heap_id).py_getattr(attr, vm)? {

@@ -8,7 +8,7 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunResult},
     heap::{DropWithContext, HeapData},
     intern::StaticStrings,
-    types::{Class, Dict, PyTrait},
+    types::{Class, Dict, PyTrait, Type},
     value::Value,
 };
 
@@ -88,7 +88,13 @@ pub(crate) fn type_of_ref(vm: &mut VM<'_>, value: &Value) -> Value {
         vm.heap.inc_ref(class_id);
         Value::Ref(class_id)
     } else {
-        Value::Builtin(Builtins::Type(value.py_type(vm)))
+        match value.py_type(vm) {
+            // chainbox patch: an exception's type is the class its name is
+            // bound to, so `type(e) is ZeroDivisionError` holds (upstream: a
+            // `Type` marker, never identical to the name's `ExcType`).
+            Type::Exception(exc_type) => Value::Builtin(Builtins::ExcType(exc_type)),
+            other => Value::Builtin(Builtins::Type(other)),
+        }
     }
 }
 
