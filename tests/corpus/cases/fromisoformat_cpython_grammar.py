@@ -17,7 +17,7 @@ cases = [
 out = {}
 for c in cases:
     row = []
-    for parse in (date.fromisoformat, datetime.fromisoformat):
+    for parse in (lambda s: date.fromisoformat(s), lambda s: datetime.fromisoformat(s)):
         try:
             row.append(repr(parse(c)))
         except ValueError as e:

@@ -96,6 +96,8 @@ impl Builtins {
     pub fn py_repr_fmt<W: Write>(self, f: &mut W) -> fmt::Result {
         match self {
             Self::Function(b) => write!(f, "<built-in function {b}>"),
+            // chainbox patch: the module CPython defines it in.
+            Self::ExcType(ExcType::JsonDecodeError) => f.write_str("<class 'json.decoder.JSONDecodeError'>"),
             Self::ExcType(e) => write!(f, "<class '{e}'>"),
             Self::Type(t) => write!(f, "<class '{t}'>"),
         }
