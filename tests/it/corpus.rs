@@ -16,7 +16,11 @@
 //!
 //! Every case runs under the default policy, so `python = "auto"` chooses
 //! its interpreter: monty, or the CPython guest for what monty lacks (the
-//! `cpython_*` cases exercise those features).
+//! `cpython_*` cases exercise those features). Which one ran is checked
+//! too: a `cpython_*` case must run on CPython, and any other on monty
+//! unless `known_differences.toml`'s `[routed]` says why the scan sends it
+//! to CPython (a case meant to test monty that the scan routes away tests
+//! nothing of monty's).
 //!
 //! Compared, for every case: `status`, `output` (JSON, key order included,
 //! integers by their digits), `output_text`, `stdout`, the uncaught
@@ -31,7 +35,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use chainbox::tools::manifest::Manifest;
-use chainbox::{Approval, ChainPolicy, ChainRunResult, ToolRegistry, ToolRisk};
+use chainbox::{Approval, ChainPolicy, ChainRunResult, Interpreter, ToolRegistry, ToolRisk};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -78,21 +82,33 @@ fn load_cases(dir: &Path, filter: Option<&str>) -> Vec<Case> {
 }
 
 /// `known_differences.toml`: `[differs]` maps a case name to its reason.
-fn load_known_differences(dir: &Path) -> BTreeMap<String, String> {
+/// One table of `known_differences.toml` (`[differs]`, `[routed]`): case
+/// name to reason.
+fn load_known(dir: &Path, section: &str) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(dir.join("known_differences.toml")).expect("known_differences.toml");
     let table: toml::Table = toml::from_str(&text).expect("known_differences.toml is valid TOML");
-    let Some(differs) = table.get("differs") else {
+    let Some(entries) = table.get(section) else {
         return BTreeMap::new();
     };
-    let differs = differs.as_table().expect("[differs] is a table");
-    differs
+    let entries = entries.as_table().unwrap_or_else(|| panic!("[{section}] is a table"));
+    entries
         .iter()
         .map(|(name, reason)| {
             let reason = reason.as_str().expect("each reason is a string");
-            assert!(!reason.trim().is_empty(), "known difference {name} needs a reason");
+            assert!(!reason.trim().is_empty(), "[{section}] {name} needs a reason");
             (name.clone(), reason.to_owned())
         })
         .collect()
+}
+
+/// The interpreter `auto` must choose for a case: CPython for a `cpython_*`
+/// case or one `[routed]` lists, else monty.
+fn expected_interpreter(name: &str, routed: &BTreeMap<String, String>) -> Interpreter {
+    if name.starts_with("cpython_") || routed.contains_key(name) {
+        Interpreter::Cpython
+    } else {
+        Interpreter::Monty
+    }
 }
 
 async fn registry(dir: &Path) -> ToolRegistry {
@@ -338,9 +354,10 @@ async fn corpus_matches_cpython() {
     let filter = std::env::var("CHAINBOX_CORPUS").ok().filter(|f| !f.is_empty());
     let cases = load_cases(&dir, filter.as_deref());
     assert!(!cases.is_empty(), "no corpus cases found (filter: {filter:?})");
-    let known = load_known_differences(&dir);
+    let known = load_known(&dir, "differs");
+    let routed = load_known(&dir, "routed");
     if filter.is_none() {
-        for name in known.keys() {
+        for name in known.keys().chain(routed.keys()) {
             assert!(
                 cases.iter().any(|c| &c.name == name),
                 "known_differences.toml lists `{name}`, which is not a case"
@@ -355,10 +372,21 @@ async fn corpus_matches_cpython() {
 
     let mut results: Vec<(String, Vec<String>)> = futures::stream::iter(cases.iter())
         .map(|case| {
-            let (engine, registry, policy, approval) = (&engine, &registry, &policy, &approval);
+            let (engine, registry, policy, approval, routed) = (&engine, &registry, &policy, &approval, &routed);
             async move {
                 let result = engine.run(&case.script, registry, policy, approval).await;
-                (case.name.clone(), compare(&case.expected, &result))
+                let mut diffs = compare(&case.expected, &result);
+                let expected = expected_interpreter(&case.name, routed);
+                if result.interpreter != expected {
+                    let scan = chainbox::python_choice::needs_cpython(&case.script)
+                        .map_or_else(|| "nothing".to_owned(), |needs| needs.to_string());
+                    diffs.push(format!(
+                        "interpreter: ran on {:?}, expected {expected:?} (the scan found: {scan}); \
+                         a case for the CPython guest is named cpython_*, one the scan routes there is listed in [routed]",
+                        result.interpreter
+                    ));
+                }
+                (case.name.clone(), diffs)
             }
         })
         .buffer_unordered(CONCURRENCY)
