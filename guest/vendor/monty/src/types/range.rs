@@ -18,8 +18,9 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunResult},
     hash::HashValue,
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
+    intern::StaticStrings,
     types::{LazyHeapSet, PyTrait, Type},
-    value::Value,
+    value::{EitherStr, Value},
 };
 
 /// Python range object representing an immutable sequence of integers.
@@ -190,6 +191,60 @@ impl Default for Range {
 impl<'h> PyTrait<'h> for HeapObjectRead<'h, Range> {
     fn py_is_iterable(&self, _vm: &VM<'h>) -> bool {
         true
+    }
+
+    /// chainbox patch: `range.count(x)` and `range.index(x)` (upstream: an
+    /// AttributeError). An int or bool is found by arithmetic, as CPython's
+    /// fast path; anything else by `==` over the items (`2.0`, a `Decimal`),
+    /// as its `_PySequence_IterSearch`.
+    fn py_call_attr(&mut self, vm: &mut VM<'h>, attr: &EitherStr, args: ArgValues) -> RunResult<CallResult> {
+        let counting = match attr.static_string(vm.interns) {
+            Some(StaticStrings::Count) => true,
+            Some(StaticStrings::Index) => false,
+            _ => return Err(ExcType::attribute_error_method(Type::Range, attr, args, vm)),
+        };
+        let item = args.get_one_arg(if counting { "range.count" } else { "range.index" }, vm.heap)?;
+        defer_drop!(item, vm);
+        let range = *self.get(vm.heap);
+        let at = |n: i64| i64::try_from((i128::from(n) - i128::from(range.start)) / i128::from(range.step));
+        let (found, first) = match item {
+            Value::Int(_) | Value::Bool(_) => {
+                let n = match item {
+                    Value::Bool(b) => i64::from(*b),
+                    Value::Int(n) => *n,
+                    _ => unreachable!("matched an int or a bool"),
+                };
+                let first = range.contains(n).then(|| at(n).unwrap_or(i64::MAX));
+                (i64::from(first.is_some()), first)
+            }
+            _ => {
+                let (mut found, mut first) = (0, None);
+                for i in 0..range.len_i128() {
+                    vm.heap
+                        .tracker
+                        .check_time_every(usize::try_from(i).unwrap_or(usize::MAX))?;
+                    let element =
+                        i64::try_from(i128::from(range.start) + i * i128::from(range.step)).unwrap_or(i64::MAX);
+                    if item.py_eq(&Value::Int(element), vm)? {
+                        found += 1;
+                        first = first.or(Some(i64::try_from(i).unwrap_or(i64::MAX)));
+                        if !counting {
+                            break;
+                        }
+                    }
+                }
+                (found, first)
+            }
+        };
+        if counting {
+            return Ok(CallResult::Value(Value::Int(found)));
+        }
+        match (first, item) {
+            (Some(index), _) => Ok(CallResult::Value(Value::Int(index))),
+            // CPython 3.14's words (3.11: "5 is not in range").
+            (None, Value::Int(_) | Value::Bool(_)) => Err(ExcType::value_error("range.index(x): x not in range")),
+            (None, _) => Err(ExcType::value_error("sequence.index(x): x not in sequence")),
+        }
     }
 
     /// O(1) containment: bounds plus step alignment, no iteration. Non-integral
