@@ -318,6 +318,10 @@ pub(crate) fn float_binary(
 
 /// Rejects a zero divisor before a potentially overflowing integer-to-float conversion.
 fn check_float_divisor(lhs: &(impl IntArithmetic + ?Sized), rhs: f64, reflected: bool) -> RunResult<()> {
+    // chainbox patch: CPython's float division converts the int first, so
+    // `10**400 / 0.0` is "int too large to convert to float", not a
+    // ZeroDivisionError.
+    lhs.float()?;
     let zero = if reflected {
         lhs.small().map_or_else(|| lhs.big().is_zero(), |value| value == 0)
     } else {
