@@ -83,7 +83,7 @@ pub(crate) fn day_out_of_range_error(day: i32, month: i32, year: i32) -> RunErro
 }
 
 /// Returns the maximum valid day for a given month and year.
-fn max_day_for_month(year: i32, month: i32) -> u32 {
+pub(crate) fn max_day_for_month(year: i32, month: i32) -> u32 {
     // Try the last possible day (31) and work backwards to find the actual max
     let Ok(month_u32) = u32::try_from(month) else {
         return 31;

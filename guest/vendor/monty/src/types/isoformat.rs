@@ -14,9 +14,11 @@
 //! byte past the end reads as the terminating NUL: [`at`] does the same,
 //! which keeps the port's control flow (and its quirks) the original's.
 
+use chrono::{Datelike, NaiveDate, Weekday};
+
 use crate::{
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
-    types::{str::StringRepr, timezone},
+    types::{date, str::StringRepr, timezone},
 };
 
 /// CPython's error for a string the grammar refuses.
@@ -50,7 +52,7 @@ pub(crate) fn offset_seconds((seconds, micros): (i32, i32)) -> RunResult<i32> {
 
 /// The fields of an ISO time: hour, minute, second, microsecond, and the
 /// UTC offset (seconds, microseconds) when the string gives one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct IsoTime {
     pub hour: i32,
     pub minute: i32,
@@ -78,74 +80,29 @@ fn digits(s: &[u8], p: &mut usize, n: usize) -> Option<i32> {
     Some(value)
 }
 
-fn is_leap(year: i32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-}
-
 /// Days in `month` (1..=12) of `year`; 0 for any other month, as CPython's
 /// table reads at index 0.
 pub(crate) fn days_in_month(year: i32, month: i32) -> i32 {
-    const DAYS: [i32; 13] = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if month == 2 && is_leap(year) {
-        29
+    if (1..=12).contains(&month) {
+        i32::try_from(date::max_day_for_month(year, month)).unwrap_or(31)
     } else {
-        usize::try_from(month)
-            .ok()
-            .and_then(|m| DAYS.get(m))
-            .copied()
-            .unwrap_or(0)
+        0
     }
 }
 
-/// Days before 1 January of `year` (year 1 is day 0).
-fn days_before_year(year: i32) -> i32 {
-    let y = year - 1;
-    y * 365 + y / 4 - y / 100 + y / 400
-}
-
-/// The ordinal of a date, 1 January of year 1 being 1.
-fn ymd_to_ord(year: i32, month: i32, day: i32) -> i32 {
-    const BEFORE: [i32; 13] = [0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
-    let leap_day = i32::from(month > 2 && is_leap(year));
-    days_before_year(year) + BEFORE[usize::try_from(month).unwrap_or(0).min(12)] + leap_day + day
-}
-
-/// The date of an ordinal (see [`ymd_to_ord`]).
-fn ord_to_ymd(ordinal: i32) -> (i32, i32, i32) {
-    let mut year = (ordinal - 1) / 146_097 * 400 + 1;
-    while ymd_to_ord(year + 1, 1, 1) <= ordinal {
-        year += 1;
-    }
-    let mut month = 1;
-    while month < 12 && ymd_to_ord(year, month + 1, 1) <= ordinal {
-        month += 1;
-    }
-    (year, month, ordinal - ymd_to_ord(year, month, 1) + 1)
-}
-
-/// `iso_to_ymd`: the date of day `day` of ISO week `week` of `year`.
+/// `iso_to_ymd`: the date of day `day` (1 is Monday) of ISO week `week` of
+/// `year`, by chrono's ISO calendar (which refuses a week 53 the year lacks).
 fn iso_to_ymd(year: i32, week: i32, day: i32) -> Option<(i32, i32, i32)> {
     if !(1..=9999).contains(&year) {
         return None;
     }
-    if week <= 0 || week >= 53 {
-        // A year has a week 53 when it starts on a Thursday, or on a
-        // Wednesday in a leap year.
-        let first_weekday = (ymd_to_ord(year, 1, 1) + 6) % 7;
-        if !(week == 53 && (first_weekday == 3 || (first_weekday == 2 && is_leap(year)))) {
-            return None;
-        }
-    }
-    if !(1..=7).contains(&day) {
-        return None;
-    }
-    let first_day = ymd_to_ord(year, 1, 1);
-    let first_weekday = (first_day + 6) % 7;
-    let mut week1_monday = first_day - first_weekday;
-    if first_weekday > 3 {
-        week1_monday += 7;
-    }
-    Some(ord_to_ymd(week1_monday + (week - 1) * 7 + day - 1))
+    let weekday = Weekday::try_from(u8::try_from(day.checked_sub(1)?).ok()?).ok()?;
+    let date = NaiveDate::from_isoywd_opt(year, u32::try_from(week).ok()?, weekday)?;
+    Some((
+        date.year(),
+        i32::try_from(date.month()).ok()?,
+        i32::try_from(date.day()).ok()?,
+    ))
 }
 
 /// `parse_isoformat_date`: the date at the start of `s`, within `len` bytes
@@ -340,15 +297,8 @@ pub(crate) fn parse_datetime(s: &str) -> Option<((i32, i32, i32), IsoTime)> {
     }
     let separator = separator_at(bytes);
     let date = parse_date_part(bytes, separator)?;
-    let midnight = IsoTime {
-        hour: 0,
-        minute: 0,
-        second: 0,
-        microsecond: 0,
-        offset: None,
-    };
     if bytes.len() <= separator {
-        return Some((date, midnight));
+        return Some((date, IsoTime::default()));
     }
     // The separator is one character, however many bytes its UTF-8 takes
     // (read from its first byte, as CPython does).

@@ -207,43 +207,39 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Range> {
         defer_drop!(item, vm);
         let range = *self.get(vm.heap);
         let at = |n: i64| i64::try_from((i128::from(n) - i128::from(range.start)) / i128::from(range.step));
-        let (found, first) = match item {
-            Value::Int(_) | Value::Bool(_) => {
-                let n = match item {
-                    Value::Bool(b) => i64::from(*b),
-                    Value::Int(n) => *n,
-                    _ => unreachable!("matched an int or a bool"),
-                };
-                let first = range.contains(n).then(|| at(n).unwrap_or(i64::MAX));
-                (i64::from(first.is_some()), first)
-            }
-            _ => {
-                let (mut found, mut first) = (0, None);
-                for i in 0..range.len_i128() {
-                    vm.heap
-                        .tracker
-                        .check_time_every(usize::try_from(i).unwrap_or(usize::MAX))?;
-                    let element =
-                        i64::try_from(i128::from(range.start) + i * i128::from(range.step)).unwrap_or(i64::MAX);
-                    if item.py_eq(&Value::Int(element), vm)? {
-                        found += 1;
-                        first = first.or(Some(i64::try_from(i).unwrap_or(i64::MAX)));
-                        if !counting {
-                            break;
-                        }
+        let small = match item {
+            Value::Int(n) => Some(*n),
+            Value::Bool(b) => Some(i64::from(*b)),
+            _ => None,
+        };
+        let (found, first) = if let Some(n) = small {
+            let first = range.contains(n).then(|| at(n).unwrap_or(i64::MAX));
+            (i64::from(first.is_some()), first)
+        } else {
+            let (mut found, mut first) = (0, None);
+            for i in 0..range.len_i128() {
+                vm.heap
+                    .tracker
+                    .check_time_every(usize::try_from(i).unwrap_or(usize::MAX))?;
+                let element = i64::try_from(i128::from(range.start) + i * i128::from(range.step)).unwrap_or(i64::MAX);
+                if item.py_eq(&Value::Int(element), vm)? {
+                    found += 1;
+                    first = first.or(Some(i64::try_from(i).unwrap_or(i64::MAX)));
+                    if !counting {
+                        break;
                     }
                 }
-                (found, first)
             }
+            (found, first)
         };
         if counting {
             return Ok(CallResult::Value(Value::Int(found)));
         }
-        match (first, item) {
-            (Some(index), _) => Ok(CallResult::Value(Value::Int(index))),
+        match first {
+            Some(index) => Ok(CallResult::Value(Value::Int(index))),
             // CPython 3.14's words (3.11: "5 is not in range").
-            (None, Value::Int(_) | Value::Bool(_)) => Err(ExcType::value_error("range.index(x): x not in range")),
-            (None, _) => Err(ExcType::value_error("sequence.index(x): x not in sequence")),
+            None if small.is_some() => Err(ExcType::value_error("range.index(x): x not in range")),
+            None => Err(ExcType::value_error("sequence.index(x): x not in sequence")),
         }
     }
 

@@ -226,12 +226,9 @@ pub(crate) fn class_fromisoformat(vm: &mut VM<'_>, args: ArgValues) -> RunResult
         }
         hour = 0;
     }
+    // Checked (`offset_seconds`) before the fields, as CPython builds the
+    // zone first.
     let offset = parsed.offset.map(isoformat::offset_seconds).transpose()?;
-    if let Some(offset_seconds) = offset {
-        // Validates the offset bounds with CPython's wording before the
-        // fields, as CPython builds the zone first.
-        TimeZone::new(offset_seconds, None)?;
-    }
     let mut time = from_components(hour, parsed.minute, parsed.second, parsed.microsecond, 0)?;
     if let Some(offset_seconds) = offset {
         // An owned reference: the `timezone.utc` singleton for `Z`/`+00:00`.
