@@ -253,8 +253,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 // missing_method, method_value
                 || (scan.follows_dot(at) && attributes_not_values().contains(token.text))
         }
-        // syntax: t-strings
-        Kind::Str => token.prefix().contains(['t', 'T']),
+        // syntax: t-strings, surrogates
+        Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
         // Calls (keyword_argument, round_digits, exception_arguments, syntax),
         // `@=`, and set displays (set_order).
         Kind::Op => matches!(token.text, "(" | "@=" | "{"),
@@ -918,7 +918,6 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "findall",
     "finditer",
     "fma",
-    "fold",
     "format",
     "format_map",
     "from_bytes",
@@ -1274,16 +1273,11 @@ const REJECTED_KEYWORDS: &[(&str, Rejects)] = &[
     // `check_circular` are intentionally unsupported".
     ("json.dumps", Rejects::These(&["cls", "check_circular"])),
     ("json.dump", Rejects::These(&["cls", "check_circular"])),
-    // `call_loads` in src/modules/json/load.rs: `cls`, `object_hook`,
-    // `parse_constant` and `object_pairs_hook` raise TypeError.
-    (
-        "json.loads",
-        Rejects::These(&["cls", "object_hook", "parse_constant", "object_pairs_hook"]),
-    ),
-    (
-        "json.load",
-        Rejects::These(&["cls", "object_hook", "parse_constant", "object_pairs_hook"]),
-    ),
+    // `JsonLoadsArgs` in src/modules/json/load.rs: `s`, `parse_float` and
+    // `parse_int`; the others (`strict`, `object_hook`, `cls`, ...) raise
+    // TypeError. `JsonLoadArgs` (`json.load`) takes `fp` alone.
+    ("json.loads", Rejects::AllBut(&["s", "parse_float", "parse_int"])),
+    ("json.load", Rejects::AllBut(&["fp"])),
     // src/modules/dataclasses/mod.rs: "dataclass() does not yet support the
     // {name} option".
     (
@@ -1745,6 +1739,7 @@ fn rule_syntax(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         }
         (Kind::Op, "@=") => "uses the `@=` operator",
         (Kind::Str, _) if token.prefix().contains(['t', 'T']) => "uses a template string (t-string)",
+        (Kind::Str, _) if token.writes_surrogate() => "writes a surrogate (`\\ud800`) in a string",
         (Kind::Op, "(") if scan.is_call(at) && scan.double_star_unpackings(at) > 1 => {
             "unpacks several `**` mappings into one call"
         }
@@ -2380,6 +2375,39 @@ impl Token<'_> {
 
     fn is_fstring(&self) -> bool {
         self.kind == Kind::Str && self.prefix().contains(['f', 'F'])
+    }
+
+    /// Whether this str literal writes a surrogate code point (`'\ud800'`,
+    /// `'\U0000dc80'`, or half of a pair). monty's strings are UTF-8, which
+    /// has no surrogates: it holds U+FFFD there and answers differently.
+    fn writes_surrogate(&self) -> bool {
+        if self.kind != Kind::Str || self.prefix().contains(['r', 'R', 'b', 'B']) {
+            return false;
+        }
+        let body = self.text.as_bytes();
+        let mut i = usize::from(self.prefix_len);
+        while i + 1 < body.len() {
+            if body[i] != b'\\' {
+                i += 1;
+                continue;
+            }
+            let digits = match body[i + 1] {
+                b'u' => 4,
+                b'U' => 8,
+                _ => 0,
+            };
+            let code = body
+                .get(i + 2..i + 2 + digits)
+                .filter(|_| digits > 0)
+                .and_then(|hex| std::str::from_utf8(hex).ok())
+                .and_then(|hex| u32::from_str_radix(hex, 16).ok());
+            if code.is_some_and(|c| (0xD800..=0xDFFF).contains(&c)) {
+                return true;
+            }
+            // Past the escaped character, so `\\u` is a backslash and a `u`.
+            i += 2;
+        }
+        false
     }
 }
 
@@ -3894,6 +3922,21 @@ mod tests {
     }
 
     #[test]
+    fn json_loads_keywords_monty_lacks_go_to_cpython() {
+        assert_cpython(
+            "import json\njson.loads(text, strict=False)",
+            "keyword_argument",
+            "`strict=`",
+        );
+        assert_cpython(
+            "import json\njson.load(f, parse_float=Decimal)",
+            "keyword_argument",
+            "`parse_float=` to `json.load`",
+        );
+        assert_monty("import json\njson.loads(s=text, parse_float=Decimal, parse_int=float)");
+    }
+
+    #[test]
     fn tomllib_parse_float_goes_to_cpython() {
         let says = "`parse_float=` to `tomllib.loads`";
         assert_cpython(
@@ -4018,6 +4061,17 @@ mod tests {
     #[test]
     fn matmul_assignment() {
         assert_cpython("m @= n", "syntax", "`@=`");
+    }
+
+    #[test]
+    fn surrogate_escapes_go_to_cpython() {
+        let says = "writes a surrogate (`\\ud800`) in a string";
+        assert_cpython(r#"x = "\ud800""#, "syntax", says);
+        assert_cpython(r#"smile = '\ud83d\ude00'"#, "syntax", says);
+        assert_cpython(r#"x = f"{a}\U0000DC80""#, "syntax", says);
+        assert_monty(r#"x = "\u00e9\U0001F600\\ud800""#);
+        assert_monty(r#"x = r"\ud800" + b"\ud800".decode()"#);
+        assert_monty(r#"x = "\ud8""#);
     }
 
     #[test]

@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chainbox::invoker::InvokerSession;
-use chainbox::{Approval, CallStatus, ChainPolicy, ChainStatus, ErrorKind, ToolRisk};
+use chainbox::{Approval, CallStatus, ChainPolicy, ChainStatus, ErrorKind, Interpreter, PythonChoice, ToolRisk};
 use chainbox_protocol::{CallOutcome, ToolCall};
 use serde_json::{Map, Value, json};
 
 use crate::fixtures::{
     MIB, adversarial_registry, adversarial_registry_with, assert_ended, assert_next_chain_ok, assert_ok, assert_trace,
-    assert_trace_all, call, fn_tool, invoker_session, output_str, run_full, run_tight, tight,
+    assert_trace_all, call, fn_tool, invoker_session, output_str, run_adversarial, run_full, run_tight, tight,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -193,12 +193,35 @@ async fn non_json_arguments_are_type_errors_and_never_reach_the_host() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn nul_bytes_and_lone_surrogates_in_arguments_arrive_as_valid_text() {
-    let r = run_tight("await echo(text={'a\\x00b': 'c\\x00d', 'sur\\ud800': '\\udfff', '\\x00': ['\\x00' * 3]})").await;
+async fn nul_bytes_in_arguments_arrive_as_valid_text() {
+    let r = run_tight("await echo(text={'a\\x00b': 'c\\x00d', '\\x00': ['\\x00' * 3]})").await;
     assert_ok(&r);
     assert_eq!(r.output["a\u{0}b"], json!("c\u{0}d"), "{r:#?}");
     assert_eq!(r.output["\u{0}"], json!(["\u{0}\u{0}\u{0}"]));
     assert_trace(&r, &[("echo", CallStatus::Ok)]);
+    assert_next_chain_ok().await;
+}
+
+/// A lone surrogate cannot be UTF-8. monty's strings never hold one (its
+/// literals hold U+FFFD there), so its call goes out as valid text; the
+/// CPython guest, where `auto` sends a script that writes one, refuses the
+/// call with CPython's UnicodeEncodeError before anything reaches the host.
+#[tokio::test(flavor = "multi_thread")]
+async fn lone_surrogates_in_arguments_never_reach_the_host_as_invalid_text() {
+    let script = "await echo(text={'sur\\ud800': '\\udfff'})";
+    let on = |python| ChainPolicy { python, ..tight() };
+    let monty = run_adversarial(script, &on(PythonChoice::Monty)).await;
+    assert_ok(&monty);
+    assert_eq!(monty.output, json!({"sur\u{fffd}": "\u{fffd}"}), "{monty:#?}");
+    assert_trace(&monty, &[("echo", CallStatus::Ok)]);
+    let auto = run_tight(script).await;
+    assert_eq!(auto.interpreter, Interpreter::Cpython);
+    assert_ended(&auto, ChainStatus::Error, ErrorKind::Script);
+    assert_eq!(
+        auto.error.as_ref().map(|e| e.error_type.as_str()),
+        Some("UnicodeEncodeError")
+    );
+    assert_trace(&auto, &[]);
     assert_next_chain_ok().await;
 }
 

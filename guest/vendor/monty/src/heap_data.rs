@@ -184,6 +184,8 @@ macro_rules! heap_payloads {
             DecimalSignalDict(inline $crate::types::decimal::py_context::SignalDict),
             /// The manager `decimal.localcontext()` returns.
             DecimalContextManager(inline $crate::types::decimal::py_context::ContextManager),
+            /// An `object()` instance (chainbox patch).
+            PlainObject(inline $crate::types::PlainObject),
         }
     };
 }
@@ -305,7 +307,8 @@ impl HeapData {
             | Self::Decimal(_)
             | Self::DecimalContext(_)
             | Self::DecimalSignalDict(_)
-            | Self::DecimalContextManager(_) => false,
+            | Self::DecimalContextManager(_)
+            | Self::PlainObject(_) => false,
         }
     }
 
@@ -403,6 +406,7 @@ impl HeapData {
             Self::DecimalContext(_) => Type::DecimalContext,
             Self::DecimalSignalDict(_) => Type::DecimalSignalDict,
             Self::DecimalContextManager(_) => Type::DecimalContextManager,
+            Self::PlainObject(_) => Type::Object,
         }
     }
 }
@@ -756,6 +760,7 @@ macro_rules! heap_read_output_py_trait_forward {
             Self::DecimalContext($value) => $body,
             Self::DecimalSignalDict($value) => $body,
             Self::DecimalContextManager($value) => $body,
+            Self::PlainObject($value) => $body,
             $($custom)*
         }
     };
@@ -1046,6 +1051,7 @@ impl<'h> PyTrait<'h> for HeapReadOutput<'h> {
             Self::Decimal(_)
             | Self::DecimalContext(_)
             | Self::DecimalContextManager(_)
+            | Self::PlainObject(_)
             | Self::NamedTupleClass(_)
             | Self::Closure(_)
             | Self::FunctionDefaults(_)

@@ -52,9 +52,25 @@ pub(crate) struct DateTime {
     /// heap reference so attribute lookup can return a stable object instead of
     /// allocating a new timezone each time.
     tzinfo_ref: Option<HeapId>,
+    /// chainbox patch: PEP 495's `fold` (0 or 1), which the constructor,
+    /// `replace` and `combine` set and `repr`, `.fold`, `.time()` show. Only
+    /// fixed-offset zones exist here, so it changes no offset, comparison or
+    /// hash, as in CPython for those zones; arithmetic answers fold 0.
+    #[serde(default)]
+    fold: u8,
 }
 
 impl DateTime {
+    /// The same instant with PEP 495's `fold` set (validated to 0 or 1).
+    pub(crate) fn with_fold(self, fold: i32) -> RunResult<Self> {
+        match u8::try_from(fold) {
+            Ok(fold @ (0 | 1)) => Ok(Self { fold, ..self }),
+            _ => Err(
+                SimpleException::new_msg(ExcType::ValueError, format!("fold must be either 0 or 1, not {fold}")).into(),
+            ),
+        }
+    }
+
     /// Returns the retained `tzinfo` heap reference, if this datetime is timezone-aware.
     ///
     /// Used by GC traversal (`collect_child_ids`) and ref-count cascade
@@ -143,6 +159,7 @@ pub(crate) fn from_components(
         offset_seconds,
         timezone_name,
         tzinfo_ref: None,
+        fold: 0,
     };
 
     if let Some(offset_seconds) = offset_seconds {
@@ -255,14 +272,10 @@ pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     // before `attach_or_allocate_tzinfo_ref` takes its own reference.
     defer_drop_mut!(tzinfo, vm);
 
-    if fold != 0 && fold != 1 {
-        return Err(
-            SimpleException::new_msg(ExcType::ValueError, format!("fold must be either 0 or 1, not {fold}")).into(),
-        );
-    }
-
     let (tz, tz_ref) = tzinfo_from_value(tzinfo, vm.heap, vm.interns)?;
-    let dt = from_components(year, month, day, hour, minute, second, microsecond, tz, tz_ref, vm.heap)?;
+    // `fold` after the date and time fields, as CPython's `check_time_args`.
+    let dt =
+        from_components(year, month, day, hour, minute, second, microsecond, tz, tz_ref, vm.heap)?.with_fold(fold)?;
     Ok(Value::Ref(vm.heap.allocate(HeapData::DateTime(dt))))
 }
 
@@ -277,8 +290,8 @@ pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 /// keyword-only fields — the trailing kw-only `fold` slot is what bumps
 /// `max_total` to 9.
 ///
-/// `fold` itself is accepted for CPython parity but currently has no effect
-/// on the stored datetime — Monty does not track DST-fold disambiguation.
+/// `fold` is stored (chainbox patch); with fixed-offset zones only, it
+/// changes no offset.
 #[derive(FromArgs)]
 #[from_args(name = "function", style = c)]
 struct DatetimeInitArgs {
@@ -450,6 +463,7 @@ pub(crate) fn class_strptime(heap: &mut Heap, args: ArgValues, interns: &Interns
         offset_seconds,
         timezone_name: None,
         tzinfo_ref: None,
+        fold: 0,
     };
     Ok(Value::Ref(heap.allocate(HeapData::DateTime(dt))))
 }
@@ -570,7 +584,8 @@ fn combine_allocate(
     (tz, tz_ref): (Option<TimeZone>, Option<HeapId>),
 ) -> RunResult<Value> {
     let (hour, minute, second, microsecond) = time.components_i32();
-    let combined = from_components(year, month, day, hour, minute, second, microsecond, tz, tz_ref, vm.heap)?;
+    let combined = from_components(year, month, day, hour, minute, second, microsecond, tz, tz_ref, vm.heap)?
+        .with_fold(i32::from(time.to_components().4))?;
     Ok(Value::Ref(vm.heap.allocate(HeapData::DateTime(combined))))
 }
 
@@ -1103,6 +1118,7 @@ fn from_local_naive(naive: NaiveDateTime) -> Option<DateTime> {
         offset_seconds: None,
         timezone_name: None,
         tzinfo_ref: None,
+        fold: 0,
     })
 }
 
@@ -1126,6 +1142,7 @@ fn from_utc_naive_with_timezone_parts(
         offset_seconds: Some(offset_seconds),
         timezone_name,
         tzinfo_ref: None,
+        fold: 0,
     })
 }
 
@@ -1335,6 +1352,9 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
         if microsecond != 0 {
             write!(f, ", {microsecond}")?;
         }
+        if dt.fold != 0 {
+            write!(f, ", fold={}", dt.fold)?;
+        }
         if let Some(tzinfo) = timezone_info(dt) {
             if tzinfo.offset_seconds == 0 && tzinfo.name.is_none() {
                 f.write_str(", tzinfo=datetime.timezone.utc")?;
@@ -1459,8 +1479,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
                     i32::try_from(naive.minute()).expect("minute is always in 0..=59"),
                     i32::try_from(naive.second()).expect("second is always in 0..=59"),
                     micros,
-                    // `DateTime` does not store `fold`, so the time is always unfolded.
-                    0,
+                    i32::from(dt.fold),
                     tzinfo,
                 )?))
             }
@@ -1506,6 +1525,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
             Some(StaticStrings::Second) => int_attr(self.get(vm.heap).naive.time().second()),
             Some(StaticStrings::Microsecond) => int_attr(self.get(vm.heap).naive.and_utc().timestamp_subsec_micros()),
             Some(StaticStrings::Tzinfo) => Ok(Some(CallResult::Value(self.tzinfo_value(vm)))),
+            Some(StaticStrings::Fold) => int_attr(u32::from(self.get(vm.heap).fold)),
             _ => Ok(None),
         }
     }
@@ -1550,7 +1570,7 @@ impl<'h> HeapObjectRead<'h, DateTime> {
         // `tzinfo_ref` is borrowed, kept valid by this read handle until
         // `from_components` takes its own reference.
         let dt = self.get(vm.heap);
-        let naive = dt.naive;
+        let (naive, current_fold) = (dt.naive, dt.fold);
         let (current_tz, current_tz_ref) = (timezone_info(dt), dt.tzinfo_ref);
 
         let DatetimeReplaceArgs {
@@ -1562,6 +1582,7 @@ impl<'h> HeapObjectRead<'h, DateTime> {
             second,
             microsecond,
             tzinfo,
+            fold,
         } = DatetimeReplaceArgs::from_args(args, vm)?;
 
         // `tzinfo` is `Some(v)` only when the caller actually passed the kwarg;
@@ -1587,7 +1608,8 @@ impl<'h> HeapObjectRead<'h, DateTime> {
             new_tz,
             new_tz_ref,
             vm.heap,
-        )?;
+        )?
+        .with_fold(fold.unwrap_or_else(|| i32::from(current_fold)))?;
         Ok(Value::Ref(vm.heap.allocate(HeapData::DateTime(new_dt))))
     }
 }
@@ -1616,4 +1638,6 @@ struct DatetimeReplaceArgs {
     microsecond: Option<i32>,
     #[from_args(default)]
     tzinfo: Option<Value>,
+    #[from_args(kw_only, default)]
+    fold: Option<i32>,
 }

@@ -97,13 +97,19 @@ pub(crate) fn total_microseconds(delta: &TimeDelta) -> i128 {
 /// past 2**53 microseconds the float of the count is already rounded, and
 /// `timedelta.min.total_seconds()` came out as `-86399999913599.98`.
 pub(crate) fn total_seconds(delta: &TimeDelta, heap: &Heap) -> RunResult<f64> {
-    let micros = total_microseconds(delta);
-    if micros.unsigned_abs() < 1 << f64::MANTISSA_DIGITS {
-        return Ok(micros as f64 / (MICROSECONDS_PER_SECOND as f64));
+    microseconds_ratio(total_microseconds(delta), MICROSECONDS_PER_SECOND, heap)
+}
+
+/// `a / b` of two microsecond counts (`b` non-zero), rounded once as CPython's
+/// int true division: past 2**53 the float of either count is already rounded.
+fn microseconds_ratio(a: i128, b: i128, heap: &Heap) -> RunResult<f64> {
+    let exact = 1 << f64::MANTISSA_DIGITS;
+    if a.unsigned_abs() < exact && b.unsigned_abs() < exact {
+        return Ok(a as f64 / b as f64);
     }
     long_int::bigint_true_divide(
-        &num_bigint::BigInt::from(micros),
-        &num_bigint::BigInt::from(MICROSECONDS_PER_SECOND),
+        &num_bigint::BigInt::from(a),
+        &num_bigint::BigInt::from(b),
         &heap.tracker,
     )
 }
@@ -421,7 +427,10 @@ fn accumulate(sofar: i128, tag: &str, component: DeltaComponent, unit: i128, lef
             if fraction == 0.0 {
                 return Ok(sum);
             }
-            #[expect(clippy::cast_precision_loss, reason = "CPython's PyLong_AsDouble(factor); units are exact in f64")]
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "CPython's PyLong_AsDouble(factor); units are exact in f64"
+            )]
             let scaled = unit as f64 * fraction;
             let scaled_whole = scaled.trunc();
             *leftover += scaled - scaled_whole;
@@ -444,7 +453,9 @@ fn float_to_i128(whole: f64) -> RunResult<i128> {
         return Err(SimpleException::new_msg(ExcType::ValueError, "cannot convert float NaN to integer").into());
     }
     if whole.is_infinite() {
-        return Err(SimpleException::new_msg(ExcType::OverflowError, "cannot convert float infinity to integer").into());
+        return Err(
+            SimpleException::new_msg(ExcType::OverflowError, "cannot convert float infinity to integer").into(),
+        );
     }
     if whole.abs() >= 1.7e38 {
         return Err(c_int_overflow());
@@ -622,7 +633,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
     fn py_truediv_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
         // `td / td` is a plain ratio, so it yields a float rather than a duration.
         if let Some(rhs) = rhs_microseconds(other, vm)? {
-            let ratio = total_microseconds(self.get(vm.heap)) as f64 / rhs as f64;
+            let ratio = microseconds_ratio(total_microseconds(self.get(vm.heap)), rhs, vm.heap)?;
             return Ok(Some(Value::Float(ratio)));
         }
         let divisor = match other {

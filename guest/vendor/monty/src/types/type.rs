@@ -864,6 +864,7 @@ impl Type {
             | Self::ItertoolsTee
             | Self::ItertoolsTeeDataObject => itertools::construct(self, vm, args),
 
+            Self::Object => crate::types::plain_object::init(vm, args),
             Self::Complex => complex::init(vm, args),
             Self::CsvDictReader => csv::dict_reader_init(vm, args),
             Self::CsvDictWriter => csv::dict_writer_init(vm, args),
