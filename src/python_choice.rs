@@ -854,6 +854,7 @@ pub const MISSING_METHODS: &[&str] = &[
     "format_map",
     "from_number",
     "fromutc",
+    "indices",
     "intersection_update",
     "isocalendar",
     "maketrans",
@@ -933,6 +934,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "groups",
     "hex",
     "index",
+    "indices",
     "insert",
     "intersection",
     "intersection_update",
@@ -1407,6 +1409,14 @@ const RULES: &[Rule] = &[
     Rule {
         name: "encoding",
         check: rule_encoding,
+    },
+    // `re.findall(rb'\d+', data)`: monty's `re` matches str only ("first
+    // argument must be string or compiled pattern", src/modules/re.rs), so a
+    // bytes literal as the pattern goes to CPython. (A pattern made by
+    // `.encode()` stays a TypeError on monty: the scan cannot see its type.)
+    Rule {
+        name: "bytes_pattern",
+        check: rule_bytes_pattern,
     },
     // `gather(own(1), tool())`: CPython starts gathered awaitables in order,
     // each as a task, so `own`'s first tool call opens its trace record
@@ -1899,6 +1909,50 @@ fn rule_encoding(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let known = !literal.is_fstring() && MONTY_ENCODINGS.contains(&normalize_encoding(name).as_str());
     (!known).then_some(Needs::Feature {
         what: "names an encoding monty's codecs do not have",
+        line: token.line,
+    })
+}
+
+/// The `re` functions whose first argument is a pattern.
+const RE_PATTERN_TAKERS: &[&str] = &[
+    "compile",
+    "search",
+    "match",
+    "fullmatch",
+    "findall",
+    "finditer",
+    "sub",
+    "subn",
+    "split",
+];
+
+fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op {
+        return None;
+    }
+    let function = scan.callee_path(at)?.strip_prefix("re.")?;
+    if !RE_PATTERN_TAKERS.contains(&function) {
+        return None;
+    }
+    // The pattern, first or `pattern=`: string literals only (implicitly
+    // concatenated), so `b'x'.decode()` is not taken for bytes.
+    fn literals<'a>(tokens: &[Token<'a>]) -> Option<Option<Token<'a>>> {
+        tokens
+            .iter()
+            .all(|t| t.kind == Kind::Str)
+            .then(|| tokens.first().copied())
+    }
+    let pattern =
+        scan.arguments(at).find_map(
+            |range| match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
+                [name, eq, rest @ ..] if name.text == "pattern" && eq.text == "=" => literals(rest),
+                first if range.start == at + 1 && first.first().is_some_and(|t| t.text != "pattern") => literals(first),
+                _ => None,
+            },
+        )??;
+    pattern.prefix().contains(['b', 'B']).then_some(Needs::Feature {
+        what: "matches a bytes pattern (monty's `re` takes str only)",
         line: token.line,
     })
 }
@@ -2800,6 +2854,7 @@ fn called_names() -> &'static NameSet<'static> {
             .map(|(path, _)| path.rsplit('.').next().unwrap_or(path))
             .chain(COROUTINE_TAKERS.iter().copied())
             .chain(["round", "encode", "decode", "bytes", "str"])
+            .chain(RE_PATTERN_TAKERS.iter().copied())
             .chain(OS_ERRORS.iter().copied())
             .chain([
                 "SyntaxError",
@@ -4072,6 +4127,21 @@ mod tests {
         assert_monty(r#"x = "\u00e9\U0001F600\\ud800""#);
         assert_monty(r#"x = r"\ud800" + b"\ud800".decode()"#);
         assert_monty(r#"x = "\ud8""#);
+    }
+
+    #[test]
+    fn bytes_patterns_go_to_cpython() {
+        let says = "matches a bytes pattern";
+        assert_cpython("import re\nre.findall(rb'\\d+', data)", "bytes_pattern", says);
+        assert_cpython("import re\np = re.compile(b'[a-z]+', re.I)", "bytes_pattern", says);
+        assert_cpython(
+            "import re\nre.sub(pattern=b'x', repl=b'y', string=data)",
+            "bytes_pattern",
+            says,
+        );
+        assert_monty(
+            "import re\nre.findall(r'\\d+', text)\nre.sub('x', 'y', b'x'.decode())\nre.search(b'x'.decode(), s)",
+        );
     }
 
     #[test]
