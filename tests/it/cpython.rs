@@ -182,6 +182,10 @@ same_on_both_guests! {
     // the date; `object()` refuses arguments.
     fold_and_object_errors_read_as_in_cpython:
         "from datetime import datetime\nout = []\nfor call in [lambda: datetime(2020, 1, 1, fold=2), lambda: datetime(2020, 1, 1).replace(fold=-1), lambda: datetime(2020, 13, 1, fold=2), lambda: object(1), lambda: object(x=1)]:\n    try:\n        call()\n    except (ValueError, TypeError) as e:\n        out.append(str(e))\nout";
+    // `hashlib.pbkdf2_hmac` on the CPython guest, a build without OpenSSL
+    // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
+    pbkdf2_hmac_derives_the_same_keys_on_both_guests:
+        "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
     // A float seed seeds as on 64-bit CPython (by its 64-bit hash) on the
     // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
     float_seeds_give_64_bit_cpythons_numbers:

@@ -118,11 +118,14 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import hashlib
+import hmac
 import importlib.abc
 import io
 import json
 import linecache
 import math
+import operator
 import os
 import random
 import sys
@@ -1082,6 +1085,10 @@ def _patch_interpreter(stack):
     patch(random.Random, "seed", _seed_as_64_bit)
     patch(random, "seed", random._inst.seed)
 
+    # This build has no OpenSSL, whose `pbkdf2_hmac` is hashlib's only one.
+    if not hasattr(hashlib, "pbkdf2_hmac"):
+        patch(hashlib, "pbkdf2_hmac", _pbkdf2_hmac)
+
     _install_refusals(stack)
 
 
@@ -1108,6 +1115,51 @@ def _seed_as_64_bit(self, a=None, version=2):
     if isinstance(a, float) and not math.isnan(a):
         a = _hash_as_64_bit(a) % (1 << 64)
     return _SEED_OF_RANDOM(self, a, version)
+
+
+def _pbkdf2_hmac(hash_name, password, salt, iterations, dklen=None):
+    """`hashlib.pbkdf2_hmac` (RFC 8018's PBKDF2 with HMAC as the PRF), with
+    the arguments checked in the order and words of CPython's OpenSSL one.
+    Each block starts from one keyed HMAC state, copied per iteration."""
+    if not isinstance(hash_name, str):
+        raise TypeError(f"pbkdf2_hmac() argument 'hash_name' must be str, not {type(hash_name).__name__}")
+    password, salt = _bytes_like(password), _bytes_like(salt)
+    iterations = operator.index(iterations)
+    prf = hmac.new(password, digestmod=hash_name)
+    if iterations < 1:
+        raise ValueError("iteration value must be greater than 0.")
+    if iterations > _INT_MAX:
+        raise OverflowError("iteration value is too great.")
+    dklen = prf.digest_size if dklen is None else operator.index(dklen)
+    if dklen < 1:
+        raise ValueError("key length must be greater than 0.")
+    if dklen > _INT_MAX:
+        raise OverflowError("key length is too great.")
+    key = bytearray()
+    block = 0
+    while len(key) < dklen:
+        block += 1
+        state = prf.copy()
+        state.update(salt + block.to_bytes(4, "big"))
+        u = state.digest()
+        acc = int.from_bytes(u)
+        for _ in range(iterations - 1):
+            state = prf.copy()
+            state.update(u)
+            u = state.digest()
+            acc ^= int.from_bytes(u)
+        key += acc.to_bytes(prf.digest_size)
+    return bytes(key[:dklen])
+
+
+_INT_MAX = (1 << 31) - 1
+
+
+def _bytes_like(value):
+    """The bytes of a bytes-like argument; a str is CPython's TypeError."""
+    if isinstance(value, str):
+        raise TypeError("a bytes-like object is required, not 'str'")
+    return bytes(memoryview(value))
 
 
 def _patch(stack, obj, name, value):
