@@ -1418,6 +1418,15 @@ const RULES: &[Rule] = &[
         name: "bytes_pattern",
         check: rule_bytes_pattern,
     },
+    // `float('nan')`: each call is a new object in CPython, and containers
+    // compare items by identity before `==`, so two NaNs are two keys and
+    // `[nan1] == [nan2]` is False; monty's floats are values with no
+    // identity, so every NaN is the same one there (`xs.count(float('nan'))`
+    // counts them all). `math.nan`, one object, is alike on both.
+    Rule {
+        name: "nan_identity",
+        check: rule_nan_identity,
+    },
     // `gather(own(1), tool())`: CPython starts gathered awaitables in order,
     // each as a task, so `own`'s first tool call opens its trace record
     // before `tool()`'s; monty awaits a gather's tool calls as it commits the
@@ -1953,6 +1962,23 @@ fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         )??;
     pattern.prefix().contains(['b', 'B']).then_some(Needs::Feature {
         what: "matches a bytes pattern (monty's `re` takes str only)",
+        line: token.line,
+    })
+}
+
+fn rule_nan_identity(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.float" {
+        return None;
+    }
+    let mut arguments = scan.arguments(at);
+    let [literal] = &scan.tokens[arguments.next()?] else {
+        return None;
+    };
+    let quoted = literal.text.get(usize::from(literal.prefix_len)..)?;
+    let text = quoted.trim_matches(['\'', '"']).trim().trim_start_matches(['+', '-']);
+    (literal.kind == Kind::Str && !literal.is_fstring() && text.eq_ignore_ascii_case("nan")).then_some(Needs::Feature {
+        what: "makes a NaN with `float('nan')` (monty's NaNs have no identity: distinct ones compare as one in containers)",
         line: token.line,
     })
 }
@@ -2855,6 +2881,7 @@ fn called_names() -> &'static NameSet<'static> {
             .chain(COROUTINE_TAKERS.iter().copied())
             .chain(["round", "encode", "decode", "bytes", "str"])
             .chain(RE_PATTERN_TAKERS.iter().copied())
+            .chain(["float"])
             .chain(OS_ERRORS.iter().copied())
             .chain([
                 "SyntaxError",
@@ -4142,6 +4169,14 @@ mod tests {
         assert_monty(
             "import re\nre.findall(r'\\d+', text)\nre.sub('x', 'y', b'x'.decode())\nre.search(b'x'.decode(), s)",
         );
+    }
+
+    #[test]
+    fn nan_objects_go_to_cpython() {
+        let says = "makes a NaN with `float('nan')`";
+        assert_cpython("missing = float('nan')", "nan_identity", says);
+        assert_cpython("xs = [float(\" -NaN \"), 1.0]", "nan_identity", says);
+        assert_monty("import math\nx = math.nan\ny = float('inf')\nz = float(text)\nw = float('1.5')");
     }
 
     #[test]

@@ -3,9 +3,10 @@
 # beside a full date and a week number without a weekday, as CPython does.
 # Errors by type: their wording changed after 3.11, the reference here
 # (tests/it/cpython.rs `date_errors_read_as_in_cpython` has 3.14's).
+import math
 from datetime import date, datetime, time, timedelta
 out = [timedelta(hours=3) / 2.5, timedelta(microseconds=7) / 2.0, timedelta(days=3) / -0.7, timedelta(hours=1) * 1.5]
-for divisor in [0.0, float("inf"), float("nan"), 1e-300]:
+for divisor in [0.0, float("inf"), math.nan, 1e-300]:
     try:
         out.append(timedelta(hours=3) / divisor)
     except (ZeroDivisionError, OverflowError, ValueError) as e:

@@ -1,12 +1,13 @@
 # float methods and attributes: exact ratios, hex round trips, integrality
 # checks, and CPython's errors for infinities, NaN and bad hex strings.
+import math
 def attempt(f):
     try:
         return f()
     except Exception as e:
         return [type(e).__name__, str(e)]
 
-values = [0.0, -0.0, 1.0, -2.5, 0.1, 1 / 3, 1e300, 1e-300, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 3.0, 1e16, 123456.789, float("inf"), float("-inf"), float("nan")]
+values = [0.0, -0.0, 1.0, -2.5, 0.1, 1 / 3, 1e300, 1e-300, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 3.0, 1e16, 123456.789, float("inf"), float("-inf"), math.nan]
 rows = []
 for x in values:
     rows.append([x.hex(), x.is_integer(), attempt(lambda: x.as_integer_ratio()), x.conjugate(), x.real, x.imag, type(x.imag).__name__])

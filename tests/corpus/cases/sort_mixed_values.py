@@ -2,6 +2,7 @@
 # sort compares with `<` in a fixed order, so which pair fails first (and
 # the types the TypeError names), where a NaN lands, and the order a failed
 # `list.sort` leaves behind are all part of the answer.
+import math
 rows = [
     {"name": "ana", "score": 71},
     {"name": "bo", "score": None},
@@ -24,7 +25,7 @@ for attempt in (scores, scores[::-1], scores[2:], [3, 1, None, 2], [None, 5, 4],
         out.append(xs)
     except TypeError as e:
         out.append((str(e), xs))
-nan = float("nan")
+nan = math.nan
 out.append(sorted([3, nan, 1, 2, nan, 0]))
 out.append(sorted([5.5, 2, nan, 9, 1], reverse=True))
 out.append(sorted(range(70), key=lambda n: (n * 37) % 11)[:12])

@@ -1,6 +1,7 @@
 # timedelta(hours=1.5): float components as CPython's delta_new adds them
 # (int parts exact, fractions rounded half to even once), and arithmetic that
 # leaves the date range raising OverflowError.
+import math
 from datetime import date, datetime, timedelta
 
 out = []
@@ -15,7 +16,7 @@ cases = [
     lambda: timedelta(milliseconds=1.0005),
     lambda: timedelta(weeks=0.1, days=1 / 3),
     lambda: timedelta(1.5, 0.25, 0.75),
-    lambda: timedelta(hours=float('nan')),
+    lambda: timedelta(hours=math.nan),
     lambda: timedelta(days=float('inf')),
     lambda: datetime(2024, 1, 1) + timedelta(hours=36.5),
     lambda: datetime(9999, 12, 31) + timedelta(days=1),
