@@ -186,6 +186,10 @@ same_on_both_guests! {
     // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
     pbkdf2_hmac_derives_the_same_keys_on_both_guests:
         "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
+    // `sys.maxsize` is 64-bit CPython's on both guests (the CPython guest is
+    // a wasm32 build, whose own is 2**31 - 1, below a millisecond timestamp).
+    maxsize_is_64_bit_on_both_guests:
+        "import sys\nbest = sys.maxsize\nfor ts in [1733356800000, 1733443200000]:\n    best = min(best, ts)\n[best, sys.maxsize, sys.maxsize == 2**63 - 1]";
     // A float seed seeds as on 64-bit CPython (by its 64-bit hash) on the
     // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
     float_seeds_give_64_bit_cpythons_numbers:

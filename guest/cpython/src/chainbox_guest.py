@@ -1085,6 +1085,13 @@ def _patch_interpreter(stack):
     patch(random.Random, "seed", _seed_as_64_bit)
     patch(random, "seed", random._inst.seed)
 
+    # `sys.maxsize` as on 64-bit CPython (and monty): scripts use it as an
+    # "infinity" (`best = sys.maxsize; best = min(best, ts)`), and this
+    # wasm32 build's 2**31 - 1 is smaller than a millisecond timestamp, a
+    # silently wrong answer. No C code reads the attribute (C uses
+    # PY_SSIZE_T_MAX); `pickle` bound its own copy at import, and keeps it.
+    patch(sys, "maxsize", (1 << 63) - 1)
+
     # This build has no OpenSSL, whose `pbkdf2_hmac` is hashlib's only one.
     if not hasattr(hashlib, "pbkdf2_hmac"):
         patch(hashlib, "pbkdf2_hmac", _pbkdf2_hmac)
