@@ -154,7 +154,7 @@ def dec_expr():
 
 def json_expr():
     objs = ["{'a': 1, 'b': [1, 2.5, None, True], 'c': {'d': 'é'}}", "[1e100, 1.0, -0.0, 123456789012345678901234567890]", "{'z': 1, 'a': 2, 3: 'int key', None: 4}",
-            "(1, 2)", "{'k': (1, 'x')}", "'\\u2028 \\x00 \\\\ \"q\"'", "float('nan')", "{True: 1, 1.5: 2}", "[[], {}, '']"]
+            "(1, 2)", "{'k': (1, 'x')}", "'\\u2028 \\x00 \\\\ \"q\"'", "(float('inf') * 0)", "{True: 1, 1.5: 2}", "[[], {}, '']"]
     texts = ["'{\"a\": 1, \"b\": [1, 2.0, 1e400, null]}'", "'[1, 2,]'", "'NaN'", "'{\"a\": 1, \"a\": 2}'", "'  \"x\"  '", "'123456789012345678901234567890'", "'1.0e2'",
              "'{\"n\": -0}'", "'\"\\\\ud83d\\\\ude00\"'", "'{'", "'[1] x'", "'tru'", "'{\"a\":{\"b\":[1,{\"c\":2}]}}'"]
     forms = [lambda: f"json.dumps({pick(objs)})", lambda: f"json.dumps({pick(objs)}, sort_keys={pick(['True', 'False'])}, indent={pick(['None', '1', '4', repr(chr(9))])})",
@@ -191,7 +191,7 @@ def callback_expr():
 def text_expr():
     ss = ["'a,b,,c'", "'  Hello World  '", "'x\\ty'", "'line1\\nline2\\r\\nline3'", "'ǅungla straße'", "'0042'", "'-17'", "'ff'", "'0x1F'", "'1_000'", "''", "'a-b_c d'", "'İstanbul'"]
     a = pick(ss)
-    nums = ["3.14159", "-2.5", "1234567.891", "0.000123", "1e21", "42", "-7", "2**40", "True", "float('nan')"]
+    nums = ["3.14159", "-2.5", "1234567.891", "0.000123", "1e21", "42", "-7", "2**40", "True", "(float('inf') * 0)"]
     specs = ["'>10'", "'<8.2f'", "'^9'", "'+,d'", "'08.3f'", "'.3e'", "'.2%'", "'x'", "'#o'", "'_b'", "',.2f'", "'g'", "'.0f'", "'=+8'", "'*^12,'", "'n'", "'c'", "'10.4s'"]
     forms = [lambda: f"{a}.split({pick(['', repr(','), 'None'])}, {R.randint(-1, 2)})", lambda: f"{a}.rsplit(None, 1)", lambda: f"{a}.partition({pick([repr(','), repr(' '), repr('zz')])})",
              lambda: f"{a}.center({R.randint(0, 20)}, {pick([repr('*'), repr('-')])})", lambda: f"{a}.zfill({R.randint(0, 8)})", lambda: f"{a}.expandtabs({R.randint(0, 8)})",
