@@ -255,7 +255,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
         }
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
-        // Calls (keyword_argument, round_digits, exception_arguments, syntax),
+        // Calls (keyword_argument, round_digits, exception_arguments, syntax,
+        // encoding, bytes_pattern, nan_identity),
         // `@=`, and set displays (set_order).
         Kind::Op => matches!(token.text, "(" | "@=" | "{"),
         Kind::Number | Kind::FieldStart => false,
@@ -1952,14 +1953,14 @@ fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
             .all(|t| t.kind == Kind::Str)
             .then(|| tokens.first().copied())
     }
-    let pattern =
-        scan.arguments(at).find_map(
-            |range| match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
-                [name, eq, rest @ ..] if name.text == "pattern" && eq.text == "=" => literals(rest),
-                first if range.start == at + 1 && first.first().is_some_and(|t| t.text != "pattern") => literals(first),
-                _ => None,
-            },
-        )??;
+    let pattern = scan.arguments(at).find_map(|range| {
+        let tokens = &scan.tokens[range.start..range.end.min(scan.tokens.len())];
+        match tokens {
+            [name, eq, rest @ ..] if name.text == "pattern" && eq.text == "=" => literals(rest),
+            _ if range.start == at + 1 => literals(tokens),
+            _ => None,
+        }
+    })??;
     pattern.prefix().contains(['b', 'B']).then_some(Needs::Feature {
         what: "matches a bytes pattern (monty's `re` takes str only)",
         line: token.line,
