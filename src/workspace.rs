@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use monty_fs::{MountMode, MountTable};
 
-/// The virtual path of the workspace inside the sandbox.
-pub const WORKSPACE: &str = "/workspace";
+/// The virtual path of the workspace inside the sandbox (the guest's
+/// working directory too: one constant, in the guest/host contract).
+pub use chainbox_protocol::WORKSPACE;
 
 /// Most bytes a chain's script may write into its workspace, in total
 /// (rewrites count again); past it writes raise `OSError`. Without a cap a

@@ -190,6 +190,11 @@ same_on_both_guests! {
     // a wasm32 build, whose own is 2**31 - 1, below a millisecond timestamp).
     maxsize_is_64_bit_on_both_guests:
         "import sys\nbest = sys.maxsize\nfor ts in [1733356800000, 1733443200000]:\n    best = min(best, ts)\n[best, sys.maxsize, sys.maxsize == 2**63 - 1]";
+    // The working directory is the workspace on both guests: monty's was
+    // `/`, where nothing is mounted, so `open('out.csv', 'w')` was a
+    // PermissionError there and wrote the workspace on CPython.
+    relative_paths_resolve_in_the_workspace_on_both_guests:
+        "import os\nfrom pathlib import Path\nwith open('rel.txt', 'w') as f:\n    f.write('x')\nPath('sub').mkdir()\nPath('sub/n.txt').write_text('y')\n[os.getcwd(), os.path.exists('/workspace/rel.txt'), os.path.abspath('a'), str(Path.cwd()), str(Path('b').absolute()), open('rel.txt').read(), sorted(os.listdir('.')), os.path.relpath('.', '/workspace/data.csv'), Path('/workspace/sub/n.txt').read_text()]";
     // A float seed seeds as on 64-bit CPython (by its 64-bit hash) on the
     // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
     float_seeds_give_64_bit_cpythons_numbers:

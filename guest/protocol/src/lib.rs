@@ -31,6 +31,11 @@ use serde::{Deserialize, Serialize};
 /// own: it embeds the guest it was built with.
 pub const PROTOCOL_VERSION: u32 = 4;
 
+/// The virtual path of the chain's workspace: where the host mounts it, and
+/// the script's working directory, so `open('out.csv', 'w')` writes there
+/// (as in the CPython guest, whose WASI preopen is the same path).
+pub const WORKSPACE: &str = "/workspace";
+
 /// Largest message the host accepts from the guest: a tool call's arguments
 /// or the chain's final output. Larger payloads are refused before parsing so
 /// a script cannot make the host allocate without bound. Set above the

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, LoadArtifact, PROTOCOL_VERSION,
-    RunRequest, ScriptError, ScriptResult, ToolCall, ToolDecl, Wait, Warning, decode, encode, sleep_of,
+    RunRequest, ScriptError, ScriptResult, ToolCall, ToolDecl, WORKSPACE, Wait, Warning, decode, encode, sleep_of,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
@@ -245,10 +245,13 @@ fn run(req: RunRequest) -> Finish {
         Some(limits.max_memory_bytes as usize),
         false,
     ));
-    let runner = match MontyRun::new(req.script.clone(), "main.py", vec![], compile_options()) {
+    let mut runner = match MontyRun::new(req.script.clone(), "main.py", vec![], compile_options()) {
         Ok(runner) => runner,
         Err(exc) => return failed_at_start(script_error(&exc, true)),
     };
+    // Relative paths resolve in the workspace (monty's default is `/`,
+    // where nothing is mounted).
+    runner.set_cwd(WORKSPACE);
     let mut chain = Chain {
         line_starts: line_starts(&req.script),
         tools: req.tools,

@@ -175,7 +175,11 @@ async fn file_errors_in_a_supplied_workspace_never_name_host_paths() {
 async fn the_environment_arguments_and_working_directory_reveal_nothing() {
     let r = run_tight("import os\nimport sys\n[len(os.environ), os.getenv('HOME'), os.getenv('PATH'), os.environ.get('USER'), sys.argv, os.getcwd()]").await;
     assert_ok(&r);
-    assert_eq!(r.output, json!([0, null, null, null, ["main.py"], "/"]), "{r:#?}");
+    assert_eq!(
+        r.output,
+        json!([0, null, null, null, ["main.py"], "/workspace"]),
+        "{r:#?}"
+    );
     let needles = host_paths(&[]);
     assert_json_lacks(&r, &needles.iter().map(String::as_str).collect::<Vec<_>>());
     assert_next_chain_ok().await;
