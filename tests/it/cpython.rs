@@ -195,6 +195,12 @@ same_on_both_guests! {
     // PermissionError there and wrote the workspace on CPython.
     relative_paths_resolve_in_the_workspace_on_both_guests:
         "import os\nfrom pathlib import Path\nwith open('rel.txt', 'w') as f:\n    f.write('x')\nPath('sub').mkdir()\nPath('sub/n.txt').write_text('y')\n[os.getcwd(), os.path.exists('/workspace/rel.txt'), os.path.abspath('a'), str(Path.cwd()), str(Path('b').absolute()), open('rel.txt').read(), sorted(os.listdir('.')), os.path.relpath('.', '/workspace/data.csv'), Path('/workspace/sub/n.txt').read_text()]";
+    // Paths sort as CPython 3.14's (their strings split at `/`; the corpus's
+    // 3.11 compares parts) and refuse a bad name, stem or suffix in 3.14's
+    // words (chainbox patches of monty's `Path`, which could not sort and
+    // added a missing dot to a suffix).
+    pure_paths_sort_and_refuse_as_cpython_3_14:
+        "from pathlib import Path\nps = [Path('a'), Path('/srv/x'), Path('//srv/x'), Path(''), Path('..'), Path('/'), Path('a/b'), Path('a b'), Path('a-b')]\nout = [[str(p) for p in sorted(ps)], Path('name.').suffix, Path('name.').suffixes, Path('x.tar.gz.').suffixes]\nfor bad in [lambda: Path('/').with_name('x'), lambda: Path('a').with_suffix('md'), lambda: Path('a').with_name('b/c'), lambda: Path('a').with_name(''), lambda: Path('.').with_stem('s'), lambda: Path('a.txt').with_stem(''), lambda: Path('a.txt').with_suffix('.a/b')]:\n    try:\n        bad()\n    except ValueError as e:\n        out.append(str(e))\nout";
     // A float seed seeds as on 64-bit CPython (by its 64-bit hash) on the
     // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
     float_seeds_give_64_bit_cpythons_numbers:
@@ -235,7 +241,7 @@ same_on_both_guests! {
 
 /// The public attributes of each builtin type, and whether each is
 /// callable, as CPython lists them.
-const BUILTIN_ATTRIBUTES: &str = "import json\nimport re\nimport datetime\nimport collections\nimport decimal\nsamples = {'str': \"'a'\", 'int': '1', 'float': '1.5', 'bool': 'True', 'list': '[1]', 'dict': \"{'a': 1}\", 'set': '{1}', 'frozenset': 'frozenset({1})', 'tuple': '(1,)', 'bytes': \"b'a'\", 'complex': '1j', 'range': 'range(3)', 'slice': 'slice(1, 5, 2)', 're.Pattern': \"re.compile('(a)')\", 're.Match': \"re.match('(a)', 'a')\", 'datetime.date': 'datetime.date(2024, 1, 2)', 'datetime.datetime': 'datetime.datetime(2024, 1, 2, 3, 4)', 'datetime.time': 'datetime.time(3, 4)', 'datetime.timedelta': 'datetime.timedelta(1)', 'datetime.timezone': 'datetime.timezone.utc', 'collections.Counter': \"collections.Counter('ab')\", 'collections.defaultdict': 'collections.defaultdict(int)', 'collections.deque': 'collections.deque([1])', 'decimal.Decimal': \"decimal.Decimal('1.5')\"}\nprint(json.dumps([[t, lit, [[n, callable(getattr(eval(lit), n))] for n in sorted(dir(eval(lit))) if not n.startswith('_') and not ('.' in t and getattr(getattr(type(eval(lit)), n), '__self__', None) is type(eval(lit)))]] for t, lit in samples.items()]))";
+const BUILTIN_ATTRIBUTES: &str = "import json\nimport re\nimport datetime\nimport collections\nimport decimal\nimport pathlib\nsamples = {'str': \"'a'\", 'int': '1', 'float': '1.5', 'bool': 'True', 'list': '[1]', 'dict': \"{'a': 1}\", 'set': '{1}', 'frozenset': 'frozenset({1})', 'tuple': '(1,)', 'bytes': \"b'a'\", 'complex': '1j', 'range': 'range(3)', 'slice': 'slice(1, 5, 2)', 're.Pattern': \"re.compile('(a)')\", 're.Match': \"re.match('(a)', 'a')\", 'datetime.date': 'datetime.date(2024, 1, 2)', 'datetime.datetime': 'datetime.datetime(2024, 1, 2, 3, 4)', 'datetime.time': 'datetime.time(3, 4)', 'datetime.timedelta': 'datetime.timedelta(1)', 'datetime.timezone': 'datetime.timezone.utc', 'collections.Counter': \"collections.Counter('ab')\", 'collections.defaultdict': 'collections.defaultdict(int)', 'collections.deque': 'collections.deque([1])', 'decimal.Decimal': \"decimal.Decimal('1.5')\", 'pathlib.Path': \"pathlib.Path('a/b.txt')\"}\nprint(json.dumps([[t, lit, [[n, callable(getattr(eval(lit), n))] for n in sorted(dir(eval(lit))) if not n.startswith('_') and not ('.' in t and getattr(getattr(type(eval(lit)), n), '__self__', None) is type(eval(lit)))]] for t, lit in samples.items()]))";
 
 /// The scan's encoding table is what monty has: every name in
 /// `MONTY_ENCODINGS` encodes and decodes on monty (a name listed but missing
@@ -271,7 +277,7 @@ type TypeAttributes = (String, String, Vec<(String, bool)>);
 
 /// The scan's method tables are what monty lacks: every public attribute of
 /// CPython's builtin types, and of the types of monty's modules that scripts
-/// use most (`re`, `datetime`, `collections`, `decimal`; their classmethods,
+/// use most (`re`, `datetime`, `collections`, `decimal`, `pathlib`; their classmethods,
 /// which the scan judges on the type, left out), is probed in monty, called
 /// (if callable) and read as a value. `MISSING_METHODS` must be the names
 /// some type lacks when called, but for those monty's `str`, `list`, `dict`
@@ -283,8 +289,9 @@ async fn the_scans_method_tables_are_what_monty_lacks() {
     let listed = run_on(PythonChoice::Cpython, BUILTIN_ATTRIBUTES, &registry()).await;
     assert_ok(&listed);
     let listed: Vec<TypeAttributes> = serde_json::from_str(listed.stdout.trim()).expect("the listing is JSON");
-    let mut probe =
-        String::from("import json\nimport re\nimport datetime\nimport collections\nimport decimal\nout = []\n");
+    let mut probe = String::from(
+        "import json\nimport re\nimport datetime\nimport collections\nimport decimal\nimport pathlib\nout = []\n",
+    );
     for (type_name, literal, attributes) in &listed {
         for (name, callable) in attributes {
             let modes: &[&str] = if *callable { &["call", "read"] } else { &["read"] };

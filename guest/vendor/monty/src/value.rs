@@ -832,6 +832,8 @@ fn cmp_heap_pair(id1: HeapId, id2: HeapId, vm: &mut VM<'_>) -> RunResult<CmpOrde
         (HeapReadOutput::TimeDelta(a), HeapReadOutput::TimeDelta(b)) => {
             Ok(CmpOrder::from_total(a.get(vm.heap).partial_cmp(b.get(vm.heap))))
         }
+        // chainbox patch: paths order (`sorted(paths)`), see `Path`'s `py_cmp`.
+        (HeapReadOutput::Path(a), HeapReadOutput::Path(b)) => a.py_cmp(&b, vm),
         _ => Ok(CmpOrder::Incomparable),
     }
 }

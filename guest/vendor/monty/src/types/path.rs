@@ -11,7 +11,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
-use monty_types::MontyPath;
+use monty_types::{MontyPath, StringRepr};
 use smallvec::SmallVec;
 
 use crate::{
@@ -23,9 +23,10 @@ use crate::{
     hash::HashValue,
     heap::{DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
     intern::{Interns, StaticStrings},
+    modules::os_path::posix,
     os_dispatch::{build_path_os_call, is_path_os_method, value_as_path_str},
     types::{
-        LazyHeapSet, List, PyTrait, Type, allocate_tuple,
+        CmpOrder, LazyHeapSet, List, PyTrait, Type, allocate_tuple,
         dir_scan::{glob_call, walk_call},
         str::allocate_string,
     },
@@ -34,8 +35,8 @@ use crate::{
 
 /// Python `pathlib.Path` object representing a filesystem path.
 ///
-/// Stores a normalized POSIX path string. Windows-style paths are converted
-/// to POSIX format (backslashes to forward slashes).
+/// Stores a normalized POSIX path string (a backslash is an ordinary
+/// character, as in CPython's `PosixPath`).
 ///
 /// The path is immutable - all operations that would modify the path return
 /// new `Path` objects or strings.
@@ -77,109 +78,84 @@ impl Path {
         &self.path
     }
 
-    /// Returns the final component of the path.
-    ///
-    /// Returns an empty string if the path ends with a separator or is empty.
+    /// The path's root: `//` (POSIX keeps exactly two leading slashes), `/`,
+    /// or none for a relative path.
+    #[must_use]
+    pub fn root(&self) -> &str {
+        root_of(&self.path)
+    }
+
+    /// The components after the root, `/`-separated; empty for `.` and a
+    /// bare root.
+    fn tail(&self) -> &str {
+        if self.path == "." {
+            ""
+        } else {
+            &self.path[self.root().len()..]
+        }
+    }
+
+    /// Returns the final component of the path: empty for `.` and a root
+    /// (chainbox patch: `Path('.').name` was `'.'`).
     #[must_use]
     pub fn name(&self) -> &str {
-        self.path.rsplit_once('/').map_or(self.path.as_str(), |(_, name)| name)
+        self.tail().rsplit('/').next().unwrap_or_default()
     }
 
-    /// Returns the path without its final component (parent directory).
-    ///
-    /// For relative paths without a directory (like `file.txt`), returns `.`.
-    /// Returns `None` only for the root path `/`.
+    /// Returns the path without its final component: the path itself for
+    /// `.` and a root, `.` for a one-component relative path.
     #[must_use]
-    pub fn parent(&self) -> Option<&str> {
-        if self.path == "/" {
-            return None;
+    pub fn parent(&self) -> String {
+        let tail = self.tail();
+        if tail.is_empty() {
+            return self.path.clone();
         }
-        match self.path.rsplit_once('/') {
-            Some((parent, _)) => Some(if parent.is_empty() { "/" } else { parent }),
-            None => Some("."), // Relative path without directory component
+        match tail.rsplit_once('/') {
+            Some((head, _)) => format!("{}{head}", self.root()),
+            None if self.root().is_empty() => ".".to_owned(),
+            None => self.root().to_owned(),
         }
     }
 
-    /// Returns the final component without its last suffix.
-    ///
-    /// If the name has multiple suffixes (e.g., "file.tar.gz"), only the
-    /// last suffix is removed.
+    /// The final component without its suffix (`os.path.splitext` of the
+    /// name, as CPython 3.14: `'..'` and `.bashrc` have none, `'name.'` has `.`).
     #[must_use]
     pub fn stem(&self) -> &str {
-        let name = self.name();
-        if name.starts_with('.') && !name[1..].contains('.') {
-            // Hidden file without extension (e.g., ".bashrc")
-            return name;
-        }
-        name.rsplit_once('.').map_or(name, |(stem, _)| stem)
+        split_name(self.name()).0
     }
 
-    /// Returns the file extension (last suffix), including the leading dot.
-    ///
-    /// Returns an empty string if there is no extension.
+    /// The final component's suffix, with its dot; empty if it has none.
     #[must_use]
     pub fn suffix(&self) -> &str {
-        let name = self.name();
-        if name.starts_with('.') && !name[1..].contains('.') {
-            // Hidden file without extension (e.g., ".bashrc")
-            return "";
-        }
-        name.rfind('.').map_or("", |idx| &name[idx..])
+        split_name(self.name()).1
     }
 
-    /// Returns all file extensions as a list of strings.
-    ///
-    /// Each suffix includes its leading dot. Returns an empty list if no extensions.
+    /// Every suffix of the final component, in order (`.tar`, `.gz`).
     #[must_use]
     pub fn suffixes(&self) -> Vec<&str> {
-        let name = self.name();
-        if name.is_empty() || name == "." || name == ".." {
-            return Vec::new();
+        let mut suffixes = Vec::new();
+        let (mut stem, mut suffix) = split_name(self.name());
+        while !suffix.is_empty() {
+            suffixes.push(suffix);
+            (stem, suffix) = split_name(stem);
         }
-
-        let start_idx = usize::from(name.starts_with('.'));
-        let search_str = &name[start_idx..];
-
-        let mut result = Vec::new();
-        let mut pos = 0;
-        while let Some(idx) = search_str[pos..].find('.') {
-            let abs_idx = pos + idx;
-            // Each suffix is from this dot to the end or next dot
-            let suffix_end = search_str[abs_idx + 1..]
-                .find('.')
-                .map_or(search_str.len(), |next| abs_idx + 1 + next);
-            result.push(&name[start_idx + abs_idx..start_idx + suffix_end]);
-            pos = abs_idx + 1;
-        }
-        result
+        suffixes.reverse();
+        suffixes
     }
 
-    /// Returns the path components as a list of strings.
-    ///
-    /// Absolute paths start with "/" as the first component.
+    /// Returns the path components: the root (if any), then each name.
     #[must_use]
     pub fn parts(&self) -> Vec<&str> {
-        if self.path.is_empty() {
-            return Vec::new();
-        }
-
-        let mut parts = Vec::new();
-        if self.path.starts_with('/') {
-            parts.push("/");
-            let rest = &self.path[1..];
-            if !rest.is_empty() {
-                parts.extend(rest.split('/').filter(|s| !s.is_empty()));
-            }
-        } else {
-            parts.extend(self.path.split('/').filter(|s| !s.is_empty()));
-        }
-        parts
+        let root = self.root();
+        let tail = self.tail();
+        let names = tail.split('/').filter(|name| !name.is_empty());
+        (!root.is_empty()).then_some(root).into_iter().chain(names).collect()
     }
 
-    /// Returns `true` if the path is absolute (starts with `/`).
+    /// Returns `true` if the path is absolute (has a root).
     #[must_use]
     pub fn is_absolute(&self) -> bool {
-        self.path.starts_with('/')
+        !self.root().is_empty()
     }
 
     /// Joins this path with another path component.
@@ -187,7 +163,7 @@ impl Path {
     /// If `other` is an absolute path, it replaces `self` entirely.
     #[must_use]
     pub fn joinpath(&self, other: &str) -> String {
-        if other.starts_with('/') || self.path.is_empty() || self.path == "." {
+        if other.starts_with('/') {
             normalize_path(other.to_owned())
         } else if self.path.ends_with('/') {
             normalize_path(format!("{}{}", self.path, other))
@@ -196,77 +172,58 @@ impl Path {
         }
     }
 
+    /// `PosixPath('...')`, as CPython's errors name a path.
+    fn repr(&self) -> String {
+        format!("PosixPath({})", StringRepr(&self.path))
+    }
+
     /// Returns a new path with the name changed.
     ///
     /// # Errors
-    /// Returns an error if the path has no name or if the new name is empty.
+    /// CPython 3.14's messages: an empty, `.` or separator-holding name is
+    /// invalid; a path without a name (`.`, `/`) has nothing to change.
     pub fn with_name(&self, name: &str) -> Result<String, String> {
-        if name.is_empty() {
-            return Err("Invalid name: empty string".to_owned());
+        if name.is_empty() || name == "." || name.contains('/') {
+            return Err(format!("Invalid name {}", StringRepr(name)));
         }
-        if name.contains('/') {
-            return Err(format!("Invalid name: {name:?} contains path separator"));
+        let tail = self.tail();
+        if tail.is_empty() {
+            return Err(format!("{} has an empty name", self.repr()));
         }
-        if self.name().is_empty() {
-            return Err("Path has no name".to_owned());
-        }
-
-        if let Some(parent) = self.parent() {
-            if parent == "/" {
-                Ok(format!("/{name}"))
-            } else if parent == "." {
-                // Relative path without directory - just use the new name
-                Ok(name.to_owned())
-            } else {
-                Ok(format!("{parent}/{name}"))
-            }
-        } else {
-            Ok(name.to_owned())
-        }
+        let head = tail.rsplit_once('/').map_or("", |(head, _)| head);
+        let separator = if head.is_empty() { "" } else { "/" };
+        Ok(format!("{}{head}{separator}{name}", self.root()))
     }
 
     /// Returns a new path with the stem changed (keeps the suffix).
     ///
     /// # Errors
-    /// Returns an error if the path has no name or if the new stem is empty.
+    /// As CPython: an empty stem when there is a suffix, and [`Self::with_name`]'s.
     pub fn with_stem(&self, stem: &str) -> Result<String, String> {
-        if stem.is_empty() {
-            return Err("Invalid stem: empty string".to_owned());
-        }
-        if stem.contains('/') {
-            return Err(format!("Invalid stem: {stem:?} contains path separator"));
-        }
-        if self.name().is_empty() {
-            return Err("Path has no name".to_owned());
-        }
-
         let suffix = self.suffix();
-        let new_name = format!("{stem}{suffix}");
-        self.with_name(&new_name)
+        if suffix.is_empty() {
+            self.with_name(stem)
+        } else if stem.is_empty() {
+            Err(format!("{} has a non-empty suffix", self.repr()))
+        } else {
+            self.with_name(&format!("{stem}{suffix}"))
+        }
     }
 
-    /// Returns a new path with the suffix changed.
+    /// Returns a new path with the suffix changed (an empty one removes it).
     ///
-    /// If the suffix is empty, removes the existing suffix.
-    /// If the suffix doesn't start with '.', it's added.
+    /// # Errors
+    /// As CPython: a path without a stem, a suffix not starting with `.`
+    /// (chainbox patch: monty added the dot), and [`Self::with_name`]'s.
     pub fn with_suffix(&self, suffix: &str) -> Result<String, String> {
-        if self.name().is_empty() {
-            return Err("Path has no name".to_owned());
-        }
-
-        let suffix = if suffix.is_empty() || suffix.starts_with('.') {
-            suffix.to_owned()
-        } else {
-            format!(".{suffix}")
-        };
-
-        if suffix.contains('/') {
-            return Err(format!("Invalid suffix: {suffix:?} contains path separator"));
-        }
-
         let stem = self.stem();
-        let new_name = format!("{stem}{suffix}");
-        self.with_name(&new_name)
+        if stem.is_empty() {
+            Err(format!("{} has an empty name", self.repr()))
+        } else if !suffix.is_empty() && !suffix.starts_with('.') {
+            Err(format!("Invalid suffix {}", StringRepr(suffix)))
+        } else {
+            self.with_name(&format!("{stem}{suffix}"))
+        }
     }
 
     /// Returns the path as a POSIX string (forward slashes).
@@ -437,53 +394,45 @@ fn path_rdiv(path: &Path, other: &Value, heap: &Heap, interns: &Interns) -> Opti
     Some(Value::Ref(heap.allocate(HeapData::Path(Path::new(result)))))
 }
 
-/// Normalizes a path string to POSIX format, matching CPython's `pathlib.PurePosixPath`.
+/// Normalizes a path string as CPython's `pathlib.PurePosixPath` does.
 ///
-/// - Converts backslashes to forward slashes
-/// - Removes `.` components (e.g. `/a/./b` → `/a/b`)
-/// - Collapses consecutive slashes (e.g. `//a///b` → `/a/b`)
-/// - Removes trailing slashes (except for root "/")
-/// - Does NOT resolve `..` components (that requires I/O for symlinks)
-fn normalize_path(mut path: String) -> String {
-    // Convert backslashes to forward slashes
-    if path.contains('\\') {
-        path = path.replace('\\', "/");
-    }
-
-    // Fast path: no `.` component and no consecutive or trailing slashes
-    if !path.contains("/.") && !path.contains("//") && !path.starts_with("./") {
-        // Still strip trailing slashes
-        while path.len() > 1 && path.ends_with('/') {
-            path.pop();
-        }
-        return path;
-    }
-
-    let is_absolute = path.starts_with('/');
-    let mut components: Vec<&str> = Vec::new();
-
-    for part in path.split('/') {
-        match part {
-            "" | "." => {} // skip empty segments (from consecutive/trailing slashes) and "."
-            other => components.push(other),
-        }
-    }
-
-    if components.is_empty() {
-        return if is_absolute { "/".to_owned() } else { ".".to_owned() };
-    }
-
+/// chainbox patch, as CPython: a backslash is an ordinary character (monty
+/// turned it into a separator), exactly two leading slashes stay a root of
+/// their own (`//a`), and an empty path is `.`. Empty and `.` components go;
+/// `..` stays (resolving it needs the filesystem).
+fn normalize_path(path: String) -> String {
+    let root = root_of(&path);
     let mut result = String::with_capacity(path.len());
-    if is_absolute {
-        result.push('/');
-    }
-    for (i, comp) in components.iter().enumerate() {
-        if i > 0 {
+    result.push_str(root);
+    for name in path.split('/').filter(|name| !name.is_empty() && *name != ".") {
+        if result.len() > root.len() {
             result.push('/');
         }
-        result.push_str(comp);
+        result.push_str(name);
+    }
+    if result.is_empty() {
+        result.push('.');
     }
     result
+}
+
+/// The root a path string starts with: `//` for exactly two slashes, `/` for
+/// one or three and more, none for a relative path.
+fn root_of(path: &str) -> &str {
+    if path.starts_with("//") && !path.starts_with("///") {
+        "//"
+    } else if path.starts_with('/') {
+        "/"
+    } else {
+        ""
+    }
+}
+
+/// A final component split as `os.path.splitext` splits it.
+fn split_name(name: &str) -> (&str, &str) {
+    let (stem, _) = posix::splitext(name.as_bytes());
+    // The split is at an ASCII `.`, so both halves are whole characters.
+    name.split_at(stem.len())
 }
 
 impl Path {
@@ -496,16 +445,7 @@ impl Path {
     pub(crate) fn getattr_by_static(&self, ss: StaticStrings, heap: &Heap) -> Option<Value> {
         let v = match ss {
             StaticStrings::Name => allocate_string(self.name(), heap),
-            StaticStrings::Parent => {
-                if let Some(parent) = self.parent() {
-                    let parent_path = Self::new(parent.to_owned());
-                    Value::Ref(heap.allocate(HeapData::Path(parent_path)))
-                } else {
-                    // Return self when there's no parent (root or relative path)
-                    let same_path = Self::new(self.as_str().to_owned());
-                    Value::Ref(heap.allocate(HeapData::Path(same_path)))
-                }
-            }
+            StaticStrings::Parent => Value::Ref(heap.allocate(HeapData::Path(Self::new(self.parent())))),
             StaticStrings::Stem => allocate_string(self.stem(), heap),
             StaticStrings::Suffix => allocate_string(self.suffix(), heap),
             StaticStrings::Suffixes => {
@@ -559,6 +499,13 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Path> {
         Ok(Some(hash))
     }
 
+    /// chainbox patch: paths order as CPython's `_parts_normcase`, their
+    /// strings split at `/` (monty's were unorderable, so `sorted(paths)` failed).
+    fn py_cmp(&self, other: &Self, vm: &mut VM<'h>) -> RunResult<CmpOrder> {
+        let (a, b) = (self.get(vm.heap).as_str(), other.get(vm.heap).as_str());
+        Ok(CmpOrder::from_total(Some(a.split('/').cmp(b.split('/')))))
+    }
+
     fn py_bool(&self, _vm: &mut VM<'h>) -> RunResult<bool> {
         // Paths are always truthy (even empty paths)
         Ok(true)
@@ -577,8 +524,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Path> {
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _heap_ids: &mut LazyHeapSet) -> RunResult<()> {
-        // Format like: PosixPath('/usr/bin')
-        Ok(write!(f, "PosixPath('{}')", self.get(vm.heap).path)?)
+        // chainbox patch: the path as `repr(str)` writes it (`PosixPath("it's")`).
+        Ok(f.write_str(&self.get(vm.heap).repr())?)
     }
 
     /// Handles attribute calls on Path objects, including both pure methods (no I/O)
