@@ -256,7 +256,7 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
         // Calls (keyword_argument, round_digits, exception_arguments, syntax,
-        // encoding, bytes_pattern, nan_identity),
+        // encoding, bytes_pattern, nan_identity, print_to_file),
         // `@=`, and set displays (set_order).
         Kind::Op => matches!(token.text, "(" | "@=" | "{"),
         Kind::Number | Kind::FieldStart => false,
@@ -839,7 +839,7 @@ const TYPE_ATTRIBUTES: &[(&str, &[&str])] = &[
 /// (`Type::class_getattr`): class constants and `object.__setattr__`.
 const TYPE_ATTRIBUTE_VALUES: &[&str] = &["min", "max", "resolution", "utc", "__setattr__"];
 
-/// Methods of CPython's builtin types (and of the `re`, `datetime`,
+/// Methods of CPython's builtin types and files (and of the `re`, `datetime`,
 /// `collections`, `decimal` and `pathlib` types) that monty's same type does not have,
 /// called (`s.translate(t)`, `d.toordinal()`, `s.format_map(m)`): an
 /// `AttributeError` in monty. A name some common receiver (`str`, `list`, `dict`, `tuple`) of
@@ -854,8 +854,10 @@ pub const MISSING_METHODS: &[&str] = &[
     "copy_into",
     "ctime",
     "default_factory",
+    "detach",
     "difference_update",
     "expanduser",
+    "fileno",
     "format_map",
     "from_number",
     "fromutc",
@@ -871,6 +873,7 @@ pub const MISSING_METHODS: &[&str] = &[
     "is_relative_to",
     "is_reserved",
     "is_socket",
+    "isatty",
     "isocalendar",
     "lchmod",
     "lstat",
@@ -879,6 +882,7 @@ pub const MISSING_METHODS: &[&str] = &[
     "move_into",
     "owner",
     "readlink",
+    "reconfigure",
     "relative_to",
     "samefile",
     "scanner",
@@ -888,11 +892,13 @@ pub const MISSING_METHODS: &[&str] = &[
     "toordinal",
     "touch",
     "translate",
+    "truncate",
     "utctimetuple",
     "with_segments",
+    "writelines",
 ];
 
-/// Attributes of CPython's builtin types, and of the `re`, `datetime`,
+/// Attributes of CPython's builtin types and files, and of the `re`, `datetime`,
 /// `collections`, `decimal` and `pathlib` types, that monty only has as a call, or
 /// not at all, read as values: a method not called (`key=d.get`,
 /// `f = s.upper`, `map(p.match, xs)`, `f = n.bit_length`) or a data
@@ -914,12 +920,14 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "astimezone",
     "bit_count",
     "bit_length",
+    "buffer",
     "canonical",
     "capitalize",
     "casefold",
     "center",
     "chmod",
     "clear",
+    "close",
     "compare",
     "compare_signal",
     "compare_total",
@@ -934,6 +942,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "ctime",
     "date",
     "decode",
+    "detach",
     "difference",
     "difference_update",
     "discard",
@@ -943,6 +952,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "encode",
     "end",
     "endswith",
+    "errors",
     "exists",
     "exp",
     "expand",
@@ -950,9 +960,11 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "expanduser",
     "extend",
     "extendleft",
+    "fileno",
     "find",
     "findall",
     "finditer",
+    "flush",
     "fma",
     "format",
     "format_map",
@@ -1003,6 +1015,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "isalnum",
     "isalpha",
     "isascii",
+    "isatty",
     "isdecimal",
     "isdigit",
     "isdisjoint",
@@ -1024,6 +1037,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "joinpath",
     "keys",
     "lchmod",
+    "line_buffering",
     "ljust",
     "ln",
     "log10",
@@ -1045,6 +1059,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "most_common",
     "move",
     "move_into",
+    "newlines",
     "next_minus",
     "next_plus",
     "next_toward",
@@ -1061,9 +1076,14 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "quantize",
     "radix",
     "re",
+    "read",
     "read_bytes",
     "read_text",
+    "readable",
+    "readline",
+    "readlines",
     "readlink",
+    "reconfigure",
     "regs",
     "relative_to",
     "remainder_near",
@@ -1090,6 +1110,8 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "scaleb",
     "scanner",
     "search",
+    "seek",
+    "seekable",
     "setdefault",
     "shift",
     "sort",
@@ -1111,6 +1133,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "symlink_to",
     "symmetric_difference",
     "symmetric_difference_update",
+    "tell",
     "time",
     "timestamp",
     "timetuple",
@@ -1126,6 +1149,7 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "total_seconds",
     "touch",
     "translate",
+    "truncate",
     "tzname",
     "union",
     "unlink",
@@ -1141,8 +1165,12 @@ pub const ATTRIBUTES_NOT_VALUES: &[&str] = &[
     "with_segments",
     "with_stem",
     "with_suffix",
+    "writable",
+    "write",
     "write_bytes",
     "write_text",
+    "write_through",
+    "writelines",
     "zfill",
 ];
 
@@ -1509,6 +1537,14 @@ const RULES: &[Rule] = &[
     Rule {
         name: "nan_identity",
         check: rule_nan_identity,
+    },
+    // `print(..., file=f)` to anything but `sys.stdout`/`sys.stderr`: monty's
+    // print raises "print() 'file' argument must be sys.stdout or
+    // sys.stderr" (src/builtins/print.rs), so writing a file with print
+    // goes to CPython.
+    Rule {
+        name: "print_to_file",
+        check: rule_print_to_file,
     },
     // `gather(own(1), tool())`: CPython starts gathered awaitables in order,
     // each as a task, so `own`'s first tool call opens its trace record
@@ -2062,6 +2098,25 @@ fn rule_nan_identity(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let text = quoted.trim_matches(['\'', '"']).trim().trim_start_matches(['+', '-']);
     (literal.kind == Kind::Str && !literal.is_fstring() && text.eq_ignore_ascii_case("nan")).then_some(Needs::Feature {
         what: "makes a NaN with `float('nan')` (monty's NaNs have no identity: distinct ones compare as one in containers)",
+        line: token.line,
+    })
+}
+
+fn rule_print_to_file(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.print" {
+        return None;
+    }
+    let to_file = scan.arguments(at).any(|range| {
+        match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
+            [name, eq, value @ ..] if name.text == "file" && eq.text == "=" => {
+                !matches!(value, [sys, dot, stream] if sys.text == "sys" && dot.text == "." && matches!(stream.text, "stdout" | "stderr"))
+            }
+            _ => false,
+        }
+    });
+    to_file.then_some(Needs::Feature {
+        what: "prints to a file (`print(..., file=f)`), which monty's print does not",
         line: token.line,
     })
 }
@@ -2964,7 +3019,7 @@ fn called_names() -> &'static NameSet<'static> {
             .chain(COROUTINE_TAKERS.iter().copied())
             .chain(["round", "encode", "decode", "bytes", "str"])
             .chain(RE_PATTERN_TAKERS.iter().copied())
-            .chain(["float"])
+            .chain(["float", "print"])
             .chain(OS_ERRORS.iter().copied())
             .chain([
                 "SyntaxError",
@@ -4260,6 +4315,18 @@ mod tests {
         assert_cpython("missing = float('nan')", "nan_identity", says);
         assert_cpython("xs = [float(\" -NaN \"), 1.0]", "nan_identity", says);
         assert_monty("import math\nx = math.nan\ny = float('inf')\nz = float(text)\nw = float('1.5')");
+    }
+
+    #[test]
+    fn printing_to_a_file_goes_to_cpython() {
+        let says = "prints to a file";
+        assert_cpython(
+            "with open('o.txt', 'w') as f:\n    print('x', file=f)",
+            "print_to_file",
+            says,
+        );
+        assert_cpython("print(*rows, sep=',', file=out)", "print_to_file", says);
+        assert_monty("import sys\nprint('x', file=sys.stderr)\nprint('y', end='', file=sys.stdout)\nprint(file)");
     }
 
     #[test]
