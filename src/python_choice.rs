@@ -1741,11 +1741,7 @@ fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 }
 
 fn rule_keyword_argument(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op {
-        return None;
-    }
-    let function = scan.callee_path(at)?;
+    let (token, function) = scan.call_at(at)?;
     let (_, rejected) = REJECTED_KEYWORDS.iter().find(|(name, _)| *name == function)?;
     let keyword = scan.keyword_arguments(at).find(|keyword| rejected.rejects(keyword))?;
     Some(Needs::KeywordArgument {
@@ -1756,14 +1752,13 @@ fn rule_keyword_argument(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 }
 
 fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.round" {
+    let (token, function) = scan.call_at(at)?;
+    if function != "builtins.round" {
         return None;
     }
     // monty rounds to `n >= 0` digits as CPython does (a chainbox patch);
     // a negative or unknown `n` still goes to CPython.
-    let literal_digits = |range: std::ops::Range<usize>| {
-        let tokens = &scan.tokens[range.start..range.end.min(scan.tokens.len())];
+    let literal_digits = |tokens: &[Token<'_>]| {
         let number = match tokens {
             [n] => n,
             [name, eq, n] if name.text == "ndigits" && eq.text == "=" => n,
@@ -1771,7 +1766,7 @@ fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         };
         number.kind == Kind::Number && number.text.bytes().all(|b| b.is_ascii_digit() || b == b'_')
     };
-    let digits = scan.arguments(at).nth(1)?;
+    let digits = scan.argument_tokens(at).nth(1)?;
     (!literal_digits(digits)).then_some(Needs::Feature {
         what: "calls `round(x, n)` with an `n` that is not a non-negative literal (monty rounds to negative digits differently)",
         line: token.line,
@@ -1790,11 +1785,7 @@ const OS_ERRORS: &[&str] = &[
 ];
 
 fn rule_exception_arguments(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op {
-        return None;
-    }
-    let function = scan.callee_path(at)?;
+    let (token, function) = scan.call_at(at)?;
     let name = function.strip_prefix("builtins.");
     let arguments = || scan.arguments(at);
     // A `*args` argument may hold any number of arguments.
@@ -2014,27 +2005,25 @@ fn normalize_encoding(name: &str) -> String {
 }
 
 fn rule_encoding(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op {
-        return None;
-    }
+    let (token, function) = scan.call_at(at)?;
     // Where the encoding is: `s.encode(enc)`, `bytes(s, enc)`, `str(b, enc)`.
-    let position = match scan.callee_path(at)? {
+    let position = match function {
         "builtins.bytes" | "builtins.str" => 1,
         callee if matches!(callee.rsplit_once('.'), Some((_, "encode" | "decode"))) => 0,
         _ => return None,
     };
     // That argument, or `encoding=`: a string literal.
-    let literal = scan.arguments(at).enumerate().find_map(|(i, range)| {
-        match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
+    let literal = scan
+        .argument_tokens(at)
+        .enumerate()
+        .find_map(|(i, tokens)| match tokens {
             [s] if i == position && s.kind == Kind::Str => Some(*s),
             [name, eq, s] if name.text == "encoding" && eq.text == "=" && s.kind == Kind::Str => Some(*s),
             _ => None,
-        }
-    })?;
-    let quoted = literal.text.get(usize::from(literal.prefix_len)..)?;
-    let name = quoted.trim_matches(|c| c == '\'' || c == '"');
-    let known = !literal.is_fstring() && MONTY_ENCODINGS.contains(&normalize_encoding(name).as_str());
+        })?;
+    let known = literal
+        .literal_text()
+        .is_some_and(|name| MONTY_ENCODINGS.contains(&normalize_encoding(name).as_str()));
     (!known).then_some(Needs::Feature {
         what: "names an encoding monty's codecs do not have",
         line: token.line,
@@ -2055,12 +2044,8 @@ const RE_PATTERN_TAKERS: &[&str] = &[
 ];
 
 fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op {
-        return None;
-    }
-    let function = scan.callee_path(at)?.strip_prefix("re.")?;
-    if !RE_PATTERN_TAKERS.contains(&function) {
+    let (token, function) = scan.call_at(at)?;
+    if !RE_PATTERN_TAKERS.contains(&function.strip_prefix("re.")?) {
         return None;
     }
     // The pattern, first or `pattern=`: string literals only (implicitly
@@ -2071,14 +2056,14 @@ fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
             .all(|t| t.kind == Kind::Str)
             .then(|| tokens.first().copied())
     }
-    let pattern = scan.arguments(at).find_map(|range| {
-        let tokens = &scan.tokens[range.start..range.end.min(scan.tokens.len())];
-        match tokens {
+    let pattern = scan
+        .argument_tokens(at)
+        .enumerate()
+        .find_map(|(i, tokens)| match tokens {
             [name, eq, rest @ ..] if name.text == "pattern" && eq.text == "=" => literals(rest),
-            _ if range.start == at + 1 => literals(tokens),
+            _ if i == 0 => literals(tokens),
             _ => None,
-        }
-    })??;
+        })??;
     pattern.prefix().contains(['b', 'B']).then_some(Needs::Feature {
         what: "matches a bytes pattern (monty's `re` takes str only)",
         line: token.line,
@@ -2086,34 +2071,30 @@ fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
 }
 
 fn rule_nan_identity(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.float" {
+    let (token, function) = scan.call_at(at)?;
+    if function != "builtins.float" {
         return None;
     }
-    let mut arguments = scan.arguments(at);
-    let [literal] = &scan.tokens[arguments.next()?] else {
+    let [literal] = scan.argument_tokens(at).next()? else {
         return None;
     };
-    let quoted = literal.text.get(usize::from(literal.prefix_len)..)?;
-    let text = quoted.trim_matches(['\'', '"']).trim().trim_start_matches(['+', '-']);
-    (literal.kind == Kind::Str && !literal.is_fstring() && text.eq_ignore_ascii_case("nan")).then_some(Needs::Feature {
+    let text = literal.literal_text()?.trim().trim_start_matches(['+', '-']);
+    text.eq_ignore_ascii_case("nan").then_some(Needs::Feature {
         what: "makes a NaN with `float('nan')` (monty's NaNs have no identity: distinct ones compare as one in containers)",
         line: token.line,
     })
 }
 
 fn rule_print_to_file(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.text != "(" || token.kind != Kind::Op || scan.callee_path(at)? != "builtins.print" {
+    let (token, function) = scan.call_at(at)?;
+    if function != "builtins.print" {
         return None;
     }
-    let to_file = scan.arguments(at).any(|range| {
-        match &scan.tokens[range.start..range.end.min(scan.tokens.len())] {
-            [name, eq, value @ ..] if name.text == "file" && eq.text == "=" => {
-                !matches!(value, [sys, dot, stream] if sys.text == "sys" && dot.text == "." && matches!(stream.text, "stdout" | "stderr"))
-            }
-            _ => false,
+    let to_file = scan.argument_tokens(at).any(|tokens| match tokens {
+        [name, eq, value @ ..] if name.text == "file" && eq.text == "=" => {
+            !matches!(value, [sys, dot, stream] if sys.text == "sys" && dot.text == "." && matches!(stream.text, "stdout" | "stderr"))
         }
+        _ => false,
     });
     to_file.then_some(Needs::Feature {
         what: "prints to a file (`print(..., file=f)`), which monty's print does not",
@@ -2528,12 +2509,9 @@ fn rule_builtin_attribute_lookup(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     // The attribute: a literal naming no builtin method is the script's own
     // business; anything else may ask about a builtin's method.
-    let named = scan.arguments(at + 1).nth(1).and_then(|range| {
-        let t = scan
-            .tokens
-            .get(range.start)
-            .filter(|t| range.len() == 1 && t.kind == Kind::Str && !t.is_fstring())?;
-        Some(t.text[usize::from(t.prefix_len)..].trim_matches(['\'', '"']))
+    let named = scan.argument_tokens(at + 1).nth(1).and_then(|tokens| match tokens {
+        [t] => t.literal_text(),
+        _ => None,
     });
     named.is_none_or(|name| ATTRIBUTES_NOT_VALUES.contains(&name)).then_some(Needs::Feature {
         what: "asks `hasattr`/`getattr` about what may be a builtin's method (monty's builtins have none as attributes)",
@@ -2595,11 +2573,23 @@ impl Token<'_> {
         self.kind == Kind::Str && self.prefix().contains(['f', 'F'])
     }
 
+    /// The text between the quotes of a str or bytes literal, escapes as
+    /// written; `None` for an f-string (its value is not in the source) and
+    /// any other token.
+    fn literal_text(&self) -> Option<&str> {
+        if self.kind != Kind::Str || self.is_fstring() {
+            return None;
+        }
+        Some(self.text.get(usize::from(self.prefix_len)..)?.trim_matches(['\'', '"']))
+    }
+
     /// Whether this str literal writes a surrogate code point (`'\ud800'`,
     /// `'\U0000dc80'`, or half of a pair). monty's strings are UTF-8, which
     /// has no surrogates: it holds U+FFFD there and answers differently.
     fn writes_surrogate(&self) -> bool {
-        if self.kind != Kind::Str || self.prefix().contains(['r', 'R', 'b', 'B']) {
+        // Most strings hold no backslash: one memchr turns them away (the
+        // scan asks this of every string token).
+        if self.kind != Kind::Str || !self.text.contains('\\') || self.prefix().contains(['r', 'R', 'b', 'B']) {
             return false;
         }
         let body = self.text.as_bytes();
@@ -3744,6 +3734,20 @@ impl<'a> Scan<'a> {
     }
 
     /// The keyword names of the call at `paren`.
+    /// The `(` at `at` and the path of what it calls (`builtins.print`,
+    /// `re.findall`): where every rule about a call starts. `None` for any
+    /// other token, and for a call the scan cannot name.
+    fn call_at(&self, at: usize) -> Option<(&Token<'a>, &str)> {
+        let token = self.tokens.get(at).filter(|t| t.text == "(" && t.kind == Kind::Op)?;
+        Some((token, self.callee_path(at)?))
+    }
+
+    /// The tokens of each top-level argument of the call at `paren`.
+    fn argument_tokens(&self, paren: usize) -> impl Iterator<Item = &[Token<'a>]> + '_ {
+        self.arguments(paren)
+            .map(|range| &self.tokens[range.start..range.end.min(self.tokens.len())])
+    }
+
     fn keyword_arguments(&self, paren: usize) -> impl Iterator<Item = &'a str> + '_ {
         self.arguments(paren).filter_map(|range| {
             let name = self.tokens.get(range.start)?;
