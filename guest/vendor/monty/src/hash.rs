@@ -30,7 +30,7 @@ use std::{
 };
 
 use num_bigint::BigInt;
-use num_traits::{FromPrimitive, ToPrimitive};
+use num_traits::ToPrimitive;
 
 use crate::heap::HeapId;
 
@@ -121,20 +121,155 @@ impl<'de> serde::Deserialize<'de> for HashValue {
     }
 }
 
-/// Hashes a float so that an integral value hashes like the equal `int`
-/// (`hash(1.0) == hash(1)`, `2.0**100` like `2**100`), which dict lookup
-/// across the numeric tower relies on; anything else hashes its bits.
-pub(crate) fn hash_f64(f: f64) -> HashValue {
-    // 2^63, the first power of two past i64::MAX (exactly representable).
-    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
-    if f.fract() != 0.0 || !f.is_finite() {
-        HashValue::new(f.to_bits())
-    } else if (-TWO_POW_63..TWO_POW_63).contains(&f) {
-        #[expect(clippy::cast_possible_truncation)]
-        HashValue::new((f as i64).cast_unsigned())
+// chainbox patch: the numeric hashes below are CPython's on a 64-bit build
+// (Python/pyhash.c, Objects/longobject.c, Objects/tupleobject.c), not
+// upstream's own. A set iterates in the order its elements' hashes place
+// them, and `hash()` is visible to scripts, so any other hash gives a
+// different answer than CPython for `list({(1, 2), (0, 5)})` or
+// `hash(2**70)`. Strings and bytes keep monty's hash: CPython randomises
+// theirs per process, so no order over them is CPython's own.
+
+/// `_PyHASH_BITS`: numeric hashes are reduced modulo the Mersenne prime `2**61 - 1`.
+const HASH_BITS: u32 = 61;
+/// `_PyHASH_MODULUS`, `2**61 - 1`.
+pub(crate) const HASH_MODULUS: u64 = (1 << HASH_BITS) - 1;
+/// `_PyHASH_INF`: `hash(float('inf'))`.
+const HASH_INF: u64 = 314_159;
+
+/// `hash(n)` for an `int` that fits in `i64`: `n` itself below the modulus,
+/// reduced modulo `2**61 - 1` (keeping the sign) above it; `-1` becomes `-2`
+/// through [`HashValue::new`].
+#[inline]
+pub(crate) fn hash_i64(i: i64) -> HashValue {
+    let magnitude = i.unsigned_abs();
+    let reduced = if magnitude < HASH_MODULUS {
+        magnitude
     } else {
-        hash_python_long_int(&BigInt::from_f64(f).expect("finite f64 converts to BigInt"))
+        magnitude % HASH_MODULUS
+    };
+    HashValue::new(if i < 0 { reduced.wrapping_neg() } else { reduced })
+}
+
+/// `hash(None)`: a constant since CPython 3.12 (`0xFCA86420`).
+pub(crate) const fn hash_none() -> HashValue {
+    HashValue::new(0xFCA8_6420)
+}
+
+/// Hashes a float as CPython's `_Py_HashDouble`: the value modulo
+/// `2**61 - 1`, so an integral value hashes like the equal `int`
+/// (`hash(1.0) == hash(1)`) and `hash(0.5)` is `2**60`. A NaN hashes as 0
+/// (CPython hashes a NaN by its address, which a script cannot predict).
+pub(crate) fn hash_f64(f: f64) -> HashValue {
+    if f.is_infinite() {
+        return HashValue::new(if f > 0.0 { HASH_INF } else { HASH_INF.wrapping_neg() });
     }
+    if f.is_nan() {
+        return HashValue::new(0);
+    }
+    let (mut m, mut e) = frexp(f);
+    let negative = m < 0.0;
+    if negative {
+        m = -m;
+    }
+    // Process 28 bits at a time, as CPython does.
+    let mut x: u64 = 0;
+    while m != 0.0 {
+        x = ((x << 28) & HASH_MODULUS) | (x >> (HASH_BITS - 28));
+        m *= 268_435_456.0; // 2**28
+        e -= 28;
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "m is in [0, 2**28)"
+        )]
+        let y = m as u64;
+        m -= y as f64;
+        x += y;
+        if x >= HASH_MODULUS {
+            x -= HASH_MODULUS;
+        }
+    }
+    // Reduce the exponent modulo HASH_BITS, then rotate by it.
+    let bits = HASH_BITS.cast_signed();
+    let e = if e >= 0 { e % bits } else { bits - 1 - ((-1 - e) % bits) }.cast_unsigned();
+    x = ((x << e) & HASH_MODULUS) | (x >> (HASH_BITS - e));
+    HashValue::new(if negative { x.wrapping_neg() } else { x })
+}
+
+/// `frexp`: `f == m * 2**e` with `0.5 <= |m| < 1` (both 0 for 0), for finite `f`.
+fn frexp(f: f64) -> (f64, i32) {
+    if f == 0.0 {
+        return (f, 0);
+    }
+    let bits = f.to_bits();
+    #[expect(clippy::cast_possible_truncation, reason = "the exponent field is 11 bits")]
+    let exponent = ((bits >> 52) & 0x7ff) as i32;
+    if exponent == 0 {
+        // Subnormal: scale into the normal range first.
+        let (m, e) = frexp(f * 18_014_398_509_481_984.0); // 2**54
+        return (m, e - 54);
+    }
+    let m = f64::from_bits((bits & !(0x7ff << 52)) | (1022 << 52));
+    (m, exponent - 1022)
+}
+
+/// CPython's tuple hash (xxHash-based, `tuplehash` in Objects/tupleobject.c),
+/// fed one element hash at a time. Also the hash of a named tuple, a frozen
+/// dataclass (the tuple of its fields), a `range` and a `timedelta`.
+pub(crate) struct TupleHasher {
+    acc: u64,
+    len: u64,
+}
+
+const XXPRIME_1: u64 = 11_400_714_785_074_694_791;
+const XXPRIME_2: u64 = 14_029_467_366_897_019_727;
+const XXPRIME_5: u64 = 2_870_177_450_012_600_261;
+
+impl TupleHasher {
+    pub(crate) const fn new() -> Self {
+        Self { acc: XXPRIME_5, len: 0 }
+    }
+
+    /// Folds in the next element's hash.
+    pub(crate) fn add(&mut self, lane: HashValue) {
+        self.acc = self.acc.wrapping_add(lane.raw().wrapping_mul(XXPRIME_2));
+        self.acc = self.acc.rotate_left(31);
+        self.acc = self.acc.wrapping_mul(XXPRIME_1);
+        self.len += 1;
+    }
+
+    pub(crate) fn finish(self) -> HashValue {
+        let acc = self.acc.wrapping_add(self.len ^ (XXPRIME_5 ^ 3_527_539));
+        HashValue::new(if acc == u64::MAX { 1_546_275_796 } else { acc })
+    }
+}
+
+/// The hash of a tuple of the given element hashes.
+pub(crate) fn hash_tuple_of(lanes: impl IntoIterator<Item = HashValue>) -> HashValue {
+    let mut hasher = TupleHasher::new();
+    for lane in lanes {
+        hasher.add(lane);
+    }
+    hasher.finish()
+}
+
+/// CPython's `frozenset` hash over its members' hashes (`frozenset_hash` in
+/// Objects/setobject.c): order-independent, so any order of the same members
+/// gives it.
+pub(crate) fn hash_frozenset_of(member_hashes: impl IntoIterator<Item = u64>) -> HashValue {
+    fn shuffle_bits(h: u64) -> u64 {
+        ((h ^ 89_869_747) ^ (h << 16)).wrapping_mul(3_644_798_167)
+    }
+    let mut hash: u64 = 0;
+    let mut len: u64 = 0;
+    for h in member_hashes {
+        hash ^= shuffle_bits(h);
+        len += 1;
+    }
+    hash ^= (len + 1).wrapping_mul(1_927_868_237);
+    hash ^= (hash >> 11) ^ (hash >> 25);
+    hash = hash.wrapping_mul(69_069).wrapping_add(907_133_923);
+    HashValue::new(if hash == u64::MAX { 590_923_713 } else { hash })
 }
 
 /// Hashes any `Hash` value with a fresh [`DefaultHasher`].
@@ -190,25 +325,24 @@ pub(crate) fn hash_python_bytes(b: &[u8]) -> HashValue {
     HashValue::new(hasher.finish())
 }
 
-/// Hashes a `BigInt` consistently with Python's `int` hash.
-///
-/// For values that fit in `i64`, returns `i.cast_unsigned()` so that
-/// `hash(LongInt(5)) == hash(Value::Int(5))`. For larger values, falls back
-/// to hashing `(sign, little-endian bytes)` via [`DefaultHasher`].
+/// Hashes a `BigInt` as CPython hashes an `int`: its value modulo `2**61 - 1`,
+/// keeping the sign (see [`hash_i64`]).
 ///
 /// Used by heap `LongInt::py_hash` and by `Interns::long_int_hash` so that
 /// interned and heap-allocated long ints with equal value hash identically.
 #[inline]
 pub(crate) fn hash_python_long_int(bi: &BigInt) -> HashValue {
     if let Some(i) = bi.to_i64() {
-        HashValue::new(i.cast_unsigned())
-    } else {
-        let mut hasher = DefaultHasher::new();
-        let (sign, bytes) = bi.to_bytes_le();
-        sign.hash(&mut hasher);
-        bytes.hash(&mut hasher);
-        HashValue::new(hasher.finish())
+        return hash_i64(i);
     }
+    let reduced = (bi.magnitude() % HASH_MODULUS)
+        .to_u64()
+        .expect("a value below the modulus fits in u64");
+    HashValue::new(if bi.sign() == num_bigint::Sign::Minus {
+        reduced.wrapping_neg()
+    } else {
+        reduced
+    })
 }
 
 /// A value paired with its precomputed Python [`HashValue`].

@@ -17,7 +17,7 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     expressions::CmpOperator,
-    hash::{HashValue, hash_f64, hash_named, hash_one, identity_hash},
+    hash::{HashValue, hash_f64, hash_i64, hash_named, hash_none, hash_one, identity_hash},
     heap::{ContainsHeap, DropWithContext, Heap, HeapData, HeapId, HeapReadOutput},
     heap_data::{Closure, FunctionDefaults},
     identity::Identity,
@@ -1234,7 +1234,7 @@ impl Value {
             Self::InternLongInt(long_int_id) => Ok(Some(vm.interns.long_int_hash(*long_int_id))),
             // Bool and int hash directly as their value, and are equivalent
             Self::Bool(b) => Ok(Some(HashValue::new((*b).into()))),
-            Self::Int(i) => Ok(Some(HashValue::new(i.cast_unsigned()))),
+            Self::Int(i) => Ok(Some(hash_i64(*i))),
             Self::Float(f) => Ok(Some(hash_f64(*f))),
             // For heap-allocated values, dispatch to the per-type `py_hash`
             // impl. Types that benefit from caching (Str/Bytes/Tuple/
@@ -1247,7 +1247,8 @@ impl Value {
             Self::Undefined => Ok(Some(hash_named("singleton", "Undefined"))),
             Self::Ellipsis => Ok(Some(hash_named("singleton", "Ellipsis"))),
             Self::NotImplemented => Ok(Some(hash_named("singleton", "NotImplemented"))),
-            Self::None => Ok(Some(hash_named("singleton", "None"))),
+            // chainbox patch: CPython's constant, as the order of a set holding None shows.
+            Self::None => Ok(Some(hash_none())),
             Self::Builtin(Builtins::Function(function)) => Ok(Some(hash_named("builtin", (*function).into()))),
             Self::Builtin(Builtins::ExcType(exc_type)) => Ok(Some(hash_named("type", (*exc_type).into()))),
             // an instance's class is a heap object, hashed by identity like its instances

@@ -299,6 +299,12 @@ pub struct Compiler<'a, 'i> {
     /// function `f`, `C.` in class `C`'s body (CPython's rule, which its
     /// argument errors show: `C.m() missing 1 required positional argument`).
     qualname_prefix: String,
+
+    /// chainbox patch: the next set display compiled is a `for` loop's or a
+    /// comprehension's iterable, which CPython iterates as the constant
+    /// frozenset it folds it into, not as a set merged from that (see the
+    /// `Expr::Set` arm of `compile_expr`).
+    iterating_set_display: bool,
 }
 
 /// Compiler settings inherited by nested scopes, with await restrictions reset for functions.
@@ -545,6 +551,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             comp_slots: Vec::new(),
             flags,
             qualname_prefix,
+            iterating_set_display: false,
         }
     }
 
@@ -1335,6 +1342,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             }
 
             Expr::Set(elements) => {
+                let iterated = std::mem::take(&mut self.iterating_set_display);
                 if has_unpack_seq(elements) {
                     // Generalized path: build incrementally for PEP 448 *unpacks
                     self.code.emit_u16(Opcode::BuildSet, 0)?;
@@ -1351,6 +1359,18 @@ impl<'a, 'i> Compiler<'a, 'i> {
                         }
                     }
                 } else {
+                    // chainbox patch: CPython 3.14 compiles a display of
+                    // three or more constants as a frozenset constant merged
+                    // into an empty set (`BUILD_SET 0; LOAD_CONST;
+                    // SET_UPDATE`), and the merge presizes, so
+                    // `list({16, 1, 2, 3, 4})` is `[16, 1, 2, 3, 4]` where
+                    // adding one by one gives `[1, 2, 3, 4, 16]`. A loop over
+                    // the display iterates the frozenset itself, built one by
+                    // one. (3.11 also rebuilt the constant from its own order.)
+                    let merged = !iterated && elements.len() > 2 && elements.iter().all(is_constant_item);
+                    if merged {
+                        self.code.emit_u16(Opcode::BuildSet, 0)?;
+                    }
                     // Fast path: all values, single BuildSet.
                     // SAFETY: has_unpack_seq(elements) is false, so every item is Value.
                     for item in elements {
@@ -1361,6 +1381,9 @@ impl<'a, 'i> Compiler<'a, 'i> {
                     }
                     let count = check_collection_size_u16(elements.len(), expr_loc.position)?;
                     self.code.emit_u16(Opcode::BuildSet, count)?;
+                    if merged {
+                        self.code.emit_u8(Opcode::SetExtend, 0)?;
+                    }
                 }
             }
 
@@ -2635,6 +2658,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         or_else: &'a [PreparedNode],
     ) -> Result<(), CompileError> {
         // Compile iterator expression
+        self.iterating_set_display = matches!(iter.expr, Expr::Set(_));
         self.compile_expr(iter)?;
         // Convert to iterator
         self.code.emit(Opcode::GetIter)?;
@@ -3125,6 +3149,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         let generator = &generators[index];
 
         // Compile iterator expression
+        self.iterating_set_display = matches!(generator.iter.expr, Expr::Set(_));
         self.compile_expr(&generator.iter)?;
         self.code.emit(Opcode::GetIter)?;
 
@@ -4169,4 +4194,20 @@ fn has_unpack_seq(items: &[SequenceItem]) -> bool {
 /// incremental `BuildDict(0)` + `DictSetItem`/`DictUpdate` path.
 fn has_unpack_dict(items: &[DictItem]) -> bool {
     items.iter().any(|i| matches!(i, DictItem::Unpack(_)))
+}
+
+/// chainbox patch: whether a display item is what CPython's compiler folds
+/// to a constant: a literal, a signed number, or a tuple of such.
+fn is_constant_item(item: &SequenceItem) -> bool {
+    fn constant(expr: &Expr) -> bool {
+        match expr {
+            Expr::Literal(_) => true,
+            Expr::UnaryMinus(operand) | Expr::UnaryPlus(operand) => {
+                matches!(&operand.expr, Expr::Literal(lit) if !matches!(lit, Literal::Str(_) | Literal::Bytes(_) | Literal::None | Literal::Ellipsis))
+            }
+            Expr::Tuple(items) => items.iter().all(is_constant_item),
+            _ => false,
+        }
+    }
+    matches!(item, SequenceItem::Value(e) if constant(&e.expr))
 }

@@ -91,6 +91,21 @@ pub(crate) trait TableEntry {
     fn changed_keys_error() -> Option<RunError> {
         None
     }
+
+    /// chainbox patch: an empty slot of a set table (see "CPython's set
+    /// layout" below), which ends a probe where a tombstone does not. Only
+    /// `set` lays its table out that way; the default serves the others.
+    fn vacant() -> Self
+    where
+        Self: Sized,
+    {
+        Self::tombstone()
+    }
+
+    /// Whether this slot is [`vacant`](Self::vacant) rather than live or a tombstone.
+    fn is_vacant(&self) -> bool {
+        false
+    }
 }
 
 /// An insertion-ordered hash table: buckets of indices into a dense entry vector.
@@ -157,24 +172,6 @@ impl<E: TableEntry> PyHashTable<E> {
             indices: HashTable::with_capacity(capacity),
             entries: Vec::with_capacity(capacity),
         }
-    }
-
-    /// Indexes entries that already carry their hashes, in the order given.
-    ///
-    /// The bucket table is sized to the entry count: a `HashTable` keeps the
-    /// buckets it grew to across `clear` and `remove`, so a table rebuilt this
-    /// way costs what it holds rather than what it once held.
-    ///
-    /// Every entry given must be live; set algebra hands over a compacted
-    /// vector. Decoding a dump, which may hold tombstones, goes through serde.
-    pub(crate) fn from_entries(entries: Vec<E>) -> Self {
-        debug_assert!(entries.iter().all(E::is_live), "from_entries takes live entries only");
-        let mut table = Self {
-            indices: HashTable::with_capacity(entries.len()),
-            entries,
-        };
-        table.reindex();
-        table
     }
 
     /// The live entries, in insertion order.
@@ -413,6 +410,146 @@ impl<E: TableEntry> PyHashTable<E> {
         self.indices
             .find(hash, |&index| matches(index, &self.entries[index]))
             .copied()
+    }
+}
+
+// chainbox patch: CPython's set layout.
+//
+// A set iterates in slot order, and CPython's slot order is its open-addressing
+// table's: where each element's hash lands after linear probes and perturbed
+// jumps, reshuffled by every resize, shifted by deleted ("dummy") slots. No
+// insertion-ordered table can give `list({16, 1, 2, 3, 4})` or
+// `list({(1, 2), (3, 4)})` as CPython does, so for a set `entries` *is* that
+// table: `mask + 1` slots, each vacant, a tombstone (CPython's dummy) or live,
+// placed by CPython's probe. `types::set` drives it through the methods below
+// as Objects/setobject.c drives its table; dicts never call them (a dict's
+// order is insertion order, as in CPython). The hashbrown index still serves
+// every lookup, so `__eq__` runs where it did before.
+
+/// CPython's `PySet_MINSIZE`: a set table never has fewer slots.
+pub(crate) const SET_MIN_SLOTS: usize = 8;
+/// CPython's `LINEAR_PROBES`: slots tried after the first before a perturbed jump.
+const LINEAR_PROBES: u64 = 9;
+/// CPython's `PERTURB_SHIFT`.
+const PERTURB_SHIFT: u32 = 5;
+
+/// The slots CPython's set probe visits for `hash` in a table of `mask + 1`
+/// slots, in order. Endless: a set table always keeps a vacant slot to stop
+/// at. Computed in `u64` as on a 64-bit CPython, whatever the guest's `usize`.
+fn set_probe(hash: u64, mask: u64) -> impl Iterator<Item = usize> {
+    let mut perturb = hash;
+    let mut base = hash & mask;
+    let mut offset = 0;
+    std::iter::from_fn(move || {
+        let run = if base + LINEAR_PROBES <= mask { LINEAR_PROBES } else { 0 };
+        if offset > run {
+            perturb >>= PERTURB_SHIFT;
+            base = base.wrapping_mul(5).wrapping_add(1).wrapping_add(perturb) & mask;
+            offset = 0;
+        }
+        let slot = base + offset;
+        offset += 1;
+        Some(usize::try_from(slot).expect("a slot index fits in usize"))
+    })
+}
+
+impl<E: TableEntry> PyHashTable<E> {
+    /// The set table's slot count, `mask + 1`. A set that never held anything
+    /// has no slots allocated yet and probes as [`SET_MIN_SLOTS`].
+    pub(crate) fn set_slot_count(&self) -> usize {
+        self.entries.len().max(SET_MIN_SLOTS)
+    }
+
+    /// Every slot of a set table, vacant and tombstoned ones included: what
+    /// CPython's `set_merge` copies slot for slot.
+    pub(crate) fn set_slots(&self) -> &[E] {
+        &self.entries
+    }
+
+    /// A set table taken slot for slot, as [`set_slots`](Self::set_slots) gave it.
+    pub(crate) fn set_from_slots(entries: Vec<E>) -> Self {
+        let mut table = Self {
+            indices: HashTable::with_capacity(entries.len()),
+            entries,
+        };
+        table.reindex();
+        table
+    }
+
+    /// Places `entry`, known to be absent, where CPython's `set_add_entry`
+    /// puts a new key: the last tombstone its probe crosses before a vacant
+    /// slot, else that vacant slot. Returns whether it took a vacant slot
+    /// (CPython's `fill` grows then, and the caller checks for a resize).
+    pub(crate) fn set_place(&mut self, entry: E) -> bool {
+        if self.entries.is_empty() {
+            self.entries.resize_with(SET_MIN_SLOTS, E::vacant);
+        }
+        let mask = self.entries.len() as u64 - 1;
+        let mut tombstone = None;
+        let mut probe = set_probe(entry.hash(), mask);
+        let vacant = loop {
+            let slot = probe.next().expect("the probe is endless");
+            let current = &self.entries[slot];
+            if current.is_vacant() {
+                break slot;
+            }
+            if !current.is_live() {
+                tombstone = Some(slot);
+            }
+        };
+        let slot = tombstone.unwrap_or(vacant);
+        let hash = entry.hash();
+        self.entries[slot] = entry;
+        self.indices.insert_unique(hash, slot, |&i| self.entries[i].hash());
+        tombstone.is_none()
+    }
+
+    /// CPython's `set_table_resize`: a fresh table of the smallest power of
+    /// two above `min_used` slots (at least [`SET_MIN_SLOTS`]), the live
+    /// entries moved over in slot order and tombstones dropped. Like CPython
+    /// it leaves a minimum-size table with no tombstones alone.
+    pub(crate) fn set_resize(&mut self, min_used: usize) {
+        let mut size = SET_MIN_SLOTS;
+        while size <= min_used {
+            size <<= 1;
+        }
+        let has_tombstones = self.entries.iter().any(|e| !e.is_live() && !e.is_vacant());
+        if size == SET_MIN_SLOTS && self.set_slot_count() == SET_MIN_SLOTS && !has_tombstones {
+            return;
+        }
+        let old = mem::take(&mut self.entries);
+        self.set_rebuild(size, old.into_iter().filter(E::is_live));
+    }
+
+    /// Lays `entries` (distinct, live) into a fresh table of `size` slots,
+    /// each in the first vacant slot of its probe, in the order given:
+    /// CPython's `set_insert_clean` loop.
+    pub(crate) fn set_rebuild(&mut self, size: usize, entries: impl Iterator<Item = E>) {
+        let mut slots: Vec<E> = std::iter::repeat_with(E::vacant).take(size).collect();
+        let mask = size as u64 - 1;
+        for entry in entries {
+            let slot = set_probe(entry.hash(), mask)
+                .find(|&slot| slots[slot].is_vacant())
+                .expect("the probe is endless");
+            slots[slot] = entry;
+        }
+        self.entries = slots;
+        self.reindex();
+    }
+
+    /// CPython's `set_pop`: the first live slot at or after `finger` (wrapping),
+    /// tombstoned and returned, with `finger` left just past it.
+    pub(crate) fn set_pop(&mut self, finger: &mut usize) -> Option<E> {
+        if self.is_empty() {
+            return None;
+        }
+        let size = self.entries.len();
+        let mut slot = *finger & (size - 1);
+        while !self.entries[slot].is_live() {
+            slot = (slot + 1) % size;
+        }
+        *finger = slot + 1;
+        Some(self.tombstone_at(slot))
     }
 }
 

@@ -1,13 +1,4 @@
-use std::{
-    borrow::Cow,
-    cell::Cell,
-    cmp::Ordering,
-    collections::hash_map::DefaultHasher,
-    fmt::Write,
-    hash::{Hash, Hasher},
-    iter::once,
-    mem,
-};
+use std::{borrow::Cow, cell::Cell, cmp::Ordering, fmt::Write, iter::once, mem};
 
 /// Python named tuple type, combining tuple-like indexing with named attribute access.
 ///
@@ -34,7 +25,7 @@ use crate::{
     bytecode::{CallResult, ContainsVM, RecursionToken, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
-    hash::{HashValue, identity_hash},
+    hash::{HashValue, TupleHasher, identity_hash},
     heap::{DropWithContext, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::{Interns, StaticStrings},
     modules::copy::{Memo, PyDeepCopy, deep_copy_slots},
@@ -505,16 +496,17 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, NamedTuple> {
         if let Some(cached) = self.get(vm.heap).cached_hash.get() {
             return Ok(Some(cached));
         }
-        let mut hasher = DefaultHasher::new();
+        // chainbox patch: CPython's tuple hash (see `hash::TupleHasher`).
+        let mut hasher = TupleHasher::new();
         let iter = self.iter(vm)?;
         defer_drop_mut!(iter, vm);
         while let Some(item) = iter.next(vm)? {
             match item.py_hash(vm)? {
-                Some(h) => h.hash(&mut hasher),
+                Some(h) => hasher.add(h),
                 None => return Ok(None),
             }
         }
-        let hash = HashValue::new(hasher.finish());
+        let hash = hasher.finish();
         self.get(vm.heap).cached_hash.set(Some(hash));
         Ok(Some(hash))
     }

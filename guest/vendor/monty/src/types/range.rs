@@ -3,11 +3,7 @@
 //! Provides a range object that supports iteration over a sequence of integers
 //! with configurable start, stop, and step values.
 
-use std::{
-    collections::hash_map::DefaultHasher,
-    fmt::Write,
-    hash::{Hash, Hasher},
-};
+use std::{fmt::Write, hash::Hash};
 
 use num_integer::div_ceil;
 
@@ -16,7 +12,7 @@ use crate::{
     bytecode::{CallResult, VM},
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunResult},
-    hash::HashValue,
+    hash::{HashValue, hash_i64, hash_none, hash_python_long_int, hash_tuple_of},
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
     intern::StaticStrings,
     types::{LazyHeapSet, PyTrait, Type},
@@ -353,15 +349,12 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Range> {
         let r = self.get(vm.heap);
         // chainbox patch: the exact length, as `py_eq_impl` compares it.
         let len = u64::try_from(r.len_i128()).unwrap_or(u64::MAX);
-        let mut hasher = DefaultHasher::new();
-        len.hash(&mut hasher);
-        if len > 0 {
-            r.start.hash(&mut hasher);
-            if len > 1 {
-                r.step.hash(&mut hasher);
-            }
-        }
-        Ok(Some(HashValue::new(hasher.finish())))
+        // chainbox patch: CPython hashes the tuple `(len, start, step)`, with
+        // None for what equality ignores.
+        let len_hash = i64::try_from(len).map_or_else(|_| hash_python_long_int(&r.len_i128().into()), hash_i64);
+        let start = if len > 0 { hash_i64(r.start) } else { hash_none() };
+        let step = if len > 1 { hash_i64(r.step) } else { hash_none() };
+        Ok(Some(hash_tuple_of([len_hash, start, step])))
     }
 
     fn py_bool(&self, vm: &mut VM<'h>) -> RunResult<bool> {

@@ -2,14 +2,17 @@ use std::{cell::Cell, fmt::Write, mem};
 
 use monty_types::{ResourceError, ResourceTracker};
 
-use super::{PyTrait, iter::checked_preallocation_hint};
+use super::{
+    PyTrait,
+    iter::{checked_preallocation_hint, collect_owned_iterable},
+};
 use crate::{
     args::ArgValues,
     bytecode::{CallResult, ContainsVM, RecursionToken, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     expressions::CmpOperator,
-    hash::HashValue,
+    hash::{HashValue, hash_frozenset_of},
     heap::{
         BorrowedHeapRead, BorrowedHeapReadMut, ContainsHeap, DropGuard, DropWithContext, Heap, HeapData, HeapId,
         HeapItem, HeapObjectRead, HeapRead, HeapReadMut, HeapReadOutput, heap_read_ref_as_field,
@@ -47,16 +50,29 @@ impl TableEntry for SetEntry {
         self.hash
     }
 
+    /// CPython's dummy: the hash no element has (`-1`), so it reads apart
+    /// from a [`vacant`](Self::vacant) slot.
     fn tombstone() -> Self {
         Self {
             value: Value::Undefined,
-            hash: 0,
+            hash: u64::MAX,
         }
     }
 
     #[inline]
     fn is_live(&self) -> bool {
         !matches!(self.value, Value::Undefined)
+    }
+
+    fn vacant() -> Self {
+        Self {
+            value: Value::Undefined,
+            hash: 0,
+        }
+    }
+
+    fn is_vacant(&self) -> bool {
+        !self.is_live() && self.hash != u64::MAX
     }
 
     fn changed_size_error() -> RunError {
@@ -66,12 +82,22 @@ impl TableEntry for SetEntry {
 
 /// Internal storage shared between Set and FrozenSet.
 ///
-/// A [`PyHashTable`] of elements: the same insertion-ordered table `dict` uses,
-/// so the probe that has to survive a user `__eq__` is the one in
-/// [`TableSource`] rather than a set-shaped copy of it.
+/// A [`PyHashTable`] of elements, so the probe that has to survive a user
+/// `__eq__` is the one in [`TableSource`] rather than a set-shaped copy of it.
+///
+/// chainbox patch: the table is laid out as CPython's set table (see
+/// "CPython's set layout" in `hash_table`), and the operations below follow
+/// Objects/setobject.c step for step, so a set iterates, prints and pops in
+/// CPython's order: where upstream kept insertion order, `list({3, 1, 2})`
+/// was `[3, 1, 2]` against CPython's `[1, 2, 3]`.
 #[derive(Debug, Default)]
 pub(crate) struct SetStorage {
     table: PyHashTable<SetEntry>,
+    /// CPython's `fill`: live plus tombstoned slots. The table is resized
+    /// when it reaches 3/5 of the slots.
+    fill: usize,
+    /// CPython's `finger`: where `pop` starts looking.
+    finger: usize,
 }
 
 impl SetStorage {
@@ -80,22 +106,99 @@ impl SetStorage {
         Self::default()
     }
 
-    /// Creates a new set storage with pre-allocated capacity.
-    fn with_capacity(capacity: usize) -> Self {
-        Self {
-            table: PyHashTable::with_capacity(capacity),
+    /// Adds entries that already carry their hashes and are distinct, in the
+    /// order given, as CPython adds them one by one.
+    fn from_entry_vec(entries: Vec<SetEntry>) -> Self {
+        let mut storage = Self::new();
+        for entry in entries {
+            storage.place(entry);
+        }
+        storage
+    }
+
+    /// Places an entry known to be absent: CPython's `set_add_entry` once
+    /// its probe found no equal element, including the resize it may end with.
+    fn place(&mut self, entry: SetEntry) {
+        if self.table.set_place(entry) {
+            self.fill += 1;
+            let mask = self.table.set_slot_count() - 1;
+            if self.fill * 5 >= mask * 3 {
+                self.resize(grown_size(self.len()));
+            }
         }
     }
 
-    /// Indexes entries that already carry their hashes, in the order given.
-    ///
-    /// Used to copy another set's contents before an operation that needs
-    /// mutable heap access, sidestepping the borrow conflict. The caller owns
-    /// the entries until they land here.
-    fn from_entry_vec(entries: Vec<SetEntry>) -> Self {
-        Self {
-            table: PyHashTable::from_entries(entries),
+    /// CPython's `set_table_resize`: tombstones gone, `fill` back to `used`.
+    fn resize(&mut self, min_used: usize) {
+        self.table.set_resize(min_used);
+        self.fill = self.len();
+    }
+
+    /// Preflights what one more [`place`](Self::place) may allocate: the
+    /// first slots, or the resized table.
+    fn check_growth(&self, tracker: &ResourceTracker) -> Result<(), ResourceError> {
+        let mask = self.table.set_slot_count() - 1;
+        if (self.fill + 1) * 5 < mask * 3 {
+            return Ok(());
         }
+        let slots = (grown_size(self.len() + 1) + 1).next_power_of_two();
+        // The slots and the index beside them.
+        let per_slot = mem::size_of::<SetEntry>() + 2 * mem::size_of::<usize>();
+        tracker.check_pending_allocation(slots.saturating_mul(per_slot))
+    }
+
+    /// A copy of every slot, vacant and tombstoned ones included, with
+    /// `fill` and `finger`: the other side of a set operation, read as CPython
+    /// reads the set itself (its slot order, its table size).
+    fn clone_exact(&self, heap: &impl ContainsHeap) -> Self {
+        Self {
+            table: self.clone_slots(heap),
+            fill: self.fill,
+            finger: self.finger,
+        }
+    }
+
+    /// The table slot for slot, vacant and tombstoned slots included.
+    fn clone_slots(&self, heap: &impl ContainsHeap) -> PyHashTable<SetEntry> {
+        let slots = self
+            .table
+            .set_slots()
+            .iter()
+            .map(|e| SetEntry {
+                value: e.value.clone_with_heap(heap),
+                hash: e.hash,
+            })
+            .collect();
+        PyHashTable::set_from_slots(slots)
+    }
+
+    /// The part of CPython's `set_merge` that runs no `__eq__`: the one big
+    /// resize up front and, into an empty table, the copy slot for slot (same
+    /// size, no tombstones) or in `other`'s slot order. Returns whether the
+    /// merge is done; if not, the caller adds `other`'s entries one by one.
+    fn merge_fast(&mut self, other: &Self, heap: &impl ContainsHeap) -> bool {
+        if other.is_empty() {
+            return true;
+        }
+        let mask = self.table.set_slot_count() - 1;
+        if (self.fill + other.len()) * 5 >= mask * 3 {
+            self.resize((self.len() + other.len()) * 2);
+        }
+        if self.fill != 0 {
+            return false;
+        }
+        let size = self.table.set_slot_count();
+        if size == other.table.set_slot_count() && other.fill == other.len() {
+            self.table = other.clone_slots(heap);
+        } else {
+            let entries = other.live().map(|e| SetEntry {
+                value: e.value.clone_with_heap(heap),
+                hash: e.hash,
+            });
+            self.table.set_rebuild(size, entries);
+        }
+        self.fill = other.len();
+        true
     }
 
     /// The live entries, in insertion order, tombstones skipped.
@@ -169,11 +272,11 @@ impl SetStorage {
             Ok(false)
         } else {
             let (value, vm) = value_guard.into_parts();
-            if let Err(err) = self.table.check_growth(&vm.heap.tracker) {
+            if let Err(err) = self.check_growth(&vm.heap.tracker) {
                 value.drop_with(vm);
                 return Err(err.into());
             }
-            self.table.push(SetEntry { value, hash });
+            self.place(SetEntry { value, hash });
             Ok(true)
         }
     }
@@ -213,32 +316,29 @@ impl<'h> HeapReadMut<'h, SetStorage> {
             return Err(ExcType::key_error_pop_empty_set());
         }
 
-        // Remove the last entry (most efficient)
-        let entry = self.get_mut(vm.heap).table.pop_last().expect("checked non-empty");
+        // chainbox patch: CPython's `set_pop`, from the finger on.
+        let storage = self.get_mut(vm.heap);
+        let entry = storage.table.set_pop(&mut storage.finger).expect("checked non-empty");
         Ok(entry.value)
     }
 
     /// Removes all elements from the set.
     fn clear(&self, vm: &mut VM<'h>) {
-        let entries = self.get_mut(vm.heap).table.take_entries();
+        let storage = self.get_mut(vm.heap);
+        storage.fill = 0;
+        let entries = storage.table.take_entries();
         entries.drop_with(vm);
     }
 }
 
 impl SetStorage {
-    /// Creates a deep clone with proper reference counting.
-    ///
-    /// Indexed from scratch rather than cloning `indices`, which `HashTable`
-    /// would reproduce at the source's bucket count — see [`Self::from_entry_vec`].
+    /// A copy with proper reference counting, laid out as CPython's
+    /// `set.copy()` lays it out: a new set with this one merged in.
     fn clone_with_heap(&self, heap: &impl ContainsHeap) -> Self {
-        Self::from_entry_vec(
-            self.live()
-                .map(|entry| SetEntry {
-                    value: entry.value.clone_with_heap(heap),
-                    hash: entry.hash,
-                })
-                .collect(),
-        )
+        let mut copy = Self::new();
+        let done = copy.merge_fast(self, heap);
+        debug_assert!(done, "a merge into an empty set needs no comparison");
+        copy
     }
 }
 
@@ -384,7 +484,7 @@ impl<'h> HeapRead<'h, SetStorage> {
                     return Ok(Some(true));
                 }
 
-                let Some(storage) = get_storage_from_set_operand(other, vm)? else {
+                let Some(storage) = set_operand_storage(other, vm)? else {
                     return Ok(None);
                 };
                 defer_drop!(storage, vm);
@@ -505,92 +605,267 @@ impl SetStorage {
     }
 }
 
+/// The other side of a set operation, held the way CPython's set code reads
+/// it (chainbox patch): which path CPython takes, and so the order of the
+/// result, depends on whether it is a set, an exact dict or anything else.
+#[derive(Debug)]
+pub(crate) enum Operand {
+    /// A set or frozenset, slot for slot ([`SetStorage::clone_exact`]).
+    Set(SetStorage),
+    /// An exact dict's keys, in order: CPython presizes for them.
+    Dict(Vec<Value>),
+    /// Any other iterable's items, in iteration order.
+    Items(Vec<Value>),
+}
+
+impl<C: ContainsHeap> DropWithContext<C> for Operand {
+    fn drop_with(self, heap: &mut C) {
+        match self {
+            Self::Set(storage) => storage.drop_with(heap),
+            Self::Dict(values) | Self::Items(values) => values.drop_with(heap),
+        }
+    }
+}
+
+impl Operand {
+    /// Reads `value` as the other side of a set method (`s.union(value)`).
+    fn from_value(value: Value, vm: &mut VM<'_>) -> RunResult<Self> {
+        let (storage, is_dict) = match &value {
+            Value::Ref(id) => match vm.heap.get(*id) {
+                HeapData::Set(set) => (Some(set.0.clone_exact(vm.heap)), false),
+                HeapData::FrozenSet(set) => (Some(set.storage.clone_exact(vm.heap)), false),
+                HeapData::Dict(_) => (None, true),
+                _ => (None, false),
+            },
+            _ => (None, false),
+        };
+        if let Some(storage) = storage {
+            value.drop_with(vm);
+            return Ok(Self::Set(storage));
+        }
+        let items: Vec<Value> = collect_owned_iterable(value, vm)?;
+        Ok(if is_dict { Self::Dict(items) } else { Self::Items(items) })
+    }
+}
+
+impl SetStorage {
+    /// Removes an element whose hash is known, from a set guest code cannot
+    /// reach. Returns whether it was there.
+    fn discard_with_hash(&mut self, value: &Value, hash: u64, vm: &mut VM<'_>) -> RunResult<bool> {
+        let Some(slot) = self.table.try_find(hash, |entry| entry.value.py_eq(value, vm))? else {
+            return Ok(false);
+        };
+        let removed = self.table.remove(slot);
+        removed.value.drop_with(vm);
+        Ok(true)
+    }
+
+    /// Discards, or adds when absent: one step of CPython's
+    /// `set_symmetric_difference_update`.
+    fn toggle(&mut self, value: &Value, hash: u64, vm: &mut VM<'_>) -> RunResult<()> {
+        if !self.discard_with_hash(value, hash, vm)? {
+            self.add_with_hash(value.clone_with_heap(vm.heap), hash, vm)?;
+        }
+        Ok(())
+    }
+
+    /// CPython's `set_update_internal`: merge a set, add a dict's keys after
+    /// one presize, add anything else's items one by one.
+    fn update(&mut self, other: &Operand, vm: &mut VM<'_>) -> RunResult<()> {
+        match other {
+            Operand::Set(other) => {
+                if !self.merge_fast(other, vm.heap) {
+                    for entry in other.live() {
+                        self.add_with_hash(entry.value.clone_with_heap(vm.heap), entry.hash, vm)?;
+                    }
+                }
+            }
+            Operand::Dict(keys) => {
+                let mask = self.table.set_slot_count() - 1;
+                if (self.fill + keys.len()) * 5 >= mask * 3 {
+                    self.resize((self.len() + keys.len()) * 2);
+                }
+                for key in keys {
+                    self.add(key.clone_with_heap(vm.heap), vm)?;
+                }
+            }
+            Operand::Items(items) => {
+                for item in items {
+                    self.add(item.clone_with_heap(vm.heap), vm)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// CPython's `set_difference_update_internal`, for a set guest code cannot
+    /// reach: discard what `other` holds, then resize away the tombstones if
+    /// they are more than a quarter of the table.
+    fn difference_update(&mut self, other: &Operand, vm: &mut VM<'_>) -> RunResult<()> {
+        match other {
+            Operand::Set(other) => {
+                for entry in other.live() {
+                    self.discard_with_hash(&entry.value, entry.hash, vm)?;
+                }
+            }
+            Operand::Dict(items) | Operand::Items(items) => {
+                for item in items {
+                    let hash = set_element_hash(item, vm)?;
+                    self.discard_with_hash(item, hash, vm)?;
+                }
+            }
+        }
+        let mask = self.table.set_slot_count() - 1;
+        if self.fill - self.len() > mask / 4 {
+            self.resize(grown_size(self.len()));
+        }
+        Ok(())
+    }
+
+    /// CPython's `set_symmetric_difference_update`, for a set guest code
+    /// cannot reach.
+    fn symmetric_difference_update(&mut self, other: &Operand, vm: &mut VM<'_>) -> RunResult<()> {
+        match other {
+            Operand::Set(other) => {
+                for entry in other.live() {
+                    self.toggle(&entry.value, entry.hash, vm)?;
+                }
+            }
+            Operand::Dict(keys) => {
+                for key in keys {
+                    let hash = set_element_hash(key, vm)?;
+                    self.toggle(key, hash, vm)?;
+                }
+            }
+            Operand::Items(_) => {
+                // CPython makes a set of the items first and walks that.
+                let mut items = DropGuard::new(Self::new(), vm);
+                let (items_set, vm) = items.as_parts_mut();
+                items_set.update(other, vm)?;
+                for entry in items_set.live() {
+                    self.toggle(&entry.value, entry.hash, vm)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A new set built from `other` as CPython's `make_new_set` builds one.
+    fn from_operand(other: &Operand, vm: &mut VM<'_>) -> RunResult<Self> {
+        let mut result = DropGuard::new(Self::new(), vm);
+        let (storage, vm) = result.as_parts_mut();
+        storage.update(other, vm)?;
+        Ok(result.into_inner())
+    }
+}
+
 impl<'h> HeapRead<'h, SetStorage> {
-    /// Returns a new set containing elements in either set (union).
-    fn union(&self, other: &Self, vm: &mut VM<'h>) -> RunResult<SetStorage> {
-        let mut result_guard = DropGuard::new(self.get(vm.heap).clone_with_heap(vm), vm);
-        {
-            let (result, vm) = result_guard.as_parts_mut();
-            let iter = other.iter(vm)?;
-            defer_drop_mut!(iter, vm);
-            while let Some((value, hash)) = iter.next_entry(vm)? {
-                let value = value.clone_with_heap(vm.heap);
-                result.add_with_hash(value, hash, vm)?;
-            }
-        }
-        Ok(result_guard.into_inner())
+    /// `self | other`: a copy of `self` (CPython's `set_copy`) updated by `other`.
+    fn union(&self, other: &Operand, vm: &mut VM<'h>) -> RunResult<SetStorage> {
+        let mut result = DropGuard::new(self.get(vm.heap).clone_with_heap(vm.heap), vm);
+        let (storage, vm) = result.as_parts_mut();
+        storage.update(other, vm)?;
+        Ok(result.into_inner())
     }
 
-    /// Returns a new set containing elements in both sets (intersection).
-    fn intersection(&self, other: &Self, vm: &mut VM<'h>) -> RunResult<SetStorage> {
+    /// `self & other`, as CPython's `set_intersection`: walk the smaller set
+    /// (`other` on a tie) testing the larger, or walk an iterable until the
+    /// result is as big as `self`; `s & s` is a copy.
+    fn intersection(&self, other: &Operand, same: bool, vm: &mut VM<'h>) -> RunResult<SetStorage> {
+        if same {
+            return Ok(self.get(vm.heap).clone_with_heap(vm.heap));
+        }
         let mut result_guard = DropGuard::new(SetStorage::new(), vm);
-        {
-            let (result, vm) = result_guard.as_parts_mut();
-            // Iterate over the smaller set for efficiency. CPython swaps only when
-            // `other` is strictly larger, so on a tie it walks `other` and tests
-            // membership in `self` — observable through an asymmetric `__eq__`.
-            let (smaller, larger) = if self.get(vm.heap).len() < other.get(vm.heap).len() {
-                (self, other)
-            } else {
-                (other, self)
-            };
-
-            let iter = smaller.iter(vm)?;
-            defer_drop_mut!(iter, vm);
-            while let Some((value, hash)) = iter.next_entry(vm)? {
-                if larger.contains_with_hash(value, hash, vm)? {
-                    let value = value.clone_with_heap(vm.heap);
-                    result.add_with_hash(value, hash, vm)?;
+        let (result, vm) = result_guard.as_parts_mut();
+        let self_len = self.get(vm.heap).len();
+        match other {
+            Operand::Set(other) if other.len() > self_len => {
+                let other = vm.heap.protect(other);
+                let iter = self.iter(vm)?;
+                defer_drop_mut!(iter, vm);
+                while let Some((value, hash)) = iter.next_entry(vm)? {
+                    if other.contains_with_hash(value, hash, vm)? {
+                        result.add_with_hash(value.clone_with_heap(vm.heap), hash, vm)?;
+                    }
+                }
+            }
+            Operand::Set(other) => {
+                for entry in other.live() {
+                    if self.contains_with_hash(&entry.value, entry.hash, vm)? {
+                        result.add_with_hash(entry.value.clone_with_heap(vm.heap), entry.hash, vm)?;
+                    }
+                }
+            }
+            Operand::Dict(items) | Operand::Items(items) => {
+                for item in items {
+                    let hash = set_element_hash(item, vm)?;
+                    if self.contains_with_hash(item, hash, vm)? {
+                        result.add_with_hash(item.clone_with_heap(vm.heap), hash, vm)?;
+                        if result.len() >= self_len {
+                            break;
+                        }
+                    }
                 }
             }
         }
         Ok(result_guard.into_inner())
     }
 
-    /// Returns a new set containing elements in self but not in other (difference).
-    fn difference(&self, other: &Self, vm: &mut VM<'h>) -> RunResult<SetStorage> {
+    /// `self - other`, as CPython's `set_difference`: against a much smaller
+    /// set or dict, or any other iterable, a copy of `self` with `other`
+    /// discarded; otherwise a new set of what `self` holds and `other` lacks.
+    fn difference(&self, other: &Operand, vm: &mut VM<'h>) -> RunResult<SetStorage> {
+        let other_len = match other {
+            Operand::Set(other) => Some(other.len()),
+            Operand::Dict(keys) => Some(keys.len()),
+            Operand::Items(_) => None,
+        };
+        let self_len = self.get(vm.heap).len();
+        if other_len.is_none_or(|other_len| (self_len >> 2) > other_len) {
+            let mut result = DropGuard::new(self.get(vm.heap).clone_with_heap(vm.heap), vm);
+            let (storage, vm) = result.as_parts_mut();
+            storage.difference_update(other, vm)?;
+            return Ok(result.into_inner());
+        }
+        // Membership in a dict's keys, through a set of them.
+        let mut lookup_guard = DropGuard::new(
+            match other {
+                Operand::Dict(_) => Some(SetStorage::from_operand(other, vm)?),
+                _ => None,
+            },
+            vm,
+        );
+        let (lookup, vm) = lookup_guard.as_parts_mut();
+        let lookup = match (other, lookup.as_ref()) {
+            (_, Some(keys)) => keys,
+            (Operand::Set(other), None) => other,
+            _ => unreachable!("an iterable took the copy path"),
+        };
+        let lookup = vm.heap.protect(lookup);
         let mut result_guard = DropGuard::new(SetStorage::new(), vm);
         {
             let (result, vm) = result_guard.as_parts_mut();
             let iter = self.iter(vm)?;
             defer_drop_mut!(iter, vm);
             while let Some((value, hash)) = iter.next_entry(vm)? {
-                if !other.contains_with_hash(value, hash, vm)? {
-                    let value = value.clone_with_heap(vm.heap);
-                    result.add_with_hash(value, hash, vm)?;
+                if !lookup.contains_with_hash(value, hash, vm)? {
+                    result.add_with_hash(value.clone_with_heap(vm.heap), hash, vm)?;
                 }
             }
         }
         Ok(result_guard.into_inner())
     }
 
-    /// Returns a new set containing elements in either set but not both (symmetric difference).
-    fn symmetric_difference(&self, other: &Self, vm: &mut VM<'h>) -> RunResult<SetStorage> {
-        let mut result_guard = DropGuard::new(SetStorage::new(), vm);
+    /// `self ^ other`, as CPython's `set_symmetric_difference`: a new set
+    /// made from `other`, then each of `self`'s elements toggled in it.
+    fn symmetric_difference(&self, other: &Operand, vm: &mut VM<'h>) -> RunResult<SetStorage> {
+        let mut result_guard = DropGuard::new(SetStorage::from_operand(other, vm)?, vm);
         {
             let (result, vm) = result_guard.as_parts_mut();
-
-            // Add elements in self but not in other
             let iter = self.iter(vm)?;
             defer_drop_mut!(iter, vm);
             while let Some((value, hash)) = iter.next_entry(vm)? {
-                if !other.contains_with_hash(value, hash, vm)? {
-                    let value = value.clone_with_heap(vm.heap);
-                    result.add_with_hash(value, hash, vm)?;
-                }
-            }
-        }
-        {
-            let (result, vm) = result_guard.as_parts_mut();
-
-            // Add elements in other but not in self
-            let iter = other.iter(vm)?;
-            defer_drop_mut!(iter, vm);
-            while let Some((value, hash)) = iter.next_entry(vm)? {
-                if !self.contains_with_hash(value, hash, vm)? {
-                    let value = value.clone_with_heap(vm.heap);
-                    result.add_with_hash(value, hash, vm)?;
-                }
+                result.toggle(value, hash, vm)?;
             }
         }
         Ok(result_guard.into_inner())
@@ -668,10 +943,12 @@ impl Set {
         Self(SetStorage::new())
     }
 
-    /// Creates a set with pre-allocated capacity.
+    /// Creates a set for about `capacity` elements. The capacity is only a
+    /// hint: a set's table grows as CPython's does, so that its order is
+    /// CPython's (chainbox patch).
     #[must_use]
-    pub fn with_capacity(capacity: usize) -> Self {
-        Self(SetStorage::with_capacity(capacity))
+    pub fn with_capacity(_capacity: usize) -> Self {
+        Self::new()
     }
 
     /// Validates and clamps a capacity before native set preallocation.
@@ -801,6 +1078,13 @@ impl Set {
         if let Some(storage) = storage {
             return Ok(Self(storage));
         }
+        // chainbox patch: CPython presizes for a dict's keys, which shows in the order.
+        if matches!(iterable, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::Dict(_))) {
+            let (iterable, vm) = guard.into_parts();
+            let keys = Operand::from_value(iterable, vm)?;
+            defer_drop!(keys, vm);
+            return Ok(Self(SetStorage::from_operand(keys, vm)?));
+        }
 
         let (iterable, vm) = guard.into_parts();
         let iterator = iterable.into_py_iter(vm)?.require_synchronous(vm)?;
@@ -868,54 +1152,70 @@ impl<'h> HeapReadMut<'h, Set> {
 
         // Add new entry
         let (value, vm) = value_guard.into_parts();
-        if let Err(err) = self.get(vm.heap).0.table.check_growth(&vm.heap.tracker) {
+        if let Err(err) = self.get(vm.heap).0.check_growth(&vm.heap.tracker) {
             value.drop_with(vm);
             return Err(err.into());
         }
-        self.get_mut(vm.heap).0.table.push(SetEntry { value, hash });
+        self.get_mut(vm.heap).0.place(SetEntry { value, hash });
         Ok(true)
     }
 
-    /// Updates from a snapshotted set or an arbitrary iterable.
-    fn hr_update(&self, other: Value, vm: &mut VM<'h>) -> RunResult<()> {
-        // Try direct extraction from Set/FrozenSet
-        let entries_opt = {
-            match &other {
-                Value::Ref(id) => match vm.heap.get(*id) {
-                    HeapData::Set(s) => Some(s.0.clone_entries(vm.heap)),
-                    HeapData::FrozenSet(fs) => Some(fs.storage.clone_entries(vm.heap)),
-                    _ => None,
-                },
-                _ => None,
-            }
-        };
-
-        if let Some(entries) = entries_opt {
+    /// `s.update(other)`: CPython's `set_update_internal` on this set's own table.
+    pub(crate) fn hr_update(&self, other: Value, vm: &mut VM<'h>) -> RunResult<()> {
+        if is_same_set(&other, &self.get(vm.heap).0, vm.heap) {
             other.drop_with(vm);
-            return self.extend_from_entries(entries, vm);
+            return Ok(());
         }
-
-        // Fall back to iterable
-        let mut temp_set = Set::from_iterable(other, vm)?;
-        self.extend_from_entries(temp_set.0.table.take_entries(), vm)
+        let other = Operand::from_value(other, vm)?;
+        defer_drop!(other, vm);
+        self.with_own_storage(vm, |storage, vm| storage.update(other, vm))
     }
 
-    /// Inserts owned entries in order, releasing any that are left if one fails.
-    ///
-    /// Each insertion can run user `__eq__` and so raise, which would leave the
-    /// rest of the entries holding references nobody drops — a plain `for` loop
-    /// over the `Vec` would leak them. The guard on the source iterator settles
-    /// whatever the loop did not reach.
-    fn extend_from_entries(&self, entries: Vec<SetEntry>, vm: &mut VM<'h>) -> RunResult<()> {
-        let entries = entries.into_iter();
-        defer_drop_mut!(entries, vm);
-        loop {
-            let Some(entry) = entries.next() else {
-                return Ok(());
-            };
-            self.add_with_hash(entry.value, entry.hash, vm)?;
-        }
+    /// Runs `op` on this set's own table, as CPython's in-place set
+    /// operations mutate it (chainbox patch: upstream replaced the set with a
+    /// fresh result, which CPython lays out differently). The storage is
+    /// taken out of the heap for the operation, so a comparison's guest code
+    /// sees an empty set meanwhile, and is put back whatever the outcome.
+    fn with_own_storage(
+        &self,
+        vm: &mut VM<'h>,
+        op: impl FnOnce(&mut SetStorage, &mut VM<'h>) -> RunResult<()>,
+    ) -> RunResult<()> {
+        let mut storage = mem::take(&mut self.get_mut(vm.heap).0);
+        let result = op(&mut storage, vm);
+        let placeholder = mem::replace(&mut self.get_mut(vm.heap).0, storage);
+        placeholder.drop_with(vm);
+        result
     }
+
+    /// `s |= t`, `s -= t`, `s ^= t` with a set-like `t`, in place.
+    fn in_place(&self, other: &Value, op: InPlace, vm: &mut VM<'h>) -> RunResult<bool> {
+        if is_same_set(other, &self.get(vm.heap).0, vm.heap) {
+            // `s |= s` changes nothing; `s -= s` and `s ^= s` empty it.
+            if !matches!(op, InPlace::Update) {
+                self.clear(vm);
+            }
+            return Ok(true);
+        }
+        let Some(other) = get_storage_from_set_operand(other, vm)? else {
+            return Ok(false);
+        };
+        defer_drop!(other, vm);
+        self.with_own_storage(vm, |storage, vm| match op {
+            InPlace::Update => storage.update(other, vm),
+            InPlace::DifferenceUpdate => storage.difference_update(other, vm),
+            InPlace::SymmetricDifferenceUpdate => storage.symmetric_difference_update(other, vm),
+        })?;
+        Ok(true)
+    }
+}
+
+/// Which in-place set operation [`HeapReadMut::in_place`] runs.
+#[derive(Debug, Clone, Copy)]
+enum InPlace {
+    Update,
+    DifferenceUpdate,
+    SymmetricDifferenceUpdate,
 }
 
 impl<'h> HeapRead<'h, Set> {
@@ -928,15 +1228,15 @@ impl<'h> HeapRead<'h, Set> {
     /// via HeapRead. Snapshots the other operand once so only `self` is read
     /// live, then calls the matching `SetStorage` method.
     fn set_algebra(&self, other: Value, op: SetAlgebra, vm: &mut VM<'h>) -> RunResult<Value> {
-        let other_storage = Set::get_storage_from_value(other, vm)?;
+        let same = is_same_set(&other, &self.storage().get(vm.heap), vm.heap);
+        let other_storage = Operand::from_value(other, vm)?;
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
 
         let result = match op {
-            SetAlgebra::Union => self.storage().union(&other_storage, vm)?,
-            SetAlgebra::Intersection => self.storage().intersection(&other_storage, vm)?,
-            SetAlgebra::Difference => self.storage().difference(&other_storage, vm)?,
-            SetAlgebra::SymmetricDifference => self.storage().symmetric_difference(&other_storage, vm)?,
+            SetAlgebra::Union => self.storage().union(other_storage, vm)?,
+            SetAlgebra::Intersection => self.storage().intersection(other_storage, same, vm)?,
+            SetAlgebra::Difference => self.storage().difference(other_storage, vm)?,
+            SetAlgebra::SymmetricDifference => self.storage().symmetric_difference(other_storage, vm)?,
         };
 
         let heap_id = vm.heap.allocate(HeapData::Set(Set(result)));
@@ -1030,8 +1330,7 @@ impl<'h> HeapRead<'h, FrozenSet> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(FrozenSet::wrap(self.storage().difference(&other_storage, vm)?)))
+        Ok(Some(FrozenSet::wrap(self.storage().difference(other_storage, vm)?)))
     }
 
     /// Applies set and when the other value is a set operand.
@@ -1040,8 +1339,11 @@ impl<'h> HeapRead<'h, FrozenSet> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(FrozenSet::wrap(self.storage().intersection(&other_storage, vm)?)))
+        Ok(Some(FrozenSet::wrap(self.storage().intersection(
+            other_storage,
+            is_same_set(other, &self.storage().get(vm.heap), vm.heap),
+            vm,
+        )?)))
     }
 
     /// Applies set or when the other value is a set operand.
@@ -1050,8 +1352,7 @@ impl<'h> HeapRead<'h, FrozenSet> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(FrozenSet::wrap(self.storage().union(&other_storage, vm)?)))
+        Ok(Some(FrozenSet::wrap(self.storage().union(other_storage, vm)?)))
     }
 
     /// Applies set xor when the other value is a set operand.
@@ -1060,23 +1361,22 @@ impl<'h> HeapRead<'h, FrozenSet> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
         Ok(Some(FrozenSet::wrap(
-            self.storage().symmetric_difference(&other_storage, vm)?,
+            self.storage().symmetric_difference(other_storage, vm)?,
         )))
     }
 
     /// Set algebra operations for frozenset via HeapRead.
     fn set_algebra(&self, other: Value, op: SetAlgebra, vm: &mut VM<'h>) -> RunResult<Value> {
-        let other_storage = Set::get_storage_from_value(other, vm)?;
+        let same = is_same_set(&other, &self.storage().get(vm.heap), vm.heap);
+        let other_storage = Operand::from_value(other, vm)?;
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
 
         let result = match op {
-            SetAlgebra::Union => self.storage().union(&other_storage, vm)?,
-            SetAlgebra::Intersection => self.storage().intersection(&other_storage, vm)?,
-            SetAlgebra::Difference => self.storage().difference(&other_storage, vm)?,
-            SetAlgebra::SymmetricDifference => self.storage().symmetric_difference(&other_storage, vm)?,
+            SetAlgebra::Union => self.storage().union(other_storage, vm)?,
+            SetAlgebra::Intersection => self.storage().intersection(other_storage, same, vm)?,
+            SetAlgebra::Difference => self.storage().difference(other_storage, vm)?,
+            SetAlgebra::SymmetricDifference => self.storage().symmetric_difference(other_storage, vm)?,
         };
 
         let heap_id = vm.heap.allocate(HeapData::FrozenSet(FrozenSet::wrap(result)));
@@ -1206,8 +1506,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Set> {
         if !is_set_or_frozenset(other, vm) {
             return Ok(false);
         }
-        let result = self.sub_value(other, vm)?;
-        self.update_in_place(result, vm)
+        self.in_place(other, InPlace::DifferenceUpdate, vm)
     }
 
     fn py_iand_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
@@ -1222,16 +1521,14 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Set> {
         if !is_set_or_frozenset(other, vm) {
             return Ok(false);
         }
-        let result = self.or_value(other, vm)?;
-        self.update_in_place(result, vm)
+        self.in_place(other, InPlace::Update, vm)
     }
 
     fn py_ixor_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
         if !is_set_or_frozenset(other, vm) {
             return Ok(false);
         }
-        let result = self.xor_value(other, vm)?;
-        self.update_in_place(result, vm)
+        self.in_place(other, InPlace::SymmetricDifferenceUpdate, vm)
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
@@ -1353,8 +1650,7 @@ impl<'h> HeapRead<'h, Set> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(Set(self.storage().difference(&other_storage, vm)?)))
+        Ok(Some(Set(self.storage().difference(other_storage, vm)?)))
     }
 
     /// Applies set and when the other value is a set operand.
@@ -1363,8 +1659,11 @@ impl<'h> HeapRead<'h, Set> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(Set(self.storage().intersection(&other_storage, vm)?)))
+        Ok(Some(Set(self.storage().intersection(
+            other_storage,
+            is_same_set(other, &self.storage().get(vm.heap), vm.heap),
+            vm,
+        )?)))
     }
 
     /// Applies set or when the other value is a set operand.
@@ -1373,8 +1672,7 @@ impl<'h> HeapRead<'h, Set> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(Set(self.storage().union(&other_storage, vm)?)))
+        Ok(Some(Set(self.storage().union(other_storage, vm)?)))
     }
 
     /// Applies set xor when the other value is a set operand.
@@ -1383,32 +1681,7 @@ impl<'h> HeapRead<'h, Set> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
-        let other_storage = vm.heap.protect(other_storage);
-        Ok(Some(Set(self.storage().symmetric_difference(&other_storage, vm)?)))
-    }
-}
-
-impl Set {
-    /// Helper to get SetStorage from a Value (either directly or by conversion).
-    fn get_storage_from_value(value: Value, vm: &mut VM<'_>) -> RunResult<SetStorage> {
-        // Try to get entries from a Set/FrozenSet directly
-        let entries_opt = match &value {
-            Value::Ref(id) => match vm.heap.get(*id) {
-                HeapData::Set(set) => Some(set.0.clone_entries(vm.heap)),
-                HeapData::FrozenSet(set) => Some(set.storage.clone_entries(vm.heap)),
-                _ => None,
-            },
-            _ => None,
-        };
-
-        if let Some(entries) = entries_opt {
-            value.drop_with(vm);
-            return Ok(SetStorage::from_entry_vec(entries));
-        }
-
-        // Convert iterable to set
-        let temp_set = Self::from_iterable(value, vm)?;
-        Ok(temp_set.0)
+        Ok(Some(Set(self.storage().symmetric_difference(other_storage, vm)?)))
     }
 }
 
@@ -1545,14 +1818,8 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, FrozenSet> {
         if let Some(cached) = self.get(vm.heap).cached_hash.get() {
             return Ok(Some(cached));
         }
-        let mut hash: u64 = 0;
-        let storage = self.storage();
-        let iter = storage.iter(vm)?;
-        defer_drop_mut!(iter, vm);
-        while let Some(item) = iter.next(vm)? {
-            hash ^= set_element_hash(item, vm)?;
-        }
-        let hash = HashValue::new(hash);
+        // chainbox patch: CPython's frozenset hash over the cached member hashes.
+        let hash = hash_frozenset_of(self.get(vm.heap).storage.live().map(|entry| entry.hash));
         self.get(vm.heap).cached_hash.set(Some(hash));
         Ok(Some(hash))
     }
@@ -1656,18 +1923,19 @@ impl HeapItem for FrozenSet {
 /// This is stricter than `Set::get_storage_from_value(...)`: operator forms
 /// only accept CPython's set-like operands (`set`, `frozenset`, `dict_keys`,
 /// and `dict_items`), while method forms accept any iterable.
-fn get_storage_from_set_operand(value: &Value, vm: &mut VM<'_>) -> RunResult<Option<SetStorage>> {
+fn get_storage_from_set_operand(value: &Value, vm: &mut VM<'_>) -> RunResult<Option<Operand>> {
+    Ok(set_operand_storage(value, vm)?.map(Operand::Set))
+}
+
+/// The storage behind a set-like operand, slot for slot for a set or frozenset.
+fn set_operand_storage(value: &Value, vm: &mut VM<'_>) -> RunResult<Option<SetStorage>> {
     let Value::Ref(id) = value else {
         return Ok(None);
     };
 
     match vm.heap.read(*id) {
-        HeapReadOutput::Set(set) => Ok(Some(SetStorage::from_entry_vec(
-            set.get(vm.heap).0.clone_entries(vm.heap),
-        ))),
-        HeapReadOutput::FrozenSet(set) => Ok(Some(SetStorage::from_entry_vec(
-            set.get(vm.heap).storage.clone_entries(vm.heap),
-        ))),
+        HeapReadOutput::Set(set) => Ok(Some(set.get(vm.heap).0.clone_exact(vm.heap))),
+        HeapReadOutput::FrozenSet(set) => Ok(Some(set.get(vm.heap).storage.clone_exact(vm.heap))),
         HeapReadOutput::DictKeysView(view) => {
             let Set(storage) = view.to_set(vm)?;
             Ok(Some(storage))
@@ -1677,6 +1945,19 @@ fn get_storage_from_set_operand(value: &Value, vm: &mut VM<'_>) -> RunResult<Opt
             Ok(Some(storage))
         }
         _ => Ok(None),
+    }
+}
+
+/// Whether `other` is the very set `this` reads (`s & s`, `s -= s`), which
+/// CPython's set code tells apart.
+fn is_same_set(other: &Value, this: &SetStorage, heap: &Heap) -> bool {
+    match other {
+        Value::Ref(id) => match heap.get(*id) {
+            HeapData::Set(set) => std::ptr::eq(&set.0, this),
+            HeapData::FrozenSet(set) => std::ptr::eq(&set.storage, this),
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -1691,9 +1972,11 @@ impl serde::Serialize for SetStorage {
 
 impl<'de> serde::Deserialize<'de> for SetStorage {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Self {
-            table: PyHashTable::deserialize(deserializer)?,
-        })
+        // The slots come back as they were dumped; `fill` counts the
+        // non-vacant ones, and `pop` restarts from the table's start.
+        let table: PyHashTable<SetEntry> = PyHashTable::deserialize(deserializer)?;
+        let fill = table.set_slots().iter().filter(|e| !e.is_vacant()).count();
+        Ok(Self { table, fill, finger: 0 })
     }
 }
 
@@ -1935,4 +2218,9 @@ impl<'h> PyDeepCopy<'h> for HeapRead<'h, FrozenSet> {
             vm.heap.allocate(HeapData::FrozenSet(FrozenSet::from_set(built))),
         ))
     }
+}
+
+/// The `minused` CPython's `set_add_entry` resizes to once the table is 3/5 full.
+fn grown_size(used: usize) -> usize {
+    if used > 50_000 { used * 2 } else { used * 4 }
 }

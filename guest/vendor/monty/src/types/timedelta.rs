@@ -4,12 +4,7 @@
 //! normalized `(days, seconds, microseconds)` semantics for constructors, arithmetic,
 //! and formatting.
 
-use std::{
-    cmp::Ordering,
-    collections::hash_map::DefaultHasher,
-    fmt::Write,
-    hash::{Hash, Hasher},
-};
+use std::{cmp::Ordering, fmt::Write, hash::Hash};
 
 use chrono::TimeDelta as ChronoTimeDelta;
 use smallvec::smallvec;
@@ -18,7 +13,7 @@ use crate::{
     args::{ArgValues, FromArgs, FromValue, FromValueFail, is_long_int},
     bytecode::{CallResult, VM},
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
-    hash::HashValue,
+    hash::{HashValue, hash_i64, hash_tuple_of},
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
     intern::StaticStrings,
     types::{
@@ -521,9 +516,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
     }
 
     fn py_hash(&self, vm: &mut VM<'h>) -> RunResult<Option<HashValue>> {
-        let mut hasher = DefaultHasher::new();
-        self.get(vm.heap).hash(&mut hasher);
-        Ok(Some(HashValue::new(hasher.finish())))
+        // chainbox patch: CPython hashes the tuple `(days, seconds, microseconds)`.
+        let (days, seconds, microseconds) = components(self.get(vm.heap));
+        Ok(Some(hash_tuple_of(
+            [days, seconds, microseconds].map(|part| hash_i64(part.into())),
+        )))
     }
 
     fn py_cmp(&self, other: &Self, vm: &mut VM<'h>) -> RunResult<CmpOrder> {

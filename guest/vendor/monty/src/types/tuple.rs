@@ -1,11 +1,4 @@
-use std::{
-    cell::Cell,
-    cmp::Ordering,
-    collections::hash_map::DefaultHasher,
-    fmt::Write,
-    hash::{Hash, Hasher},
-    mem,
-};
+use std::{cell::Cell, cmp::Ordering, fmt::Write, mem};
 
 /// Python tuple type using `SmallVec` for inline storage of small tuples.
 ///
@@ -31,7 +24,7 @@ use crate::{
     bytecode::{CallResult, ContainsVM, RecursionToken, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunResult},
-    hash::HashValue,
+    hash::{HashValue, TupleHasher},
     heap::{DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::StaticStrings,
     modules::copy::{Memo, PyDeepCopy, deep_copy_slots},
@@ -371,16 +364,17 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Tuple> {
         if let Some(cached) = self.get(vm.heap).cached_hash.get() {
             return Ok(Some(cached));
         }
-        let mut hasher = DefaultHasher::new();
+        // chainbox patch: CPython's tuple hash (see `hash::TupleHasher`).
+        let mut hasher = TupleHasher::new();
         let iter = self.iter(vm)?;
         defer_drop_mut!(iter, vm);
         while let Some(item) = iter.next(vm)? {
             match item.py_hash(vm)? {
-                Some(h) => h.hash(&mut hasher),
+                Some(h) => hasher.add(h),
                 None => return Ok(None),
             }
         }
-        let hash = HashValue::new(hasher.finish());
+        let hash = hasher.finish();
         self.get(vm.heap).cached_hash.set(Some(hash));
         Ok(Some(hash))
     }

@@ -399,6 +399,21 @@ impl VM<'_> {
         let this = self;
 
         let iterable = this.pop();
+        // chainbox patch: a set, frozenset or dict merges as CPython's
+        // `SET_UPDATE` merges it (`set_update_internal`), which the order of
+        // `{*a, *b}` and of a constant display (see the compiler) shows.
+        if matches!(&iterable, Value::Ref(id)
+            if matches!(this.heap.get(*id), HeapData::Set(_) | HeapData::FrozenSet(_) | HeapData::Dict(_)))
+        {
+            let set_pos = this.stack.len() - 1 - depth;
+            let Value::Ref(set_id) = this.stack[set_pos] else {
+                unreachable!("SetExtend: target is always a Ref — compiler invariant")
+            };
+            let HeapReadOutput::Set(set) = this.heap.read(set_id) else {
+                unreachable!("SetExtend: heap entry is always a Set — compiler invariant")
+            };
+            return set.hr_update(iterable, this);
+        }
         defer_drop!(iterable, this);
 
         // See `list_extend`: drained generically, with only the message differing.

@@ -9,19 +9,14 @@
 //! nothing, as in CPython. The VM's dunder paths recognise these objects and call
 //! the native code directly; explicit calls (`C.__eq__(a, b)`) go through `py_call`.
 
-use std::{
-    collections::hash_map::DefaultHasher,
-    fmt::Write,
-    hash::{Hash, Hasher},
-    mem,
-};
+use std::{fmt::Write, mem};
 
 use crate::{
     args::{ArgValues, KwargsValues},
     bytecode::{CallResult, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
-    hash::{HashValue, identity_hash},
+    hash::{HashValue, TupleHasher, identity_hash},
     heap::{ContainsHeap, DropGuard, DropWithContext, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
     intern::{Interns, StaticStrings, StringId},
     types::{
@@ -743,7 +738,7 @@ pub(crate) fn dataclass_hash(self_id: HeapId, field_names: &[StringId], vm: &mut
     let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
     // Same walk as `Tuple::py_hash`, so `hash(Point(1, 2)) == hash((1, 2))`.
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = TupleHasher::new();
     for name_id in field_names {
         let field_name = vm.interns.get_str(*name_id).to_owned();
         let value = instance_attr(self_id, &field_name, vm);
@@ -753,11 +748,11 @@ pub(crate) fn dataclass_hash(self_id: HeapId, field_names: &[StringId], vm: &mut
             return Err(ExcType::attribute_error(&class_name, &field_name));
         };
         match value.py_hash(vm)? {
-            Some(h) => h.hash(&mut hasher),
+            Some(h) => hasher.add(h),
             None => return Err(ExcType::type_error_unhashable(&value.py_type_name(vm))),
         }
     }
-    Ok(HashValue::new(hasher.finish()))
+    Ok(hasher.finish())
 }
 
 /// Generated `__repr__`: `ClassName(f1=v1, ...)`, with an instance already being

@@ -213,16 +213,15 @@ impl Coeff {
         !self.is_zero() && self.trailing_zeros() == self.digits() - 1 && self.digit_at(self.digits() - 1) == 1
     }
 
-    /// A hash of the value mixed into `seed`, for values no `int` or `float` equals.
-    ///
-    /// A multiplicative mix rather than SipHash: Monty's `int` hashes are the identity
-    /// anyway, so this gives up no flooding resistance, and it is much cheaper per word.
-    pub(crate) fn digest(&self, seed: u64) -> u64 {
-        // The golden-ratio constant of Fibonacci hashing.
-        const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
-        self.words
+    /// The value modulo `modulus` (for the hash, modulo `2**61 - 1`).
+    pub(crate) fn rem_u64(&self, modulus: u64) -> u64 {
+        let (radix, modulus) = (u128::from(RADIX), u128::from(modulus));
+        let rem = self
+            .words
             .iter()
-            .fold(seed, |acc, &word| (acc.rotate_left(29) ^ word).wrapping_mul(MULTIPLIER))
+            .rev()
+            .fold(0u128, |acc, &word| (acc * radix + u128::from(word)) % modulus);
+        u64::try_from(rem).expect("below the modulus")
     }
 
     /// The value as a `u64`, if it fits.

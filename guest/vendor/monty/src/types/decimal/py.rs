@@ -10,8 +10,6 @@
 use std::{borrow::Cow, cmp::Ordering, fmt::Write, mem};
 
 use num_bigint::BigInt;
-use num_integer::Integer;
-use num_traits::{Pow, ToPrimitive, Zero};
 use smallvec::smallvec;
 use strum::{EnumString, IntoStaticStr};
 
@@ -28,7 +26,7 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunResult},
     expressions::CmpOperator,
-    hash::{HashValue, hash_f64, hash_python_long_int, identity_hash},
+    hash::{HASH_MODULUS, HashValue, hash_f64, identity_hash},
     heap::{DropWithContext, HeapData, HeapId, HeapObjectRead},
     intern::StaticStrings,
     py_value::PyValue,
@@ -447,12 +445,10 @@ fn update_flags(vm: &mut VM<'_>, id: HeapId, settings: DecContext) {
     *context.get_mut(vm.heap) = settings;
 }
 
-/// Hashes so that a `Decimal` equal to an `int` or `float` hashes like it.
-///
-/// Integral values hash as the integer, values a double represents exactly as that
-/// float, and anything else by its normalized digits. Integers too long to
-/// materialize cheaply hash by their digits too, which breaks `hash(d) == hash(n)`
-/// only for integers beyond [`HASH_INTEGER_DIGITS`] digits.
+/// Hashes as CPython's `Decimal.__hash__`: the value modulo `2**61 - 1`
+/// (`coefficient * 10**exponent`, a negative exponent through the inverse of
+/// 10), so a `Decimal` equal to an `int` or `float` hashes like it and a set
+/// of them iterates in CPython's order.
 fn hash_decimal(decimal: &Decimal, id: HeapId) -> RunResult<HashValue> {
     match decimal.special() {
         Special::SignalingNan => return Err(ExcType::type_error("Cannot hash a signaling NaN value")),
@@ -466,75 +462,39 @@ fn hash_decimal(decimal: &Decimal, id: HeapId) -> RunResult<HashValue> {
         }
         Special::Finite => {}
     }
-    if decimal.is_zero() {
-        return Ok(HashValue::new(0));
-    }
-    // Strip trailing zeros so equal values with different exponents hash alike.
-    let zeros = decimal.coeff().trailing_zeros();
-    let coeff = if zeros == 0 {
-        Cow::Borrowed(decimal.coeff())
+    // chainbox patch: CPython's algorithm, replacing upstream's own digest.
+    let exponent = decimal.exponent();
+    // 10 has an inverse modulo the prime 2**61 - 1: 10**(M - 2) by Fermat.
+    let base = if exponent >= 0 {
+        10
     } else {
-        Cow::Owned(decimal.coeff().shr(zeros).0)
+        mod_pow(10, HASH_MODULUS - 2)
     };
-    let exp = decimal.exponent() + i64::try_from(zeros).expect("bounded by the coefficient length");
-    let digits = i64::try_from(coeff.digits()).expect("digit count fits in i64");
-    if exp >= 0 && digits + exp <= HASH_INTEGER_DIGITS {
-        let magnitude = coeff.to_bigint() * super::pow10(exp.unsigned_abs());
-        let value = if decimal.sign() { -magnitude } else { magnitude };
-        return Ok(hash_python_long_int(&value));
-    }
-    if exp < 0
-        && let Some(f) = exact_fraction_float(&coeff, exp)
-    {
-        return Ok(hash_f64(if decimal.sign() { -f } else { f }));
-    }
-    let seed = exp.cast_unsigned() ^ (u64::from(decimal.sign()) << 63);
-    Ok(HashValue::new(coeff.digest(seed)))
+    let exp_hash = mod_pow(base, exponent.unsigned_abs());
+    let magnitude = mul_mod(decimal.coeff().rem_u64(HASH_MODULUS), exp_hash);
+    Ok(HashValue::new(if decimal.sign() {
+        magnitude.wrapping_neg()
+    } else {
+        magnitude
+    }))
 }
 
-/// Integral values up to this many digits hash exactly like the equal `int`.
-const HASH_INTEGER_DIGITS: i64 = 5000;
+/// `a * b mod 2**61 - 1` for `a, b` below the modulus.
+fn mul_mod(a: u64, b: u64) -> u64 {
+    u64::try_from(u128::from(a) * u128::from(b) % u128::from(HASH_MODULUS)).expect("below the modulus")
+}
 
-/// The float exactly equal to `coeff * 10**exp` for `exp < 0` and a coefficient
-/// without trailing zeros, or `None` when no float is.
-///
-/// A non-integral float is `m * 2**-k` with `m` odd and below `2**53`, which is
-/// `m * 5**k * 10**-k`: the digits must end in `5` and divide by `5**k`, so most
-/// values are rejected by their last digit alone.
-#[expect(clippy::cast_precision_loss, reason = "m is below 2**53, so the cast is exact")]
-fn exact_fraction_float(coeff: &Coeff, exp: i64) -> Option<f64> {
-    // The smallest positive float is `2**-1074`.
-    const MAX_K: u64 = 1074;
-    let k = exp.unsigned_abs();
-    if coeff.last_digit() != 5 || k > MAX_K {
-        return None;
-    }
-    // `m * 5**k` has between `len(5**k)` and `len(5**k) + 16` digits; the window is
-    // padded by one on each side for the integer estimate of `k * log10(5)`.
-    let five_len = k * 69_897 / 100_000 + 1;
-    let len = coeff.digits();
-    if len + 1 < five_len || len > five_len + 17 {
-        return None;
-    }
-    let m = if k <= 55
-        && let Some(c) = coeff.to_u128()
-    {
-        // `5**55` fits a `u128`.
-        let five_pow = 5u128.pow(u32::try_from(k).ok()?);
-        if !c.is_multiple_of(five_pow) {
-            return None;
+/// `base**exponent mod 2**61 - 1`.
+fn mod_pow(mut base: u64, mut exponent: u64) -> u64 {
+    let mut result = 1;
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            result = mul_mod(result, base);
         }
-        u64::try_from(c / five_pow).ok()?
-    } else {
-        let (m, remainder) = coeff.to_bigint().div_rem(&Pow::pow(BigInt::from(5u8), k));
-        if !remainder.is_zero() {
-            return None;
-        }
-        m.to_u64()?
-    };
-    // `ldexp` is exact here: `m` fits the mantissa and `k` stays within the subnormals.
-    let shift = -i32::try_from(k).ok()?;
-    (m < 1 << 53).then(|| libm::ldexp(m as f64, shift))
+        base = mul_mod(base, base);
+        exponent >>= 1;
+    }
+    result
 }
 
 // ============================================================================
