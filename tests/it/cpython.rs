@@ -186,6 +186,13 @@ same_on_both_guests! {
     // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
     pbkdf2_hmac_derives_the_same_keys_on_both_guests:
         "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
+    // A set display of constants orders as CPython 3.14's (a frozenset
+    // constant merged into an empty set; 3.11, the corpus's reference,
+    // rebuilt the constant from its own order), and sets of small ints
+    // iterate, pop and combine alike on both guests (the CPython guest's
+    // 32-bit hashes agree with 64-bit ones for these).
+    constant_set_displays_order_as_cpython_3_14:
+        "a = {1, 2, 3, 40, 50}\nb = {3, 40, 99, 1000}\ns = set(range(0, 90, 7))\ns -= {14, 21}\npopped = [s.pop(), s.pop()]\n[list(a | b), list(b | a), list(b ^ a), list(b), [x for x in {3, 40, 99, 1000}], list({16, 1, 2, 3, 4}), popped, list(s)]";
     // `sys.maxsize` is 64-bit CPython's on both guests (the CPython guest is
     // a wasm32 build, whose own is 2**31 - 1, below a millisecond timestamp).
     maxsize_is_64_bit_on_both_guests:
