@@ -952,6 +952,8 @@ pub enum StaticStrings {
     DictWriter,
     /// `set.difference()` method.
     Difference,
+    /// `set.difference_update()` method.
+    DifferenceUpdate,
     /// `sys.float_info.dig` field.
     Dig,
     /// `digest()` method of a hash object.
@@ -1409,6 +1411,8 @@ pub enum StaticStrings {
     Interactive,
     /// `set.intersection()` method.
     Intersection,
+    /// `set.intersection_update()` method.
+    IntersectionUpdate,
     /// `decimal.InvalidContext` condition.
     #[strum(serialize = "InvalidContext")]
     InvalidContext,
@@ -2344,6 +2348,8 @@ pub enum StaticStrings {
     Swapcase,
     /// `set.symmetric_difference()` method.
     SymmetricDifference,
+    /// `set.symmetric_difference_update()` method.
+    SymmetricDifferenceUpdate,
     /// Module name for `import sys`.
     Sys,
     /// Named-tuple type name of `sys.flags`.

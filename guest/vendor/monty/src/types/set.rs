@@ -1188,6 +1188,23 @@ impl<'h> HeapReadMut<'h, Set> {
         result
     }
 
+    /// `s.difference_update(t)`, `s.symmetric_difference_update(t)`: as the
+    /// operators, with any iterable `t`.
+    fn in_place_method(&self, other: Value, op: InPlace, vm: &mut VM<'h>) -> RunResult<()> {
+        if is_same_set(&other, &self.get(vm.heap).0, vm.heap) {
+            other.drop_with(vm);
+            self.clear(vm);
+            return Ok(());
+        }
+        let other = Operand::from_value(other, vm)?;
+        defer_drop!(other, vm);
+        self.with_own_storage(vm, |storage, vm| match op {
+            InPlace::Update => storage.update(other, vm),
+            InPlace::DifferenceUpdate => storage.difference_update(other, vm),
+            InPlace::SymmetricDifferenceUpdate => storage.symmetric_difference_update(other, vm),
+        })
+    }
+
     /// `s |= t`, `s -= t`, `s ^= t` with a set-like `t`, in place.
     fn in_place(&self, other: &Value, op: InPlace, vm: &mut VM<'h>) -> RunResult<bool> {
         if is_same_set(other, &self.get(vm.heap).0, vm.heap) {
@@ -1227,18 +1244,8 @@ impl<'h> HeapRead<'h, Set> {
     /// Set algebra operations (union, intersection, difference, symmetric_difference)
     /// via HeapRead. Snapshots the other operand once so only `self` is read
     /// live, then calls the matching `SetStorage` method.
-    fn set_algebra(&self, other: Value, op: SetAlgebra, vm: &mut VM<'h>) -> RunResult<Value> {
-        let same = is_same_set(&other, &self.storage().get(vm.heap), vm.heap);
-        let other_storage = Operand::from_value(other, vm)?;
-        defer_drop!(other_storage, vm);
-
-        let result = match op {
-            SetAlgebra::Union => self.storage().union(other_storage, vm)?,
-            SetAlgebra::Intersection => self.storage().intersection(other_storage, same, vm)?,
-            SetAlgebra::Difference => self.storage().difference(other_storage, vm)?,
-            SetAlgebra::SymmetricDifference => self.storage().symmetric_difference(other_storage, vm)?,
-        };
-
+    fn set_algebra(&self, args: ArgValues, op: SetAlgebra, vm: &mut VM<'h>) -> RunResult<Value> {
+        let result = algebra_call(&self.storage(), args, op, "set", vm)?;
         let heap_id = vm.heap.allocate(HeapData::Set(Set(result)));
         Ok(Value::Ref(heap_id))
     }
@@ -1367,18 +1374,8 @@ impl<'h> HeapRead<'h, FrozenSet> {
     }
 
     /// Set algebra operations for frozenset via HeapRead.
-    fn set_algebra(&self, other: Value, op: SetAlgebra, vm: &mut VM<'h>) -> RunResult<Value> {
-        let same = is_same_set(&other, &self.storage().get(vm.heap), vm.heap);
-        let other_storage = Operand::from_value(other, vm)?;
-        defer_drop!(other_storage, vm);
-
-        let result = match op {
-            SetAlgebra::Union => self.storage().union(other_storage, vm)?,
-            SetAlgebra::Intersection => self.storage().intersection(other_storage, same, vm)?,
-            SetAlgebra::Difference => self.storage().difference(other_storage, vm)?,
-            SetAlgebra::SymmetricDifference => self.storage().symmetric_difference(other_storage, vm)?,
-        };
-
+    fn set_algebra(&self, args: ArgValues, op: SetAlgebra, vm: &mut VM<'h>) -> RunResult<Value> {
+        let result = algebra_call(&self.storage(), args, op, "frozenset", vm)?;
         let heap_id = vm.heap.allocate(HeapData::FrozenSet(FrozenSet::wrap(result)));
         Ok(Value::Ref(heap_id))
     }
@@ -1570,26 +1567,37 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Set> {
                 Ok(Value::Ref(heap_id))
             }
             Some(StaticStrings::Update) => {
-                let other = args.get_one_arg("set.update", vm.heap)?;
-                self.hr_update(other, vm)?;
+                for other in args.into_pos_only("set.update", vm.heap)? {
+                    self.hr_update(other, vm)?;
+                }
                 Ok(Value::None)
             }
-            Some(StaticStrings::Union) => {
-                let other = args.get_one_arg("set.union", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::Union, vm)
+            // chainbox patch: the in-place methods, on the set's own table.
+            Some(StaticStrings::DifferenceUpdate) => {
+                for other in args.into_pos_only("set.difference_update", vm.heap)? {
+                    self.in_place_method(other, InPlace::DifferenceUpdate, vm)?;
+                }
+                Ok(Value::None)
             }
-            Some(StaticStrings::Intersection) => {
-                let other = args.get_one_arg("set.intersection", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::Intersection, vm)
+            Some(StaticStrings::SymmetricDifferenceUpdate) => {
+                let other = args.get_one_arg("set.symmetric_difference_update", vm.heap)?;
+                self.in_place_method(other, InPlace::SymmetricDifferenceUpdate, vm)?;
+                Ok(Value::None)
             }
-            Some(StaticStrings::Difference) => {
-                let other = args.get_one_arg("set.difference", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::Difference, vm)
+            Some(StaticStrings::IntersectionUpdate) => {
+                let result = algebra_call(&self.storage(), args, SetAlgebra::Intersection, "set", vm)?;
+                // CPython swaps the result's table in (`set_swap_bodies`), finger kept.
+                let storage = &mut self.get_mut(vm.heap).0;
+                let finger = storage.finger;
+                let old = mem::replace(storage, result);
+                self.get_mut(vm.heap).0.finger = finger;
+                old.drop_with(vm);
+                Ok(Value::None)
             }
-            Some(StaticStrings::SymmetricDifference) => {
-                let other = args.get_one_arg("set.symmetric_difference", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::SymmetricDifference, vm)
-            }
+            Some(StaticStrings::Union) => self.set_algebra(args, SetAlgebra::Union, vm),
+            Some(StaticStrings::Intersection) => self.set_algebra(args, SetAlgebra::Intersection, vm),
+            Some(StaticStrings::Difference) => self.set_algebra(args, SetAlgebra::Difference, vm),
+            Some(StaticStrings::SymmetricDifference) => self.set_algebra(args, SetAlgebra::SymmetricDifference, vm),
             Some(StaticStrings::Issubset) => {
                 let other = args.get_one_arg("set.issubset", vm.heap)?;
                 defer_drop!(other, vm);
@@ -1872,22 +1880,10 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, FrozenSet> {
                 let heap_id = vm.heap.allocate(HeapData::FrozenSet(FrozenSet::wrap(cloned)));
                 Ok(Value::Ref(heap_id))
             }
-            Some(StaticStrings::Union) => {
-                let other = args.get_one_arg("frozenset.union", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::Union, vm)
-            }
-            Some(StaticStrings::Intersection) => {
-                let other = args.get_one_arg("frozenset.intersection", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::Intersection, vm)
-            }
-            Some(StaticStrings::Difference) => {
-                let other = args.get_one_arg("frozenset.difference", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::Difference, vm)
-            }
-            Some(StaticStrings::SymmetricDifference) => {
-                let other = args.get_one_arg("frozenset.symmetric_difference", vm.heap)?;
-                self.set_algebra(other, SetAlgebra::SymmetricDifference, vm)
-            }
+            Some(StaticStrings::Union) => self.set_algebra(args, SetAlgebra::Union, vm),
+            Some(StaticStrings::Intersection) => self.set_algebra(args, SetAlgebra::Intersection, vm),
+            Some(StaticStrings::Difference) => self.set_algebra(args, SetAlgebra::Difference, vm),
+            Some(StaticStrings::SymmetricDifference) => self.set_algebra(args, SetAlgebra::SymmetricDifference, vm),
             Some(StaticStrings::Issubset) => {
                 let other = args.get_one_arg("frozenset.issubset", vm.heap)?;
                 defer_drop!(other, vm);
@@ -2223,4 +2219,87 @@ impl<'h> PyDeepCopy<'h> for HeapRead<'h, FrozenSet> {
 /// The `minused` CPython's `set_add_entry` resizes to once the table is 3/5 full.
 fn grown_size(used: usize) -> usize {
     if used > 50_000 { used * 2 } else { used * 4 }
+}
+
+/// `set.union(*others)` and its siblings (frozenset's too), as CPython runs
+/// them: `union` copies and updates by each operand (skipping the set
+/// itself), `intersection` chains, `difference` takes the first and then
+/// discards the rest, `symmetric_difference` takes exactly one; with no
+/// operand, a copy.
+fn algebra_call<'h>(
+    this: &HeapRead<'h, SetStorage>,
+    args: ArgValues,
+    op: SetAlgebra,
+    type_name: &str,
+    vm: &mut VM<'h>,
+) -> RunResult<SetStorage> {
+    let values: Vec<Value> = if matches!(op, SetAlgebra::SymmetricDifference) {
+        vec![args.get_one_arg(&format!("{type_name}.symmetric_difference"), vm.heap)?]
+    } else {
+        args.into_pos_only(&format!("{type_name}.{}", op.method_name()), vm.heap)?
+            .collect()
+    };
+    let same: Vec<bool> = values
+        .iter()
+        .map(|value| is_same_set(value, this.get(vm.heap), vm.heap))
+        .collect();
+    let values = values.into_iter();
+    defer_drop_mut!(values, vm);
+    let mut operands = Vec::with_capacity(same.len());
+    loop {
+        let Some(value) = values.next() else { break };
+        match Operand::from_value(value, vm) {
+            Ok(operand) => operands.push(operand),
+            Err(err) => {
+                operands.drop_with(vm);
+                return Err(err);
+            }
+        }
+    }
+    defer_drop!(operands, vm);
+    let Some((first, rest)) = operands.split_first() else {
+        return Ok(this.get(vm.heap).clone_with_heap(vm.heap));
+    };
+    match op {
+        SetAlgebra::Union => {
+            let mut result = DropGuard::new(this.get(vm.heap).clone_with_heap(vm.heap), vm);
+            let (storage, vm) = result.as_parts_mut();
+            for (operand, same) in operands.iter().zip(same) {
+                if !same {
+                    storage.update(operand, vm)?;
+                }
+            }
+            Ok(result.into_inner())
+        }
+        SetAlgebra::Intersection => {
+            let mut result = this.intersection(first, same[0], vm)?;
+            for operand in rest {
+                let next = vm.heap.protect(&result).intersection(operand, false, vm);
+                mem::replace(&mut result, SetStorage::new()).drop_with(vm);
+                result = next?;
+            }
+            Ok(result)
+        }
+        SetAlgebra::Difference => {
+            let mut result = DropGuard::new(this.difference(first, vm)?, vm);
+            let (storage, vm) = result.as_parts_mut();
+            for operand in rest {
+                storage.difference_update(operand, vm)?;
+            }
+            Ok(result.into_inner())
+        }
+        SetAlgebra::SymmetricDifference => this.symmetric_difference(first, vm),
+    }
+}
+
+impl SetAlgebra {
+    /// The method's name, for its argument errors.
+    fn method_name(self) -> &'static str {
+        match self {
+            Self::Union => "union",
+            Self::Intersection => "intersection",
+            Self::Difference => "difference",
+            Self::SymmetricDifference => "symmetric_difference",
+        }
+    }
 }
