@@ -186,6 +186,10 @@ same_on_both_guests! {
     // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
     pbkdf2_hmac_derives_the_same_keys_on_both_guests:
         "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
+    // `hash()` is 64-bit CPython's on both guests: monty computes CPython's
+    // hashes, the CPython guest (a wasm32 build) replaces `builtins.hash`.
+    hash_is_64_bit_cpythons_on_both_guests:
+        "from decimal import Decimal\nfrom datetime import timedelta\nfrom dataclasses import dataclass\n@dataclass(frozen=True)\nclass Key:\n    a: int\n    b: tuple\nclass Big:\n    def __hash__(self):\n        return 2**70\n[hash(2**40), hash(-2**70), hash(2**61 - 1), hash(1.5), hash(-0.1), hash(1e300), hash((1, 2)), hash(((1, 2), 3.5, None)), hash(None), hash(frozenset({1, 2, (3, 4)})), hash(range(1, 10, 3)), hash(range(0)), hash(1 + 2j), hash(Decimal('1.5')), hash(Decimal('-7.25e-5')), hash(timedelta(1, 5)), hash(Key(1, (2, 3))), hash(Big()), hash(True), hash(float('inf'))]";
     // A set display of constants orders as CPython 3.14's (a frozenset
     // constant merged into an empty set; 3.11, the corpus's reference,
     // rebuilt the constant from its own order), and sets of small ints

@@ -116,6 +116,9 @@ import asyncio.runners
 import builtins
 import contextlib
 import dataclasses
+import datetime
+import decimal
+import fractions
 import functools
 import gc
 import hashlib
@@ -1092,6 +1095,13 @@ def _patch_interpreter(stack):
     # PY_SSIZE_T_MAX); `pickle` bound its own copy at import, and keeps it.
     patch(sys, "maxsize", (1 << 63) - 1)
 
+    # `hash()` as on 64-bit CPython (and monty): this wasm32 build reduces
+    # numbers modulo 2**31 - 1 and mixes tuples in 32 bits, so `hash(2**40)`
+    # or `hash((1, 2))` gave other numbers. Sets and dicts keep the
+    # interpreter's own hashes (their order of tuples, floats and big ints
+    # is still 32-bit CPython's).
+    patch(builtins, "hash", _hash_64)
+
     # This build has no OpenSSL, whose `pbkdf2_hmac` is hashlib's only one.
     if not hasattr(hashlib, "pbkdf2_hmac"):
         patch(hashlib, "pbkdf2_hmac", _pbkdf2_hmac)
@@ -1113,6 +1123,119 @@ def _hash_as_64_bit(x):
     value = abs(numerator) % _PRIME_61 * pow(denominator, _PRIME_61 - 2, _PRIME_61) % _PRIME_61
     value = -value if numerator < 0 else value
     return -2 if value == -1 else value
+
+
+_HASH = builtins.hash
+_MASK_64 = (1 << 64) - 1
+
+
+def _signed_64(value):
+    value &= _MASK_64
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _hash_rational(numerator, denominator):
+    """The numeric hash of `numerator / denominator` modulo 2**61 - 1."""
+    inverse = pow(denominator, _PRIME_61 - 2, _PRIME_61)
+    if inverse == 0:  # the denominator is a multiple of the prime
+        value = 314159
+    else:
+        value = abs(numerator) % _PRIME_61 * inverse % _PRIME_61
+    value = -value if numerator < 0 else value
+    return -2 if value == -1 else value
+
+
+def _hash_tuple_lanes(lanes):
+    """CPython's `tuplehash` (xxHash lanes) over the items' hashes, in 64 bits."""
+    acc = 2870177450012600261
+    for lane in lanes:
+        acc = (acc + (lane & _MASK_64) * 14029467366897019727) & _MASK_64
+        acc = ((acc << 31) | (acc >> 33)) & _MASK_64
+        acc = (acc * 11400714785074694791) & _MASK_64
+    acc = (acc + (len(lanes) ^ (2870177450012600261 ^ 3527539))) & _MASK_64
+    return 1546275796 if acc == _MASK_64 else _signed_64(acc)
+
+
+def _hash_frozenset_lanes(lanes):
+    """CPython's `frozenset_hash` over the members' hashes, in 64 bits."""
+    acc = 0
+    for lane in lanes:
+        h = lane & _MASK_64
+        acc ^= (((h ^ 89869747) ^ (h << 16)) * 3644798167) & _MASK_64
+    acc ^= ((len(lanes) + 1) * 1927868237) & _MASK_64
+    acc ^= (acc >> 11) ^ (acc >> 25)
+    acc = (acc * 69069 + 907133923) & _MASK_64
+    return 590923713 if acc == _MASK_64 else _signed_64(acc)
+
+
+_NESTED = object()
+
+
+def _hash_64(value):
+    """`hash(value)` as 64-bit CPython computes it, for what its result
+    does not depend on the process (numbers, None, tuples, frozensets,
+    ranges, timedeltas, and a `__hash__` written in Python); anything else
+    (strings, bytes, identities) as this interpreter does. Tuples and
+    frozensets are walked with a stack of their own, not Python recursion:
+    CPython hashes data nested thousands deep."""
+    leaf = _hash_leaf_64(value)
+    if leaf is not _NESTED:
+        return leaf
+    stack = [(value, iter(value), [])]
+    while True:
+        container, items, lanes = stack[-1]
+        for item in items:
+            leaf = _hash_leaf_64(item)
+            if leaf is _NESTED:
+                stack.append((item, iter(item), []))
+                break
+            lanes.append(leaf)
+        else:
+            stack.pop()
+            if type(container).__hash__ is tuple.__hash__:
+                combined = _hash_tuple_lanes(lanes)
+            else:
+                combined = _hash_frozenset_lanes(lanes)
+            if not stack:
+                return combined
+            stack[-1][2].append(combined)
+
+
+def _hash_leaf_64(value):
+    """`_hash_64` of anything but a tuple or frozenset, which are `_NESTED`."""
+    kind = type(value)
+    slot = kind.__hash__
+    if slot is None or value is None:
+        return 0xFCA86420 if value is None else _HASH(value)
+    if slot is tuple.__hash__ or slot is frozenset.__hash__:
+        return _NESTED
+    if slot is int.__hash__:
+        return _hash_rational(value, 1)
+    if slot is float.__hash__:
+        return _HASH(value) if value != value else _hash_as_64_bit(value)
+    if slot is complex.__hash__:
+        combined = (_hash_64(value.real) & _MASK_64) + 1000003 * (_hash_64(value.imag) & _MASK_64)
+        combined = _signed_64(combined)
+        return -2 if combined == -1 else combined
+    if slot is range.__hash__:
+        length = len(value)
+        start = value.start if length else None
+        step = value.step if length > 1 else None
+        return _hash_tuple_lanes([_hash_64(length), _hash_64(start), _hash_64(step)])
+    if slot is datetime.timedelta.__hash__:
+        return _hash_tuple_lanes([_hash_64(value.days), _hash_64(value.seconds), _hash_64(value.microseconds)])
+    if slot is decimal.Decimal.__hash__ and value.is_finite():
+        return _hash_rational(*value.as_integer_ratio())
+    if slot is fractions.Fraction.__hash__:
+        return _hash_rational(value.numerator, value.denominator)
+    if isinstance(slot, types.FunctionType):
+        result = slot(value)
+        if not isinstance(result, int):
+            raise TypeError("__hash__ method should return an integer")
+        if -(1 << 63) <= result < (1 << 63):
+            return -2 if result == -1 else int(result)
+        return _hash_rational(result, 1)
+    return _HASH(value)
 
 
 def _seed_as_64_bit(self, a=None, version=2):
