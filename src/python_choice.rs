@@ -246,8 +246,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || scan.imports.contains(token.text)
                 || scan.async_defs.contains(token.text)
                 || missing_builtins().contains(token.text)
-                // set_order, builtin_attribute_lookup
-                || matches!(token.text, "set" | "frozenset" | "hasattr" | "getattr")
+                // builtin_attribute_lookup
+                || matches!(token.text, "hasattr" | "getattr")
                 // eager_iterator
                 || EAGER_ITERATORS.contains(&token.text)
                 // missing_method, method_value
@@ -256,9 +256,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
         // Calls (keyword_argument, round_digits, exception_arguments, syntax,
-        // encoding, bytes_pattern, nan_identity, print_to_file),
-        // `@=`, and set displays (set_order).
-        Kind::Op => matches!(token.text, "(" | "@=" | "{"),
+        // encoding, bytes_pattern, nan_identity, print_to_file), and `@=`.
+        Kind::Op => matches!(token.text, "(" | "@="),
         Kind::Number | Kind::FieldStart => false,
     }
 }
@@ -1585,16 +1584,6 @@ const RULES: &[Rule] = &[
         name: "function_attribute",
         check: rule_function_attribute,
     },
-    // A set operation on dict views (`a.keys() & b.keys()`, `[3, 1] |
-    // d.keys()`): CPython builds those results through paths of its own
-    // (`_PyDictView_Intersect`, `dictviews_to_set`) that monty's views do
-    // not follow, so their order differs. Sets themselves iterate in
-    // CPython's order on monty (CPython's hashes and table layout, stop 37),
-    // which the CPython guest cannot match: its hashes are 32-bit.
-    Rule {
-        name: "set_order",
-        check: rule_set_order,
-    },
     // `s.translate(t)`, `d.toordinal()`, …: MISSING_METHODS.
     Rule {
         name: "missing_method",
@@ -2418,14 +2407,6 @@ fn rule_function_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     Some(Needs::Feature {
         what: "sets an attribute on a function (monty's functions have no `__dict__`)",
-        line: token.line,
-    })
-}
-
-fn rule_set_order(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    scan.makes_view_sets(at).then_some(Needs::Feature {
-        what: "uses a set operation on dict views (monty orders the result differently from CPython)",
         line: token.line,
     })
 }
@@ -3298,69 +3279,6 @@ impl<'a> Scan<'a> {
         Some((self.imports.get(token.text)?, at + 1))
     }
 
-    /// Whether the token at `at` starts a set operation on a dict view
-    /// (`a.keys() & b.keys()`).
-    fn makes_view_sets(&self, at: usize) -> bool {
-        let token = &self.tokens[at];
-        let next = self.tokens.get(at + 1).map(|t| t.text);
-        if token.kind != Kind::Name || self.bound.contains(token.text) {
-            return false;
-        }
-        // A set operation on a dict view (`.keys()` / `.items()`), on either
-        // side (`[3, 1] | d.keys()`), or on a name holding one.
-        let is_view = matches!(token.text, "keys" | "items")
-            && self.follows_dot(at)
-            && next == Some("(")
-            && self.tokens.get(at + 2).is_some_and(|t| t.text == ")");
-        if !is_view {
-            return false;
-        }
-        let set_operator = |i: Option<usize>| {
-            i.and_then(|i| self.tokens.get(i))
-                .is_some_and(|t| matches!(t.text, "&" | "|" | "-" | "^" | "&=" | "|=" | "-=" | "^="))
-        };
-        let (start, end) = (self.primary_start(at.saturating_sub(2)), at + 2);
-        if set_operator(Some(end + 1)) || set_operator(start.checked_sub(1)) {
-            return true;
-        }
-        self.set_assigned_to(start, end).is_some_and(|name| {
-            self.tokens.iter().enumerate().any(|(i, t)| {
-                t.kind == Kind::Name
-                    && t.text == name
-                    && !self.follows_dot(i)
-                    && (set_operator(Some(i + 1)) || set_operator(i.checked_sub(1)))
-            })
-        })
-    }
-
-    /// The first token of the primary expression (`rows[0].data`,
-    /// `load(x)`) whose last token is at `end`: back over calls, subscripts
-    /// and attribute dots.
-    fn primary_start(&self, end: usize) -> usize {
-        let mut i = end;
-        loop {
-            let token = &self.tokens[i];
-            if matches!(token.text, ")" | "]" | "}") {
-                // Its opening bracket: the nearest token before it at its depth.
-                let Some(open) = (0..i).rev().find(|&j| self.tokens[j].depth == token.depth) else {
-                    return i;
-                };
-                i = open;
-                let continues = open.checked_sub(1).map(|p| &self.tokens[p]).is_some_and(|p| {
-                    (p.kind == Kind::Name && !KEYWORDS.contains(&p.text)) || matches!(p.text, ")" | "]")
-                });
-                if !(self.tokens[open].text != "{" && continues) {
-                    return i;
-                }
-                i -= 1;
-            } else if self.follows_dot(i) && i >= 2 {
-                i -= 2;
-            } else {
-                return i;
-            }
-        }
-    }
-
     /// Whether the token at `at` calls one of the script's own `async def`s
     /// (`fetch_all(...)`, not `obj.fetch_all(...)`).
     fn calls_own_coroutine(&self, at: usize) -> bool {
@@ -3377,19 +3295,6 @@ impl<'a> Scan<'a> {
         (open + 1..self.tokens.len())
             .take(LOOKAHEAD * 16)
             .find(|&i| self.tokens[i].depth == depth && matches!(self.tokens[i].text, ")" | "]" | "}"))
-    }
-
-    /// The name a set expression spanning `start..=end` is assigned to, when
-    /// it is the whole right side of `name = …` (or `name |= …`).
-    fn set_assigned_to(&self, start: usize, end: usize) -> Option<&'a str> {
-        let eq = self.tokens.get(start.checked_sub(1)?)?;
-        let name = self.tokens.get(start.checked_sub(2)?)?;
-        let ends_statement = self.tokens.get(end + 1).is_none_or(|t| t.starts_line || t.text == ";");
-        (matches!(eq.text, "=" | "|=" | "&=" | "-=" | "^=")
-            && name.kind == Kind::Name
-            && name.starts_line
-            && ends_statement)
-            .then_some(name.text)
     }
 
     /// Whether the `in` at `at` is a `for` loop's or comprehension's (walking
@@ -4421,19 +4326,12 @@ mod tests {
     }
 
     #[test]
-    fn set_operations_on_dict_views() {
-        let says = "dict views";
-        assert_cpython(
-            "a = {'x': 1}\nb = {'x': 2}\nlist(a.keys() & b.keys())",
-            "set_order",
-            says,
-        );
-        assert_cpython("d = {'x': 1}\n[3, 1] | d.keys()", "set_order", says);
-        assert_cpython("rows = [{'x': 1}]\n[3, 1] - rows[0]['y'].items()", "set_order", says);
-        assert_cpython("ks = {'x': 1}.keys()\nprint(ks | [3, 1])", "set_order", says);
-        assert_cpython("ks = {'x': 1}.keys()\nprint([3, 1] ^ ks)", "set_order", says);
+    fn set_operations_on_dict_views_stay_monty() {
+        // monty's dict-view operators follow dictobject.c (stop 37).
+        assert_monty("a = {'x': 1}\nb = {'x': 2}\nlist(a.keys() & b.keys())");
+        assert_monty("d = {'x': 1}\n[3, 1] | d.keys()");
+        assert_monty("ks = {'x': 1}.keys()\nprint([3, 1] ^ ks)");
         assert_monty("d = {'x': 1}\nks = d.keys()\nprint(sorted(ks), len(ks) - 1)");
-        assert_monty("x = {1: 2}\nisinstance(x, set)");
     }
 
     #[test]

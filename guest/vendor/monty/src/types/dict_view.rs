@@ -8,12 +8,16 @@ use crate::{
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     expressions::CmpOperator,
-    heap::{ContainsHeap, DropGuard, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
+    heap::{
+        ContainsHeap, DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead,
+        HeapReadOutput,
+    },
     intern::StaticStrings,
     types::{
         Dict, FrozenSet, LazyHeapSet, PyTrait, Set, Type, allocate_tuple,
         dict::{DictItemIterator, DictKeyIterator, DictValueIterator},
-        iter::checked_preallocation_hint,
+        iter::{checked_preallocation_hint, collect_owned_iterable},
+        set::{ViewMembers, ViewOp, dict_view_op},
     },
     value::{EitherStr, Value},
 };
@@ -89,6 +93,15 @@ impl<'h> HeapRead<'h, DictKeysView> {
         )
     }
 
+    /// The view's keys, in the dict's order.
+    fn members(&self, vm: &mut VM<'h>) -> RunResult<ViewMembers> {
+        let dict = Value::Ref(self.get(vm.heap).dict_id).clone_with_heap(vm.heap);
+        Ok(ViewMembers {
+            members: collect_owned_iterable(dict, vm)?,
+            keys: true,
+        })
+    }
+
     /// Materializes the view's current live keys into a plain `set`.
     ///
     /// Dict-view operators always produce ordinary `set` results in CPython,
@@ -106,38 +119,6 @@ impl<'h> HeapRead<'h, DictKeysView> {
             result.add(key, vm)?;
         }
         Ok(result_guard.into_inner())
-    }
-
-    /// Intersects live keys with an arbitrary iterable without materializing the view.
-    fn intersection(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        let other = collect_iterable_to_set(other.clone_with_heap(vm), vm)?;
-        defer_drop!(other, vm);
-        let capacity = Set::preallocation_capacity(other.len(), &vm.heap.tracker)?;
-        let mut result_guard = DropGuard::new(Set::with_capacity(capacity), vm);
-        let (result, vm) = result_guard.as_parts_mut();
-        let dict = self.dict(vm);
-        for key in other.iter() {
-            if dict.contains_key(key, vm)? {
-                result.add(key.clone_with_heap(vm), vm)?;
-            }
-        }
-        let (result, vm) = result_guard.into_parts();
-        Ok(Some(Value::Ref(vm.heap.allocate(HeapData::Set(result)))))
-    }
-
-    /// Applies a reflected set-like operation after validating the left iterable.
-    fn reflected_binary_op(
-        &self,
-        other: &Value,
-        vm: &mut VM<'h>,
-        operation: impl FnOnce(&Set, &Set, &mut VM<'_>) -> RunResult<Set>,
-    ) -> RunResult<Option<Value>> {
-        let lhs = collect_iterable_to_set(other.clone_with_heap(vm), vm)?;
-        defer_drop!(lhs, vm);
-        let rhs = self.to_set(vm)?;
-        defer_drop!(rhs, vm);
-        let result = operation(lhs, rhs, vm)?;
-        Ok(Some(Value::Ref(vm.heap.allocate(HeapData::Set(result)))))
     }
 
     /// Implements `dict_keys.isdisjoint(iterable)` with CPython's iterable semantics.
@@ -216,36 +197,37 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DictKeysView> {
         }
     }
 
+    // chainbox patch: CPython's dict-view operators (`set::dict_view_op`).
     fn py_sub_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        dict_view_binary_op_value(self.to_set(vm)?, other, vm, apply_dict_view_sub)
+        view_op(self.members(vm)?, true, other, ViewOp::Sub, vm)
     }
 
     fn py_and_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.intersection(other, vm)
+        view_op(self.members(vm)?, true, other, ViewOp::And, vm)
     }
 
     fn py_or_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        dict_view_binary_op_value(self.to_set(vm)?, other, vm, apply_dict_view_or)
+        view_op(self.members(vm)?, true, other, ViewOp::Or, vm)
     }
 
     fn py_xor_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        dict_view_binary_op_value(self.to_set(vm)?, other, vm, apply_dict_view_xor)
+        view_op(self.members(vm)?, true, other, ViewOp::Xor, vm)
     }
 
     fn py_rsub_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.reflected_binary_op(other, vm, apply_dict_view_sub)
+        view_op(self.members(vm)?, false, other, ViewOp::Sub, vm)
     }
 
     fn py_rand_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.intersection(other, vm)
+        view_op(self.members(vm)?, false, other, ViewOp::And, vm)
     }
 
     fn py_ror_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.reflected_binary_op(other, vm, apply_dict_view_or)
+        view_op(self.members(vm)?, false, other, ViewOp::Or, vm)
     }
 
     fn py_rxor_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.reflected_binary_op(other, vm, apply_dict_view_xor)
+        view_op(self.members(vm)?, false, other, ViewOp::Xor, vm)
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
@@ -324,6 +306,22 @@ impl<'h> HeapRead<'h, DictItemsView> {
         )
     }
 
+    /// The view's `(key, value)` pairs, in the dict's order.
+    fn members(&self, vm: &mut VM<'h>) -> RunResult<ViewMembers> {
+        let dict = self.dict(vm);
+        let iter = dict.iter(vm)?;
+        defer_drop_mut!(iter, vm);
+        let mut members_guard = DropGuard::new(Vec::new(), vm);
+        let (members, vm) = members_guard.as_parts_mut();
+        while let Some((key, value)) = iter.next_owned(vm)? {
+            members.push(allocate_tuple(smallvec![key, value], vm.heap));
+        }
+        Ok(ViewMembers {
+            members: members_guard.into_inner(),
+            keys: false,
+        })
+    }
+
     /// Materializes the view's current live `(key, value)` pairs into a plain `set`.
     ///
     /// Each item is allocated as a 2-tuple so later set-like operators and
@@ -340,78 +338,6 @@ impl<'h> HeapRead<'h, DictItemsView> {
             result.add(item, vm)?;
         }
         Ok(result_guard.into_inner())
-    }
-
-    /// Intersects live items with an arbitrary iterable.
-    fn intersection(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        let other = collect_iterable_to_set(other.clone_with_heap(vm), vm)?;
-        defer_drop!(other, vm);
-        let result = if other.is_empty() {
-            Set::new()
-        } else if self.items_are_hashable(vm)? {
-            let items = self.to_set(vm)?;
-            defer_drop!(items, vm);
-            apply_dict_view_and(items, other, vm)?
-        } else {
-            self.intersect_unhashable_items(other, vm)?
-        };
-        Ok(Some(Value::Ref(vm.heap.allocate(HeapData::Set(result)))))
-    }
-
-    /// Returns whether every live value can participate in an item tuple hash.
-    fn items_are_hashable(&self, vm: &mut VM<'h>) -> RunResult<bool> {
-        let dict = self.dict(vm);
-        let iter = dict.iter(vm)?;
-        defer_drop_mut!(iter, vm);
-        while let Some((_key, value)) = iter.next(vm)? {
-            if value.py_hash(vm)?.is_none() {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// Intersects without hashing item tuples whose values are unhashable.
-    fn intersect_unhashable_items(&self, other: &Set, vm: &mut VM<'h>) -> RunResult<Set> {
-        let capacity = Set::preallocation_capacity(other.len(), &vm.heap.tracker)?;
-        let mut result_guard = DropGuard::new(Set::with_capacity(capacity), vm);
-        let (result, vm) = result_guard.as_parts_mut();
-        for candidate in other.iter() {
-            if self.contains_item(candidate, vm)? {
-                result.add(candidate.clone_with_heap(vm), vm)?;
-            }
-        }
-        Ok(result_guard.into_inner())
-    }
-
-    /// Tests item membership by equality, avoiding a hash of the view's values.
-    fn contains_item(&self, candidate: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
-        let dict = self.dict(vm);
-        let iter = dict.iter(vm)?;
-        defer_drop_mut!(iter, vm);
-        while let Some((key, value)) = iter.next(vm)? {
-            let item = allocate_tuple(smallvec![key.clone_with_heap(vm), value.clone_with_heap(vm)], vm.heap);
-            defer_drop!(item, vm);
-            if candidate.py_eq(item, vm)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// Applies a reflected set-like operation after validating the left iterable.
-    fn reflected_binary_op(
-        &self,
-        other: &Value,
-        vm: &mut VM<'h>,
-        operation: impl FnOnce(&Set, &Set, &mut VM<'_>) -> RunResult<Set>,
-    ) -> RunResult<Option<Value>> {
-        let lhs = collect_iterable_to_set(other.clone_with_heap(vm), vm)?;
-        defer_drop!(lhs, vm);
-        let rhs = self.to_set(vm)?;
-        defer_drop!(rhs, vm);
-        let result = operation(lhs, rhs, vm)?;
-        Ok(Some(Value::Ref(vm.heap.allocate(HeapData::Set(result)))))
     }
 
     /// Implements `dict_items.isdisjoint(iterable)` with CPython's iterable semantics.
@@ -499,36 +425,37 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DictItemsView> {
         }
     }
 
+    // chainbox patch: CPython's dict-view operators (`set::dict_view_op`).
     fn py_sub_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        dict_view_binary_op_value(self.to_set(vm)?, other, vm, apply_dict_view_sub)
+        view_op(self.members(vm)?, true, other, ViewOp::Sub, vm)
     }
 
     fn py_and_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.intersection(other, vm)
+        view_op(self.members(vm)?, true, other, ViewOp::And, vm)
     }
 
     fn py_or_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        dict_view_binary_op_value(self.to_set(vm)?, other, vm, apply_dict_view_or)
+        view_op(self.members(vm)?, true, other, ViewOp::Or, vm)
     }
 
     fn py_xor_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        dict_view_binary_op_value(self.to_set(vm)?, other, vm, apply_dict_view_xor)
+        view_op(self.members(vm)?, true, other, ViewOp::Xor, vm)
     }
 
     fn py_rsub_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.reflected_binary_op(other, vm, apply_dict_view_sub)
+        view_op(self.members(vm)?, false, other, ViewOp::Sub, vm)
     }
 
     fn py_rand_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.intersection(other, vm)
+        view_op(self.members(vm)?, false, other, ViewOp::And, vm)
     }
 
     fn py_ror_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.reflected_binary_op(other, vm, apply_dict_view_or)
+        view_op(self.members(vm)?, false, other, ViewOp::Or, vm)
     }
 
     fn py_rxor_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
-        self.reflected_binary_op(other, vm, apply_dict_view_xor)
+        view_op(self.members(vm)?, false, other, ViewOp::Xor, vm)
     }
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
@@ -805,77 +732,6 @@ fn order_against_view(
     Ok(Some(true))
 }
 
-fn dict_view_binary_op_value(
-    lhs_set: Set,
-    rhs: &Value,
-    vm: &mut VM<'_>,
-    operation: impl FnOnce(&Set, &Set, &mut VM<'_>) -> RunResult<Set>,
-) -> RunResult<Option<Value>> {
-    defer_drop!(lhs_set, vm);
-    let rhs_set = collect_iterable_to_set(rhs.clone_with_heap(vm), vm)?;
-    defer_drop!(rhs_set, vm);
-
-    let result = operation(lhs_set, rhs_set, vm)?;
-    let result_id = vm.heap.allocate(HeapData::Set(result));
-    Ok(Some(Value::Ref(result_id)))
-}
-
-/// Computes dictionary-view intersection.
-fn apply_dict_view_and(lhs: &Set, rhs: &Set, vm: &mut VM<'_>) -> RunResult<Set> {
-    let capacity = Set::preallocation_capacity(lhs.len().min(rhs.len()), &vm.heap.tracker)?;
-    let mut result_guard = DropGuard::new(Set::with_capacity(capacity), vm);
-    let (result, vm) = result_guard.as_parts_mut();
-    let (smaller, larger) = if lhs.len() <= rhs.len() { (lhs, rhs) } else { (rhs, lhs) };
-    for value in smaller.iter() {
-        if vm.heap.protect(larger).contains(value, vm)? {
-            result.add(value.clone_with_heap(vm), vm)?;
-        }
-    }
-    Ok(result_guard.into_inner())
-}
-
-/// Computes dictionary-view union.
-fn apply_dict_view_or(lhs: &Set, rhs: &Set, vm: &mut VM<'_>) -> RunResult<Set> {
-    let capacity = Set::preallocation_capacity(lhs.len().saturating_add(rhs.len()), &vm.heap.tracker)?;
-    let mut result_guard = DropGuard::new(Set::with_capacity(capacity), vm);
-    let (result, vm) = result_guard.as_parts_mut();
-    for value in lhs.iter().chain(rhs.iter()) {
-        result.add(value.clone_with_heap(vm), vm)?;
-    }
-    Ok(result_guard.into_inner())
-}
-
-/// Computes dictionary-view symmetric difference.
-fn apply_dict_view_xor(lhs: &Set, rhs: &Set, vm: &mut VM<'_>) -> RunResult<Set> {
-    let capacity = Set::preallocation_capacity(lhs.len().saturating_add(rhs.len()), &vm.heap.tracker)?;
-    let mut result_guard = DropGuard::new(Set::with_capacity(capacity), vm);
-    let (result, vm) = result_guard.as_parts_mut();
-    for value in lhs.iter() {
-        if !vm.heap.protect(rhs).contains(value, vm)? {
-            result.add(value.clone_with_heap(vm), vm)?;
-        }
-    }
-    for value in rhs.iter() {
-        if !vm.heap.protect(lhs).contains(value, vm)? {
-            result.add(value.clone_with_heap(vm), vm)?;
-        }
-    }
-    Ok(result_guard.into_inner())
-}
-
-/// Computes dictionary-view difference.
-fn apply_dict_view_sub(lhs: &Set, rhs: &Set, vm: &mut VM<'_>) -> RunResult<Set> {
-    let capacity = Set::preallocation_capacity(lhs.len(), &vm.heap.tracker)?;
-    let mut result_guard = DropGuard::new(Set::with_capacity(capacity), vm);
-    let (result, vm) = result_guard.as_parts_mut();
-    for value in lhs.iter() {
-        if !vm.heap.protect(rhs).contains(value, vm)? {
-            result.add(value.clone_with_heap(vm), vm)?;
-        }
-    }
-    Ok(result_guard.into_inner())
-}
-
 /// Collects an arbitrary iterable into a temporary `set`.
 ///
 /// Dict-view operators accept any iterable on the right-hand side in CPython,
@@ -940,4 +796,34 @@ pub(crate) fn cloned_items_view_candidate(item: &Value, heap: &impl ContainsHeap
         }
         _ => None,
     }
+}
+
+/// A dict-view operator with `view` on the left or the right of `other`
+/// (chainbox patch): `other`'s members too when it is a view.
+fn view_op(
+    view: ViewMembers,
+    view_on_left: bool,
+    other: &Value,
+    op: ViewOp,
+    vm: &mut VM<'_>,
+) -> RunResult<Option<Value>> {
+    let other_keys = match other {
+        Value::Ref(id) => match vm.heap.get(*id) {
+            HeapData::DictKeysView(_) => Some(true),
+            HeapData::DictItemsView(_) => Some(false),
+            _ => None,
+        },
+        _ => None,
+    };
+    let other_view = match other_keys {
+        Some(keys) => match collect_owned_iterable(other.clone_with_heap(vm.heap), vm) {
+            Ok(members) => Some(ViewMembers { members, keys }),
+            Err(err) => {
+                view.drop_with(vm);
+                return Err(err);
+            }
+        },
+        None => None,
+    };
+    dict_view_op(view, view_on_left, other, other_view, op, vm).map(Some)
 }

@@ -1920,6 +1920,14 @@ impl HeapItem for FrozenSet {
 /// only accept CPython's set-like operands (`set`, `frozenset`, `dict_keys`,
 /// and `dict_items`), while method forms accept any iterable.
 fn get_storage_from_set_operand(value: &Value, vm: &mut VM<'_>) -> RunResult<Option<Operand>> {
+    // chainbox patch: a dict view is not a set operand here, as in CPython,
+    // whose set operators return NotImplemented for it: the view's reflected
+    // operator (`dict_view_op`) computes `s | d.keys()`.
+    if let Value::Ref(id) = value
+        && matches!(vm.heap.get(*id), HeapData::DictKeysView(_) | HeapData::DictItemsView(_))
+    {
+        return Ok(None);
+    }
     Ok(set_operand_storage(value, vm)?.map(Operand::Set))
 }
 
@@ -2302,4 +2310,201 @@ impl SetAlgebra {
             Self::SymmetricDifference => "symmetric_difference",
         }
     }
+}
+
+/// A dict-view set operator (chainbox patch).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ViewOp {
+    Sub,
+    And,
+    Or,
+    Xor,
+}
+
+/// A dict view's members in its dict's order: keys, or `(key, value)` tuples.
+#[derive(Debug)]
+pub(crate) struct ViewMembers {
+    pub(crate) members: Vec<Value>,
+    /// A keys view (`dictviews_to_set` makes its set from the dict, presized).
+    pub(crate) keys: bool,
+}
+
+impl<C: ContainsHeap> DropWithContext<C> for ViewMembers {
+    fn drop_with(self, heap: &mut C) {
+        self.members.drop_with(heap);
+    }
+}
+
+impl ViewMembers {
+    fn cloned(&self, heap: &impl ContainsHeap) -> Vec<Value> {
+        self.members.iter().map(|m| m.clone_with_heap(heap)).collect()
+    }
+}
+
+/// `left OP right` with a dict view on one side at least (`view` is that
+/// side's members, `view_on_left` which side it is; `other_view` the other
+/// side's, when it is a view too), as CPython's dictobject.c computes it, so
+/// the result set is laid out, and iterates, as CPython's:
+/// `dictviews_sub`/`_or`/`_xor` make a set of the left side
+/// (`dictviews_to_set`) and update it by the right; `dictitems_xor` walks the
+/// right items then the left's unmatched ones; `_PyDictView_Intersect` asks
+/// a bigger exact set for its `intersection`, else walks the smaller side
+/// testing the view.
+pub(crate) fn dict_view_op(
+    view: ViewMembers,
+    view_on_left: bool,
+    other: &Value,
+    other_view: Option<ViewMembers>,
+    op: ViewOp,
+    vm: &mut VM<'_>,
+) -> RunResult<Value> {
+    defer_drop!(view, vm);
+    defer_drop!(other_view, vm);
+    let result = match op {
+        ViewOp::And => view_intersect(view, other, other_view.as_ref(), vm)?,
+        ViewOp::Xor if other_view.as_ref().is_some_and(|o| !o.keys) && !view.keys => {
+            let (left, right) = if view_on_left {
+                (view, other_view.as_ref().expect("checked"))
+            } else {
+                (other_view.as_ref().expect("checked"), view)
+            };
+            items_xor(left, right, vm)?
+        }
+        _ => {
+            let (left, right) = if view_on_left {
+                (Some(view), other_view.as_ref())
+            } else {
+                (other_view.as_ref(), Some(view))
+            };
+            // `dictviews_to_set(left)`.
+            let left_operand = match left {
+                Some(v) if v.keys => Operand::Dict(v.cloned(vm.heap)),
+                Some(v) => Operand::Items(v.cloned(vm.heap)),
+                None => Operand::from_value(other.clone_with_heap(vm.heap), vm)?,
+            };
+            defer_drop!(left_operand, vm);
+            let mut result_guard = DropGuard::new(SetStorage::from_operand(left_operand, vm)?, vm);
+            {
+                let (result, vm) = result_guard.as_parts_mut();
+                let right_operand = match right {
+                    Some(v) => Operand::Items(v.cloned(vm.heap)),
+                    None => Operand::from_value(other.clone_with_heap(vm.heap), vm)?,
+                };
+                defer_drop!(right_operand, vm);
+                match op {
+                    ViewOp::Sub => result.difference_update(right_operand, vm)?,
+                    ViewOp::Or => result.update(right_operand, vm)?,
+                    _ => result.symmetric_difference_update(right_operand, vm)?,
+                }
+            }
+            result_guard.into_inner()
+        }
+    };
+    Ok(Value::Ref(vm.heap.allocate(HeapData::Set(Set(result)))))
+}
+
+/// `_PyDictView_Intersect`.
+fn view_intersect(
+    view: &ViewMembers,
+    other: &Value,
+    other_view: Option<&ViewMembers>,
+    vm: &mut VM<'_>,
+) -> RunResult<SetStorage> {
+    let len_self = view.members.len();
+    // A bigger exact set: its own `intersection` with the view's members.
+    if let Value::Ref(id) = other
+        && let HeapData::Set(set) = vm.heap.get(*id)
+        && len_self <= set.len()
+    {
+        let lookup = set.0.clone_exact(vm.heap);
+        defer_drop!(lookup, vm);
+        let lookup = vm.heap.protect(lookup);
+        let mut result_guard = DropGuard::new(SetStorage::new(), vm);
+        {
+            let (result, vm) = result_guard.as_parts_mut();
+            let limit = lookup.get(vm.heap).len();
+            for member in &view.members {
+                let hash = set_element_hash(member, vm)?;
+                if lookup.contains_with_hash(member, hash, vm)? {
+                    result.add_with_hash(member.clone_with_heap(vm.heap), hash, vm)?;
+                    if result.len() >= limit {
+                        break;
+                    }
+                }
+            }
+        }
+        return Ok(result_guard.into_inner());
+    }
+    // Walk the smaller side (the other view if it is not bigger), testing the bigger.
+    let (tested, walked): (&ViewMembers, Vec<Value>) = match other_view {
+        Some(o) if o.members.len() > len_self => (o, view.cloned(vm.heap)),
+        Some(o) => (view, o.cloned(vm.heap)),
+        None => (view, collect_owned_iterable(other.clone_with_heap(vm.heap), vm)?),
+    };
+    defer_drop!(walked, vm);
+    // Pairs with an unhashable value (`{'a': [1]}.items()`) cannot go in a
+    // set; CPython tests them by key and value, so they are compared one by one.
+    let lookup = match SetStorage::from_operand(&Operand::Items(tested.cloned(vm.heap)), vm) {
+        Ok(lookup) => Some(lookup),
+        Err(_) if !tested.keys => None,
+        Err(err) => return Err(err),
+    };
+    defer_drop!(lookup, vm);
+    let mut result_guard = DropGuard::new(SetStorage::new(), vm);
+    {
+        let (result, vm) = result_guard.as_parts_mut();
+        for item in walked.iter() {
+            let found = match lookup.as_ref() {
+                Some(lookup) => match set_element_hash(item, vm) {
+                    Ok(hash) => vm.heap.protect(lookup).contains_with_hash(item, hash, vm)?,
+                    Err(_) if !tested.keys => false,
+                    Err(err) => return Err(err),
+                },
+                None => {
+                    let mut found = false;
+                    for member in &tested.members {
+                        if member.py_eq(item, vm)? {
+                            found = true;
+                            break;
+                        }
+                    }
+                    found
+                }
+            };
+            if found {
+                result.add(item.clone_with_heap(vm.heap), vm)?;
+            }
+        }
+    }
+    Ok(result_guard.into_inner())
+}
+
+/// `dictitems_xor`: the right side's pairs the left lacks, in the right's
+/// order, then the left's pairs the right did not match, in the left's.
+fn items_xor(left: &ViewMembers, right: &ViewMembers, vm: &mut VM<'_>) -> RunResult<SetStorage> {
+    let left_pairs = SetStorage::from_operand(&Operand::Items(left.cloned(vm.heap)), vm)?;
+    defer_drop!(left_pairs, vm);
+    let left_pairs = vm.heap.protect(left_pairs);
+    let mut guards = DropGuard::new((SetStorage::new(), SetStorage::new()), vm);
+    {
+        let ((result, matched), vm) = guards.as_parts_mut();
+        for pair in &right.members {
+            let hash = set_element_hash(pair, vm)?;
+            if left_pairs.contains_with_hash(pair, hash, vm)? {
+                matched.add_with_hash(pair.clone_with_heap(vm.heap), hash, vm)?;
+            } else {
+                result.add_with_hash(pair.clone_with_heap(vm.heap), hash, vm)?;
+            }
+        }
+        let matched = vm.heap.protect(&*matched);
+        for pair in &left.members {
+            let hash = set_element_hash(pair, vm)?;
+            if !matched.contains_with_hash(pair, hash, vm)? {
+                result.add_with_hash(pair.clone_with_heap(vm.heap), hash, vm)?;
+            }
+        }
+    }
+    let (result, matched) = guards.into_inner();
+    matched.drop_with(vm);
+    Ok(result)
 }
