@@ -186,6 +186,11 @@ same_on_both_guests! {
     // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
     pbkdf2_hmac_derives_the_same_keys_on_both_guests:
         "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
+    // `itertools.count` counts in a C integer only when the step is 1, so
+    // `count(True)` gives 1, 2, … and `count(True, 2)` True, 3, … (monty
+    // widened every bool start).
+    count_keeps_a_bool_start_unless_the_step_is_one:
+        "import itertools\nfrom itertools import islice\n[list(islice(itertools.count(True), 3)), list(islice(itertools.count(True, 2), 3)), repr(itertools.count(True)), repr(itertools.count(True, 2)), list(islice(itertools.count(False, 0.5), 3)), list(islice(itertools.count(2, True), 2))]";
     // `hash()` is 64-bit CPython's on both guests: monty computes CPython's
     // hashes, the CPython guest (a wasm32 build) replaces `builtins.hash`.
     hash_is_64_bit_cpythons_on_both_guests:

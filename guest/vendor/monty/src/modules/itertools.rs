@@ -154,7 +154,16 @@ fn call_count(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     // parsing, so a bad `start` and a bad `step` give the same single message.
     // Rejecting here means `py_next` can add without a defined-ness check.
     if is_number(&start, vm) && is_number(&step, vm) {
-        let iter = ItertoolsIter::Count(Count::new(normalize_bool(start), normalize_bool(step)));
+        // chainbox patch: CPython counts in a C integer only when the step
+        // is 1 (`count(True)` gives 1, 2, …); otherwise it adds to the start
+        // object itself, so `count(True, 2)` gives True, 3, ….
+        let step = normalize_bool(step);
+        let start = if matches!(step, Value::Int(1)) {
+            normalize_bool(start)
+        } else {
+            start
+        };
+        let iter = ItertoolsIter::Count(Count::new(start, step));
         Ok(Value::Ref(vm.heap.allocate(HeapData::Itertools(iter))))
     } else {
         start.drop_with(vm);
