@@ -186,6 +186,10 @@ same_on_both_guests! {
     // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
     pbkdf2_hmac_derives_the_same_keys_on_both_guests:
         "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
+    // A format code outside printable ASCII reads `\xe9` in the error, as
+    // CPython's `unknown_presentation_type` writes it (monty wrote `é`).
+    format_codes_outside_ascii_read_as_hex_escapes:
+        "out = []\nfor spec in ['0.0\\u00e9', '12,.10\\u00e9', ' _.0\\u00e9', 'x', '\\x7f', '\\x01']:\n    try:\n        format(1.5, spec)\n    except ValueError as e:\n        out.append(str(e))\nfor spec in ['\\u00e9', 'q']:\n    try:\n        format('s', spec)\n    except ValueError as e:\n        out.append(str(e))\nout";
     // `itertools.count` counts in a C integer only when the step is 1, so
     // `count(True)` gives 1, 2, … and `count(True, 2)` True, 3, … (monty
     // widened every bool start).

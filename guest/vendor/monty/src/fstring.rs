@@ -379,7 +379,7 @@ impl ParseFormatSpecReason {
         let msg = if (c == ',' || c == '_') && c != g.separator() {
             "Cannot specify both ',' and '_'.".to_owned()
         } else {
-            format!("Cannot specify '{}' with '{c}'.", g.separator())
+            format!("Cannot specify '{}' with '{}'.", g.separator(), format_code_text(c))
         };
         Self::GroupingConflict(msg)
     }
@@ -440,7 +440,7 @@ impl fmt::Display for ParseFormatSpecError {
                 )
             }
             ParseFormatSpecReason::MissingPrecision => f.write_str("Format specifier missing precision"),
-            ParseFormatSpecReason::UnknownFormatCode(c) => write!(f, "Unknown format code '{c}'"),
+            ParseFormatSpecReason::UnknownFormatCode(c) => write!(f, "Unknown format code '{}'", format_code_text(*c)),
             ParseFormatSpecReason::GroupingConflict(msg) => f.write_str(msg),
         }
     }
@@ -2555,4 +2555,15 @@ fn fix_exp_format(s: &str, tracker: &ResourceTracker) -> RunResult<String> {
     }
     output.push_str(digits)?;
     output.finish_raw()
+}
+
+/// A format code as CPython's messages show it (chainbox patch): the
+/// character when it is printable ASCII, else `\x` and its hex code point
+/// (`Unknown format code '\xe9'`), as `unknown_presentation_type` does.
+pub(crate) fn format_code_text(c: char) -> String {
+    if (33..128).contains(&u32::from(c)) {
+        c.to_string()
+    } else {
+        format!("\\x{:x}", u32::from(c))
+    }
 }

@@ -321,7 +321,7 @@ impl VM<'_> {
             }
             ParseFormatSpecReason::UnknownFormatCode(code) => {
                 message.push_str("Unknown format code '")?;
-                message.push(*code)?;
+                message.push_str(&crate::fstring::format_code_text(*code))?;
                 message.push('\'')?;
             }
             ParseFormatSpecReason::GroupingConflict(detail) => message.push_str(detail)?,
