@@ -186,6 +186,10 @@ same_on_both_guests! {
     // (`_pbkdf2_hmac` in its module), as monty's and CPython's, errors included.
     pbkdf2_hmac_derives_the_same_keys_on_both_guests:
         "import hashlib\nout = [hashlib.pbkdf2_hmac('sha256', b'password', b'salt', 1000).hex(), hashlib.pbkdf2_hmac('sha1', b'p', b's', 2, 50).hex(), hashlib.pbkdf2_hmac('sha512', 'pw'.encode(), b'na', 3, dklen=7).hex()]\nfor bad in [lambda: hashlib.pbkdf2_hmac('sha256', 'pw', b's', 1), lambda: hashlib.pbkdf2_hmac('nope', b'p', b's', 1), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1, 0), lambda: hashlib.pbkdf2_hmac('sha256', b'p', b's', 1.5)]:\n    try:\n        bad()\n    except TypeError as e:\n        out.append(['TypeError', str(e)])\n    except ValueError as e:\n        out.append(['ValueError', str(e)])\nout";
+    // The empty str and bytes hash to 0 whatever the seed (so a set holding
+    // `''` and ints has CPython's order), and `math.perm(n, None)` is `n!`.
+    empty_strings_hash_to_zero_and_perm_takes_none:
+        "import math\nd = {'': 1, b'': 2}\n[hash(''), hash(b''), d[''], d[b''], '' in {'', 'a'}, list({'', 0, 8, 16}), list(set([16, '', 8, 0])), math.perm(5, None), math.perm(4, 2)]";
     // A format code outside printable ASCII reads `\xe9` in the error, as
     // CPython's `unknown_presentation_type` writes it (monty wrote `é`).
     format_codes_outside_ascii_read_as_hex_escapes:

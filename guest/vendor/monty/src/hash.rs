@@ -309,6 +309,11 @@ pub(crate) fn hash_named(kind: &'static str, name: &str) -> HashValue {
 /// for dict-key consistency.
 #[inline]
 pub(crate) fn hash_python_str(s: &str) -> HashValue {
+    // chainbox patch: CPython's `_Py_HashBytes` gives the empty string 0
+    // whatever the process's seed, so `{'', 1}` has a fixed order there.
+    if s.is_empty() {
+        return HashValue::new(0);
+    }
     let mut hasher = DefaultHasher::new();
     s.hash(&mut hasher);
     HashValue::new(hasher.finish())
@@ -320,6 +325,9 @@ pub(crate) fn hash_python_str(s: &str) -> HashValue {
 /// and the interned bytes table.
 #[inline]
 pub(crate) fn hash_python_bytes(b: &[u8]) -> HashValue {
+    if b.is_empty() {
+        return HashValue::new(0);
+    }
     let mut hasher = DefaultHasher::new();
     b.hash(&mut hasher);
     HashValue::new(hasher.finish())

@@ -80,7 +80,10 @@ fn require_unit_range(f: f64) -> RunResult<()> {
     if !f.is_nan() && !(-1.0..=1.0).contains(&f) {
         Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a number in range from -1 up to 1, got {}", crate::fstring::FormatFloat(f)),
+            format!(
+                "expected a number in range from -1 up to 1, got {}",
+                crate::fstring::FormatFloat(f)
+            ),
         )
         .into())
     } else {
@@ -101,7 +104,10 @@ fn check_gamma_pole(f: f64) -> RunResult<()> {
     if f <= 0.0 && f == f.floor() && f.is_finite() {
         Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a noninteger or positive integer, got {}", crate::fstring::FormatFloat(f)),
+            format!(
+                "expected a noninteger or positive integer, got {}",
+                crate::fstring::FormatFloat(f)
+            ),
         )
         .into())
     } else {
@@ -422,7 +428,11 @@ fn math_sqrt(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     if f < 0.0 {
-        Err(SimpleException::new_msg(ExcType::ValueError, format!("expected a nonnegative input, got {}", crate::fstring::FormatFloat(f))).into())
+        Err(SimpleException::new_msg(
+            ExcType::ValueError,
+            format!("expected a nonnegative input, got {}", crate::fstring::FormatFloat(f)),
+        )
+        .into())
     } else {
         Ok(Value::Float(f.sqrt()))
     }
@@ -599,10 +609,11 @@ fn log_arg(value: &Value, log: fn(f64) -> f64, vm: &VM<'_>) -> RunResult<f64> {
             None => {
                 let x = value_to_float(value, vm)?;
                 if x <= 0.0 {
-                    Err(
-                        SimpleException::new_msg(ExcType::ValueError, format!("expected a positive input, got {}", crate::fstring::FormatFloat(x)))
-                            .into(),
+                    Err(SimpleException::new_msg(
+                        ExcType::ValueError,
+                        format!("expected a positive input, got {}", crate::fstring::FormatFloat(x)),
                     )
+                    .into())
                 } else {
                     Ok(log(x))
                 }
@@ -647,9 +658,11 @@ fn math_log1p(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     if f <= -1.0 {
-        return Err(
-            SimpleException::new_msg(ExcType::ValueError, format!("expected argument value > -1, got {}", crate::fstring::FormatFloat(f))).into(),
-        );
+        return Err(SimpleException::new_msg(
+            ExcType::ValueError,
+            format!("expected argument value > -1, got {}", crate::fstring::FormatFloat(f)),
+        )
+        .into());
     }
     Ok(Value::Float(f.ln_1p()))
 }
@@ -1036,7 +1049,10 @@ fn math_acosh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f < 1.0 {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected argument value not less than 1, got {}", crate::fstring::FormatFloat(f)),
+            format!(
+                "expected argument value not less than 1, got {}",
+                crate::fstring::FormatFloat(f)
+            ),
         )
         .into());
     }
@@ -1054,7 +1070,10 @@ fn math_atanh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f <= -1.0 || f >= 1.0 {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a number between -1 and 1, got {}", crate::fstring::FormatFloat(f)),
+            format!(
+                "expected a number between -1 and 1, got {}",
+                crate::fstring::FormatFloat(f)
+            ),
         )
         .into());
     }
@@ -1263,8 +1282,9 @@ fn math_perm(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(n_val, vm);
 
     let n = value_to_bigint(n_val, vm)?;
-    // `perm(n)` is `n!`, argument errors included.
-    let Some(k_val) = k_val else {
+    // `perm(n)` and `perm(n, None)` are `n!`, argument errors included
+    // (chainbox patch: `None` was a TypeError).
+    let Some(k_val) = k_val.filter(|k| !matches!(k, Value::None)) else {
         return Ok(LongInt::new(factorial(&n, &vm.heap.tracker)?).into_value(vm.heap));
     };
     defer_drop!(k_val, vm);
@@ -1422,7 +1442,10 @@ fn math_gamma(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f == f64::NEG_INFINITY {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
-            format!("expected a noninteger or positive integer, got {}", crate::fstring::FormatFloat(f)),
+            format!(
+                "expected a noninteger or positive integer, got {}",
+                crate::fstring::FormatFloat(f)
+            ),
         )
         .into());
     }
@@ -1712,7 +1735,11 @@ fn not_an_integer_error(value: &Value, vm: &VM<'_>) -> RunError {
 /// CPython 3.14 uses "expected a finite input, got inf" for trig functions.
 fn require_finite(f: f64) -> RunResult<()> {
     if f.is_infinite() {
-        Err(SimpleException::new_msg(ExcType::ValueError, format!("expected a finite input, got {}", crate::fstring::FormatFloat(f))).into())
+        Err(SimpleException::new_msg(
+            ExcType::ValueError,
+            format!("expected a finite input, got {}", crate::fstring::FormatFloat(f)),
+        )
+        .into())
     } else {
         Ok(())
     }
