@@ -229,9 +229,8 @@ same_on_both_guests! {
     // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
     float_seeds_give_64_bit_cpythons_numbers:
         "import random\nout = []\nfor seed in [3.5, -0.0, 0.1, -2.75, 1e300, float('inf'), 2.0, True, 7]:\n    random.seed(seed)\n    out.append((random.random(), random.Random(seed).randint(1, 100)))\nout";
-    // The corpus's `set_updates_in_place`, which `auto` routes to CPython
-    // (the set rule): `s |= t` and friends update the set itself on monty
-    // too (a chainbox patch; monty rebound the name).
+    // `s |= t` and friends update the set itself on monty too (a chainbox
+    // patch; monty rebound the name), as in the corpus's `set_updates_in_place`.
     sets_update_in_place_on_both_guests:
         "def collect(acc, items):\n    acc |= set(items)\n\n\nseen = set()\ncollect(seen, [3, 1, 3])\nalias = seen\nseen -= {3}\nseen ^= {5, 1}\nseen &= {5, 7}\ngroups = {\"a\": set()}\nbucket = groups[\"a\"]\nbucket |= {2}\nkeys = {1}\nkeys_alias = keys\nkeys |= {\"x\": 0}.keys()\n[sorted(alias), alias is seen, sorted(groups[\"a\"]), sorted(keys_alias), len(keys)]";
     a_failed_sort_stops_where_cpython_3_14_does:
