@@ -190,6 +190,9 @@ same_on_both_guests! {
     // `''` and ints has CPython's order), and `math.perm(n, None)` is `n!`.
     empty_strings_hash_to_zero_and_perm_takes_none:
         "import math\nd = {'': 1, b'': 2}\n[hash(''), hash(b''), d[''], d[b''], '' in {'', 'a'}, list({'', 0, 8, 16}), list(set([16, '', 8, 0])), math.perm(5, None), math.perm(4, 2)]";
+    // `math.ldexp` refuses a non-int exponent in CPython's words.
+    ldexp_refuses_a_non_int_exponent_in_cpythons_words:
+        "import math\nout = []\nfor e in [1.5, '2', None, 2**70, True, 3]:\n    try:\n        out.append(math.ldexp(1.0, e))\n    except (TypeError, OverflowError) as err:\n        out.append(type(err).__name__ + ': ' + str(err))\nout";
     // A format code outside printable ASCII reads `\xe9` in the error, as
     // CPython's `unknown_presentation_type` writes it (monty wrote `é`).
     format_codes_outside_ascii_read_as_hex_escapes:

@@ -1402,9 +1402,10 @@ fn math_ldexp(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let i = match i_val {
         Value::Int(i) => *i,
         Value::Bool(b) => i64::from(*b),
+        // chainbox patch: CPython's `math_ldexp_impl` wording for a non-int.
         _ => i_val
             .long_int_to_i64_saturating(vm)
-            .ok_or_else(|| not_an_integer_error(i_val, vm))?,
+            .ok_or_else(|| ExcType::type_error("Expected an int as second argument to ldexp."))?,
     };
 
     // Special cases: inf/nan/zero pass through regardless of exponent
