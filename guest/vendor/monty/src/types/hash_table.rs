@@ -507,13 +507,13 @@ impl<E: TableEntry> PyHashTable<E> {
     /// CPython's `set_table_resize`: a fresh table of the smallest power of
     /// two above `min_used` slots (at least [`SET_MIN_SLOTS`]), the live
     /// entries moved over in slot order and tombstones dropped. Like CPython
-    /// it leaves a minimum-size table with no tombstones alone.
-    pub(crate) fn set_resize(&mut self, min_used: usize) {
+    /// it leaves a minimum-size table with no tombstones alone (the caller
+    /// knows whether there are any: CPython's `fill != used`).
+    pub(crate) fn set_resize(&mut self, min_used: usize, has_tombstones: bool) {
         let mut size = SET_MIN_SLOTS;
         while size <= min_used {
             size <<= 1;
         }
-        let has_tombstones = self.entries.iter().any(|e| !e.is_live() && !e.is_vacant());
         if size == SET_MIN_SLOTS && self.set_slot_count() == SET_MIN_SLOTS && !has_tombstones {
             return;
         }

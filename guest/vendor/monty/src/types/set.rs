@@ -130,7 +130,7 @@ impl SetStorage {
 
     /// CPython's `set_table_resize`: tombstones gone, `fill` back to `used`.
     fn resize(&mut self, min_used: usize) {
-        self.table.set_resize(min_used);
+        self.table.set_resize(min_used, self.fill != self.len());
         self.fill = self.len();
     }
 
@@ -1160,15 +1160,10 @@ impl<'h> HeapReadMut<'h, Set> {
         Ok(true)
     }
 
-    /// `s.update(other)`: CPython's `set_update_internal` on this set's own table.
+    /// `s.update(other)` (and `SET_UPDATE`): CPython's `set_update_internal`
+    /// on this set's own table.
     pub(crate) fn hr_update(&self, other: Value, vm: &mut VM<'h>) -> RunResult<()> {
-        if is_same_set(&other, &self.get(vm.heap).0, vm.heap) {
-            other.drop_with(vm);
-            return Ok(());
-        }
-        let other = Operand::from_value(other, vm)?;
-        defer_drop!(other, vm);
-        self.with_own_storage(vm, |storage, vm| storage.update(other, vm))
+        self.in_place_method(other, InPlace::Update, vm)
     }
 
     /// Runs `op` on this set's own table, as CPython's in-place set
@@ -1188,42 +1183,39 @@ impl<'h> HeapReadMut<'h, Set> {
         result
     }
 
-    /// `s.difference_update(t)`, `s.symmetric_difference_update(t)`: as the
-    /// operators, with any iterable `t`.
+    /// `s.update(t)`, `s.difference_update(t)`, `s.symmetric_difference_update(t)`:
+    /// as the operators, with any iterable `t`.
     fn in_place_method(&self, other: Value, op: InPlace, vm: &mut VM<'h>) -> RunResult<()> {
         if is_same_set(&other, &self.get(vm.heap).0, vm.heap) {
             other.drop_with(vm);
-            self.clear(vm);
+            self.in_place_on_itself(op, vm);
             return Ok(());
         }
         let other = Operand::from_value(other, vm)?;
         defer_drop!(other, vm);
-        self.with_own_storage(vm, |storage, vm| match op {
-            InPlace::Update => storage.update(other, vm),
-            InPlace::DifferenceUpdate => storage.difference_update(other, vm),
-            InPlace::SymmetricDifferenceUpdate => storage.symmetric_difference_update(other, vm),
-        })
+        self.with_own_storage(vm, |storage, vm| op.apply(storage, other, vm))
     }
 
     /// `s |= t`, `s -= t`, `s ^= t` with a set-like `t`, in place.
     fn in_place(&self, other: &Value, op: InPlace, vm: &mut VM<'h>) -> RunResult<bool> {
         if is_same_set(other, &self.get(vm.heap).0, vm.heap) {
-            // `s |= s` changes nothing; `s -= s` and `s ^= s` empty it.
-            if !matches!(op, InPlace::Update) {
-                self.clear(vm);
-            }
+            self.in_place_on_itself(op, vm);
             return Ok(true);
         }
         let Some(other) = get_storage_from_set_operand(other, vm)? else {
             return Ok(false);
         };
         defer_drop!(other, vm);
-        self.with_own_storage(vm, |storage, vm| match op {
-            InPlace::Update => storage.update(other, vm),
-            InPlace::DifferenceUpdate => storage.difference_update(other, vm),
-            InPlace::SymmetricDifferenceUpdate => storage.symmetric_difference_update(other, vm),
-        })?;
+        self.with_own_storage(vm, |storage, vm| op.apply(storage, other, vm))?;
         Ok(true)
+    }
+
+    /// `s |= s` changes nothing; `s -= s` and `s ^= s` empty the set (CPython
+    /// clears it rather than leaving a table of dummies).
+    fn in_place_on_itself(&self, op: InPlace, vm: &mut VM<'h>) {
+        if !matches!(op, InPlace::Update) {
+            self.clear(vm);
+        }
     }
 }
 
@@ -1233,6 +1225,17 @@ enum InPlace {
     Update,
     DifferenceUpdate,
     SymmetricDifferenceUpdate,
+}
+
+impl InPlace {
+    /// Runs the operation on a storage guest code cannot reach.
+    fn apply(self, storage: &mut SetStorage, other: &Operand, vm: &mut VM<'_>) -> RunResult<()> {
+        match self {
+            Self::Update => storage.update(other, vm),
+            Self::DifferenceUpdate => storage.difference_update(other, vm),
+            Self::SymmetricDifferenceUpdate => storage.symmetric_difference_update(other, vm),
+        }
+    }
 }
 
 impl<'h> HeapRead<'h, Set> {
