@@ -18,7 +18,7 @@ use wasmtime::StoreContextMut;
 use wasmtime::component;
 use wasmtime::{Caller, Linker};
 
-use super::{ChainState, Fatal};
+use super::{ChainState, Fatal, c_math};
 use crate::invoker::{Admitted, InvokerSession};
 
 /// Runs `f` on the `len` bytes at `ptr` in guest memory, in place (no copy),
@@ -176,6 +176,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
             Ok(())
         },
     )?;
+    linker.func_wrap(
+        m,
+        imports::C_MATH,
+        |mut caller: Caller<'_, ChainState>, code: i32, x: f64, y: f64| -> wasmtime::Result<f64> {
+            match c_math::eval(code as u32, x, y) {
+                Some(result) => Ok(result),
+                None => Err(caller
+                    .data_mut()
+                    .fail(Fatal::Protocol(format!("unknown C math function {code}")))),
+            }
+        },
+    )?;
     Ok(())
 }
 
@@ -230,6 +242,15 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
         |store: StoreContextMut<'_, ChainState>, (text,): (String,)| {
             store.data().meters.stdout().push(&text);
             Ok(())
+        },
+    )?;
+    host.func_wrap(
+        "c-math",
+        |mut store: StoreContextMut<'_, ChainState>, (code, x, y): (u32, f64, f64)| match c_math::eval(code, x, y) {
+            Some(result) => Ok((result,)),
+            None => Err(store
+                .data_mut()
+                .fail(Fatal::Protocol(format!("unknown C math function {code}")))),
         },
     )?;
     Ok(())

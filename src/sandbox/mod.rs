@@ -2,7 +2,8 @@
 //! both guests: the monty module and the CPython component) and how its
 //! run ended. The host side of the guest contract is [`imports`]; the
 //! chain's limits and what it used are [`meters`]; the CPython guest's
-//! workspace write quota is [`quota`].
+//! workspace write quota is [`quota`]; the C math library both guests
+//! compute floats with is [`c_math`].
 //!
 //! Invariants:
 //! - Only [`imports`] reads or writes guest memory. Every read is
@@ -17,6 +18,7 @@
 //!   first use; the CPython guest gets that directory preopened as
 //!   `/workspace` (created before it starts), its only one.
 
+mod c_math;
 mod imports;
 mod meters;
 mod quota;

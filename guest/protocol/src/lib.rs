@@ -80,10 +80,35 @@ pub mod imports {
     pub const STDOUT: &str = "stdout";
     /// `finish(ptr: i32, len: i32)`: delivers the [`Finish`](super::Finish) message.
     pub const FINISH: &str = "finish";
+    /// `c_math(code: i32, x: f64, y: f64) -> f64`: the C math-library
+    /// function [`C_MATH_FUNCTIONS`]`[code]` of `x` (and `y`, for the
+    /// [`C_MATH_BINARY`] ones) as the host's C library computes it, so float
+    /// answers equal native CPython's on the host to the last bit. Pure: no
+    /// state, no authority; an unknown code ends the chain as a protocol error.
+    pub const C_MATH: &str = "c_math";
+    /// The functions of [`C_MATH`], by code (monty's `CMathFn` order; the
+    /// guest's tests check they agree).
+    pub const C_MATH_FUNCTIONS: [&str; 25] = [
+        "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "exp",
+        "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "cbrt", "erf", "erfc", "hypot",
+    ];
+    /// The functions of [`C_MATH_FUNCTIONS`] that take two arguments.
+    pub const C_MATH_BINARY: [&str; 3] = ["atan2", "pow", "hypot"];
 
     /// Every import, the whole list (a test checks the guest module imports
     /// exactly these and the host's linker defines them).
-    pub const ALL: [&str; 9] = [REQUEST, TAKE, CALL, START, WAIT, OS, LOAD_ARTIFACT, STDOUT, FINISH];
+    pub const ALL: [&str; 10] = [
+        REQUEST,
+        TAKE,
+        CALL,
+        START,
+        WAIT,
+        OS,
+        LOAD_ARTIFACT,
+        STDOUT,
+        FINISH,
+        C_MATH,
+    ];
 }
 
 /// What the host asks the guest to run.
@@ -304,6 +329,18 @@ pub fn encode<T: Serialize>(message: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpython_guest_numbers_the_c_math_functions_alike() {
+        // Its module is Python, so the list is read from its source.
+        let guest = include_str!("../../cpython/src/chainbox_guest.py");
+        let start = guest
+            .find("C_MATH_FUNCTIONS = (")
+            .expect("the guest lists C_MATH_FUNCTIONS");
+        let end = start + guest[start..].find(')').expect("the list ends");
+        let names: Vec<&str> = guest[start..end].split('"').skip(1).step_by(2).collect();
+        assert_eq!(names, imports::C_MATH_FUNCTIONS);
+    }
 
     #[test]
     fn call_outcome_round_trips_with_status_tag() {

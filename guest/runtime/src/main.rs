@@ -23,7 +23,7 @@ use chainbox_protocol::{
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    AssertMessageAnnotations, CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject,
+    AssertMessageAnnotations, CMathFn, CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject,
     NameLookupResult, ObjectRef, OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Value};
@@ -48,6 +48,7 @@ mod ffi {
         pub fn load_artifact(ptr: *const u8, len: i32) -> i32;
         pub fn stdout(ptr: *const u8, len: i32);
         pub fn finish(ptr: *const u8, len: i32);
+        pub fn c_math(code: i32, x: f64, y: f64) -> f64;
     }
 }
 
@@ -84,6 +85,9 @@ mod ffi {
         no_host()
     }
     pub unsafe fn finish(_: *const u8, _: i32) {
+        no_host()
+    }
+    pub unsafe fn c_math(_: i32, _: f64, _: f64) -> f64 {
         no_host()
     }
 }
@@ -140,6 +144,13 @@ fn host_stdout(text: &str) {
     }
 }
 
+/// monty's C math functions, computed by the host's C library (so floats
+/// equal native CPython's on the host: see `monty_types::CMathFn`).
+fn host_c_math(f: CMathFn, x: f64, y: f64) -> f64 {
+    // SAFETY: plain numbers, no pointers.
+    unsafe { ffi::c_math(f.code() as i32, x, y) }
+}
+
 fn host_finish(finish: &Finish) {
     let msg = encode(finish);
     // SAFETY: `msg` is a live slice for the duration of the call.
@@ -183,6 +194,7 @@ impl PrintWriterCallback for Stdout {
 }
 
 fn main() {
+    monty::set_c_math(host_c_math);
     let finish = match decode::<RunRequest>("run request", &host_request()) {
         Ok(req) if req.version == PROTOCOL_VERSION => run(req),
         Ok(req) => internal_error(format!(
@@ -740,6 +752,17 @@ fn os_on_host(call: &OsFunctionCall) -> Result<MontyObject, MontyException> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_math_codes_are_the_protocols() {
+        use chainbox_protocol::imports::{C_MATH_BINARY, C_MATH_FUNCTIONS};
+        let names: Vec<_> = CMathFn::ALL.iter().map(|f| f.c_name()).collect();
+        assert_eq!(names, C_MATH_FUNCTIONS);
+        for (code, f) in CMathFn::ALL.iter().enumerate() {
+            assert_eq!(f.code() as usize, code);
+            assert_eq!(f.is_binary(), C_MATH_BINARY.contains(&f.c_name()), "{}", f.c_name());
+        }
+    }
 
     #[test]
     fn head_tail_keeps_both_ends_of_a_long_text() {

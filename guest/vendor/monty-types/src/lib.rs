@@ -5,6 +5,7 @@ pub const MONTY_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod args;
 mod builtins;
+mod c_math;
 mod exceptions;
 mod file_mode;
 pub mod format;
@@ -23,6 +24,7 @@ mod virtual_path;
 
 pub use crate::{
     builtins::BuiltinsFunctions,
+    c_math::CMathFn,
     exceptions::{
         CodeLoc, ExcArgsData, ExcData, ExcType, JsonErrorData, MontyException, SourceRange, StackFrame, UnicodeErrorData,
         UnicodeErrorObject, unicode_decode_error_msg,

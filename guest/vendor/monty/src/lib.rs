@@ -8,6 +8,7 @@ mod args;
 mod asyncio;
 mod builtins;
 mod bytecode;
+mod c_math;
 mod codecs;
 mod dump_format;
 mod dump_upgrade;
@@ -46,6 +47,8 @@ mod types;
 mod value;
 mod virtual_path;
 
+// chainbox patch: the host computes the C math functions (see `c_math`).
+pub use crate::c_math::{CMathHook, set_c_math};
 #[cfg(feature = "ref-count-return")]
 pub use crate::run::RefCountOutput;
 // chainbox patch: CPython's "Did you mean" (see `suggestions::closest`).

@@ -2450,7 +2450,7 @@ pub(crate) fn float_pow(base: f64, exp: f64) -> RunResult<f64> {
     if base == 0.0 && exp.is_finite() && exp < 0.0 {
         Err(ExcType::zero_negative_power())
     } else {
-        let result = base.powf(exp);
+        let result = crate::c_math::pow(base, exp);
         if result.is_infinite() && base.is_finite() && exp.is_finite() {
             Err(ExcType::overflow_float_pow())
         } else {

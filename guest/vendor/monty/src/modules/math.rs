@@ -34,6 +34,7 @@ use smallvec::smallvec;
 use crate::{
     args::{ArgValues, FromArgs},
     bytecode::VM,
+    c_math,
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     heap::{HeapData, HeapId},
@@ -490,7 +491,7 @@ fn math_cbrt(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    Ok(Value::Float(f.cbrt()))
+    Ok(Value::Float(c_math::cbrt(f)))
 }
 
 /// `math.pow(x, y)` — returns x raised to the power y.
@@ -505,7 +506,7 @@ fn math_pow(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let x = value_to_float(x_val, vm)?;
     let y = value_to_float(y_val, vm)?;
-    let result = x.powf(y);
+    let result = c_math::pow(x, y);
     // CPython raises ValueError for domain errors: 0**negative, negative**non-integer
     if result.is_nan() && !x.is_nan() && !y.is_nan() {
         return Err(math_domain_error());
@@ -526,7 +527,7 @@ fn math_exp(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    let result = f.exp();
+    let result = c_math::exp(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
 }
@@ -537,7 +538,7 @@ fn math_exp2(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    let result = f.exp2();
+    let result = c_math::exp2(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
 }
@@ -550,7 +551,7 @@ fn math_expm1(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    let result = f.exp_m1();
+    let result = c_math::expm1(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
 }
@@ -569,11 +570,11 @@ fn math_log(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(x_val, vm);
     defer_drop!(base_val, vm);
 
-    let numerator = log_arg(x_val, f64::ln, vm)?;
+    let numerator = log_arg(x_val, c_math::log, vm)?;
     match base_val {
         Some(base_v) => {
             // `log(1) == 0.0`, so a base of 1 divides by zero as in CPython.
-            let denominator = log_arg(base_v, f64::ln, vm)?;
+            let denominator = log_arg(base_v, c_math::log, vm)?;
             if denominator == 0.0 {
                 Err(ExcType::zero_division().into())
             } else {
@@ -664,7 +665,7 @@ fn math_log1p(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         )
         .into());
     }
-    Ok(Value::Float(f.ln_1p()))
+    Ok(Value::Float(c_math::log1p(f)))
 }
 
 /// `math.log2(x)` — returns the base-2 logarithm of x.
@@ -675,7 +676,7 @@ fn math_log2(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let value = args.get_one_arg("math.log2", vm.heap)?;
     defer_drop!(value, vm);
 
-    Ok(Value::Float(log_arg(value, f64::log2, vm)?))
+    Ok(Value::Float(log_arg(value, c_math::log2, vm)?))
 }
 
 /// `math.log10(x)` — returns the base-10 logarithm of x.
@@ -686,7 +687,7 @@ fn math_log10(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let value = args.get_one_arg("math.log10", vm.heap)?;
     defer_drop!(value, vm);
 
-    Ok(Value::Float(log_arg(value, f64::log10, vm)?))
+    Ok(Value::Float(log_arg(value, c_math::log10, vm)?))
 }
 
 // ==========================
@@ -926,7 +927,7 @@ fn math_sin(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_finite(f)?;
-    Ok(Value::Float(f.sin()))
+    Ok(Value::Float(c_math::sin(f)))
 }
 
 /// `math.cos(x)` — returns the cosine of x (in radians).
@@ -936,7 +937,7 @@ fn math_cos(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_finite(f)?;
-    Ok(Value::Float(f.cos()))
+    Ok(Value::Float(c_math::cos(f)))
 }
 
 /// `math.tan(x)` — returns the tangent of x (in radians).
@@ -946,7 +947,7 @@ fn math_tan(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_finite(f)?;
-    Ok(Value::Float(f.tan()))
+    Ok(Value::Float(c_math::tan(f)))
 }
 
 /// `math.asin(x)` — returns the arc sine of x (in radians).
@@ -958,7 +959,7 @@ fn math_asin(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_unit_range(f)?;
-    Ok(Value::Float(f.asin()))
+    Ok(Value::Float(c_math::asin(f)))
 }
 
 /// `math.acos(x)` — returns the arc cosine of x (in radians).
@@ -970,7 +971,7 @@ fn math_acos(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_unit_range(f)?;
-    Ok(Value::Float(f.acos()))
+    Ok(Value::Float(c_math::acos(f)))
 }
 
 /// `math.atan(x)` — returns the arc tangent of x (in radians).
@@ -979,7 +980,7 @@ fn math_atan(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    Ok(Value::Float(f.atan()))
+    Ok(Value::Float(c_math::atan(f)))
 }
 
 /// `math.atan2(y, x)` — returns atan(y/x) in radians, using the signs of both
@@ -991,7 +992,7 @@ fn math_atan2(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let y = value_to_float(y_val, vm)?;
     let x = value_to_float(x_val, vm)?;
-    Ok(Value::Float(y.atan2(x)))
+    Ok(Value::Float(c_math::atan2(y, x)))
 }
 
 // ==========================
@@ -1004,7 +1005,7 @@ fn math_sinh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    let result = f.sinh();
+    let result = c_math::sinh(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
 }
@@ -1015,7 +1016,7 @@ fn math_cosh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    let result = f.cosh();
+    let result = c_math::cosh(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
 }
@@ -1026,7 +1027,7 @@ fn math_tanh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    Ok(Value::Float(f.tanh()))
+    Ok(Value::Float(c_math::tanh(f)))
 }
 
 /// `math.asinh(x)` — returns the inverse hyperbolic sine of x.
@@ -1035,7 +1036,7 @@ fn math_asinh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    Ok(Value::Float(f.asinh()))
+    Ok(Value::Float(c_math::asinh(f)))
 }
 
 /// `math.acosh(x)` — returns the inverse hyperbolic cosine of x.
@@ -1056,7 +1057,7 @@ fn math_acosh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         )
         .into());
     }
-    Ok(Value::Float(f.acosh()))
+    Ok(Value::Float(c_math::acosh(f)))
 }
 
 /// `math.atanh(x)` — returns the inverse hyperbolic tangent of x.
@@ -1077,7 +1078,7 @@ fn math_atanh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
         )
         .into());
     }
-    Ok(Value::Float(f.atanh()))
+    Ok(Value::Float(c_math::atanh(f)))
 }
 
 // ==========================
@@ -1566,12 +1567,12 @@ fn lanczos_sum(x: f64) -> f64 {
 fn sinpi(x: f64) -> f64 {
     let y = x.abs() % 2.0;
     let r = match (2.0 * y).round() as i32 {
-        0 => (consts::PI * y).sin(),
-        1 => (consts::PI * (y - 0.5)).cos(),
+        0 => c_math::sin(consts::PI * y),
+        1 => c_math::cos(consts::PI * (y - 0.5)),
         // -sin(pi*(y-1.0)) would give -0.0 instead of 0.0 at y == 1.0.
-        2 => (consts::PI * (1.0 - y)).sin(),
-        3 => -(consts::PI * (y - 1.5)).cos(),
-        _ => (consts::PI * (y - 2.0)).sin(),
+        2 => c_math::sin(consts::PI * (1.0 - y)),
+        3 => -c_math::cos(consts::PI * (y - 1.5)),
+        _ => c_math::sin(consts::PI * (y - 2.0)),
     };
     1.0_f64.copysign(x) * r
 }
@@ -1615,22 +1616,22 @@ fn cpython_gamma(x: f64) -> f64 {
     let z = z * LANCZOS_G / y;
     let mut r;
     if x < 0.0 {
-        r = -consts::PI / sinpi(absx) / absx * y.exp() / lanczos_sum(absx);
+        r = -consts::PI / sinpi(absx) / absx * c_math::exp(y) / lanczos_sum(absx);
         r -= z * r;
         if absx < 140.0 {
-            r /= y.powf(absx - 0.5);
+            r /= c_math::pow(y, absx - 0.5);
         } else {
-            let sqrtpow = y.powf(absx / 2.0 - 0.25);
+            let sqrtpow = c_math::pow(y, absx / 2.0 - 0.25);
             r /= sqrtpow;
             r /= sqrtpow;
         }
     } else {
-        r = lanczos_sum(absx) / y.exp();
+        r = lanczos_sum(absx) / c_math::exp(y);
         r += z * r;
         if absx < 140.0 {
-            r *= y.powf(absx - 0.5);
+            r *= c_math::pow(y, absx - 0.5);
         } else {
-            let sqrtpow = y.powf(absx / 2.0 - 0.25);
+            let sqrtpow = c_math::pow(y, absx / 2.0 - 0.25);
             r *= sqrtpow;
             r *= sqrtpow;
         }
@@ -1640,7 +1641,7 @@ fn cpython_gamma(x: f64) -> f64 {
 
 /// CPython's `m_lgamma`; the caller raises for the poles and overflow.
 #[expect(clippy::float_cmp, reason = "exact tests for integers, as in CPython")]
-fn cpython_lgamma(x: f64) -> f64 {
+pub(crate) fn cpython_lgamma(x: f64) -> f64 {
     if !x.is_finite() {
         return if x.is_nan() { x } else { f64::INFINITY };
     }
@@ -1649,13 +1650,13 @@ fn cpython_lgamma(x: f64) -> f64 {
     }
     let absx = x.abs();
     if absx < 1e-20 {
-        return -absx.ln();
+        return -c_math::log(absx);
     }
-    let mut r = lanczos_sum(absx).ln() - LANCZOS_G;
-    r += (absx - 0.5) * ((absx + LANCZOS_G - 0.5).ln() - 1.0);
+    let mut r = c_math::log(lanczos_sum(absx)) - LANCZOS_G;
+    r += (absx - 0.5) * (c_math::log(absx + LANCZOS_G - 0.5) - 1.0);
     if x < 0.0 {
         // The reflection formula.
-        r = LOG_PI - sinpi(absx).abs().ln() - absx.ln() - r;
+        r = LOG_PI - c_math::log(sinpi(absx).abs()) - c_math::log(absx) - r;
     }
     r
 }
@@ -1666,7 +1667,7 @@ fn math_erf(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    Ok(Value::Float(libm::erf(f)))
+    Ok(Value::Float(c_math::erf(f)))
 }
 
 /// `math.erfc(x)` — returns the complementary error function at x (1 - erf(x)).
@@ -1677,7 +1678,7 @@ fn math_erfc(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
-    Ok(Value::Float(libm::erfc(f)))
+    Ok(Value::Float(c_math::erfc(f)))
 }
 
 // ==========================

@@ -12,6 +12,7 @@ use std::fmt::Write;
 use monty_types::FormatComplex;
 
 use crate::{
+    c_math,
     args::{ArgValues, FromArgs, FromValue, FromValueFail},
     bytecode::{CallResult, VM},
     defer_drop,
@@ -91,7 +92,7 @@ impl Complex {
         } else if self.real.is_nan() || self.imag.is_nan() {
             Ok(f64::NAN)
         } else {
-            let result = self.real.hypot(self.imag);
+            let result = c_math::hypot(self.real, self.imag);
             if result.is_infinite() {
                 Err(ExcType::overflow_error("absolute value too large"))
             } else {
@@ -281,15 +282,15 @@ impl Complex {
                 Some(Self::new(0.0, 0.0))
             }
         } else {
-            let vabs = self.real.hypot(self.imag);
-            let mut len = vabs.powf(exp.real);
-            let at = self.imag.atan2(self.real);
+            let vabs = c_math::hypot(self.real, self.imag);
+            let mut len = c_math::pow(vabs, exp.real);
+            let at = c_math::atan2(self.imag, self.real);
             let mut phase = at * exp.real;
             if exp.imag != 0.0 {
-                len *= (-at * exp.imag).exp();
-                phase += exp.imag * vabs.ln();
+                len *= c_math::exp(-at * exp.imag);
+                phase += exp.imag * c_math::log(vabs);
             }
-            Some(Self::new(len * phase.cos(), len * phase.sin()))
+            Some(Self::new(len * c_math::cos(phase), len * c_math::sin(phase)))
         }
     }
 }
