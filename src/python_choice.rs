@@ -255,7 +255,7 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
         }
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
-        // Calls (keyword_argument, round_digits, exception_arguments, syntax,
+        // Calls (keyword_argument, exception_arguments, syntax,
         // encoding, bytes_pattern, nan_identity, print_to_file), and `@=`.
         Kind::Op => matches!(token.text, "(" | "@="),
         Kind::Number | Kind::FieldStart => false,
@@ -1450,14 +1450,6 @@ const RULES: &[Rule] = &[
         name: "keyword_argument",
         check: rule_keyword_argument,
     },
-    // `round(x, n)` with a negative or unknown `n`: monty scales by 10**n
-    // and rounds the product, CPython rounds the exact binary value (a
-    // chainbox patch of `src/types/numeric.rs` does that for literal `n >= 0`;
-    // corpus `round_money_amounts` and a dozen others check it).
-    Rule {
-        name: "round_digits",
-        check: rule_round_digits,
-    },
     // An exception class whose constructor CPython gives more than `args`:
     // `OSError(errno, strerror[, filename])` (`str()` is `[Errno 2] …`, and
     // the errno picks a subclass, by WASI's numbers in the CPython guest),
@@ -1718,28 +1710,6 @@ fn rule_keyword_argument(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     Some(Needs::KeywordArgument {
         function: function.trim_start_matches("builtins.").to_owned(),
         keyword: keyword.to_owned(),
-        line: token.line,
-    })
-}
-
-fn rule_round_digits(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let (token, function) = scan.call_at(at)?;
-    if function != "builtins.round" {
-        return None;
-    }
-    // monty rounds to `n >= 0` digits as CPython does (a chainbox patch);
-    // a negative or unknown `n` still goes to CPython.
-    let literal_digits = |tokens: &[Token<'_>]| {
-        let number = match tokens {
-            [n] => n,
-            [name, eq, n] if name.text == "ndigits" && eq.text == "=" => n,
-            _ => return false,
-        };
-        number.kind == Kind::Number && number.text.bytes().all(|b| b.is_ascii_digit() || b == b'_')
-    };
-    let digits = scan.argument_tokens(at).nth(1)?;
-    (!literal_digits(digits)).then_some(Needs::Feature {
-        what: "calls `round(x, n)` with an `n` that is not a non-negative literal (monty rounds to negative digits differently)",
         line: token.line,
     })
 }
@@ -3965,16 +3935,10 @@ mod tests {
     }
 
     #[test]
-    fn round_to_negative_or_unknown_digits() {
-        assert_cpython("round(1234.5, -2)", "round_digits", "round(x, n)");
-        assert_cpython("round(x, digits)", "round_digits", "round(x, n)");
-        assert_cpython("round(x, ndigits=d)", "round_digits", "round(x, n)");
-    }
-
-    #[test]
-    fn round_to_an_integer_or_literal_digits_stays_monty() {
+    fn round_to_any_digits_stays_monty() {
         assert_monty("n = round(2.5)\nm = round(sum([1.5, 2]))");
         assert_monty("[round(2.675, 2), round(x, ndigits=1), round(0.5, 0)]");
+        assert_monty("[round(1234.5, -2), round(x, digits), round(x, ndigits=d)]");
     }
 
     #[test]
@@ -4449,11 +4413,11 @@ mod tests {
     #[test]
     fn fstring_fields_are_scanned() {
         assert_cpython("s = f'{str.upper(name)}'", "type_attribute", "`str.upper`");
-        assert_cpython("s = f'''a\n{round(x, -2)}'''", "round_digits", "(line 2)");
+        assert_cpython("s = f'''a\n{str.upper(x)}'''", "type_attribute", "(line 2)");
         assert_cpython(
-            "s = f\"{', '.join(x)} {d['k']:{round(w, n)}}\"",
-            "round_digits",
-            "round",
+            "s = f\"{', '.join(x)} {d['k']:{str.upper(w)}}\"",
+            "type_attribute",
+            "str.upper",
         );
     }
 

@@ -4,7 +4,13 @@ use num_bigint::BigInt;
 use num_integer::Integer;
 use num_traits::Pow;
 
-use crate::{bytecode::VM, exception_private::RunResult, heap::Heap, types::LongInt, value::Value};
+use crate::{
+    bytecode::VM,
+    exception_private::{ExcType, ExcTypeExt, RunResult},
+    heap::Heap,
+    types::LongInt,
+    value::Value,
+};
 
 /// Resolves numeric rounding precision through `__index__`, clamping huge integers.
 /// User `__round__` methods receive the original argument instead of using this helper.
@@ -61,7 +67,7 @@ pub(crate) fn round_bigint(n: &BigInt, k: u64, heap: &Heap) -> Value {
 /// Rounds a float, returning an integer only when precision is omitted or `None`.
 pub(crate) fn round_float(value: f64, digits: Option<i64>, heap: &Heap) -> RunResult<Value> {
     if let Some(digits) = digits {
-        Ok(Value::Float(round_float_to_digits(value, digits)))
+        Ok(Value::Float(round_float_to_digits(value, digits)?))
     } else {
         LongInt::value_from_f64(bankers_round(value), heap)
     }
@@ -83,9 +89,9 @@ fn bankers_round(value: f64) -> f64 {
 }
 
 /// Rounds decimal places, saturating extreme precisions and preserving signed zero.
-fn round_float_to_digits(value: f64, digits: i64) -> f64 {
+fn round_float_to_digits(value: f64, digits: i64) -> RunResult<f64> {
     if !value.is_finite() {
-        return value;
+        return Ok(value);
     }
     let rounded = if digits >= 0 {
         // chainbox patch: CPython rounds the exact binary value to a decimal
@@ -95,25 +101,68 @@ fn round_float_to_digits(value: f64, digits: i64) -> f64 {
         // half (`round(0.285, 2)` is 0.28 in CPython). Beyond 323 digits
         // every double rounds to itself (CPython's NDIGITS_MAX).
         let Ok(digits) = usize::try_from(digits) else {
-            return value;
+            return Ok(value);
         };
         if digits > 323 {
-            return value;
+            return Ok(value);
         }
         format!("{value:.digits$}").parse().unwrap_or(value)
+    } else if digits < -308 {
+        // CPython's NDIGITS_MIN: every double rounds to zero.
+        0.0
     } else {
-        let Ok(exp) = i32::try_from(digits) else {
-            return 0.0_f64.copysign(value);
-        };
-        let multiplier = 10_f64.powi(exp);
-        if multiplier == 0.0 {
-            return 0.0_f64.copysign(value);
-        }
-        bankers_round(value * multiplier) / multiplier
+        // chainbox patch: the same for tens, hundreds, ...: the exact value
+        // rounded to a multiple of 10**-digits, ties to even, read back
+        // (upstream multiplied by 10**digits, an inexact power:
+        // `round(201454.5, -5)` was 199999.99999999997).
+        round_to_tens(value.abs(), digits.unsigned_abs())?
     };
-    if rounded == 0.0 {
+    Ok(if rounded == 0.0 {
         0.0_f64.copysign(value)
     } else {
-        rounded
+        rounded.copysign(value)
+    })
+}
+
+/// `magnitude` (finite, non-negative) rounded to the nearest multiple of
+/// `10**tens` (ties to even), as CPython's `double_round` for a negative
+/// `ndigits`: the quotient is exact, the result its decimal string read
+/// back (correctly rounded); `OverflowError` past the float range.
+fn round_to_tens(magnitude: f64, tens: u64) -> RunResult<f64> {
+    use num_bigint::BigUint;
+    use num_traits::Zero;
+
+    let bits = magnitude.to_bits();
+    let exponent = i64::try_from((bits >> 52) & 0x7ff).unwrap_or(0);
+    let fraction = bits & ((1 << 52) - 1);
+    // magnitude = mantissa * 2**power exactly.
+    let (mantissa, power) = if exponent == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), exponent - 1075)
+    };
+    if mantissa == 0 {
+        return Ok(0.0);
+    }
+    let scale = BigUint::from(10u32).pow(u32::try_from(tens).unwrap_or(u32::MAX));
+    let shift = usize::try_from(power.unsigned_abs()).unwrap_or(usize::MAX);
+    let (numerator, denominator) = if power >= 0 {
+        (BigUint::from(mantissa) << shift, scale)
+    } else {
+        (BigUint::from(mantissa), scale << shift)
+    };
+    let (mut quotient, remainder) = numerator.div_rem(&denominator);
+    let twice = remainder << 1u32;
+    if twice > denominator || (twice == denominator && quotient.is_odd()) {
+        quotient += 1u32;
+    }
+    if quotient.is_zero() {
+        return Ok(0.0);
+    }
+    let rounded: f64 = format!("{quotient}e{tens}").parse().unwrap_or(f64::INFINITY);
+    if rounded.is_infinite() {
+        Err(ExcType::overflow_error("rounded value too large to represent"))
+    } else {
+        Ok(rounded)
     }
 }
