@@ -288,8 +288,8 @@ pub(crate) fn allocate_micros(total_microseconds: i128, heap: &Heap) -> Value {
 
 /// Creates a `timedelta` from constructor arguments.
 ///
-/// Supports positional `(days, seconds, microseconds)` and keyword arguments
-/// `days`, `seconds`, `microseconds`, `milliseconds`, `minutes`, `hours`, `weeks`.
+/// Takes `days`, `seconds`, `microseconds`, `milliseconds`, `minutes`,
+/// `hours`, `weeks`, by position or by name.
 pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     let TimedeltaArgs {
         days,
@@ -332,12 +332,15 @@ pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     Ok(Value::Ref(vm.heap.allocate(HeapData::TimeDelta(delta))))
 }
 
-/// Argument shape for `timedelta(days=0, seconds=0, microseconds=0, *, milliseconds=0, minutes=0, hours=0, weeks=0)`.
+/// Argument shape for `timedelta(days=0, seconds=0, microseconds=0, milliseconds=0, minutes=0, hours=0, weeks=0)`.
 ///
-/// CPython accepts the first three as positional-or-keyword and the rest as
-/// keyword-only. All default to 0 so an empty `timedelta()` is legal.
+/// chainbox patch: all seven are positional-or-keyword, as CPython's
+/// `delta_new` (`PyArg_ParseTupleAndKeywords` with `"|OOOOOOO:__new__"`), whose
+/// errors name `__new__()`; upstream took only three positionally, so
+/// `timedelta(1, 2, 3, 4)` raised `TypeError`. All default to 0 so an empty
+/// `timedelta()` is legal.
 #[derive(FromArgs)]
-#[from_args(name = "timedelta")]
+#[from_args(name = "__new__", style = c_named, at_most_total)]
 struct TimedeltaArgs {
     #[from_args(default)]
     days: DeltaComponent,
@@ -345,13 +348,13 @@ struct TimedeltaArgs {
     seconds: DeltaComponent,
     #[from_args(default)]
     microseconds: DeltaComponent,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     milliseconds: DeltaComponent,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     minutes: DeltaComponent,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     hours: DeltaComponent,
-    #[from_args(kw_only, default)]
+    #[from_args(default)]
     weeks: DeltaComponent,
 }
 
