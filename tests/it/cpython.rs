@@ -272,6 +272,14 @@ same_on_both_guests! {
     int_and_float_methods_as_in_cpython_3_14:
         "def attempt(f):\n    try:\n        return f()\n    except Exception as e:\n        return [type(e).__name__, str(e)]\nx = 5\n[(7).is_integer(), (2**80).is_integer(), True.is_integer(), attempt(lambda: (5).is_integer(1)), attempt(lambda: x.to_bytes(foo=1)), attempt(lambda: int.from_bytes(b'a', foo=1)), attempt(lambda: bool.from_bytes(foo=1)), attempt(lambda: x.to_bytes(1, 5, foo=1)), attempt(lambda: x.to_bytes(1, length=1, foo=2)), attempt(lambda: setattr(x, 'foo', 1)), attempt(lambda: setattr(1.5, 'numerator', 1)), (2.5).is_integer()]";
     an_uncaught_int_method_error_reports_cpythons_message: "(300).to_bytes(1, 'big')";
+    // 3.12+'s `PurePath.match` (a chainbox patch of monty): `case_sensitive`,
+    // a path pattern, and wildcards that never match the root (3.11's did).
+    path_match_as_in_cpython_3_14:
+        "from pathlib import Path\nout = []\nfor path, pattern, cs in [('/', '*', None), ('/a', '/*', None), ('/', '[!a]', None), ('//a', '/a', None), ('A/B.TXT', 'a/*.txt', False), ('A/B.TXT', 'a/*.txt', None), ('a/b', Path('*'), None), ('a', '**', None), ('a/b', '**', None), ('a', '', None)]:\n    try:\n        out.append(Path(path).match(pattern, case_sensitive=cs))\n    except ValueError as e:\n        out.append(str(e))\nout";
+    // Arity errors of methods count `self`, the CPython guest's patched
+    // `Random.seed` included (it said `_seed_as_64_bit()`).
+    method_arity_errors_name_and_count_as_in_cpython:
+        "import random\nfrom datetime import timedelta\nout = [str(timedelta(1, 2, 3, 4, 5, 6, 7))]\nfor call in [lambda: random.seed(1, 2, 3), lambda: random.Random().seed(1, 2, 3), lambda: random.choice([1], 2), lambda: timedelta(*range(8)), lambda: timedelta(1, days=1)]:\n    try:\n        call()\n    except TypeError as e:\n        out.append(str(e))\nout";
 }
 
 /// The public attributes of each builtin type, and whether each is

@@ -1456,6 +1456,12 @@ def _seed_as_64_bit(self, a=None, version=2):
     return _SEED_OF_RANDOM(self, a, version)
 
 
+# Its arity errors name `Random.seed()`, as the method it replaces (they
+# take the name from the code object).
+_seed_as_64_bit.__code__ = _seed_as_64_bit.__code__.replace(co_name="seed", co_qualname="Random.seed")
+_seed_as_64_bit.__name__, _seed_as_64_bit.__qualname__ = "seed", "Random.seed"
+
+
 def _pbkdf2_hmac(hash_name, password, salt, iterations, dklen=None):
     """`hashlib.pbkdf2_hmac` (RFC 8018's PBKDF2 with HMAC as the PRF), with
     the arguments checked in the order and words of CPython's OpenSSL one.

@@ -1017,6 +1017,18 @@ impl SegmentPattern {
     /// Whether `name` matches the whole pattern.
     #[must_use]
     pub fn matches(&self, name: &str) -> bool {
+        self.matches_inner(name, false)
+    }
+
+    /// Whether one part of a `PurePath` (`PurePath.match`) matches, as
+    /// `glob.translate` reads the pattern: `*` and `?` never match a `/`
+    /// (only an anchor part has one), a `[!...]` class may.
+    #[must_use]
+    pub fn matches_path_part(&self, name: &str) -> bool {
+        self.matches_inner(name, true)
+    }
+
+    fn matches_inner(&self, name: &str, separators: bool) -> bool {
         // `t` is a byte offset into `name`, always on a character boundary.
         let (mut p, mut t) = (0, 0);
         // The last `*` seen and the text position it is currently absorbing up to.
@@ -1027,11 +1039,13 @@ impl SegmentPattern {
                     star = Some((p, t));
                     p += 1;
                 }
-                Some(token) if self.token_matches(token, c) => {
+                Some(token) if self.token_matches(token, c) && !(separators && c == '/' && *token == Token::Any) => {
                     p += 1;
                     t += c.len_utf8();
                 }
                 _ => match star {
+                    // A star never absorbs a separator, nor can an earlier one.
+                    Some((_, star_t)) if separators && name[star_t..].starts_with('/') => return false,
                     Some((star_p, star_t)) => {
                         // The star was recorded before a character at `star_t`, so one is there.
                         let absorbed = name[star_t..].chars().next().map_or(1, char::len_utf8);

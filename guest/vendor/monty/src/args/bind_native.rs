@@ -254,11 +254,12 @@ fn bind_slow<const N: usize>(
     // `too_many_positional` scans localsplus before defaults are applied).
     if positional_overflow {
         let kwonly_given = bound.slots[spec.n_positional..].iter().filter(|s| s.is_some()).count();
+        let receiver = usize::from(spec.counts_implicit_self());
         return Err(ExcType::type_error_too_many_positional_range(
             spec.func_name,
-            spec.n_required_positional,
-            spec.n_positional,
-            n_pos,
+            spec.n_required_positional + receiver,
+            spec.n_positional + receiver,
+            n_pos + receiver,
             kwonly_given,
         ));
     }
@@ -343,6 +344,21 @@ impl ParamSpec {
     fn uses_exact_positional_arity(&self) -> bool {
         matches!(self.family, ErrorFamily::CNamed { positional_pivot: true })
             && self.n_required_positional == self.n_positional
+    }
+
+    /// Whether CPython's arity errors count an implicit `self` this spec
+    /// leaves out: a `def` method (`Random.choice`, `Path.glob`) whose
+    /// receiver is not one of its slots (chainbox patch: upstream said
+    /// `Random.choice() takes 1 positional argument but 2 were given`,
+    /// CPython `takes 2 ... but 3`; `Path.mkdir` binds its receiver).
+    fn counts_implicit_self(&self) -> bool {
+        matches!(self.family, ErrorFamily::Def)
+            && self.func_name.contains('.')
+            && !self.func_name.contains('<')
+            && self
+                .params
+                .first()
+                .is_none_or(|param| !matches!(param.kind, ParamKind::PosOnly))
     }
 }
 

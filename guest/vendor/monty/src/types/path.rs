@@ -11,7 +11,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
-use monty_types::{MontyPath, StringRepr};
+use monty_types::{MontyPath, StringRepr, scan::SegmentPattern};
 use smallvec::SmallVec;
 
 use crate::{
@@ -252,10 +252,10 @@ impl Path {
             }
             [single] => {
                 // Single argument, just convert to Path
-                Self::new(extract_path_string(single, vm)?.to_owned())
+                Self::new(path_segment(single, vm)?.to_owned())
             }
             [first_arg, rest @ ..] => {
-                let base = Self::new(extract_path_string(first_arg, vm)?.to_owned());
+                let base = Self::new(path_segment(first_arg, vm)?.to_owned());
                 fold_joinpath(base, rest, vm)?
             }
         };
@@ -373,9 +373,52 @@ fn extract_path_string<'a>(val: &Value, vm: &'a VM<'_>) -> RunResult<&'a str> {
         .ok_or_else(|| ExcType::type_error(format!("expected str or Path, got {}", val.py_type_name(vm))))
 }
 
+/// A path segment as `PurePath(...)`, `joinpath` and `match` read it,
+/// with CPython's error for anything else (chainbox patch: upstream said
+/// `expected str or Path, got int`).
+fn path_segment<'a>(val: &Value, vm: &'a VM<'_>) -> RunResult<&'a str> {
+    value_as_path_str(val, vm.heap, vm.interns).ok_or_else(|| {
+        ExcType::type_error(format!(
+            "argument should be a str or an os.PathLike object where __fspath__ returns a str, not '{}'",
+            val.py_type_name(vm)
+        ))
+    })
+}
+
+/// `PurePath.match(path_pattern, *, case_sensitive=None)` (chainbox patch;
+/// upstream had no `match`): a relative pattern matches from the right,
+/// part by part, an anchored one the whole path; each part is an `fnmatch`
+/// pattern (`**` acts as `*`, a leading dot is an ordinary character), as
+/// CPython 3.14's `PurePath.match`.
+fn path_match(path: &Path, pattern: &str, case_sensitive: bool) -> RunResult<bool> {
+    let pattern = Path::new(pattern.to_owned());
+    let pattern_parts = pattern.parts();
+    if pattern_parts.is_empty() {
+        return Err(SimpleException::new_msg(ExcType::ValueError, "empty pattern").into());
+    }
+    let path_parts = path.parts();
+    if path_parts.len() < pattern_parts.len() || (path_parts.len() > pattern_parts.len() && pattern.is_absolute()) {
+        return Ok(false);
+    }
+    Ok(path_parts
+        .iter()
+        .rev()
+        .zip(pattern_parts.iter().rev())
+        .all(|(part, pattern)| SegmentPattern::new(pattern, case_sensitive).matches_path_part(part)))
+}
+
+/// `PurePath.match(path_pattern, *, case_sensitive=None)`: a `def` in CPython.
+#[derive(FromArgs)]
+#[from_args(name = "PurePath.match", style = def)]
+struct PathMatchArgs {
+    path_pattern: Value,
+    #[from_args(kw_only, default = Value::None)]
+    case_sensitive: Value,
+}
+
 fn fold_joinpath(mut path: Path, parts: &[Value], vm: &VM<'_>) -> RunResult<Path> {
     for part in parts {
-        path = Path::new(path.joinpath(extract_path_string(part, vm)?));
+        path = Path::new(path.joinpath(path_segment(part, vm)?));
     }
     Ok(path)
 }
@@ -574,6 +617,20 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Path> {
                 } = PathWalkArgs::from_args(args, vm)?;
                 let top = self.get(vm.heap).as_str().to_owned();
                 return walk_call(top, true, top_down.bool(), on_error, follow_symlinks.bool(), vm);
+            }
+            StaticStrings::Match => {
+                let PathMatchArgs {
+                    path_pattern,
+                    case_sensitive,
+                } = PathMatchArgs::from_args(args, vm)?;
+                defer_drop!(path_pattern, vm);
+                defer_drop!(case_sensitive, vm);
+                let pattern = path_segment(path_pattern, vm)?.to_owned();
+                let case_sensitive = match case_sensitive {
+                    Value::None => true,
+                    value => value.py_bool(vm)?,
+                };
+                Ok(Value::Bool(path_match(self.get(vm.heap), &pattern, case_sensitive)?))
             }
             StaticStrings::IsAbsolute => {
                 args.check_zero_args("is_absolute", vm.heap)?;
