@@ -276,6 +276,11 @@ same_on_both_guests! {
     // a path pattern, and wildcards that never match the root (3.11's did).
     path_match_as_in_cpython_3_14:
         "from pathlib import Path\nout = []\nfor path, pattern, cs in [('/', '*', None), ('/a', '/*', None), ('/', '[!a]', None), ('//a', '/a', None), ('A/B.TXT', 'a/*.txt', False), ('A/B.TXT', 'a/*.txt', None), ('a/b', Path('*'), None), ('a', '**', None), ('a/b', '**', None), ('a', '', None)]:\n    try:\n        out.append(Path(path).match(pattern, case_sensitive=cs))\n    except ValueError as e:\n        out.append(str(e))\nout";
+    // `strptime` as CPython 3.14's `_strptime` (a chainbox patch of monty):
+    // its expression (`%H` may be ` 7`), the ISO directives' checks, `%z`'s
+    // colons, `%Z` naming the zone, and the date's and time's errors.
+    strptime_reads_as_in_cpython_3_14:
+        "from datetime import datetime\nout = []\nfor s, f in [(' 7:05', '%H:%M'), ('0000-01-05', '%Y-%m-%d'), ('2024 53 4', '%G %V %u'), ('2023 53 4', '%G %V %u'), ('2024 10', '%G %V'), ('2024 10 1', '%Y %V %u'), ('2024 10 1 5', '%Y %G %V %u'), ('2024 5 100', '%G %V %j'), ('02-29', '%m-%d'), ('23:59:60', '%H:%M:%S'), ('10:00 +05:30:15', '%H:%M %z'), ('10:00 +053015', '%H:%M %z'), ('10:00 +05:3015', '%H:%M %z'), ('10:00 +2400', '%H:%M %z'), ('10:00 +0100 UTC', '%H:%M %z %Z'), ('10:00 UTC', '%H:%M %Z'), ('2024-02-30', '%Y-%m-%d'), ('0000 1 1', '%Y %W %w')]:\n    try:\n        out.append(repr(datetime.strptime(s, f)))\n    except ValueError as e:\n        out.append(str(e))\nout";
     // Arity errors of methods count `self`, the CPython guest's patched
     // `Random.seed` included (it said `_seed_as_64_bit()`).
     method_arity_errors_name_and_count_as_in_cpython:

@@ -12,10 +12,9 @@ use std::fmt::Write;
 use monty_types::FormatComplex;
 
 use crate::{
-    c_math,
     args::{ArgValues, FromArgs, FromValue, FromValueFail},
     bytecode::{CallResult, VM},
-    defer_drop,
+    c_math, defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunResult},
     hash::{HashValue, hash_f64},
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead},

@@ -30,6 +30,7 @@ use crate::{
         date::{self, StrftimeArgs},
         isoformat,
         str::{StringRepr, allocate_string, allocate_string_no_interning},
+        strptime_re,
         time::{self, Time, TimeSpec},
         timedelta, timezone,
     },
@@ -442,10 +443,16 @@ pub(crate) fn class_strptime(heap: &mut Heap, args: ArgValues, interns: &Interns
     let fmt = fmt?;
 
     reject_bad_strptime_directive(&fmt)?;
+    if let Some(refusal) = strptime_re::strptime_refusal(&date_string, &fmt) {
+        return Err(refusal);
+    }
 
     // Python's `%f` accepts 1..=6 digits and right-pads with zeros, while chrono
     // requires an explicit width. Try all valid `%f` widths before reporting a
     // mismatch so `datetime.strptime(..., '%f')` matches CPython.
+    if let Some(fields) = strptime_re::parse(&date_string, &fmt)? {
+        return datetime_from_strptime(fields, heap);
+    }
     let Some(parsed) = parse_strptime(&date_string, &fmt) else {
         return Err(strptime_mismatch(&date_string, &fmt));
     };
@@ -662,6 +669,9 @@ fn combine_bad_time_arg(time: &Value, vm: &VM<'_>) -> RunError {
 /// both sides — the anchor CPython fills those fields from.
 pub(crate) fn parse_time_strptime(date_string: &str, fmt: &str) -> RunResult<NaiveDateTime> {
     reject_bad_strptime_directive(fmt)?;
+    if let Some(refusal) = strptime_re::strptime_refusal(date_string, fmt) {
+        return Err(refusal);
+    }
     let anchored = || {
         let dated = format!("{DEFAULT_STRPTIME_DATE} {date_string}");
         parse_strptime(&dated, &format!("%Y-%m-%d {fmt}"))
@@ -670,6 +680,36 @@ pub(crate) fn parse_time_strptime(date_string: &str, fmt: &str) -> RunResult<Nai
         Some(parsed) => parsed.map(|(naive, _)| naive),
         None => Err(strptime_mismatch(date_string, fmt)),
     }
+}
+
+/// chainbox patch: the `datetime` CPython's `_strptime_datetime` builds from
+/// what `_strptime` read (`strptime_re::parse`).
+fn datetime_from_strptime(fields: strptime_re::StrptimeFields, heap: &mut Heap) -> RunResult<Value> {
+    // The zone is made first, then `cls(*args)` checks the day and the time.
+    let offset_seconds = fields.offset.map(|(seconds, _)| seconds);
+    if let Some(offset_seconds) = offset_seconds {
+        timezone::check_offset_seconds(offset_seconds)?;
+    }
+    let Some(date) = NaiveDate::from_ymd_opt(fields.year, fields.month, fields.day) else {
+        let (month, day) = (fields.month as i32, fields.day as i32);
+        return Err(date::day_out_of_range_error(day, month, fields.year));
+    };
+    if fields.second > 59 {
+        let message = format!("second must be in 0..59, not {}", fields.second);
+        return Err(SimpleException::new_msg(ExcType::ValueError, message).into());
+    }
+    let naive = date
+        .and_hms_micro_opt(fields.hour, fields.minute, fields.second, fields.microsecond)
+        .ok_or_else(|| SimpleException::new_msg(ExcType::ValueError, DATE_OUT_OF_RANGE))?;
+    let dt = DateTime {
+        naive,
+        offset_seconds,
+        // `timezone(delta, name)` when `%Z` read a name beside `%z`'s offset.
+        timezone_name: offset_seconds.and(fields.zone_name),
+        tzinfo_ref: None,
+        fold: 0,
+    };
+    Ok(Value::Ref(heap.allocate(HeapData::DateTime(dt))))
 }
 
 /// chainbox patch: CPython's error for a `strptime` input that its format

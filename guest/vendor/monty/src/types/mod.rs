@@ -48,6 +48,7 @@ pub(crate) mod re_template;
 pub mod set;
 pub mod slice;
 pub mod str;
+pub(crate) mod strptime_re;
 pub mod time;
 pub mod timedelta;
 pub mod timezone;
