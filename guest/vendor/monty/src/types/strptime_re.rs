@@ -1,136 +1,121 @@
-//! chainbox patch: which `strptime` inputs a format reads, decided as
-//! CPython decides it.
+//! chainbox patch: `strptime` as CPython's `_strptime` reads an input.
 //!
-//! CPython's `_strptime` turns the format into one regular expression
-//! (`TimeRE.pattern`: each directive an ordered alternation such as `%M`'s
-//! `[0-5]\d|\d`, each run of whitespace `\s+`, everything compiled with
-//! `IGNORECASE`) and matches it at the start of the input: no match is
-//! `time data ... does not match format ...`, a match short of the end
-//! `unconverted data remains: ...`. monty's parser is chrono's, which skips
-//! whitespace before a number and lets a format's space match none, so
-//! `' 2024'` read as `'%Y'` and `'10: 5'` as `'%H:%M'` where CPython refuses
-//! them, and `'10:61'` gave the wrong error. The same expression, built here
-//! for the C locale and the sandbox's UTC zone, gates chrono's parse.
+//! CPython turns the format into one regular expression (`_strptime.TimeRE`:
+//! each directive an ordered alternation such as `%M`'s `[0-5]\d|\d`, each
+//! run of whitespace `\s+`, everything `IGNORECASE`), matches it at the
+//! input's start (no match is `time data ... does not match format ...`, a
+//! match short of the end `unconverted data remains: ...`) and computes the
+//! fields from its groups. monty's parser was chrono's, which skips
+//! whitespace before a number and lets a format's space match none (`' 2024'`
+//! read as `'%Y'`, `'10: 5'` as `'%H:%M'`), and refused what the expression
+//! reads (`'1958922'` as `'%Y%m%d'`, a lowercase `t` for `T`).
+//!
+//! The expression is matched here as CPython's backtracking engine matches
+//! it: each directive's alternatives in order (3.14's `_TimeRE_cache`, C
+//! locale, UTC), the first way through the whole format wins, and a failed
+//! (piece, position) is remembered so no input backtracks exponentially.
+//! A regex library would do the same, but compiling CPython's expression
+//! with Unicode classes cost ~0.3 ms in the guest, a monty chain's start.
 
-use fancy_regex::Regex;
+use std::collections::HashSet;
+
 use monty_types::StringRepr;
 
 use crate::exception_private::{ExcType, RunError, SimpleException};
 
-/// CPython 3.14's `TimeRE` for `directive` (`_strptime._TimeRE_cache`), `None`
-/// for one not modelled here, whose formats skip the gate.
-fn directive_pattern(directive: char) -> Option<&'static str> {
-    Some(match directive {
-        'd' | 'e' => r"(?P<d>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])",
-        'f' => r"(?P<f>[0-9]{1,6})",
-        'H' | 'k' => r"(?P<H>2[0-3]|[0-1]\d|\d| \d)",
-        'I' | 'l' => r"(?P<I>1[0-2]|0[1-9]|[1-9]| [1-9])",
-        'G' => r"(?P<G>\d\d\d\d)",
-        'j' => r"(?P<j>36[0-6]|3[0-5]\d|[1-2]\d\d|0[1-9]\d|00[1-9]|[1-9]\d|0[1-9]|[1-9])",
-        'm' => r"(?P<m>1[0-2]|0[1-9]|[1-9])",
-        'M' => r"(?P<M>[0-5]\d|\d)",
-        'S' => r"(?P<S>6[0-1]|[0-5]\d|\d)",
-        'U' => r"(?P<U>5[0-3]|[0-4]\d|\d)",
-        'W' => r"(?P<W>5[0-3]|[0-4]\d|\d)",
-        'w' => r"(?P<w>[0-6])",
-        'u' => r"(?P<u>[1-7])",
-        'V' => r"(?P<V>5[0-3]|0[1-9]|[1-4]\d|\d)",
-        'y' => r"(?P<y>\d\d)",
-        'Y' => r"(?P<Y>\d\d\d\d)",
-        'z' => r"(?P<z>[+-]\d\d:?[0-5]\d(:?[0-5]\d(\.\d{1,6})?)?|(?-i:Z))",
-        // The C locale's names, longest first (`__seqToRE`).
-        'A' => "(?P<A>wednesday|thursday|saturday|tuesday|monday|friday|sunday)",
-        'a' => "(?P<a>mon|tue|wed|thu|fri|sat|sun)",
-        'B' => "(?P<B>september|february|november|december|january|october|august|april|march|july|june|may)",
-        'b' => "(?P<b>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
-        'p' | 'P' => "(?P<p>am|pm)",
-        // The C locale's `%c`, `%x`, `%X`, and the 3.14 shorthands.
-        'R' => r"(?P<H>2[0-3]|[0-1]\d|\d| \d):(?P<M>[0-5]\d|\d)",
-        'T' | 'X' => r"(?P<H>2[0-3]|[0-1]\d|\d| \d):(?P<M>[0-5]\d|\d):(?P<S>6[0-1]|[0-5]\d|\d)",
-        'r' => r"(?P<I>1[0-2]|0[1-9]|[1-9]| [1-9]):(?P<M>[0-5]\d|\d):(?P<S>6[0-1]|[0-5]\d|\d)\s+(?P<p>am|pm)",
-        'x' => r"(?P<m>1[0-2]|0[1-9]|[1-9])/(?P<d>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])/(?P<y>\d\d)",
-        'c' => concat!(
-            r"(?P<a>mon|tue|wed|thu|fri|sat|sun)\s+(?P<b>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\s+",
-            r"(?P<d>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])\s+(?P<H>2[0-3]|[0-1]\d|\d| \d):(?P<M>[0-5]\d|\d):",
-            r"(?P<S>6[0-1]|[0-5]\d|\d)\s+(?P<Y>\d\d\d\d)"
-        ),
-        // `utc`, `gmt` and the local zone's name, UTC in the sandbox.
-        'Z' => "(?P<Z>utc|gmt)",
-        '%' => "%",
+/// One piece of a format, after `%c`, `%x`, `%X`, `%T`, `%R` and `%r` are
+/// expanded into theirs as `TimeRE` builds them.
+#[derive(Clone, Copy)]
+enum Piece {
+    /// A character matched as `IGNORECASE` does.
+    Literal(char),
+    /// A run of whitespace in the format: `\s+`.
+    Space,
+    /// A directive, by the name of the group it fills (`%e` fills `d`).
+    Directive(char),
+}
+
+/// The pieces of `format`, or `None` when it has a directive not modelled
+/// here (the caller's older parser answers those), a stray `%`, or a group
+/// twice (a regex error in CPython, left to the older parser too).
+fn pieces(format: &str) -> Option<Vec<Piece>> {
+    let mut out = Vec::new();
+    push_pieces(format, &mut out)?;
+    let mut seen = HashSet::new();
+    out.iter()
+        .all(|piece| !matches!(piece, Piece::Directive(name) if !seen.insert(*name)))
+        .then_some(out)
+}
+
+fn push_pieces(format: &str, out: &mut Vec<Piece>) -> Option<()> {
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            let directive = chars.next()?;
+            let expansion = match directive {
+                'c' => "%a %b %d %H:%M:%S %Y",
+                'x' => "%m/%d/%y",
+                'X' | 'T' => "%H:%M:%S",
+                'R' => "%H:%M",
+                'r' => "%I:%M:%S %p",
+                _ => "",
+            };
+            if !expansion.is_empty() {
+                push_pieces(expansion, out)?;
+                continue;
+            }
+            out.push(match directive {
+                '%' => Piece::Literal('%'),
+                'e' => Piece::Directive('d'),
+                'k' => Piece::Directive('H'),
+                'l' => Piece::Directive('I'),
+                'P' => Piece::Directive('p'),
+                'd' | 'f' | 'H' | 'I' | 'G' | 'j' | 'm' | 'M' | 'S' | 'U' | 'W' | 'w' | 'u' | 'V' | 'y' | 'Y' | 'z'
+                | 'A' | 'a' | 'B' | 'b' | 'p' | 'Z' => Piece::Directive(directive),
+                _ => return None,
+            });
+        } else if is_space(c) {
+            while chars.peek().is_some_and(|c| is_space(*c)) {
+                chars.next();
+            }
+            out.push(Piece::Space);
+        } else {
+            out.push(Piece::Literal(c));
+        }
+    }
+    Some(())
+}
+
+/// Python's `\s` (`str.isspace`, which counts `\x1c`-`\x1f`).
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// A numeric directive's alternatives, in `TimeRE`'s order: `#` is a digit,
+/// `[xy]` a digit from x to y, anything else itself.
+fn numeric_alternatives(name: char) -> Option<&'static [&'static str]> {
+    Some(match name {
+        'd' => &["3[01]", "[12]#", "0[19]", "[19]", " [19]"],
+        'H' => &["2[03]", "[01]#", "#", " #"],
+        'I' => &["1[02]", "0[19]", "[19]", " [19]"],
+        'G' | 'Y' => &["####"],
+        'j' => &[
+            "36[06]", "3[05]#", "[12]##", "0[19]#", "00[19]", "[19]#", "0[19]", "[19]",
+        ],
+        'm' => &["1[02]", "0[19]", "[19]"],
+        'M' => &["[05]#", "#"],
+        'S' => &["6[01]", "[05]#", "#"],
+        'U' | 'W' => &["5[03]", "[04]#", "#"],
+        'V' => &["5[03]", "0[19]", "[14]#", "#"],
+        'w' => &["[06]"],
+        'u' => &["[17]"],
+        'y' => &["##"],
         _ => return None,
     })
 }
 
-/// `TimeRE.pattern(format)`, or `None` when the format has a directive not
-/// modelled (or a stray `%`, reported elsewhere).
-fn format_pattern(format: &str) -> Option<String> {
-    let mut pattern = String::from(r"(?i)\A(?:");
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '%' => pattern.push_str(directive_pattern(chars.next()?)?),
-            c if c.is_whitespace() => {
-                while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                    chars.next();
-                }
-                pattern.push_str(r"\s+");
-            }
-            '\\' | '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '{' | '}' | '[' | ']' | '|' => {
-                pattern.push('\\');
-                pattern.push(c);
-            }
-            c => pattern.push(c),
-        }
-    }
-    pattern.push(')');
-    // A group named twice (`'%H %T'`) is a regex error in CPython; leave
-    // that to the parser.
-    let mut names: Vec<&str> = pattern
-        .split("(?P<")
-        .skip(1)
-        .filter_map(|rest| rest.split_once('>'))
-        .map(|(name, _)| name)
-        .collect();
-    let count = names.len();
-    names.sort_unstable();
-    names.dedup();
-    (names.len() == count).then_some(pattern)
-}
-
-/// What CPython's expression makes of `date_string`: `None` when it reads
-/// it whole (or the format is not modelled), else CPython's `ValueError`.
-pub(crate) fn strptime_refusal(date_string: &str, format: &str) -> Option<RunError> {
-    let regex = Regex::new(&format_pattern(format)?).ok()?;
-    let message = match regex.find(date_string) {
-        Ok(Some(found)) if found.end() == date_string.len() => return None,
-        Ok(Some(found)) => format!("unconverted data remains: {}", &date_string[found.end()..]),
-        Ok(None) => format!(
-            "time data {} does not match format {}",
-            StringRepr(date_string),
-            StringRepr(format)
-        ),
-        // Backtracking past fancy-regex's limit: leave it to the parser.
-        Err(_) => return None,
-    };
-    Some(SimpleException::new_msg(ExcType::ValueError, message).into())
-}
-
-/// What `_strptime._strptime` makes of an input its expression reads whole:
-/// the `datetime` fields, the `%z` offset (seconds, microseconds) and the
-/// `%Z` name.
-pub(crate) struct StrptimeFields {
-    pub year: i32,
-    pub month: u32,
-    pub day: u32,
-    pub hour: u32,
-    pub minute: u32,
-    pub second: u32,
-    pub microsecond: u32,
-    pub offset: Option<(i32, i32)>,
-    pub zone_name: Option<String>,
-}
-
-/// The C locale's names, as `LocaleTime` lists them (lowercase).
+/// The C locale's names, as `LocaleTime` lists them (lowercase), longest
+/// first where `__seqToRE` sorts them so.
 const WEEKDAYS: [&str; 7] = [
     "monday",
     "tuesday",
@@ -155,6 +140,232 @@ const MONTHS: [&str; 12] = [
     "december",
 ];
 
+/// Where `alternative` (see [`numeric_alternatives`]) ends if it matches at `at`.
+fn match_numeric(input: &[char], at: usize, alternative: &str) -> Option<usize> {
+    let spec: Vec<char> = alternative.chars().collect();
+    let (mut i, mut pos) = (0, at);
+    while i < spec.len() {
+        let c = *input.get(pos)?;
+        let ok = match spec[i] {
+            '#' => c.is_ascii_digit(),
+            '[' => {
+                let (low, high) = (spec[i + 1], spec[i + 2]);
+                i += 3;
+                (low..=high).contains(&c)
+            }
+            literal => c == literal,
+        };
+        if !ok {
+            return None;
+        }
+        i += 1;
+        pos += 1;
+    }
+    Some(pos)
+}
+
+/// Whether `input[at..]` starts with `word` (lowercase ASCII), ignoring case.
+fn match_word(input: &[char], at: usize, word: &str) -> Option<usize> {
+    let mut pos = at;
+    for w in word.chars() {
+        let c = *input.get(pos)?;
+        if c != w && !c.to_lowercase().eq(std::iter::once(w)) {
+            return None;
+        }
+        pos += 1;
+    }
+    Some(pos)
+}
+
+/// The ends a directive's expression can reach from `at`, in the order a
+/// backtracking engine tries them.
+fn directive_ends(name: char, input: &[char], at: usize) -> Vec<usize> {
+    let digit = |pos: usize| input.get(pos).is_some_and(char::is_ascii_digit);
+    let in_range = |pos: usize, low: char, high: char| input.get(pos).is_some_and(|c| (low..=high).contains(c));
+    if let Some(alternatives) = numeric_alternatives(name) {
+        return alternatives
+            .iter()
+            .filter_map(|a| match_numeric(input, at, a))
+            .collect();
+    }
+    let words = |list: &[&str]| -> Vec<usize> { list.iter().filter_map(|w| match_word(input, at, w)).collect() };
+    match name {
+        // `[0-9]{1,6}`, greedy.
+        'f' => {
+            let run = (0..6).take_while(|i| digit(at + i)).count();
+            (1..=run).rev().map(|n| at + n).collect()
+        }
+        'A' => words(&[
+            "wednesday",
+            "thursday",
+            "saturday",
+            "tuesday",
+            "monday",
+            "friday",
+            "sunday",
+        ]),
+        'a' => words(&["mon", "tue", "wed", "thu", "fri", "sat", "sun"]),
+        'B' => words(&[
+            "september",
+            "february",
+            "november",
+            "december",
+            "january",
+            "october",
+            "august",
+            "march",
+            "april",
+            "june",
+            "july",
+            "may",
+        ]),
+        'b' => words(&[
+            "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+        ]),
+        'p' => words(&["am", "pm"]),
+        // `utc`, `gmt` and the local zone's name, UTC in the sandbox.
+        'Z' => words(&["gmt", "utc"]),
+        // `[+-]\d\d:?[0-5]\d(:?[0-5]\d(\.\d{1,6})?)?|(?-i:Z)`
+        'z' => {
+            let mut ends = Vec::new();
+            if input.get(at).is_some_and(|c| matches!(c, '+' | '-')) && digit(at + 1) && digit(at + 2) {
+                let colon = |pos: usize| usize::from(input.get(pos) == Some(&':'));
+                // Each `:?` takes its colon first, then tries without.
+                for minutes in [at + 3 + colon(at + 3), at + 3].into_iter().collect::<Vec<_>>() {
+                    if !(in_range(minutes, '0', '5') && digit(minutes + 1)) {
+                        continue;
+                    }
+                    let after_minutes = minutes + 2;
+                    for seconds in [after_minutes + colon(after_minutes), after_minutes] {
+                        if in_range(seconds, '0', '5') && digit(seconds + 1) {
+                            let after_seconds = seconds + 2;
+                            if input.get(after_seconds) == Some(&'.') {
+                                let run = (0..6).take_while(|i| digit(after_seconds + 1 + i)).count();
+                                ends.extend((1..=run).rev().map(|n| after_seconds + 1 + n));
+                            }
+                            ends.push(after_seconds);
+                        }
+                        if colon(after_minutes) == 0 {
+                            break;
+                        }
+                    }
+                    ends.push(after_minutes);
+                    if colon(at + 3) == 0 {
+                        break;
+                    }
+                }
+            }
+            if input.get(at) == Some(&'Z') {
+                ends.push(at + 1);
+            }
+            ends
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The first way through `pieces[index..]` from `at`, as the backtracking
+/// engine finds it: where it ends, each directive's span left in `spans`.
+fn search(
+    pieces: &[Piece],
+    index: usize,
+    at: usize,
+    input: &[char],
+    spans: &mut [(usize, usize)],
+    failed: &mut HashSet<(usize, usize)>,
+) -> Option<usize> {
+    let Some(piece) = pieces.get(index) else {
+        return Some(at);
+    };
+    if failed.contains(&(index, at)) {
+        return None;
+    }
+    let ends = match *piece {
+        Piece::Literal(expected) => {
+            let c = input.get(at);
+            let same = c.is_some_and(|c| *c == expected || c.to_lowercase().eq(expected.to_lowercase()));
+            if same { vec![at + 1] } else { Vec::new() }
+        }
+        // `\s+`, greedy. Giving back more than one character never helps:
+        // what follows a run is a directive, and the only ones that may start
+        // with whitespace (`%d`, `%H`, `%I`) start with one space.
+        Piece::Space => {
+            let run = input[at.min(input.len())..]
+                .iter()
+                .take_while(|c| is_space(**c))
+                .count();
+            (run.saturating_sub(1).max(1)..=run).rev().map(|n| at + n).collect()
+        }
+        Piece::Directive(name) => directive_ends(name, input, at),
+    };
+    for end in ends {
+        spans[index] = (at, end);
+        if let Some(found) = search(pieces, index + 1, end, input, spans, failed) {
+            return Some(found);
+        }
+    }
+    failed.insert((index, at));
+    None
+}
+
+/// The match of `format`'s expression at the start of `date_string`: each
+/// directive's group name and text, in the format's order, and where the
+/// match ends (in characters). `None` when the format is not modelled,
+/// `Some(None)` when nothing matches.
+#[expect(clippy::type_complexity, reason = "a private helper's one result")]
+fn matched(date_string: &str, format: &str) -> Option<Option<(Vec<(char, String)>, usize)>> {
+    let pieces = pieces(format)?;
+    let input: Vec<char> = date_string.chars().collect();
+    let mut spans = vec![(0, 0); pieces.len()];
+    let Some(end) = search(&pieces, 0, 0, &input, &mut spans, &mut HashSet::new()) else {
+        return Some(None);
+    };
+    let groups = pieces
+        .iter()
+        .zip(&spans)
+        .filter_map(|(piece, &(from, to))| match piece {
+            Piece::Directive(name) => Some((*name, input[from..to].iter().collect())),
+            _ => None,
+        })
+        .collect();
+    Some(Some((groups, end)))
+}
+
+/// What CPython's expression makes of `date_string`: `None` when it reads
+/// it whole (or the format is not modelled), else CPython's `ValueError`.
+pub(crate) fn strptime_refusal(date_string: &str, format: &str) -> Option<RunError> {
+    let message = match matched(date_string, format)? {
+        None => format!(
+            "time data {} does not match format {}",
+            StringRepr(date_string),
+            StringRepr(format)
+        ),
+        Some((_, end)) => {
+            let rest: String = date_string.chars().skip(end).collect();
+            if rest.is_empty() {
+                return None;
+            }
+            format!("unconverted data remains: {rest}")
+        }
+    };
+    Some(SimpleException::new_msg(ExcType::ValueError, message).into())
+}
+
+/// What `_strptime._strptime` makes of an input its expression reads whole:
+/// the `datetime` fields, the `%z` offset (seconds, microseconds) and the
+/// `%Z` name.
+pub(crate) struct StrptimeFields {
+    pub year: i32,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    pub microsecond: u32,
+    pub offset: Option<(i32, i32)>,
+    pub zone_name: Option<String>,
+}
+
 fn value_error(message: impl Into<String>) -> RunError {
     SimpleException::new_msg(ExcType::ValueError, message.into()).into()
 }
@@ -166,62 +377,56 @@ fn value_error(message: impl Into<String>) -> RunError {
 pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFields>, RunError> {
     use chrono::{Datelike, NaiveDate, Weekday};
 
-    let Some(pattern) = format_pattern(format) else {
+    let Some(Some((groups, end))) = matched(date_string, format) else {
         return Ok(None);
     };
-    let Ok(regex) = Regex::new(&pattern) else {
-        return Ok(None);
-    };
-    let Ok(Some(captures)) = regex.captures(date_string) else {
-        return Ok(None);
-    };
-    if captures.get(0).is_none_or(|found| found.end() != date_string.len()) {
+    if end != date_string.chars().count() {
         return Ok(None);
     }
-    let text = |name: &str| captures.name(name).map(|m| m.as_str());
+    let text = |name: char| groups.iter().find(|(n, _)| *n == name).map(|(_, text)| text.as_str());
     // Every group is digits or one of the names, by its expression.
-    let number = |name: &str| text(name).and_then(|t| t.trim_start().parse::<i32>().ok());
+    let number = |name: char| text(name).and_then(|t| t.trim_start().parse::<i32>().ok());
 
     let (mut year, mut month, mut day) = (None, 1, 1);
     let (mut hour, mut minute, mut second, mut microsecond) = (0, 0, 0, 0);
     let (mut iso_year, mut iso_week, mut week_of_year, mut weekday, mut julian) = (None, None, None, None, None);
     let mut week_starts_monday = false;
     let mut offset = None;
-    for name in regex.capture_names().flatten() {
-        let Some(value) = text(name) else { continue };
+    for (name, value) in &groups {
+        let (name, value) = (*name, value.as_str());
         let lower = value.to_lowercase();
         match name {
-            "y" => year = number("y").map(|y| if y <= 68 { y + 2000 } else { y + 1900 }),
-            "Y" => year = number("Y"),
-            "G" => iso_year = number("G"),
-            "m" => month = number("m").unwrap_or(1),
-            "B" => month = MONTHS.iter().position(|m| *m == lower).map_or(1, |i| i as i32 + 1),
-            "b" => month = MONTHS.iter().position(|m| m[..3] == lower).map_or(1, |i| i as i32 + 1),
-            "d" => day = number("d").unwrap_or(1),
-            "H" => hour = number("H").unwrap_or(0),
-            "I" => {
-                let twelve = number("I").unwrap_or(0);
-                hour = match text("p").map(str::to_lowercase).as_deref() {
+            'y' => year = number('y').map(|y| if y <= 68 { y + 2000 } else { y + 1900 }),
+            'Y' => year = number('Y'),
+            'G' => iso_year = number('G'),
+            'm' => month = number('m').unwrap_or(1),
+            'B' => month = MONTHS.iter().position(|m| *m == lower).map_or(1, |i| i as i32 + 1),
+            'b' => month = MONTHS.iter().position(|m| m[..3] == lower).map_or(1, |i| i as i32 + 1),
+            'd' => day = number('d').unwrap_or(1),
+            'H' => hour = number('H').unwrap_or(0),
+            'I' => {
+                let twelve = number('I').unwrap_or(0);
+                hour = match text('p').map(str::to_lowercase).as_deref() {
                     Some("pm") if twelve != 12 => twelve + 12,
                     Some("pm") => twelve,
                     _ if twelve == 12 => 0,
                     _ => twelve,
                 };
             }
-            "M" => minute = number("M").unwrap_or(0),
-            "S" => second = number("S").unwrap_or(0),
-            "f" => microsecond = format!("{value:0<6}").parse().unwrap_or(0),
-            "A" => weekday = WEEKDAYS.iter().position(|d| *d == lower),
-            "a" => weekday = WEEKDAYS.iter().position(|d| d[..3] == lower),
-            "w" => weekday = number("w").map(|w| if w == 0 { 6 } else { (w - 1) as usize }),
-            "u" => weekday = number("u").map(|u| (u - 1) as usize),
-            "j" => julian = number("j"),
-            "U" | "W" => {
+            'M' => minute = number('M').unwrap_or(0),
+            'S' => second = number('S').unwrap_or(0),
+            'f' => microsecond = format!("{value:0<6}").parse().unwrap_or(0),
+            'A' => weekday = WEEKDAYS.iter().position(|d| *d == lower),
+            'a' => weekday = WEEKDAYS.iter().position(|d| d[..3] == lower),
+            'w' => weekday = number('w').map(|w| if w == 0 { 6 } else { (w - 1) as usize }),
+            'u' => weekday = number('u').map(|u| (u - 1) as usize),
+            'j' => julian = number('j'),
+            'U' | 'W' => {
                 week_of_year = number(name);
-                week_starts_monday = name == "W";
+                week_starts_monday = name == 'W';
             }
-            "V" => iso_week = number("V"),
-            "z" => offset = Some(parse_offset(value)?),
+            'V' => iso_week = number('V'),
+            'z' => offset = Some(parse_offset(value)?),
             _ => {}
         }
     }
@@ -320,7 +525,7 @@ pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFi
         second: second.unsigned_abs(),
         microsecond,
         offset,
-        zone_name: text("Z").map(str::to_owned),
+        zone_name: text('Z').map(str::to_owned),
     }))
 }
 
