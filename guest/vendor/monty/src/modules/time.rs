@@ -668,10 +668,11 @@ fn is_daylight(sandbox_zone: &SandboxTimeZone, utc: NaiveDateTime, at: &MontyTim
 /// Builds a `time.struct_time`.
 ///
 /// A structseq in CPython: no class object, so `_fields`/`_replace` are absent
-/// here too. Unlike CPython's, the two zone fields are part of the tuple, so
-/// `len()` is 11 (see `limitations/time.md`).
+/// here too, and its nine fields are the tuple while `tm_gmtoff` and
+/// `tm_zone` are read by name only (chainbox patch: upstream made them part
+/// of the tuple, so `len()` was 11 and `tuple(st)` had them).
 fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
-    const NAMES: [StaticStrings; 11] = [
+    const NAMES: [StaticStrings; 9] = [
         StaticStrings::TmYear,
         StaticStrings::TmMon,
         StaticStrings::TmMday,
@@ -681,8 +682,6 @@ fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
         StaticStrings::TmWday,
         StaticStrings::TmYday,
         StaticStrings::TmIsdst,
-        StaticStrings::TmGmtoff,
-        StaticStrings::TmZone,
     ];
     let wall = fields.wall;
     let (gmtoff, zone_name) = match &fields.zone {
@@ -692,12 +691,14 @@ fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
         ),
         None => (Value::None, Value::None),
     };
-    let named_tuple = NamedTuple::new(
+    let name = |name: StaticStrings, vm: &VM<'_>| EitherStr::Interned(vm.interns.intern_static(name));
+    let hidden = vec![
+        (name(StaticStrings::TmGmtoff, vm), gmtoff),
+        (name(StaticStrings::TmZone, vm), zone_name),
+    ];
+    let named_tuple = NamedTuple::structseq(
         EitherStr::Interned(vm.interns.intern_static(StaticStrings::StructTime)),
-        NAMES
-            .into_iter()
-            .map(|name| EitherStr::Interned(vm.interns.intern_static(name)))
-            .collect(),
+        NAMES.into_iter().map(|n| name(n, vm)).collect(),
         vec![
             Value::Int(i64::from(wall.year())),
             Value::Int(i64::from(wall.month())),
@@ -708,9 +709,8 @@ fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
             Value::Int(fields.weekday),
             Value::Int(fields.yearday),
             Value::Int(fields.isdst),
-            gmtoff,
-            zone_name,
         ],
+        hidden,
     );
     Value::Ref(vm.heap.allocate(HeapData::NamedTuple(Box::new(named_tuple))))
 }
@@ -718,8 +718,8 @@ fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
 /// Reads the `struct_time` (or bare 9-element tuple) that `mktime`, `asctime`
 /// and `strftime` accept.
 ///
-/// CPython requires exactly 9 items; Monty's own `struct_time` carries 11, so
-/// both lengths are taken. A bare tuple has no zone of its own, so `tm_isdst`
+/// CPython requires exactly 9 items (a `struct_time` carries its zone by
+/// name besides). A bare tuple has no zone of its own, so `tm_isdst`
 /// selects the session zone's standard or daylight half, as CPython does.
 fn time_fields(value: &Value, name: &str, vm: &mut VM<'_>) -> RunResult<TimeFields> {
     let (items, own_zone) = time_tuple_parts(value, name, vm)?;
@@ -745,16 +745,16 @@ fn time_fields(value: &Value, name: &str, vm: &mut VM<'_>) -> RunResult<TimeFiel
     })
 }
 
-/// The nine core integers of a time tuple, plus the zone an 11-field
-/// `struct_time` carries. Rejects anything else with CPython's wording.
+/// The nine core integers of a time tuple, plus the zone a `struct_time`
+/// carries by name. Rejects anything else with CPython's wording.
 fn time_tuple_parts(value: &Value, name: &str, vm: &VM<'_>) -> RunResult<([i64; 9], Option<MontyTimeZone>)> {
     let read = value.read_heap(vm);
-    let items = match &read {
-        Some(HeapReadOutput::Tuple(tuple)) => tuple.get(vm.heap).as_slice(),
-        Some(HeapReadOutput::NamedTuple(tuple)) => tuple.get(vm.heap).items(),
+    let (items, hidden) = match &read {
+        Some(HeapReadOutput::Tuple(tuple)) => (tuple.get(vm.heap).as_slice(), &[][..]),
+        Some(HeapReadOutput::NamedTuple(tuple)) => (tuple.get(vm.heap).items(), tuple.get(vm.heap).hidden()),
         _ => return Err(ExcType::type_error("Tuple or struct_time argument required".to_owned())),
     };
-    if !matches!(items.len(), 9 | 11) {
+    if items.len() != 9 {
         return Err(ExcType::illegal_time_tuple(name));
     }
     let mut core = [0_i64; 9];
@@ -770,10 +770,10 @@ fn time_tuple_parts(value: &Value, name: &str, vm: &VM<'_>) -> RunResult<([i64; 
             }
         };
     }
-    // Only Monty's own `struct_time` has the two zone fields; a zone-less one
+    // Only a `struct_time` has the two zone fields; a zone-less one
     // (from `strptime`) leaves them `None` and falls back to the session zone.
-    let zone = match items.get(9..11) {
-        Some([Value::Int(offset_seconds), name]) => {
+    let zone = match hidden {
+        [(_, Value::Int(offset_seconds)), (_, name)] => {
             i32::try_from(*offset_seconds).ok().map(|offset_seconds| MontyTimeZone {
                 offset_seconds,
                 name: name.to_str(vm).ok().map(str::to_owned),

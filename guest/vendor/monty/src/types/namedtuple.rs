@@ -72,6 +72,12 @@ pub(crate) struct NamedTuple {
     /// have no class object. When `Some`, the instance owns a counted reference
     /// to the class so `type(p) is Point` resolves by identity (see [`type_of`]).
     class_id: Option<HeapId>,
+    /// chainbox patch: a structseq's fields past its sequence (`time.struct_time`'s
+    /// `tm_gmtoff` and `tm_zone`), read by name but not part of the tuple: its
+    /// `len()`, iteration, indexing, comparison, hash and repr show the
+    /// visible ones only, as CPython's `n_sequence_fields`.
+    #[serde(default)]
+    hidden: Vec<(EitherStr, Value)>,
     /// True if any item is a `Value::Ref`. Set at creation time since named tuples are immutable.
     contains_refs: bool,
     /// Lazily-computed Python hash. Same rationale as [`super::Tuple::cached_hash`].
@@ -135,9 +141,29 @@ impl NamedTuple {
             field_names,
             items,
             class_id,
+            hidden: Vec::new(),
             contains_refs,
             cached_hash: Cell::new(None),
         }
+    }
+
+    /// A structseq with fields read by name beyond its sequence (see `hidden`).
+    #[must_use]
+    pub fn structseq(
+        name: impl Into<EitherStr>,
+        field_names: Vec<EitherStr>,
+        items: Vec<Value>,
+        hidden: Vec<(EitherStr, Value)>,
+    ) -> Self {
+        let mut named = Self::new(name, field_names, items);
+        named.contains_refs |= hidden.iter().any(|(_, v)| matches!(v, Value::Ref(_)));
+        named.hidden = hidden;
+        named
+    }
+
+    /// The fields past the sequence, by name (see `hidden`).
+    pub(crate) fn hidden(&self) -> &[(EitherStr, Value)] {
+        &self.hidden
     }
 
     /// Returns the class object this instance was built from, if any.
@@ -200,6 +226,12 @@ impl NamedTuple {
             .iter()
             .position(|field_name| field_name.as_str(interns) == name_str)
             .map(|idx| &self.items[idx])
+            .or_else(|| {
+                self.hidden
+                    .iter()
+                    .find(|(field_name, _)| field_name.as_str(interns) == name_str)
+                    .map(|(_, value)| value)
+            })
     }
 }
 
@@ -218,7 +250,12 @@ impl<'h> HeapRead<'h, NamedTuple> {
         if let Some(class_id) = class_id {
             vm.heap.inc_ref(class_id);
         }
-        let named = NamedTuple::with_class(name, field_names, items, class_id);
+        let mut named = NamedTuple::with_class(name, field_names, items, class_id);
+        let hidden: Vec<(EitherStr, Value)> = (self.get(vm.heap).hidden.iter())
+            .map(|(name, value)| (name.clone(), value.clone_with_heap(vm.heap)))
+            .collect();
+        named.contains_refs |= hidden.iter().any(|(_, v)| matches!(v, Value::Ref(_)));
+        named.hidden = hidden;
         Value::Ref(vm.heap.allocate(HeapData::NamedTuple(Box::new(named))))
     }
 
@@ -629,7 +666,11 @@ impl HeapItem for NamedTuple {
         if !self.contains_refs {
             return;
         }
-        for obj in &mut self.items {
+        for obj in self
+            .items
+            .iter_mut()
+            .chain(self.hidden.iter_mut().map(|(_, value)| value))
+        {
             if let Value::Ref(id) = obj {
                 stack.push(*id);
                 #[cfg(feature = "memory-model-checks")]
