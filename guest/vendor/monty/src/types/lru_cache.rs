@@ -22,7 +22,7 @@ use crate::{
     intern::StaticStrings,
     modules::ModuleFunctions,
     types::{
-        Dict, LazyHeapSet, NamedTuple, PyTrait, Type,
+        Dict, LazyHeapSet, NamedTuple, NamedTupleClass, PyTrait, Type,
         hash_table::{PyHashTable, Slot, TableEntry, TableProbe, TableSource},
         tuple::{TupleVec, allocate_tuple},
     },
@@ -409,13 +409,25 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, LruCache> {
 
     /// `__wrapped__` — the callable being cached.
     fn py_getattr(&self, attr: &EitherStr, vm: &mut VM<'h>) -> RunResult<Option<CallResult>> {
-        if attr.static_string(vm.interns) == Some(StaticStrings::DunderWrapped)
-            && let Some(func) = self.get(vm.heap).func.as_ref()
-        {
-            let func = func.clone_with_heap(vm);
-            Ok(Some(CallResult::Value(func)))
-        } else {
-            Ok(None)
+        let Some(func) = self.get(vm.heap).func.as_ref() else {
+            return Ok(None);
+        };
+        match attr.static_string(vm.interns) {
+            Some(StaticStrings::DunderWrapped) => Ok(Some(CallResult::Value(func.clone_with_heap(vm)))),
+            // chainbox patch: `update_wrapper` copied these from the wrapped
+            // function in CPython (`cache(f).__name__` is `f`'s); upstream
+            // raised AttributeError.
+            Some(
+                StaticStrings::DunderName
+                | StaticStrings::DunderQualname
+                | StaticStrings::DunderDoc
+                | StaticStrings::DunderModule,
+            ) => {
+                let func = func.clone_with_heap(vm);
+                defer_drop!(func, vm);
+                func.py_getattr(attr, vm).map(Some)
+            }
+            _ => Ok(None),
         }
     }
 
@@ -461,16 +473,22 @@ impl<'h> HeapObjectRead<'h, LruCache> {
             maxsize_value(this.maxsize),
             count_value(this.cache.len() as u64),
         ];
-        let info = NamedTuple::new(
-            EitherStr::Interned(vm.interns.intern_static(StaticStrings::CacheInfoName)),
-            vec![
-                EitherStr::Interned(vm.interns.intern_static(StaticStrings::Hits)),
-                EitherStr::Interned(vm.interns.intern_static(StaticStrings::Misses)),
-                EitherStr::Interned(vm.interns.intern_static(StaticStrings::Maxsize)),
-                EitherStr::Interned(vm.interns.intern_static(StaticStrings::Currsize)),
-            ],
-            items,
-        );
+        let field = |name| EitherStr::Interned(vm.interns.intern_static(name));
+        let name = field(StaticStrings::CacheInfoName);
+        let fields = vec![
+            field(StaticStrings::Hits),
+            field(StaticStrings::Misses),
+            field(StaticStrings::Maxsize),
+            field(StaticStrings::Currsize),
+        ];
+        // chainbox patch: CPython's `CacheInfo` is a `collections.namedtuple`
+        // of `functools` (`_asdict()`, `_fields`, `_replace`); upstream built a
+        // structseq, which has none of them. The new class's one reference
+        // is the instance's.
+        let module = Value::InternString(vm.interns.intern_static(StaticStrings::Functools));
+        let class = NamedTupleClass::new(name.clone(), fields.clone(), Vec::new(), module);
+        let class_id = vm.heap.allocate(HeapData::NamedTupleClass(Box::new(class)));
+        let info = NamedTuple::with_class(name, fields, items, Some(class_id));
         Value::Ref(vm.heap.allocate(HeapData::NamedTuple(Box::new(info))))
     }
 
