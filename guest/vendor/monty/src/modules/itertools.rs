@@ -338,78 +338,69 @@ fn call_islice(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
 /// Resolves `islice`'s overloaded positional slots into `(start, stop, step)`.
 ///
-/// With two arguments the second is `stop`; with three or more it is `start`.
-/// CPython words the two failures differently, so they are not interchangeable.
+/// chainbox patch: CPython's `islice_new`, in its order. With two arguments
+/// the second is `stop`; with three or more it is `start`. A `stop` that is
+/// not an index (or is -1, C's error value) is the "Stop argument" error,
+/// whichever form; a bad `start` reads as -1 and, like a `stop` below -1, is
+/// the "Indices" error; a bad or non-positive `step` the "Step" one.
+/// Upstream said "Indices" for any bad bound of the longer form.
 fn islice_bounds(
     first: &Value,
     second: Option<&Value>,
     third: Option<&Value>,
     vm: &mut VM<'_>,
 ) -> RunResult<(usize, Option<usize>, usize)> {
-    match second {
-        None => match islice_index(first, vm)? {
-            IsliceBound::Unbounded => Ok((0, None, 1)),
-            IsliceBound::Index(stop) => Ok((0, Some(stop), 1)),
-            IsliceBound::Invalid => Err(ExcType::islice_bad_stop()),
-        },
-        Some(second) => {
-            // A `start` of `None` means "from the beginning", as in a slice.
-            let start = match islice_index(first, vm)? {
-                IsliceBound::Unbounded => 0,
-                IsliceBound::Index(start) => start,
-                IsliceBound::Invalid => return Err(ExcType::islice_bad_indices()),
-            };
-            let stop = match islice_index(second, vm)? {
-                IsliceBound::Unbounded => None,
-                IsliceBound::Index(stop) => Some(stop),
-                IsliceBound::Invalid => return Err(ExcType::islice_bad_indices()),
-            };
-            // A step of `None` is 1; zero and negatives are rejected outright.
-            let step = match third.map(|third| islice_index(third, vm)).transpose()? {
-                None | Some(IsliceBound::Unbounded) => 1,
-                Some(IsliceBound::Index(step)) if step > 0 => step,
-                Some(_) => return Err(ExcType::islice_bad_step()),
-            };
-            Ok((start, stop, step))
+    // `stop`, -1 for `None`.
+    fn stop_of(value: &Value, vm: &mut VM<'_>) -> RunResult<i64> {
+        if matches!(value, Value::None) {
+            return Ok(-1);
+        }
+        match islice_ssize(value, vm)? {
+            Some(stop) if stop != -1 => Ok(stop),
+            _ => Err(ExcType::islice_bad_stop()),
         }
     }
-}
-
-/// One parsed `islice` bound.
-///
-/// Three-way rather than `Option<usize>`: `stop` accepts an explicit `None`
-/// where `step` does not, so the two rejections must stay distinguishable.
-enum IsliceBound {
-    /// Python `None` — unbounded for `stop`, the default for `start`/`step`.
-    Unbounded,
-    /// An index in `0 ..= sys.maxsize`.
-    Index(usize),
-    /// Neither, so the caller raises.
-    Invalid,
-}
-
-/// Reads one `islice` bound; whether `Unbounded` is allowed is the caller's
-/// business, and differs per parameter.
-fn islice_index(value: &Value, vm: &mut VM<'_>) -> RunResult<IsliceBound> {
-    let index = match value {
-        Value::None => return Ok(IsliceBound::Unbounded),
-        Value::Bool(b) => i64::from(*b),
-        // A raising `__index__` propagates; only a type mismatch is `Invalid`,
-        // which the caller words per parameter.
-        other => match other.as_int(vm) {
-            Ok(index) => index,
-            Err(RunError::Exc(_)) => return Ok(IsliceBound::Invalid),
-            Err(e) => return Err(e),
-        },
+    let (start, stop) = match second {
+        None => (0, stop_of(first, vm)?),
+        Some(second) => {
+            let start = if matches!(first, Value::None) {
+                0
+            } else {
+                islice_ssize(first, vm)?.unwrap_or(-1)
+            };
+            (start, stop_of(second, vm)?)
+        }
     };
+    if start < 0 || stop < -1 {
+        return Err(ExcType::islice_bad_indices());
+    }
+    let step = match third {
+        None | Some(Value::None) => 1,
+        Some(step) => islice_ssize(step, vm)?.unwrap_or(-1),
+    };
+    if step < 1 {
+        return Err(ExcType::islice_bad_step());
+    }
     // chainbox patch: on a 32-bit target an index between `usize::MAX` and
     // `sys.maxsize` saturates rather than being refused as out of
     // `0 <= x <= sys.maxsize` (`islice(it, 10**10)`); no iterator here yields
     // that many items.
-    if index > 0 && usize::try_from(index).is_err() {
-        return Ok(IsliceBound::Index(usize::MAX));
+    let index = |n: i64| usize::try_from(n).unwrap_or(usize::MAX);
+    Ok((index(start), (stop != -1).then(|| index(stop)), index(step)))
+}
+
+/// `PyNumber_AsSsize_t` of an `islice` bound: `None` where CPython's
+/// conversion fails (not an index, or past `sys.maxsize`), which `islice`
+/// clears and words itself (a raising `__index__` included, as there).
+fn islice_ssize(value: &Value, vm: &mut VM<'_>) -> RunResult<Option<i64>> {
+    match value {
+        Value::Bool(b) => Ok(Some(i64::from(*b))),
+        other => match other.as_int(vm) {
+            Ok(index) => Ok(Some(index)),
+            Err(RunError::Exc(_)) => Ok(None),
+            Err(e) => Err(e),
+        },
     }
-    Ok(usize::try_from(index).map_or(IsliceBound::Invalid, IsliceBound::Index))
 }
 
 /// `itertools.chain(*iterables)` — each argument's items, back to back.
