@@ -1088,6 +1088,11 @@ def _patch_interpreter(stack):
     patch(random.Random, "seed", _seed_as_64_bit)
     patch(random, "seed", random._inst.seed)
 
+    # `time.gmtime()`'s zone is `GMT`, as glibc's `gmtime_r` names it and
+    # CPython on Linux reports it (`tm_zone`, `strftime('%Z', ...)`);
+    # wasi-libc says `UTC`.
+    patch(time, "gmtime", _gmtime_as_glibc)
+
     # `sys.maxsize` as on 64-bit CPython (and monty): scripts use it as an
     # "infinity" (`best = sys.maxsize; best = min(best, ts)`), and this
     # wasm32 build's 2**31 - 1 is smaller than a millisecond timestamp, a
@@ -1460,6 +1465,19 @@ def _seed_as_64_bit(self, a=None, version=2):
 # take the name from the code object).
 _seed_as_64_bit.__code__ = _seed_as_64_bit.__code__.replace(co_name="seed", co_qualname="Random.seed")
 _seed_as_64_bit.__name__, _seed_as_64_bit.__qualname__ = "seed", "Random.seed"
+
+
+_GMTIME = time.gmtime
+
+
+def _gmtime_as_glibc(*args):
+    """`time.gmtime`, its zone named `GMT` (see `_patch_interpreter`); the
+    C function checks the arguments, so its errors are its own."""
+    tm = _GMTIME(*args)
+    return time.struct_time(tuple(tm), {"tm_zone": "GMT", "tm_gmtoff": 0})
+
+
+_gmtime_as_glibc.__name__ = _gmtime_as_glibc.__qualname__ = "gmtime"
 
 
 def _pbkdf2_hmac(hash_name, password, salt, iterations, dklen=None):

@@ -11,7 +11,7 @@ year, month, day, *rest = st
     "parsed": list(parsed),
     "unpacked": [year, month, day, rest],
     "last": st[-1],
-    "zone": [st.tm_gmtoff, parsed.tm_zone, parsed.tm_gmtoff],
+    "zone": [st.tm_zone, st.tm_gmtoff, parsed.tm_zone, parsed.tm_gmtoff, time.strftime("%Z", st)],
     "repr": repr(st),
     "equal": st == tuple(st),
     "back": time.strftime("%Y-%m-%d %H:%M:%S", st),

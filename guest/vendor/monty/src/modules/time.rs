@@ -635,9 +635,11 @@ impl TimeFields {
 
 /// `time.gmtime(secs)`: the instant broken down in UTC.
 fn gmtime_value(utc: NaiveDateTime, vm: &mut VM<'_>) -> Value {
+    // chainbox patch: glibc's `gmtime_r` names its zone `GMT`, which CPython
+    // on Linux reports (`tm_zone`, `strftime('%Z')`); upstream said `UTC`.
     let zone = MontyTimeZone {
         offset_seconds: 0,
-        name: Some("UTC".to_owned()),
+        name: Some("GMT".to_owned()),
     };
     struct_time_value(&TimeFields::zoned(utc, zone, 0), vm)
 }
