@@ -12,9 +12,10 @@ use std::fmt::Write;
 use monty_types::FormatComplex;
 
 use crate::{
+    c_math,
     args::{ArgValues, FromArgs, FromValue, FromValueFail},
     bytecode::{CallResult, VM},
-    c_math, defer_drop,
+    defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunResult},
     hash::{HashValue, hash_f64},
     heap::{Heap, HeapData, HeapId, HeapItem, HeapObjectRead},

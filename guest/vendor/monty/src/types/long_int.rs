@@ -1037,9 +1037,7 @@ pub(crate) fn modular_pow(base: &BigInt, exponent: &Value, modulus: &Value, vm: 
             return Ok(Some(Value::Int(0)));
         }
         // Only the exponent's magnitude is read below.
-        base = base
-            .modinv(&modulus_abs)
-            .ok_or_else(ExcType::value_error_pow_not_invertible)?;
+        base = base.modinv(&modulus_abs).ok_or_else(ExcType::value_error_pow_not_invertible)?;
     }
     let (base, exponent, modulus_mag) = (base.magnitude(), exponent.magnitude(), modulus_abs.magnitude());
     // A `num-bigint` digit is pointer-sized, so wasm32 counts twice as many words.

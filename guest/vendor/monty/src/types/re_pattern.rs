@@ -24,7 +24,8 @@ use crate::{
     modules::re::{ASCII, DOTALL, IGNORECASE, LOCALE, MULTILINE, UNICODE, VERBOSE},
     resource_checks::check_estimated_size,
     types::{
-        LazyHeapSet, List, PyTrait, ReMatch, Type, allocate_tuple, re_syntax,
+        LazyHeapSet, List, PyTrait, ReMatch, Type, allocate_tuple,
+        re_syntax,
         re_template::Template,
         str::{allocate_string, string_repr_fmt},
         tuple::TupleVec,
@@ -802,9 +803,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, RePattern> {
             // in CPython, which monty lacks: the scan sends it to CPython.)
             Some(StaticStrings::Groups) => {
                 let count = self.get(vm.heap).group_count();
-                Ok(Some(CallResult::Value(Value::Int(
-                    i64::try_from(count).unwrap_or(i64::MAX),
-                ))))
+                Ok(Some(CallResult::Value(Value::Int(i64::try_from(count).unwrap_or(i64::MAX)))))
             }
             _ => Err(ExcType::attribute_error(Type::RePattern, attr.as_str(vm.interns))),
         }

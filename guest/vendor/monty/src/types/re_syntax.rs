@@ -97,11 +97,7 @@ pub(crate) fn translate(pattern: &str, flags: u16) -> RunResult<Translation> {
     }
     for &(group, position) in &parser.conditional_refs {
         if group >= parser.groups {
-            return Err(pattern_error(
-                format_args!("invalid group reference {group}"),
-                &chars,
-                position,
-            ));
+            return Err(pattern_error(format_args!("invalid group reference {group}"), &chars, position));
         }
     }
     if parser.variable_lookbehind {
@@ -343,14 +339,7 @@ impl Parser<'_> {
     }
 
     /// An alternation `a|b|c` (CPython's `_parse_sub`).
-    fn parse_sub(
-        &mut self,
-        out: &mut String,
-        verbose: bool,
-        ascii: bool,
-        multiline: bool,
-        nested: usize,
-    ) -> RunResult<Width> {
+    fn parse_sub(&mut self, out: &mut String, verbose: bool, ascii: bool, multiline: bool, nested: usize) -> RunResult<Width> {
         let mut verbose = verbose;
         let mut width: Option<Width> = None;
         let mut first = true;
@@ -489,10 +478,7 @@ impl Parser<'_> {
                         },
                     );
                     width = add(
-                        (
-                            width.0.saturating_sub(item_width.0),
-                            width.1.saturating_sub(item_width.1),
-                        ),
+                        (width.0.saturating_sub(item_width.0), width.1.saturating_sub(item_width.1)),
                         repeated,
                     );
                     last = Some((Kind::Repeat, repeated));
@@ -514,15 +500,7 @@ impl Parser<'_> {
                 }
                 '(' => {
                     let group_start = self.tokens.tell() - 1;
-                    match self.group(
-                        out,
-                        group_start,
-                        verbose,
-                        ascii,
-                        multiline,
-                        nested,
-                        first && last.is_none(),
-                    )? {
+                    match self.group(out, group_start, verbose, ascii, multiline, nested, first && last.is_none())? {
                         Group::Item(item) => {
                             last = Some((Kind::Other, item));
                             width = add(width, item);
@@ -576,9 +554,10 @@ impl Parser<'_> {
                         self.check_group_name(&group_name, 1)?;
                         let offset = group_name.chars().count() + 1;
                         let Some(group) = self.group_named(&group_name) else {
-                            return Err(self
-                                .tokens
-                                .error(format_args!("unknown group name {}", StringRepr(&group_name)), offset));
+                            return Err(self.tokens.error(
+                                format_args!("unknown group name {}", StringRepr(&group_name)),
+                                offset,
+                            ));
                         };
                         if !self.closed[group] {
                             return Err(self.tokens.error("cannot refer to an open group", offset));
@@ -653,48 +632,50 @@ impl Parser<'_> {
                     capture = false;
                     open = String::from("(?>");
                 }
-                Token::Char(c) if c == '-' || flag_bit(c).is_some() => match self.inline_flags(c)? {
-                    None => {
-                        if !may_set_global {
-                            return Err(self.tokens.error(
-                                "global flags not at the start of the expression",
-                                self.tokens.tell() - start,
-                            ));
-                        }
-                        return Ok(Group::GlobalFlags);
-                    }
-                    Some((add_flags, del_flags)) => {
-                        capture = false;
-                        open = String::from("(?");
-                        for (bit, letter) in [(IGNORECASE, 'i'), (MULTILINE, 'm'), (DOTALL, 's')] {
-                            if add_flags & bit != 0 {
-                                open.push(letter);
+                Token::Char(c) if c == '-' || flag_bit(c).is_some() => {
+                    match self.inline_flags(c)? {
+                        None => {
+                            if !may_set_global {
+                                return Err(self.tokens.error(
+                                    "global flags not at the start of the expression",
+                                    self.tokens.tell() - start,
+                                ));
                             }
+                            return Ok(Group::GlobalFlags);
                         }
-                        if del_flags & (IGNORECASE | MULTILINE | DOTALL) != 0 {
-                            open.push('-');
+                        Some((add_flags, del_flags)) => {
+                            capture = false;
+                            open = String::from("(?");
                             for (bit, letter) in [(IGNORECASE, 'i'), (MULTILINE, 'm'), (DOTALL, 's')] {
-                                if del_flags & bit != 0 {
+                                if add_flags & bit != 0 {
                                     open.push(letter);
                                 }
                             }
+                            if del_flags & (IGNORECASE | MULTILINE | DOTALL) != 0 {
+                                open.push('-');
+                                for (bit, letter) in [(IGNORECASE, 'i'), (MULTILINE, 'm'), (DOTALL, 's')] {
+                                    if del_flags & bit != 0 {
+                                        open.push(letter);
+                                    }
+                                }
+                            }
+                            open.push(':');
+                            if add_flags & ASCII != 0 {
+                                ascii = true;
+                            }
+                            if add_flags & UNICODE != 0 {
+                                ascii = false;
+                            }
+                            if add_flags & MULTILINE != 0 {
+                                multiline = true;
+                            }
+                            if del_flags & MULTILINE != 0 {
+                                multiline = false;
+                            }
+                            sub_verbose = (verbose || add_flags & VERBOSE != 0) && del_flags & VERBOSE == 0;
                         }
-                        open.push(':');
-                        if add_flags & ASCII != 0 {
-                            ascii = true;
-                        }
-                        if add_flags & UNICODE != 0 {
-                            ascii = false;
-                        }
-                        if add_flags & MULTILINE != 0 {
-                            multiline = true;
-                        }
-                        if del_flags & MULTILINE != 0 {
-                            multiline = false;
-                        }
-                        sub_verbose = (verbose || add_flags & VERBOSE != 0) && del_flags & VERBOSE == 0;
                     }
-                },
+                }
                 char => {
                     return Err(self
                         .tokens
@@ -770,10 +751,9 @@ impl Parser<'_> {
             group
         } else {
             let Ok(group) = name.parse::<usize>() else {
-                return Err(self.tokens.error(
-                    format_args!("bad character in group name {}", StringRepr(&name)),
-                    offset,
-                ));
+                return Err(self
+                    .tokens
+                    .error(format_args!("bad character in group name {}", StringRepr(&name)), offset));
             };
             if group == 0 {
                 return Err(self.tokens.error("bad group number", offset));
@@ -793,7 +773,9 @@ impl Parser<'_> {
             out.push('|');
             let no = self.parse(out, verbose, ascii, multiline, nested + 1, false)?;
             if self.tokens.next == Some(Token::Char('|')) {
-                return Err(self.tokens.error("conditional backref with more than two branches", 0));
+                return Err(self
+                    .tokens
+                    .error("conditional backref with more than two branches", 0));
             }
             (yes.0.min(no.0), yes.1.max(no.1))
         } else {

@@ -190,13 +190,7 @@ impl<'c> Tokens<'c> {
         self.next = match self.chars.get(i) {
             None => None,
             Some('\\') => match self.chars.get(i + 1) {
-                None => {
-                    return Err(template_error(
-                        "bad escape (end of pattern)",
-                        self.chars,
-                        self.chars.len() - 1,
-                    ));
-                }
+                None => return Err(template_error("bad escape (end of pattern)", self.chars, self.chars.len() - 1)),
                 Some(&c) => {
                     self.index = i + 2;
                     Some(Token {
@@ -207,10 +201,7 @@ impl<'c> Tokens<'c> {
             },
             Some(&c) => {
                 self.index = i + 1;
-                Some(Token {
-                    first: c,
-                    escaped: None,
-                })
+                Some(Token { first: c, escaped: None })
             }
         };
         Ok(())

@@ -666,9 +666,7 @@ fn call_str_method_impl<'h>(
         }
         // Existing method
         StaticStrings::Join => {
-            let iterable = args
-                .reject_kwargs("str.join", vm.heap)?
-                .get_one_arg("str.join", vm.heap)?;
+            let iterable = args.reject_kwargs("str.join", vm.heap)?.get_one_arg("str.join", vm.heap)?;
             str_join(s, iterable, vm)
         }
         _ => {
@@ -1166,6 +1164,7 @@ fn parse_search_args(
     }
 }
 
+
 /// Extracts a string from a Value; anything else raises the TypeError that
 /// `message` makes of its type name.
 ///
@@ -1452,9 +1451,7 @@ fn coerce_split_args(sep: Value, maxsplit: Value, vm: &mut VM<'_>) -> RunResult<
     defer_drop!(maxsplit, vm);
     let sep = match sep {
         Value::None => None,
-        _ => Some(extract_string_arg(sep, vm, |t| {
-            format!("must be str or None, not {t}")
-        })?),
+        _ => Some(extract_string_arg(sep, vm, |t| format!("must be str or None, not {t}"))?),
     };
     let maxsplit = extract_int_arg(maxsplit, vm)?;
     Ok((sep, maxsplit))
@@ -1871,9 +1868,7 @@ fn parse_justify_args(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResu
 /// Returns a copy of the string left filled with ASCII '0' digits to make a
 /// string of length width. A sign prefix is handled correctly.
 fn str_zfill<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
-    let width_value = args
-        .reject_kwargs("str.zfill", vm.heap)?
-        .get_one_arg("str.zfill", vm.heap)?;
+    let width_value = args.reject_kwargs("str.zfill", vm.heap)?.get_one_arg("str.zfill", vm.heap)?;
     defer_drop!(width_value, vm);
     let width_i64 = extract_int_arg(width_value, vm)?;
 
