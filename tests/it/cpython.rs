@@ -281,6 +281,14 @@ same_on_both_guests! {
     // colons, `%Z` naming the zone, and the date's and time's errors.
     strptime_reads_as_in_cpython_3_14:
         "from datetime import datetime\nout = []\nfor s, f in [(' 7:05', '%H:%M'), ('0000-01-05', '%Y-%m-%d'), ('2024 53 4', '%G %V %u'), ('2023 53 4', '%G %V %u'), ('2024 10', '%G %V'), ('2024 10 1', '%Y %V %u'), ('2024 10 1 5', '%Y %G %V %u'), ('2024 5 100', '%G %V %j'), ('02-29', '%m-%d'), ('23:59:60', '%H:%M:%S'), ('10:00 +05:30:15', '%H:%M %z'), ('10:00 +053015', '%H:%M %z'), ('10:00 +05:3015', '%H:%M %z'), ('10:00 +2400', '%H:%M %z'), ('10:00 +0100 UTC', '%H:%M %z %Z'), ('10:00 UTC', '%H:%M %Z'), ('2024-02-30', '%Y-%m-%d'), ('0000 1 1', '%Y %W %w')]:\n    try:\n        out.append(repr(datetime.strptime(s, f)))\n    except ValueError as e:\n        out.append(str(e))\nout";
+    // A non-path to `PurePath(...)`, `joinpath` or `match` is refused in
+    // CPython 3.12+'s words (3.11 says "expected str, bytes or os.PathLike").
+    non_paths_are_refused_as_in_cpython_3_14:
+        "from pathlib import Path\nout = []\nfor call in [lambda: Path(1), lambda: Path('a', None), lambda: Path('a').joinpath(b'x'), lambda: Path('a').match(2.5)]:\n    try:\n        call()\n    except TypeError as e:\n        out.append(str(e))\nout";
+    // `gmtime()`'s zone is `GMT`, as glibc's CPython says (wasi-libc's and
+    // upstream monty's said `UTC`).
+    gmtime_names_its_zone_gmt:
+        "import time\nst = time.gmtime(0)\n[st.tm_zone, st.tm_gmtoff, time.strftime('%Z %z', st), time.gmtime(86400)[:3]]";
     // Arity errors of methods count `self`, the CPython guest's patched
     // `Random.seed` included (it said `_seed_as_64_bit()`).
     method_arity_errors_name_and_count_as_in_cpython:

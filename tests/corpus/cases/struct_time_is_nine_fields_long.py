@@ -5,6 +5,11 @@ import time
 st = time.gmtime(86400 * 365 + 3661)
 parsed = time.strptime("2024-01-05 10:30", "%Y-%m-%d %H:%M")
 year, month, day, *rest = st
+try:
+    time.mktime(tuple(st) + (0, "UTC"))
+    eleven = "accepted"
+except TypeError as e:
+    eleven = str(e)
 {
     "len": len(st),
     "tuple": tuple(st),
@@ -15,4 +20,5 @@ year, month, day, *rest = st
     "repr": repr(st),
     "equal": st == tuple(st),
     "back": time.strftime("%Y-%m-%d %H:%M:%S", st),
+    "eleven": eleven,
 }

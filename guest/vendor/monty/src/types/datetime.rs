@@ -443,9 +443,6 @@ pub(crate) fn class_strptime(heap: &mut Heap, args: ArgValues, interns: &Interns
     let fmt = fmt?;
 
     reject_bad_strptime_directive(&fmt)?;
-    if let Some(refusal) = strptime_re::strptime_refusal(&date_string, &fmt) {
-        return Err(refusal);
-    }
 
     // Python's `%f` accepts 1..=6 digits and right-pads with zeros, while chrono
     // requires an explicit width. Try all valid `%f` widths before reporting a

@@ -414,15 +414,11 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, LruCache> {
         };
         match attr.static_string(vm.interns) {
             Some(StaticStrings::DunderWrapped) => Ok(Some(CallResult::Value(func.clone_with_heap(vm)))),
-            // chainbox patch: `update_wrapper` copied these from the wrapped
-            // function in CPython (`cache(f).__name__` is `f`'s); upstream
-            // raised AttributeError.
-            Some(
-                StaticStrings::DunderName
-                | StaticStrings::DunderQualname
-                | StaticStrings::DunderDoc
-                | StaticStrings::DunderModule,
-            ) => {
+            // chainbox patch: `update_wrapper` copied the names from the
+            // wrapped function in CPython (`cache(f).__name__` is `f`'s);
+            // upstream raised AttributeError. (`__doc__` and `__module__`,
+            // which monty's functions lack, are routed to CPython by the scan.)
+            Some(StaticStrings::DunderName | StaticStrings::DunderQualname) => {
                 let func = func.clone_with_heap(vm);
                 defer_drop!(func, vm);
                 func.py_getattr(attr, vm).map(Some)

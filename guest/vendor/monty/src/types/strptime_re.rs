@@ -308,47 +308,44 @@ fn search(
     None
 }
 
-/// The match of `format`'s expression at the start of `date_string`: each
-/// directive's group name and text, in the format's order, and where the
-/// match ends (in characters). `None` when the format is not modelled,
-/// `Some(None)` when nothing matches.
-#[expect(clippy::type_complexity, reason = "a private helper's one result")]
-fn matched(date_string: &str, format: &str) -> Option<Option<(Vec<(char, String)>, usize)>> {
+/// What `format`'s expression reads of `date_string`: each directive's
+/// group name and text, in the format's order, when it reads the input
+/// whole; CPython's `ValueError` when it matches nothing (`time data ...
+/// does not match format ...`) or stops short (`unconverted data remains:
+/// ...`); `None` when the format is not modelled.
+fn read(date_string: &str, format: &str) -> Option<Result<Vec<(char, String)>, RunError>> {
     let pieces = pieces(format)?;
     let input: Vec<char> = date_string.chars().collect();
     let mut spans = vec![(0, 0); pieces.len()];
-    let Some(end) = search(&pieces, 0, 0, &input, &mut spans, &mut HashSet::new()) else {
-        return Some(None);
-    };
-    let groups = pieces
-        .iter()
-        .zip(&spans)
-        .filter_map(|(piece, &(from, to))| match piece {
-            Piece::Directive(name) => Some((*name, input[from..to].iter().collect())),
-            _ => None,
-        })
-        .collect();
-    Some(Some((groups, end)))
-}
-
-/// What CPython's expression makes of `date_string`: `None` when it reads
-/// it whole (or the format is not modelled), else CPython's `ValueError`.
-pub(crate) fn strptime_refusal(date_string: &str, format: &str) -> Option<RunError> {
-    let message = match matched(date_string, format)? {
+    let message = match search(&pieces, 0, 0, &input, &mut spans, &mut HashSet::new()) {
         None => format!(
             "time data {} does not match format {}",
             StringRepr(date_string),
             StringRepr(format)
         ),
-        Some((_, end)) => {
-            let rest: String = date_string.chars().skip(end).collect();
-            if rest.is_empty() {
-                return None;
-            }
+        Some(end) if end < input.len() => {
+            let rest: String = input[end..].iter().collect();
             format!("unconverted data remains: {rest}")
         }
+        Some(_) => {
+            let groups = pieces
+                .iter()
+                .zip(&spans)
+                .filter_map(|(piece, &(from, to))| match piece {
+                    Piece::Directive(name) => Some((*name, input[from..to].iter().collect())),
+                    _ => None,
+                })
+                .collect();
+            return Some(Ok(groups));
+        }
     };
-    Some(SimpleException::new_msg(ExcType::ValueError, message).into())
+    Some(Err(value_error(message)))
+}
+
+/// CPython's `ValueError` for an input `format`'s expression does not read
+/// whole; `None` when it does (or the format is not modelled).
+pub(crate) fn strptime_refusal(date_string: &str, format: &str) -> Option<RunError> {
+    read(date_string, format)?.err()
 }
 
 /// What `_strptime._strptime` makes of an input its expression reads whole:
@@ -371,21 +368,17 @@ fn value_error(message: impl Into<String>) -> RunError {
 }
 
 /// CPython's `_strptime._strptime` over the expression's match, as far as a
-/// `datetime` needs it. `Ok(None)` when the format is not modelled or the
-/// input is past what is handled here (years out of range, a fractional
-/// offset): the caller's older parser decides those.
+/// `datetime` needs it, its refusal (see [`read`]) included. `Ok(None)` when
+/// the format is not modelled or the input is past what is handled here
+/// (`%j`/week dates past 9999, a fractional offset): the caller's older
+/// parser decides those.
 pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFields>, RunError> {
     use chrono::{Datelike, NaiveDate, Weekday};
 
-    let Some(Some((groups, end))) = matched(date_string, format) else {
+    let Some(groups) = read(date_string, format).transpose()? else {
         return Ok(None);
     };
-    if end != date_string.chars().count() {
-        return Ok(None);
-    }
     let text = |name: char| groups.iter().find(|(n, _)| *n == name).map(|(_, text)| text.as_str());
-    // Every group is digits or one of the names, by its expression.
-    let number = |name: char| text(name).and_then(|t| t.trim_start().parse::<i32>().ok());
 
     let (mut year, mut month, mut day) = (None, 1, 1);
     let (mut hour, mut minute, mut second, mut microsecond) = (0, 0, 0, 0);
@@ -395,17 +388,19 @@ pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFi
     for (name, value) in &groups {
         let (name, value) = (*name, value.as_str());
         let lower = value.to_lowercase();
+        // Every numeric group is digits (`%d` and `%H` may lead with a space).
+        let number = value.trim_start().parse::<i32>().ok();
         match name {
-            'y' => year = number('y').map(|y| if y <= 68 { y + 2000 } else { y + 1900 }),
-            'Y' => year = number('Y'),
-            'G' => iso_year = number('G'),
-            'm' => month = number('m').unwrap_or(1),
+            'y' => year = number.map(|y| if y <= 68 { y + 2000 } else { y + 1900 }),
+            'Y' => year = number,
+            'G' => iso_year = number,
+            'm' => month = number.unwrap_or(1),
             'B' => month = MONTHS.iter().position(|m| *m == lower).map_or(1, |i| i as i32 + 1),
             'b' => month = MONTHS.iter().position(|m| m[..3] == lower).map_or(1, |i| i as i32 + 1),
-            'd' => day = number('d').unwrap_or(1),
-            'H' => hour = number('H').unwrap_or(0),
+            'd' => day = number.unwrap_or(1),
+            'H' => hour = number.unwrap_or(0),
             'I' => {
-                let twelve = number('I').unwrap_or(0);
+                let twelve = number.unwrap_or(0);
                 hour = match text('p').map(str::to_lowercase).as_deref() {
                     Some("pm") if twelve != 12 => twelve + 12,
                     Some("pm") => twelve,
@@ -413,19 +408,19 @@ pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFi
                     _ => twelve,
                 };
             }
-            'M' => minute = number('M').unwrap_or(0),
-            'S' => second = number('S').unwrap_or(0),
+            'M' => minute = number.unwrap_or(0),
+            'S' => second = number.unwrap_or(0),
             'f' => microsecond = format!("{value:0<6}").parse().unwrap_or(0),
             'A' => weekday = WEEKDAYS.iter().position(|d| *d == lower),
             'a' => weekday = WEEKDAYS.iter().position(|d| d[..3] == lower),
-            'w' => weekday = number('w').map(|w| if w == 0 { 6 } else { (w - 1) as usize }),
-            'u' => weekday = number('u').map(|u| (u - 1) as usize),
-            'j' => julian = number('j'),
+            'w' => weekday = number.map(|w| if w == 0 { 6 } else { (w - 1) as usize }),
+            'u' => weekday = number.map(|u| (u - 1) as usize),
+            'j' => julian = number,
             'U' | 'W' => {
-                week_of_year = number(name);
+                week_of_year = number;
                 week_starts_monday = name == 'W';
             }
-            'V' => iso_week = number('V'),
+            'V' => iso_week = number,
             'z' => offset = Some(parse_offset(value)?),
             _ => {}
         }
