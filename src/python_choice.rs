@@ -250,8 +250,9 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || matches!(token.text, "hasattr" | "getattr")
                 // eager_iterator
                 || EAGER_ITERATORS.contains(&token.text)
-                // missing_method, method_value
-                || (scan.follows_dot(at) && attributes_not_values().contains(token.text))
+                // missing_method, method_value, os_error_attribute
+                || (scan.follows_dot(at)
+                    && (attributes_not_values().contains(token.text) || OS_ERROR_ATTRIBUTES.contains(&token.text)))
         }
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
@@ -1461,6 +1462,13 @@ const RULES: &[Rule] = &[
         name: "exception_arguments",
         check: rule_exception_arguments,
     },
+    // `e.errno`, `e.strerror`, `e.filename`, `e.filename2`: monty's OSErrors
+    // keep only their message (vendored monty's `SimpleException`), so
+    // these are AttributeErrors there.
+    Rule {
+        name: "os_error_attribute",
+        check: rule_os_error_attribute,
+    },
     // Syntax src/parse.rs rejects with NotImplementedError: `yield`,
     // `yield from`, `del` of a module's attribute, class bases, `async for`/`async with`/async
     // comprehensions, `except*`, `type X = …`, `@=` (src/bytecode/compiler.rs),
@@ -1494,8 +1502,9 @@ const RULES: &[Rule] = &[
     },
     // `re.findall(rb'\d+', data)`: monty's `re` matches str only ("first
     // argument must be string or compiled pattern", src/modules/re.rs), so a
-    // bytes literal as the pattern goes to CPython. (A pattern made by
-    // `.encode()` stays a TypeError on monty: the scan cannot see its type.)
+    // bytes pattern goes to CPython: a bytes literal, `bytes(…)` or an
+    // expression ending in `.encode(…)`. (A bytes pattern held in a name
+    // stays a TypeError on monty: the scan cannot see its type.)
     Rule {
         name: "bytes_pattern",
         check: rule_bytes_pattern,
@@ -1989,26 +1998,43 @@ fn rule_bytes_pattern(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     if !RE_PATTERN_TAKERS.contains(&function.strip_prefix("re.")?) {
         return None;
     }
-    // The pattern, first or `pattern=`: string literals only (implicitly
-    // concatenated), so `b'x'.decode()` is not taken for bytes.
-    fn literals<'a>(tokens: &[Token<'a>]) -> Option<Option<Token<'a>>> {
-        tokens
-            .iter()
-            .all(|t| t.kind == Kind::Str)
-            .then(|| tokens.first().copied())
-    }
     let pattern = scan
         .argument_tokens(at)
         .enumerate()
         .find_map(|(i, tokens)| match tokens {
-            [name, eq, rest @ ..] if name.text == "pattern" && eq.text == "=" => literals(rest),
-            _ if i == 0 => literals(tokens),
+            [name, eq, rest @ ..] if name.text == "pattern" && eq.text == "=" => Some(rest),
+            _ if i == 0 => Some(tokens),
             _ => None,
-        })??;
-    pattern.prefix().contains(['b', 'B']).then_some(Needs::Feature {
+        })?;
+    bytes_expression(pattern).then_some(Needs::Feature {
         what: "matches a bytes pattern (monty's `re` takes str only)",
         line: token.line,
     })
+}
+
+/// Whether an argument's tokens are plainly bytes: string literals with a
+/// `b` prefix (implicitly concatenated, so `b'x'.decode()` is not taken for
+/// bytes), a `bytes(...)` call, or an expression ending in `.encode(...)`.
+fn bytes_expression(tokens: &[Token<'_>]) -> bool {
+    if tokens.iter().all(|t| t.kind == Kind::Str) {
+        return tokens.first().is_some_and(|t| t.prefix().contains(['b', 'B']));
+    }
+    let Some((close, head)) = tokens.split_last() else {
+        return false;
+    };
+    // The call the argument ends with: its `(` is the last bracket opened at
+    // the `)`'s depth (a bracket's depth is the one outside it).
+    let opened = head
+        .iter()
+        .rposition(|t| t.depth == close.depth && matches!(t.text, "(" | "[" | "{"));
+    let Some(open) = opened.filter(|&open| close.text == ")" && head[open].text == "(") else {
+        return false;
+    };
+    match &head[..open] {
+        [name] => name.text == "bytes",
+        [.., dot, name] => dot.text == "." && name.text == "encode",
+        [] => false,
+    }
 }
 
 fn rule_nan_identity(scan: &Scan<'_>, at: usize) -> Option<Needs> {
@@ -2394,6 +2420,25 @@ fn rule_missing_method(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     Some(Needs::Feature {
         what: "calls a method of a builtin type that monty's type does not have (MISSING_METHODS)",
+        line: token.line,
+    })
+}
+
+/// The attributes CPython's OSError has and monty's lacks.
+const OS_ERROR_ATTRIBUTES: &[&str] = &["errno", "strerror", "filename", "filename2"];
+
+fn rule_os_error_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name
+        || !scan.follows_dot(at)
+        || !OS_ERROR_ATTRIBUTES.contains(&token.text)
+        || scan.defines_attribute(token.text)
+        || scan.receiver_is_module_or_type(at)
+    {
+        return None;
+    }
+    Some(Needs::Feature {
+        what: "reads an OSError's errno, strerror or filename, which monty's OSErrors do not have",
         line: token.line,
     })
 }
@@ -4039,6 +4084,19 @@ mod tests {
     }
 
     #[test]
+    fn os_error_attributes_go_to_cpython() {
+        let says = "reads an OSError's errno";
+        assert_cpython(
+            "try:\n    open('x')\nexcept OSError as e:\n    n = e.errno",
+            "os_error_attribute",
+            says,
+        );
+        assert_cpython("def f(e):\n    return e.filename", "os_error_attribute", says);
+        assert_monty("class R:\n    def __init__(self):\n        self.filename = 'a'\nR().filename");
+        assert_monty("try:\n    open('x')\nexcept OSError as e:\n    n = str(e)");
+    }
+
+    #[test]
     fn bytes_patterns_go_to_cpython() {
         let says = "matches a bytes pattern";
         assert_cpython("import re\nre.findall(rb'\\d+', data)", "bytes_pattern", says);
@@ -4048,9 +4106,19 @@ mod tests {
             "bytes_pattern",
             says,
         );
+        assert_cpython("import re\nre.findall(r'\\w+'.encode(), data)", "bytes_pattern", says);
+        assert_cpython("import re\nre.split(sep.encode('ascii'), data)", "bytes_pattern", says);
+        assert_cpython("import re\nre.search(bytes([120]), data)", "bytes_pattern", says);
         assert_monty(
             "import re\nre.findall(r'\\d+', text)\nre.sub('x', 'y', b'x'.decode())\nre.search(b'x'.decode(), s)",
         );
+        assert_cpython(
+            "import re\nre.findall((a + b).encode('utf-8'), data)",
+            "bytes_pattern",
+            says,
+        );
+        assert_monty("import re\nre.findall(p.encode().decode(), s)\nre.search(bytes(3).hex() + 'x', s)");
+        assert_monty("import re\nre.findall(f(p.encode()), s)\nre.search(str(bytes(3)), s)\nre.match(g(x)(y), s)");
     }
 
     #[test]

@@ -24,6 +24,8 @@ How CPython is made to behave like the sandbox boundary:
   failure raises RuntimeError with the message chainbox's command tool makes
   of the program's stderr (trimmed, cut to 2000 characters, "exited with
   status 1" when empty).
+- Each case runs in an empty directory of its own, as a chain runs in its
+  empty workspace.
 - The script runs with top-level await (`ast.PyCF_ALLOW_TOP_LEVEL_AWAIT`);
   its last statement, when an expression, is the answer.
 """
@@ -38,6 +40,7 @@ import io
 import json
 import math
 import sys
+import tempfile
 import tomllib
 import warnings
 from pathlib import Path
@@ -290,7 +293,10 @@ def main(argv):
     EXPECTED.mkdir(exist_ok=True)
     differ = []
     for case in cases:
-        text = render(run_case(case.read_text(), f"{case.stem}.py"))
+        # Each case starts in an empty directory of its own, as a chain
+        # starts in its empty workspace.
+        with tempfile.TemporaryDirectory() as workspace, contextlib.chdir(workspace):
+            text = render(run_case(case.read_text(), f"{case.stem}.py"))
         target = EXPECTED / f"{case.stem}.json"
         old = target.read_text() if target.exists() else None
         if old != text:

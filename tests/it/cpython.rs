@@ -232,11 +232,18 @@ same_on_both_guests! {
     // library is the one native CPython there calls; wasi-libc's musl code
     // differs in the last place for these arguments), including values the
     // guests' `random`, `math.log` and CPython's own `gamma`/`lgamma`
-    // compute from it, and a log of an int too large for a float. Printed:
-    // as an answer this long is offloaded, and the guests' JSON spells
-    // `2.16e-06` differently (`e-6` on monty), so the artifacts differ.
+    // compute from it, and a log of an int too large for a float.
     c_math_is_the_hosts_on_both_guests:
         "import math, random\nrandom.seed(2024)\nprint([math.sin(6.9), math.cos(8.3), math.tan(-1.875), math.exp(3.625), math.log10(5.5998), math.atan(11.528221802513713), math.sinh(-80.21631754709853), math.cosh(0.4), math.tanh(0.8336162769503781), math.asin(0.9676847689684203), math.acos(0.12599321742185587), math.cbrt(3.375), math.erf(-0.75), math.erfc(0.8605125076107687), math.atanh(0.31730376794371284), math.atan2(3.625, 3.125), math.log(10**400, 7), math.log2(3**1000), math.log10(7**999), math.log(5.5998), math.pow(1.0123, 77.5), math.expm1(0.3), math.log1p(0.7), math.exp2(0.3), math.asinh(2.5), math.acosh(2.5), math.gamma(-9.7236), math.lgamma(-9.7236), math.gamma(-250.5), math.lgamma(0.5), random.gauss(0, 1), random.vonmisesvariate(1, 2), random.gammavariate(2.5, 1), random.expovariate(1.5), random.binomialvariate(200, 0.4)])";
+    // Floats in an answer are spelled as `json.dumps` spells them (`1e-06`,
+    // `1e+20`; monty's guest wrote `1e-6`), inline and offloaded alike: the
+    // offloaded answer's bytes, so its artifact ref, are the same.
+    floats_in_an_answer_are_spelled_as_json_dumps_spells_them:
+        "small = [1e-6, 1e20, 2.16e-06, 0.1, -0.0, 1e16, 2.0]\n[small, small * 10]";
+    // 3.14's words for math's argument errors (the corpus's 3.11 has the
+    // module-less `log() takes no keyword arguments`).
+    math_argument_errors_read_as_in_cpython_3_14:
+        "import math\nout = []\nfor f in [lambda: math.isclose(1, 2, 3, 4), lambda: math.isclose(1), lambda: math.isclose(1, 2, tol=3), lambda: math.log(1, 2, k=3), lambda: math.log(), lambda: math.log(1, 2, 3)]:\n    try:\n        f()\n    except TypeError as e:\n        out.append(str(e))\nout";
     // A float seed seeds as on 64-bit CPython (by its 64-bit hash) on the
     // CPython guest too, a 32-bit build (`_seed_as_64_bit` in its module).
     float_seeds_give_64_bit_cpythons_numbers:

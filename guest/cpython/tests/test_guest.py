@@ -466,5 +466,23 @@ class Suggestions(unittest.TestCase):
         self.assertEqual(close("a" * 45 + "x", ["a" * 45 + "y"]), "a" * 45 + "y")
 
 
+class LinuxErrno(unittest.TestCase):
+    def test_the_scripts_errno_module_has_linuxs_numbers(self):
+        module = chainbox_guest._linux_errno_module()
+        self.assertEqual([module.ENOENT, module.EEXIST, module.EACCES, module.EISDIR], [2, 17, 13, 21])
+        self.assertEqual(module.errorcode[2], "ENOENT")
+        # Of aliases, errorcode names the one CPython's own table names.
+        self.assertEqual(module.errorcode[module.EAGAIN], errno_name(module.EAGAIN))
+
+    def test_nothing_is_renumbered_on_linux(self):
+        self.assertEqual(chainbox_guest._linux_errno_for_wasi(), {})
+
+
+def errno_name(number):
+    import errno
+
+    return errno.errorcode[number]
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -28,10 +28,17 @@ fn convert(value: ObjectRef<'_>, depth: usize) -> Result<Value, String> {
             None => Value::Number(big_int(&value.py_repr())?),
         },
         "float" => {
-            let f = value.as_float().unwrap_or(f64::NAN);
-            // Named as Python writes it (`nan`, `inf`), as the CPython guest does.
+            // Spelled as `json.dumps` (float's repr) spells it, `1e-06` and
+            // `1e+20`, as the CPython guest's answers are: serde_json's
+            // `arbitrary_precision` keeps the text. `nan` and `inf` are
+            // named as Python writes them, as the CPython guest does.
+            let repr = value.py_repr();
+            let finite = value.as_float().is_some_and(f64::is_finite);
             Value::Number(
-                Number::from_f64(f).ok_or_else(|| format!("float {} is not JSON compliant", value.py_repr()))?,
+                finite
+                    .then(|| repr.parse::<Number>().ok())
+                    .flatten()
+                    .ok_or_else(|| format!("float {repr} is not JSON compliant"))?,
             )
         }
         "str" => Value::String(value.as_str().unwrap_or_default().to_owned()),
@@ -195,6 +202,16 @@ mod tests {
             assert_eq!(from_json(&value).as_ref().type_name(), "float", "{text}");
         }
         assert_eq!(round_trip("[1.5,1.0]"), "[1.5,1.0]");
+    }
+
+    #[test]
+    fn floats_are_spelled_as_json_dumps_spells_them() {
+        let floats = MontyObject::list([1e-6, 1e20, 1.5e300, 0.1, 1e16, 2.0, -0.0].map(MontyObject::float));
+        assert_eq!(
+            serde_json::to_string(&to_json(floats.as_ref()).unwrap()).unwrap(),
+            "[1e-06,1e+20,1.5e+300,0.1,1e+16,2.0,-0.0]"
+        );
+        assert!(to_json(MontyObject::float(f64::INFINITY).as_ref()).is_err());
     }
 
     #[test]

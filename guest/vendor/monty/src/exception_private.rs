@@ -2009,9 +2009,22 @@ pub(crate) trait ExcTypeExt: Sized {
     ///
     /// CPython reports C's `ERANGE` through `strerror`, whose wording depends on the host libc;
     /// Monty always uses glibc's so sandboxed code sees the same message on every platform.
+    ///
+    /// chainbox patch: its `args` are CPython's `(34, 'Numerical result out of
+    /// range')` (`PyErr_SetFromErrno`), so `repr()` and `e.args` read as there;
+    /// upstream held the text as the one argument.
     #[must_use]
     fn overflow_float_pow() -> RunError {
-        SimpleException::new_msg(ExcType::OverflowError, "(34, 'Numerical result out of range')").into()
+        const STRERROR: &str = "Numerical result out of range";
+        SimpleException {
+            exc_type: ExcType::OverflowError,
+            data: ExcData::Args(Box::new(ExcArgsData {
+                args: Some(MontyObject::tuple([MontyObject::int(34), MontyObject::string(STRERROR)])),
+                repr: format!("OverflowError(34, '{STRERROR}')"),
+            })),
+            arg: ExcArg::Msg(format!("(34, '{STRERROR}')")),
+        }
+        .into()
     }
 
     /// Creates the OverflowError raised when `int / int` has a quotient beyond the float range.
@@ -2779,6 +2792,33 @@ impl<'h> HeapRead<'h, SimpleException> {
 }
 
 impl SimpleException {
+    /// chainbox patch: a host's OS error names a relative path as the script
+    /// spelled it (`[Errno 2] No such file or directory: 'data.csv'`), as
+    /// CPython's does; the host saw it joined to the working directory.
+    pub(crate) fn respell_os_paths(&mut self, spelled: &[(String, String)]) {
+        if !self.exc_type.is_subclass_of(ExcType::OSError) {
+            return;
+        }
+        let ExcArg::Msg(message) = &mut self.arg else {
+            return;
+        };
+        for (resolved, as_written) in spelled {
+            if resolved.is_empty() {
+                // The second file name (a rename's destination), which
+                // CPython's message names after the first.
+                if message.starts_with("[Errno ") && !message.contains(" -> ") {
+                    message.push_str(" -> ");
+                    message.push_str(&StringRepr(as_written).to_string());
+                }
+                continue;
+            }
+            let from = StringRepr(resolved).to_string();
+            if message.contains(&from) {
+                *message = message.replace(&from, &StringRepr(as_written).to_string());
+            }
+        }
+    }
+
     /// Returns the exception formatted as Python would repr it.
     pub fn py_repr_fmt(&self, f: &mut impl Write) -> fmt::Result {
         // chainbox patch: a copy with general args holds its `repr()`.

@@ -340,8 +340,10 @@ pub enum ParseFormatSpecReason {
     /// type field, e.g. `kk`/`.2fz`); a *single* unrecognised trailing char is
     /// [`Self::UnknownFormatCode`] instead, matching CPython's split.
     Malformed,
-    /// A width or precision decimal integer overflows [`usize`] (e.g.
-    /// 22 nines in a row). Without this we'd silently truncate to 0 — see
+    /// A width or precision decimal integer past `Py_ssize_t` (e.g. 22
+    /// nines in a row): CPython's `Too many decimal digits in format
+    /// string`, raised when the value formats (chainbox patch: monty said
+    /// "overflows usize", at compile time for a literal spec). See
     /// [`consume_decimal_usize`].
     NumberOverflow,
     /// A `.` with no following precision digits *and* no fractional grouping
@@ -364,10 +366,7 @@ pub enum ParseFormatSpecReason {
 impl ParseFormatSpecReason {
     /// Whether CPython appends the formatted value's type to this error.
     pub(crate) fn needs_type_suffix(&self) -> bool {
-        matches!(
-            self,
-            Self::Malformed | Self::NumberOverflow | Self::UnknownFormatCode(_)
-        )
+        matches!(self, Self::Malformed | Self::UnknownFormatCode(_))
     }
 
     /// Builds the [`Self::GroupingConflict`] wording for an integer grouping
@@ -384,6 +383,9 @@ impl ParseFormatSpecReason {
         Self::GroupingConflict(msg)
     }
 }
+
+/// CPython's words for a width or precision past `Py_ssize_t`.
+pub(crate) const TOO_MANY_DIGITS: &str = "Too many decimal digits in format string";
 
 /// Error returned by [`ParsedFormatSpec::from_str`].
 ///
@@ -421,6 +423,7 @@ impl ParseFormatSpecError {
         matches!(
             self.reason,
             ParseFormatSpecReason::Malformed
+                | ParseFormatSpecReason::NumberOverflow
                 | ParseFormatSpecReason::MissingPrecision
                 | ParseFormatSpecReason::UnknownFormatCode(_)
                 | ParseFormatSpecReason::GroupingConflict(_)
@@ -432,13 +435,7 @@ impl fmt::Display for ParseFormatSpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.reason {
             ParseFormatSpecReason::Malformed => write!(f, "Invalid format specifier '{}'", self.spec),
-            ParseFormatSpecReason::NumberOverflow => {
-                write!(
-                    f,
-                    "Invalid format specifier '{}': width or precision overflows usize",
-                    self.spec
-                )
-            }
+            ParseFormatSpecReason::NumberOverflow => f.write_str(TOO_MANY_DIGITS),
             ParseFormatSpecReason::MissingPrecision => f.write_str("Format specifier missing precision"),
             ParseFormatSpecReason::UnknownFormatCode(c) => write!(f, "Unknown format code '{}'", format_code_text(*c)),
             ParseFormatSpecReason::GroupingConflict(msg) => f.write_str(msg),
@@ -515,10 +512,7 @@ impl ParsedFormatSpec {
         // legal for the chosen presentation type can't be decided here (the
         // value type isn't known until format time for type-less specs), so
         // it's validated in `format_with_spec`.
-        result.grouping = chars.next_if(|c| matches!(c, ',' | '_')).map(|c| match c {
-            ',' => Grouping::Comma,
-            _ => Grouping::Underscore,
-        });
+        result.grouping = consume_grouping(&mut chars)?;
 
         // Parse precision and an optional fractional grouping option:
         // `.[precision][grouping]` (Python 3.14). The grouping char after the
@@ -527,10 +521,7 @@ impl ParsedFormatSpec {
         // time alongside the integer grouping.
         if chars.next_if_eq(&'.').is_some() {
             result.precision = consume_decimal_usize(&mut chars).map_err(|()| ParseFormatSpecReason::NumberOverflow)?;
-            result.frac_grouping = chars.next_if(|c| matches!(c, ',' | '_')).map(|c| match c {
-                ',' => Grouping::Comma,
-                _ => Grouping::Underscore,
-            });
+            result.frac_grouping = consume_grouping(&mut chars)?;
             // A `.` must introduce either precision digits or a fractional
             // grouping option; `.f`/`.`/`.d` are CPython's "missing precision".
             if result.precision.is_none() && result.frac_grouping.is_none() {
@@ -2255,16 +2246,41 @@ fn grouped_digit_count(ndigits: usize, group_size: usize, min_width: usize) -> u
 /// `.parse::<usize>()` would need, and surfaces overflow so the caller
 /// can bail with a parse error rather than silently clamping to 0.
 fn consume_decimal_usize(chars: &mut Peekable<impl Iterator<Item = char>>) -> Result<Option<usize>, ()> {
-    let mut value: Option<usize> = None;
+    // chainbox patch: CPython's bound is `Py_ssize_t` (64-bit), not this
+    // build's `usize` (32-bit on wasm); a number past `usize` but within it is
+    // clamped, so formatting with it fails as CPython's allocation would.
+    let mut value: Option<u64> = None;
     while let Some((_, digit)) = chars.next_if_map(|c| decimal_digit_value(c).map_or_else(|| Err(c), |d| Ok((c, d)))) {
         let next = value
             .unwrap_or(0)
             .checked_mul(10)
-            .and_then(|n| n.checked_add(digit as usize))
+            .and_then(|n| n.checked_add(u64::from(digit)))
+            .filter(|&n| n <= i64::MAX as u64)
             .ok_or(())?;
         value = Some(next);
     }
-    Ok(value)
+    Ok(value.map(|v| usize::try_from(v).unwrap_or(usize::MAX)))
+}
+
+/// chainbox patch: a grouping option as CPython 3.14 reads one (after the
+/// width, and after the precision's digits): `,` or `_`, where the other
+/// one right after it is `Cannot specify both ',' and '_'.` (monty took one
+/// and called the rest a malformed spec).
+fn consume_grouping(
+    chars: &mut Peekable<impl Iterator<Item = char>>,
+) -> Result<Option<Grouping>, ParseFormatSpecReason> {
+    let grouping = chars.next_if(|c| matches!(c, ',' | '_')).map(|c| match c {
+        ',' => Grouping::Comma,
+        _ => Grouping::Underscore,
+    });
+    if let Some(g) = grouping
+        && let Some(&c) = chars.peek()
+        && matches!(c, ',' | '_')
+        && c != g.separator()
+    {
+        return Err(ParseFormatSpecReason::grouping_conflict(g, c));
+    }
+    Ok(grouping)
 }
 
 /// Returns the numeric value of a Unicode decimal digit.

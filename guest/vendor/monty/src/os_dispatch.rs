@@ -443,12 +443,19 @@ pub(crate) fn release_pending_effect(effect: Option<PendingEffect>, heap: &mut i
 /// Runs at the VM's single OS-call exit, so builtins and `Path` methods can
 /// hand over paths exactly as the user wrote them. Absolute and empty paths
 /// are left untouched, not copied.
-pub(crate) fn resolve_call_paths(call: &mut OsFunctionCall, cwd: &str) {
+///
+/// chainbox patch: returns each path it joined, with the path as written, so
+/// a host error naming the joined path can name it as CPython does.
+pub(crate) fn resolve_call_paths(call: &mut OsFunctionCall, cwd: &str) -> Vec<(String, String)> {
+    let mut joined = Vec::new();
     for path in call.fs_paths_mut() {
         if !path.is_empty() && !path.starts_with('/') {
-            *path = MontyPath::new(posix_join(cwd, path));
+            let resolved = posix_join(cwd, path);
+            joined.push((resolved.clone(), path.to_string()));
+            *path = MontyPath::new(resolved);
         }
     }
+    joined
 }
 
 /// Checks a host `Path.stat` reply for `os.chdir` — the resume half of

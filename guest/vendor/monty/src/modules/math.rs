@@ -34,8 +34,7 @@ use smallvec::smallvec;
 use crate::{
     args::{ArgValues, FromArgs},
     bytecode::VM,
-    c_math,
-    defer_drop, defer_drop_mut,
+    c_math, defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     heap::{HeapData, HeapId},
     intern::StaticStrings,
@@ -565,7 +564,9 @@ fn math_expm1(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 /// With one argument, returns the natural logarithm (base e).
 /// With two arguments, returns `log(x) / log(base)`.
 fn math_log(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
-    // CPython's arity errors name the bare function: `log expected at most 2 arguments, got 3`.
+    // CPython's arity errors name the bare function: `log expected at most 2 arguments, got 3`;
+    // 3.13+'s keyword error names the module (`math.log() takes no keyword arguments`).
+    let args = args.reject_kwargs("math.log", vm.heap)?;
     let (x_val, base_val) = args.get_one_two_args("log", vm.heap)?;
     defer_drop!(x_val, vm);
     defer_drop!(base_val, vm);
@@ -793,7 +794,9 @@ fn math_isclose(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 /// run `value_to_float` for the math-specific Int/Float coercion (which
 /// `bool::from_value` and `i64::from_value` don't cover).
 #[derive(FromArgs)]
-#[from_args(name = "isclose")]
+// chainbox patch: `c_named` words too many positionals as 3.14's clinic
+// does (`isclose() takes exactly 2 positional arguments (4 given)`).
+#[from_args(name = "isclose", style = c_named)]
 struct IscloseArgs {
     a: Value,
     b: Value,

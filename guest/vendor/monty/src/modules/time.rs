@@ -449,6 +449,36 @@ struct StrptimeArgs {
     format: Value,
 }
 
+/// `tm_isdst` for a `%Z` name, as `_strptime` reads it: 0 for `UTC`, `GMT`
+/// or the sandbox zone's standard name, 1 for its daylight name (when it
+/// has one that differs), -1 otherwise.
+fn strptime_isdst(zone_name: Option<&str>, vm: &VM<'_>) -> i64 {
+    let Some(found) = zone_name.map(str::to_lowercase) else {
+        return -1;
+    };
+    if found == "utc" || found == "gmt" {
+        return 0;
+    }
+    let year = vm.env.os_policy.datetime.read().map(|utc| utc.year());
+    let Some(constants) = vm.env.os_policy.timezone.constants(year) else {
+        return -1;
+    };
+    let name = |zone: &MontyTimeZone| tzname_string(zone.offset_seconds, zone.name.as_deref()).to_lowercase();
+    let (standard, daylight) = (name(&constants.standard), name(&constants.daylight_zone));
+    if found == standard {
+        // A zone whose two names are one is ambiguous: CPython gives up.
+        if constants.daylight && standard == daylight {
+            -1
+        } else {
+            0
+        }
+    } else if constants.daylight && found == daylight {
+        1
+    } else {
+        -1
+    }
+}
+
 /// [`strptime`] without the argument cleanup.
 fn strptime_result(data_string: &Value, format: &Value, vm: &mut VM<'_>) -> RunResult<Value> {
     let text = string_arg(data_string, "strptime", 1, vm)?;
@@ -456,6 +486,32 @@ fn strptime_result(data_string: &Value, format: &Value, vm: &mut VM<'_>) -> RunR
         Value::None => DEFAULT_STRPTIME_FORMAT.to_owned(),
         other => string_arg(other, "strptime", 2, vm)?,
     };
+    // chainbox patch: the fields CPython's `_strptime` returns: a parsed
+    // weekday or day of the year kept as read, a leap second (60, 61)
+    // accepted, `tm_isdst` from a `%Z` name, `tm_zone` the `%Z` text and
+    // `tm_gmtoff` the `%z` offset (upstream: chrono's reading recomputed
+    // the weekday, refused second 60 and dropped the zone).
+    if let Some(fields) = datetime_type::strptime_fields(&text, &format)? {
+        let items = [
+            i64::from(fields.year),
+            i64::from(fields.month),
+            i64::from(fields.day),
+            i64::from(fields.hour),
+            i64::from(fields.minute),
+            i64::from(fields.second),
+            i64::from(fields.weekday),
+            i64::from(fields.julian),
+            strptime_isdst(fields.zone_name.as_deref(), vm),
+        ];
+        let gmtoff = fields
+            .offset
+            .map_or(Value::None, |(seconds, _)| Value::Int(i64::from(seconds)));
+        let zone_name = match &fields.zone_name {
+            Some(zone) => allocate_string(zone.clone(), vm.heap),
+            None => Value::None,
+        };
+        return Ok(struct_time_from_items(items, gmtoff, zone_name, vm));
+    }
     let wall = datetime_type::parse_time_strptime(&text, &format)?;
     // A `%z` offset is parsed but dropped, so the zone half stays unset; CPython
     // records it in `tm_gmtoff` (see `limitations/time.md`).
@@ -674,6 +730,31 @@ fn is_daylight(sandbox_zone: &SandboxTimeZone, utc: NaiveDateTime, at: &MontyTim
 /// `tm_zone` are read by name only (chainbox patch: upstream made them part
 /// of the tuple, so `len()` was 11 and `tuple(st)` had them).
 fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
+    let wall = fields.wall;
+    let (gmtoff, zone_name) = match &fields.zone {
+        Some(zone) => (
+            Value::Int(i64::from(zone.offset_seconds)),
+            allocate_string(tzname_string(zone.offset_seconds, zone.name.as_deref()), vm.heap),
+        ),
+        None => (Value::None, Value::None),
+    };
+    let items = [
+        i64::from(wall.year()),
+        i64::from(wall.month()),
+        i64::from(wall.day()),
+        i64::from(wall.hour()),
+        i64::from(wall.minute()),
+        i64::from(wall.second()),
+        fields.weekday,
+        fields.yearday,
+        fields.isdst,
+    ];
+    struct_time_from_items(items, gmtoff, zone_name, vm)
+}
+
+/// A `struct_time` of nine integers and its two named-only fields
+/// (`tm_gmtoff`, `tm_zone`).
+fn struct_time_from_items(items: [i64; 9], gmtoff: Value, zone_name: Value, vm: &mut VM<'_>) -> Value {
     const NAMES: [StaticStrings; 9] = [
         StaticStrings::TmYear,
         StaticStrings::TmMon,
@@ -685,14 +766,6 @@ fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
         StaticStrings::TmYday,
         StaticStrings::TmIsdst,
     ];
-    let wall = fields.wall;
-    let (gmtoff, zone_name) = match &fields.zone {
-        Some(zone) => (
-            Value::Int(i64::from(zone.offset_seconds)),
-            allocate_string(tzname_string(zone.offset_seconds, zone.name.as_deref()), vm.heap),
-        ),
-        None => (Value::None, Value::None),
-    };
     let name = |name: StaticStrings, vm: &VM<'_>| EitherStr::Interned(vm.interns.intern_static(name));
     let hidden = vec![
         (name(StaticStrings::TmGmtoff, vm), gmtoff),
@@ -701,17 +774,7 @@ fn struct_time_value(fields: &TimeFields, vm: &mut VM<'_>) -> Value {
     let named_tuple = NamedTuple::structseq(
         EitherStr::Interned(vm.interns.intern_static(StaticStrings::StructTime)),
         NAMES.into_iter().map(|n| name(n, vm)).collect(),
-        vec![
-            Value::Int(i64::from(wall.year())),
-            Value::Int(i64::from(wall.month())),
-            Value::Int(i64::from(wall.day())),
-            Value::Int(i64::from(wall.hour())),
-            Value::Int(i64::from(wall.minute())),
-            Value::Int(i64::from(wall.second())),
-            Value::Int(fields.weekday),
-            Value::Int(fields.yearday),
-            Value::Int(fields.isdst),
-        ],
+        items.into_iter().map(Value::Int).collect(),
         hidden,
     );
     Value::Ref(vm.heap.allocate(HeapData::NamedTuple(Box::new(named_tuple))))

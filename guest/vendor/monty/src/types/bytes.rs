@@ -226,6 +226,9 @@ impl Bytes {
                 b.to_vec()
             }
             Some(Value::Ref(id)) if let HeapData::Bytes(b) = vm.heap.get(*id) => b.as_slice().to_vec(),
+            // chainbox patch: an int past 64 bits is a count CPython cannot
+            // hold either (upstream: "cannot convert 'int' object to bytes").
+            Some(v) if v.as_long_int(vm).is_some() => return Err(ExcType::overflow_index_sized_int().into()),
             Some(v) => bytes_from_iterable(v, vm)?,
         };
         let heap_id = vm.heap.allocate(HeapData::Bytes(Self::new(new_data)));

@@ -679,6 +679,14 @@ pub(crate) fn parse_time_strptime(date_string: &str, fmt: &str) -> RunResult<Nai
     }
 }
 
+/// chainbox patch: what CPython's `_strptime` reads for `time.strptime`,
+/// after the same directive checks as [`parse_time_strptime`]; `None` when
+/// the format is not modelled (the caller falls back to that parser).
+pub(crate) fn strptime_fields(date_string: &str, fmt: &str) -> RunResult<Option<strptime_re::StrptimeFields>> {
+    reject_bad_strptime_directive(fmt)?;
+    strptime_re::parse(date_string, fmt)
+}
+
 /// chainbox patch: the `datetime` CPython's `_strptime_datetime` builds from
 /// what `_strptime` read (`strptime_re::parse`).
 fn datetime_from_strptime(fields: strptime_re::StrptimeFields, heap: &mut Heap) -> RunResult<Value> {

@@ -361,6 +361,11 @@ pub(crate) struct StrptimeFields {
     pub microsecond: u32,
     pub offset: Option<(i32, i32)>,
     pub zone_name: Option<String>,
+    /// `tm_wday` as `_strptime` returns it: a parsed `%a`/`%A`/`%w`/`%u`
+    /// kept as read, else the date's (Monday 0).
+    pub weekday: u32,
+    /// `tm_yday`: a parsed or week-computed `%j` as it stands, else the date's.
+    pub julian: u32,
 }
 
 fn value_error(message: impl Into<String>) -> RunError {
@@ -485,6 +490,7 @@ pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFi
     if !in_range(year) {
         return Err(year_error(year));
     }
+    let given_julian = julian;
     let (month, day) = match julian {
         None => {
             // `datetime_date(year, month, day)`, whose error is the constructor's.
@@ -505,6 +511,16 @@ pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFi
             (date.month(), date.day())
         }
     };
+    // `_strptime`'s julian and weekday, from the date before the leap-year fix.
+    let date = NaiveDate::from_ymd_opt(year, month, day);
+    let julian = given_julian
+        .and_then(|j| u32::try_from(j).ok())
+        .or_else(|| date.map(|d| d.ordinal()))
+        .unwrap_or(1);
+    let weekday = weekday
+        .and_then(|w| u32::try_from(w).ok())
+        .or_else(|| date.map(|d| d.weekday().num_days_from_monday()))
+        .unwrap_or(0);
     if leap_year_fix {
         year = 1900;
     }
@@ -521,6 +537,8 @@ pub(crate) fn parse(date_string: &str, format: &str) -> Result<Option<StrptimeFi
         microsecond,
         offset,
         zone_name: text('Z').map(str::to_owned),
+        weekday,
+        julian,
     }))
 }
 

@@ -311,11 +311,7 @@ impl VM<'_> {
                 message.push_str(spec)?;
                 message.push('\'')?;
             }
-            ParseFormatSpecReason::NumberOverflow => {
-                message.push_str("Invalid format specifier '")?;
-                message.push_str(spec)?;
-                message.push_str("': width or precision overflows usize")?;
-            }
+            ParseFormatSpecReason::NumberOverflow => message.push_str(crate::fstring::TOO_MANY_DIGITS)?,
             ParseFormatSpecReason::MissingPrecision => {
                 message.push_str("Format specifier missing precision")?;
             }

@@ -676,6 +676,9 @@ pub struct VMSnapshot {
     /// In-flight resume effect for the paused OS call, if any. See
     /// [`VM::pending_effect`].
     pending_effect: Option<PendingEffect>,
+    /// chainbox patch: see [`VM::os_call_spelled`]. Absent from older dumps.
+    #[serde(default)]
+    os_call_spelled: Vec<(String, String)>,
     /// In-flight resume effect for the paused lazy attribute lookup, if any.
     /// See [`VM::pending_lookup_effect`].
     pending_lookup_effect: Option<PendingLookupEffect>,
@@ -827,6 +830,11 @@ pub struct VM<'h> {
     /// between OS calls, not within one).
     pub(crate) pending_effect: Option<PendingEffect>,
 
+    /// chainbox patch: the relative paths of the OS call in flight, joined
+    /// to the working directory and as the script wrote them, for the
+    /// host's error to name them as written (`resume_with_exception`).
+    pub(crate) os_call_spelled: Vec<(String, String)>,
+
     /// How the paused lazy attribute lookup's answer is consumed on `resume`
     /// (`hasattr()` / `getattr()` default), armed like
     /// [`pending_effect`](Self::pending_effect) once the lookup reaches
@@ -899,6 +907,7 @@ impl<'h> VM<'h> {
             module_code: &program.module_code,
             json_string_cache: JsonStringCache::default(),
             pending_effect: None,
+            os_call_spelled: Vec::new(),
             pending_lookup_effect: None,
             recursion_depth: 0,
             data_depth: 0,
@@ -970,6 +979,7 @@ impl<'h> VM<'h> {
             ext_function_load_ip: None,
             json_string_cache: JsonStringCache::default(),
             pending_effect: snapshot.pending_effect,
+            os_call_spelled: snapshot.os_call_spelled,
             pending_lookup_effect: snapshot.pending_lookup_effect,
             recursion_depth: current_frame_depth,
             data_depth: 0,
@@ -1029,6 +1039,7 @@ impl<'h> VM<'h> {
             instruction_ip: self.instruction_ip,
             scheduler: mem::take(&mut self.scheduler),
             pending_effect: self.pending_effect.take(),
+            os_call_spelled: mem::take(&mut self.os_call_spelled),
             pending_lookup_effect: self.pending_lookup_effect.take(),
             // Reset to the starting directory rather than `take` (an empty
             // string), so a later `take_changed_cwd` on this VM stays honest.
@@ -1071,7 +1082,14 @@ impl<'h> VM<'h> {
         mut call: OsFunctionCall,
         effect: Option<PendingEffect>,
     ) -> RunResult<Option<FrameExit>> {
-        resolve_call_paths(&mut call, &self.env.cwd);
+        // A rename's error names both paths (`'a' -> 'b'`); the host names
+        // the source only. An empty "joined" path marks the second name.
+        let destination = match &call {
+            OsFunctionCall::Rename(args) => Some((String::new(), args.dst.to_string())),
+            _ => None,
+        };
+        let mut spelled = resolve_call_paths(&mut call, &self.env.cwd);
+        spelled.extend(destination);
         if let Err(message) = call.check_path_null_bytes() {
             release_pending_effect(effect, self.heap);
             if call.is_existence_check() {
@@ -1081,7 +1099,9 @@ impl<'h> VM<'h> {
                 Err(ExcType::value_error(message))
             }
         } else {
-            // The effect is armed only after this exit is accepted for dispatch.
+            // The effect is armed only after this exit is accepted for dispatch;
+            // the spelling is kept for the reply to this call only.
+            self.os_call_spelled = spelled;
             Ok(Some(FrameExit::OsCall {
                 function_call: call,
                 call_id: self.allocate_call_id(),
@@ -2109,6 +2129,7 @@ impl<'h> VM<'h> {
     /// through the corresponding helper (file-state update or `os.listdir`
     /// name reduction) before it is pushed back to Python.
     pub fn resume(&mut self, obj: MontyObject) -> Result<FrameExit, RunError> {
+        self.os_call_spelled.clear();
         // Pre-conversion effects reshape the raw host object; a post-conversion
         // effect waits in the slot until the value exists to apply it to.
         let obj = match self.pending_effect.take() {
@@ -2298,7 +2319,13 @@ impl<'h> VM<'h> {
     ///
     /// Also clears any pending file effect so user code that catches a
     /// host-side OS exception can retry without stale in-flight state.
-    pub fn resume_with_exception(&mut self, error: RunError) -> Result<FrameExit, RunError> {
+    pub fn resume_with_exception(&mut self, mut error: RunError) -> Result<FrameExit, RunError> {
+        let spelled = mem::take(&mut self.os_call_spelled);
+        if !spelled.is_empty()
+            && let RunError::Exc(raise) = &mut error
+        {
+            raise.exc.respell_os_paths(&spelled);
+        }
         if let Some(effect) = self.pending_effect.take() {
             match effect {
                 // Resume on attempting to unlink missing file with unlink(missing_ok=True)

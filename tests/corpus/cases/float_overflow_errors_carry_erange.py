@@ -1,0 +1,12 @@
+# A float power that overflows is CPython's `OverflowError(ERANGE,
+# strerror)`: `args`, `repr()` and `str()` as glibc's CPython gives them
+# (monty held the text as one argument; the CPython guest's C library is
+# musl's, with WASI's errno 68 and other words: `cpython_float_overflow_*`
+# runs the same on that guest).
+out = []
+for power in [lambda: 2.0**10000.0, lambda: 10.0**400, lambda: (-8.0) ** 1e300, lambda: pow(1e300, 2.0)]:
+    try:
+        out.append(power())
+    except OverflowError as e:
+        out.append([str(e), repr(e), list(e.args), e.args[0] == 34])
+out
