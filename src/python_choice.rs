@@ -250,9 +250,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || matches!(token.text, "hasattr" | "getattr")
                 // eager_iterator
                 || EAGER_ITERATORS.contains(&token.text)
-                // missing_method, method_value, os_error_attribute
-                || (scan.follows_dot(at)
-                    && (attributes_not_values().contains(token.text) || OS_ERROR_ATTRIBUTES.contains(&token.text)))
+                // missing_method, method_value
+                || (scan.follows_dot(at) && attributes_not_values().contains(token.text))
         }
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
@@ -1462,13 +1461,6 @@ const RULES: &[Rule] = &[
         name: "exception_arguments",
         check: rule_exception_arguments,
     },
-    // `e.errno`, `e.strerror`, `e.filename`, `e.filename2`: monty's OSErrors
-    // keep only their message (vendored monty's `SimpleException`), so
-    // these are AttributeErrors there.
-    Rule {
-        name: "os_error_attribute",
-        check: rule_os_error_attribute,
-    },
     // Syntax src/parse.rs rejects with NotImplementedError: `yield`,
     // `yield from`, `del` of a module's attribute, class bases, `async for`/`async with`/async
     // comprehensions, `except*`, `type X = …`, `@=` (src/bytecode/compiler.rs),
@@ -2420,25 +2412,6 @@ fn rule_missing_method(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     }
     Some(Needs::Feature {
         what: "calls a method of a builtin type that monty's type does not have (MISSING_METHODS)",
-        line: token.line,
-    })
-}
-
-/// The attributes CPython's OSError has and monty's lacks.
-const OS_ERROR_ATTRIBUTES: &[&str] = &["errno", "strerror", "filename", "filename2"];
-
-fn rule_os_error_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    let token = scan.tokens.get(at)?;
-    if token.kind != Kind::Name
-        || !scan.follows_dot(at)
-        || !OS_ERROR_ATTRIBUTES.contains(&token.text)
-        || scan.defines_attribute(token.text)
-        || scan.receiver_is_module_or_type(at)
-    {
-        return None;
-    }
-    Some(Needs::Feature {
-        what: "reads an OSError's errno, strerror or filename, which monty's OSErrors do not have",
         line: token.line,
     })
 }
@@ -4084,16 +4057,11 @@ mod tests {
     }
 
     #[test]
-    fn os_error_attributes_go_to_cpython() {
-        let says = "reads an OSError's errno";
-        assert_cpython(
-            "try:\n    open('x')\nexcept OSError as e:\n    n = e.errno",
-            "os_error_attribute",
-            says,
-        );
-        assert_cpython("def f(e):\n    return e.filename", "os_error_attribute", says);
-        assert_monty("class R:\n    def __init__(self):\n        self.filename = 'a'\nR().filename");
-        assert_monty("try:\n    open('x')\nexcept OSError as e:\n    n = str(e)");
+    fn os_error_attributes_stay_on_monty() {
+        // monty's system OSErrors carry CPython's fields (vendored
+        // monty-types' `OsErrorData`).
+        assert_monty("try:\n    open('x')\nexcept OSError as e:\n    n = (e.errno, e.strerror, e.filename)");
+        assert_monty("def f(e):\n    return e.filename2");
     }
 
     #[test]

@@ -1118,6 +1118,9 @@ def _patch_interpreter(stack):
     if not hasattr(hashlib, "pbkdf2_hmac"):
         patch(hashlib, "pbkdf2_hmac", _pbkdf2_hmac)
 
+    # An empty path is no file (see `_install_empty_path_errors`).
+    _install_empty_path_errors(patch)
+
     # OSErrors with Linux's errno numbers (see `_install_linux_errno`).
     _install_linux_errno(patch, stack)
 
@@ -1193,6 +1196,51 @@ def _linux_errno_module():
         if name.startswith("E"):
             module.errorcode.setdefault(getattr(module, name), name)
     return module
+
+
+# The functions of `os` that take a path first (and a second one for the
+# two-path calls), and `open`.
+_PATH_FUNCTIONS = (
+    "stat", "lstat", "listdir", "scandir", "mkdir", "rmdir", "remove", "unlink", "chdir", "access",
+    "utime", "truncate", "chmod", "chown", "lchown", "readlink", "open", "statvfs", "mkfifo", "mknod",
+    "pathconf", "getxattr", "listxattr", "setxattr", "removexattr",
+)
+_TWO_PATH_FUNCTIONS = ("rename", "replace", "link", "symlink")
+
+
+def _install_empty_path_errors(patch):
+    """An empty path names no file, as on Linux, where every call given one
+    fails with ENOENT (`[Errno 2] No such file or directory: ''`). WASI
+    resolves `''` as the directory it is relative to, so `os.listdir('')`
+    listed the workspace, `os.path.exists('')` was True and
+    `os.makedirs(os.path.dirname('a.txt'), exist_ok=True)` succeeded. The
+    `os.path` predicates, `os.walk` and `os.makedirs` go through these."""
+
+    def no_such_file(*filenames):
+        return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), filenames[0], None, *filenames[1:])
+
+    def empty(path):
+        return (path == "" or path == b"") and type(path) in (str, bytes)
+
+    def guarded(function, names):
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            paths = args[: len(names)] + tuple(kwargs[n] for n in names[len(args) :] if n in kwargs)
+            if any(empty(path) for path in paths):
+                raise no_such_file(*paths)
+            return function(*args, **kwargs)
+
+        return call
+
+    for name in _PATH_FUNCTIONS:
+        if hasattr(os, name):
+            patch(os, name, guarded(getattr(os, name), ("path",)))
+    for name in _TWO_PATH_FUNCTIONS:
+        if hasattr(os, name):
+            patch(os, name, guarded(getattr(os, name), ("src", "dst")))
+    opener = guarded(io.open, ("file",))
+    patch(io, "open", opener)
+    patch(builtins, "open", opener)
 
 
 def _install_linux_errno(patch, stack):

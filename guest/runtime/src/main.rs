@@ -23,8 +23,9 @@ use chainbox_protocol::{
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{
-    AssertMessageAnnotations, CMathFn, CompileOptions, ExcType, ExtFunctionResult, MontyException, MontyObject,
-    NameLookupResult, ObjectRef, OsFunctionCall, PrintWriter, PrintWriterCallback, ResourceLimits, ResourceTracker,
+    AssertMessageAnnotations, CMathFn, CompileOptions, ExcData, ExcType, ExtFunctionResult, MontyException,
+    MontyObject, NameLookupResult, ObjectRef, OsErrorData, OsFunctionCall, PrintWriter, PrintWriterCallback,
+    ResourceLimits, ResourceTracker,
 };
 use serde_json::{Map, Value};
 
@@ -742,8 +743,18 @@ fn os_call(call: OsFunctionCall) -> ExtFunctionResult {
     }
 }
 
+/// The host's answer to a file call. Its `OSError`s come as messages
+/// (`[Errno 2] No such file or directory: '/workspace/a'`); their fields are
+/// read back from them, for `errno`, `filename` and CPython's `args`.
 fn os_on_host(call: &OsFunctionCall) -> Result<MontyObject, MontyException> {
     match decode::<FsOutcome>("os outcome", &host_os(&encode(call))) {
+        Ok(Err(exc)) if exc.exc_type().is_subclass_of(ExcType::OSError) => {
+            let data = exc.message().and_then(OsErrorData::parse);
+            Err(match data {
+                Some(data) => exc.with_data(ExcData::Os(Box::new(data))),
+                None => exc,
+            })
+        }
         Ok(outcome) => outcome,
         Err(e) => Err(MontyException::runtime_error(e)),
     }
@@ -762,6 +773,49 @@ mod tests {
             assert_eq!(f.code() as usize, code);
             assert_eq!(f.is_binary(), C_MATH_BINARY.contains(&f.c_name()), "{}", f.c_name());
         }
+    }
+
+    #[test]
+    fn a_hosts_os_error_message_reads_back_as_its_fields() {
+        use monty_types::OsFilename::{Fd, Path};
+        let fields = |message: &str| {
+            let data = OsErrorData::parse(message)?;
+            Some((data.errno, data.strerror, data.filename, data.filename2))
+        };
+        let path = |p: &str| Some(Path(p.to_owned()));
+        let enoent = "No such file or directory".to_owned();
+        assert_eq!(
+            fields("[Errno 2] No such file or directory: '/workspace/a b'"),
+            Some((2, enoent.clone(), path("/workspace/a b"), None))
+        );
+        assert_eq!(
+            fields("[Errno 2] No such file or directory: 'a' -> \"it's\""),
+            Some((2, enoent, path("a"), path("it's")))
+        );
+        assert_eq!(
+            fields("[Errno 13] Permission denied: 'tab\\there\\n\\x07\\u200b: x'"),
+            Some((
+                13,
+                "Permission denied".to_owned(),
+                path("tab\there\n\u{7}\u{200b}: x"),
+                None
+            ))
+        );
+        assert_eq!(
+            fields("[Errno 9] Bad file descriptor: 99"),
+            Some((9, "Bad file descriptor".to_owned(), Some(Fd(99)), None))
+        );
+        assert_eq!(
+            fields("[Errno 22] Invalid argument"),
+            Some((22, "Invalid argument".to_owned(), None, None))
+        );
+        // Anything that is not such a message stays a message.
+        assert_eq!(fields("disk full"), None);
+        assert_eq!(fields("[Errno x] y"), None);
+        assert_eq!(
+            fields("[Errno 2] No such file: 'a' trailing"),
+            Some((2, "No such file: 'a' trailing".to_owned(), None, None))
+        );
     }
 
     #[test]

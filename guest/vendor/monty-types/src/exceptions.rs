@@ -576,6 +576,156 @@ pub enum ExcData {
     /// that is a tuple): its `args` and `repr()`. The exception's message is
     /// then its `str()` as it is (a `KeyError`'s too, not the repr of it).
     Args(Box<ExcArgsData>),
+    /// chainbox patch: an `OSError` the system raised (a file call, a bad
+    /// descriptor): the fields CPython's `OSError` keeps, for `args`,
+    /// `repr()`, `errno`, `strerror`, `filename` and `filename2`.
+    Os(Box<OsErrorData>),
+}
+
+/// chainbox patch: an `OSError` as CPython's `OSError(errno, strerror,
+/// filename, None, filename2)` keeps it: `args` is `(errno, strerror)`, and
+/// `str()` is [`OsErrorData::message`], `[Errno 2] No such file or
+/// directory: 'a' -> 'b'`. Raised by the system only; a script's own
+/// `OSError(...)` keeps its arguments as any exception does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct OsErrorData {
+    /// The C `errno`, Linux's numbering.
+    pub errno: i64,
+    /// The C library's text for it, e.g. `No such file or directory`.
+    pub strerror: String,
+    /// The path or descriptor the call was given.
+    pub filename: Option<OsFilename>,
+    /// The second path of a two-path call (`os.rename`'s destination).
+    pub filename2: Option<OsFilename>,
+}
+
+/// chainbox patch: what an `OSError` names: a path, or a descriptor
+/// (`os.stat(99)`: `[Errno 9] Bad file descriptor: 99`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum OsFilename {
+    /// A path, named by its `repr()`.
+    Path(String),
+    /// A file descriptor.
+    Fd(i64),
+    /// A `bool` given as a descriptor (`os.stat(True)`), named as written.
+    Bool(bool),
+}
+
+impl fmt::Display for OsFilename {
+    /// The `repr()` CPython's `OSError.__str__` names it by.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Path(path) => StringRepr(path).fmt(f),
+            Self::Fd(fd) => fd.fmt(f),
+            Self::Bool(true) => f.write_str("True"),
+            Self::Bool(false) => f.write_str("False"),
+        }
+    }
+}
+
+impl OsErrorData {
+    /// `str()` of the exception, as CPython's `OSError.__str__` writes it.
+    #[must_use]
+    pub fn message(&self) -> String {
+        let mut message = format!("[Errno {}] {}", self.errno, self.strerror);
+        if let Some(filename) = &self.filename {
+            let _ = write!(message, ": {filename}");
+            if let Some(filename2) = &self.filename2 {
+                let _ = write!(message, " -> {filename2}");
+            }
+        }
+        message
+    }
+
+    /// The fields of a system `OSError` from its message, the inverse of
+    /// [`OsErrorData::message`]: the host answers a file call with the
+    /// message alone. `None` when the text is not such a message.
+    #[must_use]
+    pub fn parse(message: &str) -> Option<Self> {
+        let rest = message.strip_prefix("[Errno ")?;
+        let (errno, rest) = rest.split_once("] ")?;
+        let errno = errno.parse().ok()?;
+        // The text before the first `: ` that is followed by names and
+        // nothing else (no C library's text holds `: '`, nor a digit after one).
+        let named = rest.match_indices(": ").find_map(|(at, _)| {
+            let (filename, after) = parse_filename(&rest[at + 2..])?;
+            let filename2 = match after {
+                "" => None,
+                after => match parse_filename(after.strip_prefix(" -> ")?)? {
+                    (filename2, "") => Some(filename2),
+                    _ => return None,
+                },
+            };
+            Some((&rest[..at], filename, filename2))
+        });
+        let data = match named {
+            Some((strerror, filename, filename2)) => Self {
+                errno,
+                strerror: strerror.to_owned(),
+                filename: Some(filename),
+                filename2,
+            },
+            None => Self {
+                errno,
+                strerror: rest.to_owned(),
+                filename: None,
+                filename2: None,
+            },
+        };
+        // Only what reads back as written: anything else stays a message.
+        (data.message() == message).then_some(data)
+    }
+}
+
+/// One name at the start of `text` as [`OsFilename`]'s `Display` writes it,
+/// and the text after it.
+fn parse_filename(text: &str) -> Option<(OsFilename, &str)> {
+    let quote = text.chars().next()?;
+    if quote != '\'' && quote != '"' {
+        let end = text
+            .char_indices()
+            .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+            .map_or(text.len(), |(i, _)| i);
+        return Some((OsFilename::Fd(text[..end].parse().ok()?), &text[end..]));
+    }
+    let mut path = String::new();
+    let mut chars = text.char_indices().skip(1);
+    while let Some((at, c)) = chars.next() {
+        match c {
+            c if c == quote => return Some((OsFilename::Path(path), &text[at + 1..])),
+            '\\' => {
+                let (_, escaped) = chars.next()?;
+                let hex_digits = match escaped {
+                    'x' => 2,
+                    'u' => 4,
+                    'U' => 8,
+                    'n' => {
+                        path.push('\n');
+                        continue;
+                    }
+                    'r' => {
+                        path.push('\r');
+                        continue;
+                    }
+                    't' => {
+                        path.push('\t');
+                        continue;
+                    }
+                    other => {
+                        path.push(other);
+                        continue;
+                    }
+                };
+                let digits: String = chars.by_ref().take(hex_digits).map(|(_, c)| c).collect();
+                if digits.len() != hex_digits {
+                    return None;
+                }
+                path.push(char::from_u32(u32::from_str_radix(&digits, 16).ok()?)?);
+            }
+            c => path.push(c),
+        }
+    }
+    None
 }
 
 /// chainbox patch: the `args` of an exception whose message cannot stand for
@@ -626,6 +776,15 @@ impl ExcData {
     pub fn args(&self) -> Option<&ExcArgsData> {
         match self {
             Self::Args(data) => Some(data),
+            _ => None,
+        }
+    }
+
+    /// chainbox patch: the system error's fields, if this is [`ExcData::Os`].
+    #[must_use]
+    pub fn os(&self) -> Option<&OsErrorData> {
+        match self {
+            Self::Os(data) => Some(data),
             _ => None,
         }
     }

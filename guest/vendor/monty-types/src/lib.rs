@@ -26,8 +26,8 @@ pub use crate::{
     builtins::BuiltinsFunctions,
     c_math::CMathFn,
     exceptions::{
-        CodeLoc, ExcArgsData, ExcData, ExcType, JsonErrorData, MontyException, SourceRange, StackFrame, UnicodeErrorData,
-        UnicodeErrorObject, unicode_decode_error_msg,
+        CodeLoc, ExcArgsData, ExcData, ExcType, JsonErrorData, MontyException, OsErrorData, OsFilename, SourceRange,
+        StackFrame, UnicodeErrorData, UnicodeErrorObject, unicode_decode_error_msg,
     },
     file_mode::FileMode,
     format::{FormatComplex, FormatFloat, StringRepr, bytes_repr, bytes_repr_fmt, string_repr_fmt, utf8_error_reason},

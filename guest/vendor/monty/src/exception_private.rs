@@ -4,7 +4,10 @@ use std::{
     mem,
 };
 
-use monty_types::{ExcArgsData, ExcData, JsonErrorData, MontyException, MontyObject, StackFrame, UnicodeErrorData};
+use monty_types::{
+    ExcArgsData, ExcData, JsonErrorData, MontyException, MontyObject, OsErrorData, OsFilename, StackFrame,
+    UnicodeErrorData,
+};
 use smallvec::smallvec;
 
 use crate::{
@@ -793,9 +796,11 @@ pub(crate) trait ExcTypeExt: Sized {
     /// as raised by `os.chdir('')` without consulting the host.
     #[must_use]
     fn file_not_found_error(path: &str) -> RunError {
-        SimpleException::new_msg(
+        SimpleException::os_error(
             ExcType::FileNotFoundError,
-            format!("[Errno 2] No such file or directory: {}", StringRepr(path)),
+            2,
+            "No such file or directory",
+            Some(OsFilename::Path(path.to_owned())),
         )
         .into()
     }
@@ -804,9 +809,11 @@ pub(crate) trait ExcTypeExt: Sized {
     /// raised by `os.chdir` when the host's stat result is not a directory.
     #[must_use]
     fn not_a_directory_error(path: &str) -> RunError {
-        SimpleException::new_msg(
+        SimpleException::os_error(
             ExcType::NotADirectoryError,
-            format!("[Errno 20] Not a directory: {}", StringRepr(path)),
+            20,
+            "Not a directory",
+            Some(OsFilename::Path(path.to_owned())),
         )
         .into()
     }
@@ -878,12 +885,8 @@ pub(crate) trait ExcTypeExt: Sized {
     /// the call does (`os.stat(fd)` does, `os.listdir(fd)` does not). Every
     /// fd is closed in the sandbox, so this is what an int path fails with.
     #[must_use]
-    fn bad_file_descriptor(fd: Option<&str>) -> RunError {
-        let msg = match fd {
-            Some(fd) => format!("[Errno 9] Bad file descriptor: {fd}"),
-            None => "[Errno 9] Bad file descriptor".to_owned(),
-        };
-        SimpleException::new_msg(ExcType::OSError, msg).into()
+    fn bad_file_descriptor(fd: Option<OsFilename>) -> RunError {
+        SimpleException::os_error(ExcType::OSError, 9, "Bad file descriptor", fd).into()
     }
 
     /// Creates the NotImplementedError CPython raises when an `os` argument is
@@ -2739,6 +2742,31 @@ impl SimpleException {
         }
     }
 
+    /// chainbox patch: an `OSError` the system raises, with CPython's fields
+    /// (see [`OsErrorData`]); its message is their `str()`.
+    #[must_use]
+    pub fn os_error(exc_type: ExcType, errno: i64, strerror: &str, filename: Option<OsFilename>) -> Self {
+        Self::from_os_data(
+            exc_type,
+            OsErrorData {
+                errno,
+                strerror: strerror.to_owned(),
+                filename,
+                filename2: None,
+            },
+        )
+    }
+
+    /// chainbox patch: the `OSError` of `data`, as [`SimpleException::os_error`].
+    #[must_use]
+    pub fn from_os_data(exc_type: ExcType, data: OsErrorData) -> Self {
+        Self {
+            exc_type,
+            arg: ExcArg::Msg(data.message()),
+            data: ExcData::Os(Box::new(data)),
+        }
+    }
+
     /// Attaches a structured payload — see [`ExcData`].
     #[must_use]
     pub fn with_data(mut self, data: ExcData) -> Self {
@@ -2792,31 +2820,30 @@ impl<'h> HeapRead<'h, SimpleException> {
 }
 
 impl SimpleException {
-    /// chainbox patch: a host's OS error names a relative path as the script
-    /// spelled it (`[Errno 2] No such file or directory: 'data.csv'`), as
-    /// CPython's does; the host saw it joined to the working directory.
+    /// chainbox patch: a system `OSError` names the paths as the script
+    /// spelled them (`[Errno 2] No such file or directory: 'data.csv'`), as
+    /// CPython does, not joined to the working directory as the host got
+    /// them; a rename's error names its destination too (`'a' -> 'b'`).
+    /// `spelled` pairs each joined path with its spelling; an empty joined
+    /// path marks the destination.
     pub(crate) fn respell_os_paths(&mut self, spelled: &[(String, String)]) {
-        if !self.exc_type.is_subclass_of(ExcType::OSError) {
-            return;
-        }
-        let ExcArg::Msg(message) = &mut self.arg else {
+        let ExcData::Os(os) = &mut self.data else {
             return;
         };
         for (resolved, as_written) in spelled {
             if resolved.is_empty() {
-                // The second file name (a rename's destination), which
-                // CPython's message names after the first.
-                if message.starts_with("[Errno ") && !message.contains(" -> ") {
-                    message.push_str(" -> ");
-                    message.push_str(&StringRepr(as_written).to_string());
+                if os.filename.is_some() && os.filename2.is_none() {
+                    os.filename2 = Some(OsFilename::Path(as_written.clone()));
                 }
                 continue;
             }
-            let from = StringRepr(resolved).to_string();
-            if message.contains(&from) {
-                *message = message.replace(&from, &StringRepr(as_written).to_string());
+            for name in [&mut os.filename, &mut os.filename2] {
+                if matches!(name, Some(OsFilename::Path(path)) if path == resolved) {
+                    *name = Some(OsFilename::Path(as_written.clone()));
+                }
             }
         }
+        self.arg = ExcArg::Msg(os.message());
     }
 
     /// Returns the exception formatted as Python would repr it.
@@ -2826,6 +2853,12 @@ impl SimpleException {
             return f.write_str(&args.repr);
         }
         let type_str: &'static str = self.exc_type.into();
+        // chainbox patch: a system OSError's args are `(errno, strerror)`.
+        if let Some(os) = self.data.os() {
+            write!(f, "{type_str}({}, ", os.errno)?;
+            string_repr_fmt(&os.strerror, f)?;
+            return f.write_char(')');
+        }
         write!(f, "{type_str}(")?;
 
         if let Some(arg) = self.arg() {
@@ -2862,9 +2895,15 @@ impl<'h> HeapRead<'h, SimpleException> {
     /// Gets an attribute from this exception.
     ///
     /// Handles the `.args` attribute: the exception's own tuple (chainbox
-    /// patch), or a tuple allocated from the message.
+    /// patch), or a tuple allocated from the message; and (chainbox patch) an
+    /// `OSError`'s `errno`, `strerror`, `filename` and `filename2`.
     /// Returns `None` for all other attributes.
     pub fn py_getattr(&self, attr: &EitherStr, vm: &mut VM<'h>) -> Option<CallResult> {
+        if self.get(vm.heap).exc_type.is_subclass_of(ExcType::OSError)
+            && let Some(value) = self.os_attribute(attr.as_str(vm.interns), vm)
+        {
+            return Some(CallResult::Value(value));
+        }
         // Fast path: interned strings can be matched by ID
         let is_args = attr
             .static_string(vm.interns)
@@ -2883,10 +2922,49 @@ impl<'h> HeapRead<'h, SimpleException> {
         }
     }
 
+    /// chainbox patch: an `OSError`'s `errno`, `strerror`, `filename` or
+    /// `filename2`, as CPython's `OSError.__init__` sets them: from a system
+    /// error's fields, from the first two of two to five arguments
+    /// (`OSError(2, 'x')`), else `None`. `None` for any other name.
+    fn os_attribute(&self, name: &str, vm: &mut VM<'h>) -> Option<Value> {
+        let exc = self.get(vm.heap);
+        if let Some(os) = exc.data.os() {
+            let filename = match name {
+                "errno" => return Some(Value::Int(os.errno)),
+                "strerror" => return Some(allocate_string(os.strerror.as_str(), vm.heap)),
+                "filename" => os.filename.clone(),
+                "filename2" => os.filename2.clone(),
+                _ => return None,
+            };
+            return Some(match filename {
+                None => Value::None,
+                Some(OsFilename::Path(path)) => allocate_string(path, vm.heap),
+                Some(OsFilename::Fd(fd)) => Value::Int(fd),
+                Some(OsFilename::Bool(fd)) => Value::Bool(fd),
+            });
+        }
+        let index = match name {
+            "errno" => 0,
+            "strerror" => 1,
+            "filename" | "filename2" => return Some(Value::None),
+            _ => return None,
+        };
+        let items = exc.heap_args().map(|args_id| args_items(args_id, vm)).unwrap_or_default();
+        defer_drop!(items, vm);
+        Some(if (2..=5).contains(&items.len()) {
+            items[index].clone_with_heap(vm.heap)
+        } else {
+            Value::None
+        })
+    }
+
     /// chainbox patch: `str()` of this exception object, as
     /// `BaseException.__str__` (and `KeyError.__str__`) write it.
     pub(crate) fn py_str_value(&self, vm: &mut VM<'h>) -> RunResult<Value> {
         let exc = self.get(vm.heap);
+        if let Some(os) = exc.data.os() {
+            return Ok(allocate_string(os.message(), vm.heap));
+        }
         match exc.heap_args() {
             Some(args_id) => args_str(exc.exc_type, args_id, vm),
             None => Ok(allocate_string(exc.py_str(), vm.heap)),
@@ -3007,6 +3085,10 @@ pub(crate) fn raised_copy(exc_id: HeapId, vm: &mut VM<'_>) -> SimpleException {
     let HeapData::Exception(exc) = vm.heap.get(exc_id) else {
         unreachable!("raised_copy of a non-exception")
     };
+    // A system OSError's fields hold all of it (its args are derived).
+    if let Some(os) = exc.data.os() {
+        return SimpleException::from_os_data(exc.exc_type, os.clone());
+    }
     let Some(args_id) = exc.heap_args() else {
         return exc.clone();
     };
@@ -3033,6 +3115,12 @@ pub(crate) fn raised_copy(exc_id: HeapId, vm: &mut VM<'_>) -> SimpleException {
 /// from `ExcData::Args` when they import (else the copy's text stands in).
 pub(crate) fn exception_value(exc: SimpleException, vm: &mut VM<'_>) -> Value {
     let mut exc = exc;
+    // A system OSError's args are `(errno, strerror)`, as CPython's.
+    if let Some(os) = exc.data.os() {
+        let items = smallvec![Value::Int(os.errno), allocate_string(os.strerror.as_str(), vm.heap)];
+        let tuple = allocate_tuple(items, vm.heap);
+        exc.arg = ExcArg::Tuple(tuple.into_ref_id().expect("a tuple is a heap object"));
+    }
     if let Some(copied) = exc.data.args().and_then(|data| data.args.clone()) {
         match copied.to_value(vm) {
             Ok(tuple) if matches!(&tuple, Value::Ref(id) if matches!(vm.heap.get(*id), HeapData::Tuple(_))) => {

@@ -23,8 +23,8 @@ use std::{borrow::Cow, mem};
 
 use ahash::AHashSet;
 use monty_types::{
-    ExcType, MkdirCallArgs, MontyObject, MontyPath, OsFunctionCall, PathBytesDataArgs, PathStringDataArgs,
-    RenameCallArgs, ResourceTracker, normalize_virtual_path,
+    ExcType, MkdirCallArgs, MontyObject, MontyPath, OsErrorData, OsFilename, OsFunctionCall, PathBytesDataArgs,
+    PathStringDataArgs, RenameCallArgs, ResourceTracker, normalize_virtual_path,
     unstable::{self, MontyNode},
 };
 
@@ -436,6 +436,29 @@ pub(crate) fn release_pending_effect(effect: Option<PendingEffect>, heap: &mut i
     if let Some(effect) = effect {
         effect.release(heap);
     }
+}
+
+/// chainbox patch: the error of a call given an empty path, which every
+/// POSIX call answers with `ENOENT` (`[Errno 2] No such file or directory:
+/// ''`); the host would take `''` for the working directory itself, and
+/// `os.listdir('')` would list it. `None` when no path is empty, or for a
+/// pure path operation (`os.path.abspath('')` is the working directory).
+pub(crate) fn empty_path_error(call: &OsFunctionCall) -> Option<SimpleException> {
+    if matches!(call, OsFunctionCall::Resolve(_) | OsFunctionCall::Absolute(_)) {
+        return None;
+    }
+    let src = call.fs_primary_path()?;
+    let dst = call.rename_destination();
+    if !src.is_empty() && !dst.is_some_and(str::is_empty) {
+        return None;
+    }
+    let data = OsErrorData {
+        errno: 2,
+        strerror: "No such file or directory".to_owned(),
+        filename: Some(OsFilename::Path(src.to_owned())),
+        filename2: dst.map(|dst| OsFilename::Path(dst.to_owned())),
+    };
+    Some(SimpleException::from_os_data(ExcType::FileNotFoundError, data))
 }
 
 /// Resolves every relative path in `call` against `cwd` (see [`posix_join`]).

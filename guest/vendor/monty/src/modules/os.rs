@@ -19,7 +19,9 @@
 //! where CPython accepts an fd as the path is a closed fd here, so it fails
 //! as one would there (see [`PathArgError`]).
 
-use monty_types::{GetenvArgs, MkdirCallArgs, MontyObject, MontyPath, OsFunctionCall, RenameCallArgs, UrandomArgs};
+use monty_types::{
+    GetenvArgs, MkdirCallArgs, MontyObject, MontyPath, OsFilename, OsFunctionCall, RenameCallArgs, UrandomArgs,
+};
 
 use crate::{
     args::{ArgValues, FromArgs, LaxBool},
@@ -673,7 +675,7 @@ pub(crate) enum PathArgError {
     Type { accepted: String, type_name: String },
     /// An fd, which is always closed in the sandbox: `EBADF`, naming the fd
     /// as the argument spelled it unless the call reports none.
-    BadFd { fd: Option<String> },
+    BadFd { fd: Option<OsFilename> },
     /// An int outside C `int`: `_fd_converter`'s OverflowError.
     FdOverflow { above: bool },
 }
@@ -683,7 +685,7 @@ impl PathArgError {
     pub(crate) fn into_error(self, func: &str, arg: &str) -> RunError {
         match self {
             Self::Type { accepted, type_name } => ExcType::type_error_os_path(func, arg, &accepted, &type_name),
-            Self::BadFd { fd } => ExcType::bad_file_descriptor(fd.as_deref()),
+            Self::BadFd { fd } => ExcType::bad_file_descriptor(fd),
             Self::FdOverflow { above } => fd_overflow_error(above),
         }
     }
@@ -695,11 +697,11 @@ impl PathArgError {
 fn fd_argument(value: &Value, vm: &VM<'_>) -> Option<PathArgError> {
     match value {
         Value::Bool(fd) => Some(PathArgError::BadFd {
-            fd: Some(if *fd { "True" } else { "False" }.to_owned()),
+            fd: Some(OsFilename::Bool(*fd)),
         }),
         Value::Int(fd) => Some(match i32::try_from(*fd) {
             Ok(_) => PathArgError::BadFd {
-                fd: Some(fd.to_string()),
+                fd: Some(OsFilename::Fd(*fd)),
             },
             Err(_) => PathArgError::FdOverflow { above: *fd > 0 },
         }),

@@ -1539,10 +1539,8 @@ fn resolve_seek_target(offset: i64, whence: i64, position: i64, buffer_len: i64)
     };
     if target < 0 {
         // CPython's `BufferedReader.seek(-1)` raises `OSError(22, 'Invalid argument')`
-        // which `__str__`s as "[Errno 22] Invalid argument". We match that
-        // format to keep `except OSError as e: assert str(e) == ...` parity
-        // for code paths shared by both interpreters.
-        return Err(SimpleException::new_msg(ExcType::OSError, "[Errno 22] Invalid argument").into());
+        // which `__str__`s as "[Errno 22] Invalid argument".
+        return Err(SimpleException::os_error(ExcType::OSError, 22, "Invalid argument", None).into());
     }
     Ok(target)
 }

@@ -52,8 +52,8 @@ use crate::{
     name_map::NameMap,
     object_bridge::MontyObjectExt,
     os_dispatch::{
-        PendingEffect, PostConversionEffect, PreConversionEffect, Reshaped, release_pending_effect, resolve_call_paths,
-        urandom_reply_error,
+        PendingEffect, PostConversionEffect, PreConversionEffect, Reshaped, empty_path_error, release_pending_effect,
+        resolve_call_paths, urandom_reply_error,
     },
     parse::CodeRange,
     run::{Program, SessionTables, VmEnv},
@@ -1088,9 +1088,18 @@ impl<'h> VM<'h> {
             OsFunctionCall::Rename(args) => Some((String::new(), args.dst.to_string())),
             _ => None,
         };
+        let empty_path = empty_path_error(&call);
         let mut spelled = resolve_call_paths(&mut call, &self.env.cwd);
         spelled.extend(destination);
-        if let Err(message) = call.check_path_null_bytes() {
+        if let Some(exc) = empty_path {
+            release_pending_effect(effect, self.heap);
+            if call.is_existence_check() {
+                self.push(Value::Bool(false));
+                Ok(None)
+            } else {
+                Err(exc.into())
+            }
+        } else if let Err(message) = call.check_path_null_bytes() {
             release_pending_effect(effect, self.heap);
             if call.is_existence_check() {
                 self.push(Value::Bool(false));
