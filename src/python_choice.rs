@@ -1518,6 +1518,14 @@ const RULES: &[Rule] = &[
         name: "print_to_file",
         check: rule_print_to_file,
     },
+    // `open(path, 'x')`, `open(path, 'r+')`, `path.open('w+')`: monty's files
+    // refuse exclusive creation and the update modes with a ValueError
+    // (vendored monty-types `FileMode`, src/types/file.rs); a mode that is
+    // not a string literal may be one of them.
+    Rule {
+        name: "file_mode",
+        check: rule_file_mode,
+    },
     // `gather(own(1), tool())`: CPython starts gathered awaitables in order,
     // each as a task, so `own`'s first tool call opens its trace record
     // before `tool()`'s; monty awaits a gather's tool calls as it commits the
@@ -2040,6 +2048,33 @@ fn rule_nan_identity(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     let text = literal.literal_text()?.trim().trim_start_matches(['+', '-']);
     text.eq_ignore_ascii_case("nan").then_some(Needs::Feature {
         what: "makes a NaN with `float('nan')` (monty's NaNs have no identity: distinct ones compare as one in containers)",
+        line: token.line,
+    })
+}
+
+fn rule_file_mode(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let (token, function) = scan.call_at(at)?;
+    // Where the mode is: `open(file, mode)`, `Path.open(mode)`.
+    let position = match function {
+        "builtins.open" => 1,
+        method if method.ends_with(".open") => 0,
+        _ => return None,
+    };
+    let mode = scan
+        .argument_tokens(at)
+        .enumerate()
+        .find_map(|(i, tokens)| match tokens {
+            [name, eq, value @ ..] if name.text == "mode" && eq.text == "=" => Some(value),
+            [name, eq, ..] if name.kind == Kind::Name && eq.text == "=" => None,
+            _ if i == position => Some(tokens),
+            _ => None,
+        })?;
+    let refused = match mode {
+        [literal] if literal.kind == Kind::Str => literal.literal_text().is_none_or(|m| m.contains(['x', '+'])),
+        _ => true,
+    };
+    refused.then_some(Needs::Feature {
+        what: "opens a file for exclusive creation or update ('x', '+'), which monty's files do not",
         line: token.line,
     })
 }
@@ -2945,7 +2980,7 @@ fn called_names() -> &'static NameSet<'static> {
             .chain(COROUTINE_TAKERS.iter().copied())
             .chain(["round", "encode", "decode", "bytes", "str"])
             .chain(RE_PATTERN_TAKERS.iter().copied())
-            .chain(["float", "print"])
+            .chain(["float", "print", "open"])
             .chain(OS_ERRORS.iter().copied())
             .chain([
                 "SyntaxError",
@@ -4107,6 +4142,19 @@ mod tests {
         );
         assert_cpython("print(*rows, sep=',', file=out)", "print_to_file", says);
         assert_monty("import sys\nprint('x', file=sys.stderr)\nprint('y', end='', file=sys.stdout)\nprint(file)");
+    }
+
+    #[test]
+    fn exclusive_and_update_file_modes_go_to_cpython() {
+        let says = "opens a file for exclusive creation or update";
+        assert_cpython("with open('o.txt', 'x') as f:\n    f.write('x')", "file_mode", says);
+        assert_cpython("f = open(name, mode='r+')", "file_mode", says);
+        assert_cpython("f = open(name, 'wb+', encoding=None)", "file_mode", says);
+        assert_cpython("from pathlib import Path\nf = Path('a').open('a+')", "file_mode", says);
+        assert_cpython("f = open(name, how)", "file_mode", says);
+        assert_monty(
+            "f = open('a')\ng = open('b', 'w')\nh = open('c', mode='rb', encoding=None)\nfrom pathlib import Path\nPath('a').open()\np = Path('b')\np.open('a')",
+        );
     }
 
     #[test]

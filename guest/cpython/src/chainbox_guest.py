@@ -1238,7 +1238,7 @@ def _install_empty_path_errors(patch):
     for name in _TWO_PATH_FUNCTIONS:
         if hasattr(os, name):
             patch(os, name, guarded(getattr(os, name), ("src", "dst")))
-    opener = guarded(io.open, ("file",))
+    opener = guarded(_open_appending_as_linux, ("file",))
     patch(io, "open", opener)
     patch(builtins, "open", opener)
 
@@ -1674,6 +1674,63 @@ def _seed_as_64_bit(self, a=None, version=2):
 _seed_as_64_bit.__code__ = _seed_as_64_bit.__code__.replace(co_name="seed", co_qualname="Random.seed")
 _seed_as_64_bit.__name__, _seed_as_64_bit.__qualname__ = "seed", "Random.seed"
 
+
+_IO_OPEN = io.open
+
+
+class _AppendingFileIO(io.FileIO):
+    """A file opened for appending and reading (`'a+'`) as on Linux: every
+    write goes to the end, and `seek` moves where reads start. WASI pins an
+    `O_APPEND` descriptor's position at the end (`seek(0)` then `read()` was
+    `''`), so the descriptor is opened without it and each write seeks to the
+    end first, as the kernel does for `O_APPEND`."""
+
+    def write(self, data):
+        os.lseek(self.fileno(), 0, os.SEEK_END)
+        return super().write(data)
+
+
+_AppendingFileIO.__module__, _AppendingFileIO.__name__, _AppendingFileIO.__qualname__ = "_io", "FileIO", "FileIO"
+
+
+def _open_appending_as_linux(
+    file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None
+):
+    """`open`, with `'a+'` (and `'ab+'`) as on Linux (see `_AppendingFileIO`);
+    every other mode is `io.open` itself. Builds the layers as `io.open`
+    does: raw, buffered, text."""
+    if not (isinstance(mode, str) and "a" in mode and "+" in mode) or len(set(mode)) != len(mode):
+        return _IO_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
+    binary = "b" in mode
+    if set(mode) - set("abt+") or ("t" in mode and binary):
+        return _IO_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
+    if binary and (encoding is not None or errors is not None or newline is not None):
+        return _IO_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
+
+    def without_append(path, flags):
+        return (opener or os.open)(path, flags & ~os.O_APPEND)
+
+    raw = _AppendingFileIO(file, "a+", closefd, opener=without_append)
+    try:
+        line_buffering = buffering == 1 or (buffering < 0 and raw.isatty())
+        if buffering == 0:
+            if not binary:
+                raise ValueError("can't have unbuffered text I/O")
+            return raw
+        if buffering in (1, -1):
+            buffering = io.DEFAULT_BUFFER_SIZE
+        buffered = io.BufferedRandom(raw, buffering)
+        if binary:
+            return buffered
+        text = io.TextIOWrapper(buffered, io.text_encoding(encoding), errors, newline, line_buffering)
+        text.mode = mode
+        return text
+    except BaseException:
+        raw.close()
+        raise
+
+
+_open_appending_as_linux.__name__ = _open_appending_as_linux.__qualname__ = "open"
 
 _GMTIME = time.gmtime
 
