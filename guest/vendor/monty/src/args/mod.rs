@@ -277,6 +277,17 @@ impl ArgValues {
         }
     }
 
+    /// chainbox patch: the positional arguments, without consuming them.
+    pub(crate) fn positional_values(&self) -> impl Iterator<Item = &Value> {
+        let (first, second, rest): (Option<&Value>, Option<&Value>, &[Value]) = match self {
+            Self::Empty | Self::Kwargs(_) => (None, None, &[]),
+            Self::One(v) => (Some(v), None, &[]),
+            Self::Two(a, b) => (Some(a), Some(b), &[]),
+            Self::ArgsKargs { args, .. } => (None, None, args),
+        };
+        first.into_iter().chain(second).chain(rest)
+    }
+
     /// The keyword argument called `name`, if any, without consuming the arguments.
     pub(crate) fn keyword(&self, name: &str, heap: &Heap, interns: &Interns) -> Option<&Value> {
         match self {

@@ -48,7 +48,7 @@ use crate::{
     bytecode::{CallResult, VM},
     exception_private::{ExcType, ExcTypeExt, RunResult},
     modules::csv,
-    types::Type,
+    types::{Type, file::load_unread_files_then_call},
     value::Value,
 };
 
@@ -140,6 +140,25 @@ pub(crate) trait BuiltinsFunctionsExt: Sized {
 
 impl BuiltinsFunctionsExt for BuiltinsFunctions {
     fn call(self, vm: &mut VM<'_>, args: ArgValues) -> RunResult<CallResult> {
+        // chainbox patch: an unread file among what these consume is loaded first.
+        let args = match self {
+            Self::All
+            | Self::Any
+            | Self::Enumerate
+            | Self::Filter
+            | Self::Map
+            | Self::Max
+            | Self::Min
+            | Self::Sorted
+            | Self::Sum
+            | Self::Zip => {
+                match load_unread_files_then_call(Value::Builtin(Builtins::Function(self)), args, vm) {
+                    Ok(load) => return Ok(load),
+                    Err(args) => args,
+                }
+            }
+            _ => args,
+        };
         let r = match self {
             Self::Abs => abs::builtin_abs(vm, args),
             Self::All => all::builtin_all(vm, args),

@@ -12,6 +12,8 @@ use crate::{
     frozen::{self, FrozenFunctions},
     heap::HeapId,
     intern::StaticStrings,
+    types::file::load_unread_files_then_call,
+    value::Value,
 };
 
 pub(crate) mod asyncio;
@@ -302,7 +304,11 @@ impl ModuleFunctions {
             Self::OsPath(functions) => os_path::call(vm, functions, args),
             Self::Re(functions) => re::call(vm, functions, args),
             Self::Unicodedata(functions) => unicodedata::call(vm, functions, args).map(CallResult::Value),
-            Self::Itertools(functions) => itertools::call(vm, functions, args).map(CallResult::Value),
+            // chainbox patch: an unread file among what these consume is loaded first.
+            Self::Itertools(functions) => match load_unread_files_then_call(Value::ModuleFunction(self), args, vm) {
+                Ok(load) => Ok(load),
+                Err(args) => itertools::call(vm, functions, args).map(CallResult::Value),
+            },
             Self::Dataclasses(functions) => dataclasses::call(vm, functions, args).map(CallResult::Value),
             Self::Functools(functions) => functools::call(vm, functions, args),
             Self::Base64(functions) => base64::call(vm, functions, args).map(CallResult::Value),

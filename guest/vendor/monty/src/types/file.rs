@@ -69,9 +69,11 @@
 //!   cookie. Round-trips through `seek()` correctly.
 //! - `seek(N)` in text mode accepts any char-index offset, where CPython
 //!   restricts it to `seek(0)`, `seek(0, 2)`, or a cookie from `tell()`.
-//! - Iterating an unread file works from `for` loops and `next()` only; a
-//!   builtin consuming it synchronously (`list(f)`, `enumerate(f)`) raises
-//!   `NotImplementedError` until a read or `seek()` has loaded the buffer.
+//! - Iterating an unread file works from `for` loops, `next()` and (chainbox
+//!   patch) the builtins and `itertools` functions that consume an iterable
+//!   (`list(f)`, `enumerate(f)`; [`load_unread_files_then_call`]); a method
+//!   consuming it synchronously (`''.join(f)`) raises `NotImplementedError`
+//!   until a read or `seek()` has loaded the buffer.
 //!
 //! Any code path that needs one of these should be added explicitly
 //! rather than relying on CPython parity.
@@ -1182,15 +1184,43 @@ fn next_line<'h>(file: &HeapReadMut<'h, OpenFile>, vm: &mut VM<'h>) -> RunResult
     }
 }
 
+/// chainbox patch: `list(f)`, `enumerate(f)`, `sorted(f)`,
+/// `itertools.islice(f, 3)`: a builtin that consumes an iterable in Rust
+/// cannot suspend for the host read an unread file needs, so that read is
+/// yielded first, with `callable(args)` replayed on resume (`LoadThenCall`,
+/// as `csv.reader(f)` does); each unread file among the positional arguments
+/// is loaded in turn. Hands `args` back when none is unread.
+pub(crate) fn load_unread_files_then_call(
+    callable: Value,
+    args: ArgValues,
+    vm: &mut VM<'_>,
+) -> Result<CallResult, ArgValues> {
+    let file_id = args.positional_values().find_map(|value| match value {
+        Value::Ref(id)
+            if let HeapReadOutput::OpenFile(file) = vm.heap.read(*id)
+                && file.needs_buffer_load(vm) =>
+        {
+            Some(*id)
+        }
+        _ => None,
+    });
+    let Some(file_id) = file_id else {
+        return Err(args);
+    };
+    let HeapReadOutput::OpenFile(file) = vm.heap.read(file_id) else {
+        unreachable!("found an open file above")
+    };
+    let effect = PostConversionEffect::LoadThenCall {
+        file_id,
+        callable,
+        args,
+    };
+    Ok(file.buffer_load_call(vm, effect))
+}
+
 /// `__next__` on an unread file from a caller that cannot suspend for the host
-/// read (`list(f)`, `enumerate(f)`, …); only `for` and `next()` issue it.
-///
-/// TODO: `enumerate`, `zip`, `map`, `filter` and `sorted` go away from this
-/// list once they are bytecode, since they then iterate through `ForIter`
-/// (<https://github.com/pydantic/monty/issues/1041>).
-/// The Rust-side consumers that remain (`list(f)`, `''.join(f)`, `sum(f)`, …)
-/// need the `LoadThenCall` effect `csv.reader(f)` uses: yield the load with
-/// the call stashed, replay the call on resume.
+/// read and is not one of [`load_unread_files_then_call`]'s (`''.join(f)`,
+/// `list.extend(f)`); `for` and `next()` issue the read themselves.
 fn unloaded_iteration_error(file_type: Type) -> RunError {
     ExcType::not_implemented(format!(
         "iterating an unread {file_type} is only supported by 'for' loops and next(); call seek(0) first to load it"
