@@ -430,6 +430,34 @@ class Sandbox(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(workspace, "f.txt")))
             self.assertEqual(os.getcwd(), before)
 
+    def test_open_keeps_its_arguments_and_appends_then_reads_back(self):
+        script = (
+            "open(file='log.txt', mode='w').write('a\\n')\n"
+            "f = open('log.txt', 'a+', encoding='utf-8')\n"
+            "f.write('b\\n'); f.seek(0)\n"
+            "text = f.read(); f.close()\n"
+            "g = open('log.txt', 'ab+', buffering=0)\n"
+            "g.write(b'c'); g.seek(0)\n"
+            "[text, f.mode, g.read().decode(), g.mode, open('log.txt').read()]"
+        )
+        with tempfile.TemporaryDirectory() as workspace:
+            finish, _ = run(script, workspace=workspace)
+        self.assertEqual(finish["result"]["output"], ["a\nb\n", "a+", "a\nb\nc", "ab+", "a\nb\nc"])
+
+    def test_an_empty_path_is_no_file(self):
+        script = (
+            "import os\n"
+            "def fails(f, *a):\n"
+            "    try:\n"
+            "        f(*a)\n"
+            "    except FileNotFoundError as e:\n"
+            "        return [e.filename, e.filename2]\n"
+            "[fails(os.listdir, ''), fails(open, ''), fails(os.rename, 'a', ''), os.path.exists('')]"
+        )
+        with tempfile.TemporaryDirectory() as workspace:
+            finish, _ = run(script, workspace=workspace)
+        self.assertEqual(finish["result"]["output"], [["", None], ["", None], ["a", ""], False])
+
 
 class Stdout(unittest.TestCase):
     def test_print_goes_to_the_host_in_order_with_tool_calls(self):
