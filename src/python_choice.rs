@@ -1526,6 +1526,14 @@ const RULES: &[Rule] = &[
         name: "file_mode",
         check: rule_file_mode,
     },
+    // `re.I` as a value (`repr(re.I)`, `flags = re.I | re.M`, `[re.S]`):
+    // monty's flags are plain ints (`repr(re.I)` is `2`, `str(re.I | re.M)`
+    // `10`; src/modules/re.rs), CPython's a `RegexFlag` (`re.IGNORECASE`).
+    // As an argument of a `re` function it is only a number on both.
+    Rule {
+        name: "re_flag_value",
+        check: rule_re_flag_value,
+    },
     // `gather(own(1), tool())`: CPython starts gathered awaitables in order,
     // each as a task, so `own`'s first tool call opens its trace record
     // before `tool()`'s; monty awaits a gather's tool calls as it commits the
@@ -2049,6 +2057,45 @@ fn rule_nan_identity(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     text.eq_ignore_ascii_case("nan").then_some(Needs::Feature {
         what: "makes a NaN with `float('nan')` (monty's NaNs have no identity: distinct ones compare as one in containers)",
         line: token.line,
+    })
+}
+
+/// The flags of `re`, CPython's `RegexFlag` members.
+const RE_FLAGS: &[&str] = &[
+    "A",
+    "ASCII",
+    "DEBUG",
+    "DOTALL",
+    "I",
+    "IGNORECASE",
+    "L",
+    "LOCALE",
+    "M",
+    "MULTILINE",
+    "NOFLAG",
+    "S",
+    "U",
+    "UNICODE",
+    "VERBOSE",
+    "X",
+];
+
+fn rule_re_flag_value(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let (binding, next) = scan.bound_reference(at)?;
+    let flag = match binding {
+        Binding::Module(module) if module == "re" => scan.attribute_after(next)?,
+        Binding::Member(module, member) if module == "re" => member.as_str(),
+        _ => return None,
+    };
+    if !RE_FLAGS.contains(&flag) {
+        return None;
+    }
+    let in_re_call = scan.enclosing_open[at]
+        .and_then(|open| scan.call_at(open))
+        .is_some_and(|(_, function)| function.starts_with("re."));
+    (!in_re_call).then_some(Needs::Feature {
+        what: "uses a `re` flag as a value (monty's flags are plain ints: `repr(re.I)` is `2`)",
+        line: scan.tokens[at].line,
     })
 }
 
@@ -4142,6 +4189,22 @@ mod tests {
         );
         assert_cpython("print(*rows, sep=',', file=out)", "print_to_file", says);
         assert_monty("import sys\nprint('x', file=sys.stderr)\nprint('y', end='', file=sys.stdout)\nprint(file)");
+    }
+
+    #[test]
+    fn re_flags_as_values_go_to_cpython() {
+        let says = "uses a `re` flag as a value";
+        assert_cpython("import re\nrepr(re.I)", "re_flag_value", says);
+        assert_cpython(
+            "import re\nFLAGS = re.I | re.M\nre.compile('a', FLAGS)",
+            "re_flag_value",
+            says,
+        );
+        assert_cpython("from re import IGNORECASE\nprint(IGNORECASE)", "re_flag_value", says);
+        assert_cpython("import re as r\nx = [r.S]", "re_flag_value", says);
+        assert_monty(
+            "import re\np = re.compile('a+', re.I | re.M)\nre.findall('x', s, flags=re.S)\nre.sub('a', 'b', s, 0, re.I)\nm = p.search('A')",
+        );
     }
 
     #[test]
