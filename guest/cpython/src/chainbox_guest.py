@@ -1699,12 +1699,12 @@ def _open_appending_as_linux(
     """`open`, with `'a+'` (and `'ab+'`) as on Linux (see `_AppendingFileIO`);
     every other mode is `io.open` itself. Builds the layers as `io.open`
     does: raw, buffered, text."""
-    if not (isinstance(mode, str) and "a" in mode and "+" in mode) or len(set(mode)) != len(mode):
-        return _IO_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
-    binary = "b" in mode
-    if set(mode) - set("abt+") or ("t" in mode and binary):
-        return _IO_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
-    if binary and (encoding is not None or errors is not None or newline is not None):
+    # 'a+', 'at+', 'ab+' in any order; anything else (and io.open's own
+    # refusals) is io.open's.
+    canonical = "".join(sorted(mode)) if isinstance(mode, str) else None
+    binary = canonical == "+ab"
+    text_arguments = (encoding, errors, newline) != (None, None, None)
+    if canonical not in ("+a", "+at", "+ab") or (binary and text_arguments):
         return _IO_OPEN(file, mode, buffering, encoding, errors, newline, closefd, opener)
 
     def without_append(path, flags):

@@ -96,6 +96,13 @@ def run(script, host=None, tools=TOOLS, version=4, recursion=500, workspace=None
     return json.loads(text), host
 
 
+def answer_in_empty_workspace(script):
+    """The script's answer, run in an empty workspace of its own."""
+    with tempfile.TemporaryDirectory() as workspace:
+        finish, _ = run(script, workspace=workspace)
+    return finish["result"]["output"]
+
+
 class Answers(unittest.TestCase):
     def test_key_order_and_big_ints_survive(self):
         finish, _ = run("{'z': 1, 'a': 2**100, 'm': [1.5, None, True]}")
@@ -440,9 +447,7 @@ class Sandbox(unittest.TestCase):
             "g.write(b'c'); g.seek(0)\n"
             "[text, f.mode, g.read().decode(), g.mode, open('log.txt').read()]"
         )
-        with tempfile.TemporaryDirectory() as workspace:
-            finish, _ = run(script, workspace=workspace)
-        self.assertEqual(finish["result"]["output"], ["a\nb\n", "a+", "a\nb\nc", "ab+", "a\nb\nc"])
+        self.assertEqual(answer_in_empty_workspace(script), ["a\nb\n", "a+", "a\nb\nc", "ab+", "a\nb\nc"])
 
     def test_an_empty_path_is_no_file(self):
         script = (
@@ -454,9 +459,7 @@ class Sandbox(unittest.TestCase):
             "        return [e.filename, e.filename2]\n"
             "[fails(os.listdir, ''), fails(open, ''), fails(os.rename, 'a', ''), os.path.exists('')]"
         )
-        with tempfile.TemporaryDirectory() as workspace:
-            finish, _ = run(script, workspace=workspace)
-        self.assertEqual(finish["result"]["output"], [["", None], ["", None], ["a", ""], False])
+        self.assertEqual(answer_in_empty_workspace(script), [["", None], ["", None], ["a", ""], False])
 
 
 class Stdout(unittest.TestCase):

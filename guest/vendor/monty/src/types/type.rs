@@ -807,38 +807,19 @@ impl Type {
     /// Iterator acquisition may suspend in user code; other constructors complete natively.
     pub(crate) fn call(self, vm: &mut VM<'_>, args: ArgValues) -> RunResult<CallResult> {
         // chainbox patch: an unread file among what these consume is loaded first.
-        let args = match self {
-            Self::List
-            | Self::Tuple
-            | Self::Set
-            | Self::FrozenSet
-            | Self::Dict
-            | Self::Deque
-            | Self::Counter
-            | Self::ItertoolsPairwise
-            | Self::ItertoolsCompress
-            | Self::ItertoolsIslice
-            | Self::ItertoolsChain
-            | Self::ItertoolsCycle
-            | Self::ItertoolsTakeWhile
-            | Self::ItertoolsDropWhile
-            | Self::ItertoolsFilterFalse
-            | Self::ItertoolsStarMap
-            | Self::ItertoolsAccumulate
-            | Self::ItertoolsBatched
-            | Self::ItertoolsZipLongest
-            | Self::ItertoolsCombinations
-            | Self::ItertoolsCombinationsWithReplacement
-            | Self::ItertoolsPermutations
-            | Self::ItertoolsProduct
-            | Self::ItertoolsGroupBy
-            | Self::ItertoolsTee => {
-                match load_unread_files_then_call(Value::Builtin(Builtins::Type(self)), args, vm) {
-                    Ok(load) => return Ok(load),
-                    Err(args) => args,
-                }
+        // The containers and the iterators (`itertools.islice(f, 2)`).
+        let consumes = self.is_iterator()
+            || matches!(
+                self,
+                Self::List | Self::Tuple | Self::Set | Self::FrozenSet | Self::Dict | Self::Deque | Self::Counter
+            );
+        let args = if consumes {
+            match load_unread_files_then_call(Value::Builtin(Builtins::Type(self)), args, vm) {
+                Ok(load) => return Ok(load),
+                Err(args) => args,
             }
-            _ => args,
+        } else {
+            args
         };
         if self == Self::Iterator {
             builtin_iter(vm, args)
