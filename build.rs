@@ -3,13 +3,18 @@
 //! own target dir (`target/guest`), profile and lock file; and the CPython
 //! guest (`guest/cpython`), a WebAssembly component made by PyPI's
 //! `componentize-py` (pinned, installed with `python3 -m pip` into
-//! `target/guest/componentize-py`) from the WIT world and the guest module.
+//! `target/guest/componentize-py`) from the WIT world and the guest module,
+//! with 64-bit CPython's numeric hashes spliced into its libpython
+//! (`guest/cpython/hashes`).
 //! Both `.wasm` files are embedded into the library with `include_bytes!`.
 //! No prebuilt wasm is committed.
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "guest/cpython/hashes/patch.rs"]
+mod cpython_hashes;
 
 const GUEST_TARGET: &str = "wasm32-wasip1";
 
@@ -100,7 +105,7 @@ const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// tells the library where it is (`CHAINBOX_CPYTHON_WASM_PATH`).
 fn build_cpython_guest(manifest_dir: &Path) {
     let source = manifest_dir.join("guest").join("cpython");
-    for path in ["wit", "src"] {
+    for path in ["wit", "src", "hashes"] {
         println!("cargo:rerun-if-changed={}", source.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_CPYTHON_WASM");
@@ -153,6 +158,7 @@ fn build_cpython_guest(manifest_dir: &Path) {
         println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
         return;
     }
+    let unpatched = guest_dir.join("chainbox-cpython.unpatched.wasm");
     let status = Command::new(&python)
         .env("PYTHONPATH", &tool_dir)
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -166,22 +172,55 @@ fn build_cpython_guest(manifest_dir: &Path) {
         .args(["-w", "chain", "componentize", "chainbox_guest", "-p"])
         .arg(source.join("src"))
         .arg("-o")
-        .arg(&wasm)
+        .arg(&unpatched)
         .status()
         .unwrap_or_else(|e| panic!("chainbox build: could not run componentize-py with `{python}`: {e}"));
-    if !status.success() || !wasm.exists() {
+    if !status.success() || !unpatched.exists() {
         panic!("chainbox build: componentize-py failed to build the CPython guest ({status})");
     }
+    let hashes = build_hashes(&source.join("hashes").join("hashes.rs"), &guest_dir);
+    let component = std::fs::read(&unpatched).expect("chainbox build: read the CPython guest");
+    let patched = cpython_hashes::patch_component(&component, &hashes)
+        .unwrap_or_else(|e| panic!("chainbox build: splicing the numeric hashes into libpython failed: {e}"));
+    std::fs::write(&wasm, patched).expect("chainbox build: write the CPython guest");
     std::fs::write(&key, &inputs).expect("chainbox build: write the CPython guest's input key");
     println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
 }
 
+/// Builds `hashes.rs` for wasm with the toolchain's own `rustc` (a single
+/// `no_std` file: no cargo project, no dependencies) and returns the module.
+fn build_hashes(source: &Path, guest_dir: &Path) -> Vec<u8> {
+    ensure_target_installed();
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = guest_dir.join("cpython-hashes.wasm");
+    let status = Command::new(&rustc)
+        .args(["--edition", "2024", "--target", GUEST_TARGET, "--crate-type", "cdylib"])
+        .args(["-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols"])
+        .arg(source)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| {
+            panic!(
+                "chainbox build: could not run `{rustc}` to build {}: {e}",
+                source.display()
+            )
+        });
+    if !status.success() {
+        panic!(
+            "chainbox build: building {} for {GUEST_TARGET} failed ({status})",
+            source.display()
+        );
+    }
+    std::fs::read(&out).expect("chainbox build: read the built hashes module")
+}
+
 /// Everything the CPython guest is built from, as one byte string: the
-/// pinned componentize-py, then each file of `wit/` and `src/` by name and
-/// content (sorted, so the order is stable).
+/// pinned componentize-py, then each file of `wit/`, `src/` and `hashes/`
+/// by name and content (sorted, so the order is stable).
 fn cpython_inputs(source: &Path) -> Vec<u8> {
     let mut files = Vec::new();
-    for dir in ["wit", "src"] {
+    for dir in ["wit", "src", "hashes"] {
         if let Ok(entries) = std::fs::read_dir(source.join(dir)) {
             files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
         }

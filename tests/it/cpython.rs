@@ -252,6 +252,13 @@ same_on_both_guests! {
     // patch; monty rebound the name), as in the corpus's `set_updates_in_place`.
     sets_update_in_place_on_both_guests:
         "def collect(acc, items):\n    acc |= set(items)\n\n\nseen = set()\ncollect(seen, [3, 1, 3])\nalias = seen\nseen -= {3}\nseen ^= {5, 1}\nseen &= {5, 7}\ngroups = {\"a\": set()}\nbucket = groups[\"a\"]\nbucket |= {2}\nkeys = {1}\nkeys_alias = keys\nkeys |= {\"x\": 0}.keys()\n[sorted(alias), alias is seen, sorted(groups[\"a\"]), sorted(keys_alias), len(keys)]";
+    // Sets order their members by the interpreter's own hashes: the CPython
+    // guest (a 32-bit build) has 64-bit CPython's numeric hashes spliced in
+    // (guest/cpython/hashes), so sets of tuples, floats, big ints, complexes
+    // and decimals list in monty's (and 64-bit CPython's) order, and equal
+    // numbers of each type still find each other.
+    sets_order_numbers_and_tuples_as_64_bit_cpython:
+        "from decimal import Decimal\ncells = {(r, c) for r in range(6) for c in range(5) if (r * c) % 3}\nfloats = {0.1, 1.5, 2.25, -7.125, 1e300, 5e-324, float('inf')}\nbig = {10**12 + i * 3600_000 for i in range(8)} | {-2**63, 2**64 + 1}\nmixed = {(0.5, 1.5), (10**10, 2), ((1, 2), 2.75), (complex(1, 2),), Decimal('1.5'), Decimal(10**12) + 1}\nfound = [10**12 in {Decimal(10**12)}, 1.5 in {Decimal('1.5')}, Decimal('0.5') in {0.5}, 2**40 in {float(2**40)}, complex(2.5, 0) in {2.5}]\n[repr(cells), repr(floats), repr(big), repr(mixed), found, sorted(hash(x) for x in mixed if not isinstance(x, complex))]";
     a_failed_sort_stops_where_cpython_3_14_does:
         "out = []\nfor xs in [[5, 5, 4, None], [3, 2, 2, 1, 0.5, None], [4, 4, 4, 3, 'x', 2], [2.5, 2.5, 1, None, 0]]:\n    try:\n        xs.sort()\n        out.append(xs)\n    except TypeError as e:\n        out.append([str(e), xs])\nout";
     // CPython 3.12+ bounds walks over nested data by its C stack, not by the
@@ -497,6 +504,19 @@ async fn a_cpython_chain_sees_nothing_of_the_chain_before() {
         assert_ok(&r);
         assert_eq!(r.output, json!(["{\"a\": 1}", false, []]));
     }
+}
+
+/// The snapshot componentize-py takes is initialised before the build
+/// splices 64-bit CPython's numeric hashes into libpython: its dicts and sets
+/// keyed by tuples or numbers (`dataclasses._hash_action`, `re`'s cache,
+/// `_compat_pickle`'s maps) are rehashed by an instance's first chain. None
+/// a script can reach from the modules misses one of its own keys.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_container_in_the_cpython_snapshot_misses_its_own_keys() {
+    let script = "import sys, types\nseen, stale, stack = set(), [], [m for m in list(sys.modules.values()) if m is not None]\nwhile stack:\n    o = stack.pop()\n    if id(o) in seen:\n        continue\n    seen.add(id(o))\n    try:\n        if isinstance(o, (dict, set, frozenset)):\n            stale.extend(repr(k)[:60] for k in list(o) if type(k) is not str and k not in o)\n        if isinstance(o, (types.ModuleType, type)):\n            stack.extend(list(vars(o).values()))\n        elif isinstance(o, types.FunctionType):\n            stack.extend([o.__code__, *(o.__defaults__ or ()), *(c.cell_contents for c in o.__closure__ or ())])\n        elif isinstance(o, types.CodeType):\n            stack.extend(o.co_consts)\n        elif isinstance(o, dict):\n            stack.extend([*o.keys(), *o.values()])\n        elif isinstance(o, (list, tuple, set, frozenset)):\n            stack.extend(o)\n        elif hasattr(o, '__dict__'):\n            stack.append(vars(o))\n    except Exception:\n        pass\nfrom dataclasses import dataclass\n@dataclass(frozen=True)\nclass P:\n    x: int\n[len(seen) > 50_000, stale, hash(P(1)) == hash((1,))]";
+    let r = run_on(PythonChoice::Cpython, script, &registry()).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!([true, [], true]));
 }
 
 /// The spare instance is made with a workspace of its own preopened: a

@@ -1104,10 +1104,14 @@ def _patch_interpreter(stack):
 
     # `hash()` as on 64-bit CPython (and monty): this wasm32 build reduces
     # numbers modulo 2**31 - 1 and mixes tuples in 32 bits, so `hash(2**40)`
-    # or `hash((1, 2))` gave other numbers. Sets and dicts keep the
-    # interpreter's own hashes (their order of tuples, floats and big ints
-    # is still 32-bit CPython's).
+    # or `hash((1, 2))` gave other numbers. The interpreter's own hashes of
+    # ints, floats, complexes, tuples and decimals (what orders a set) are
+    # the low 32 bits of 64-bit CPython's: the build splices them into
+    # libpython (guest/cpython/hashes). `Fraction.__hash__` is Python and
+    # reads the modulus `fractions` took from `sys.hash_info` at import.
     patch(builtins, "hash", _hash_64)
+    patch(sys, "hash_info", type(sys.hash_info)((64, _PRIME_61, 314159, 0, 1000003, "siphash13", 64, 128, 0)))
+    patch(fractions, "_PyHASH_MODULUS", _PRIME_61)
 
     # Floats from the C math library as native CPython on the host computes
     # them (see `_install_c_math`).
@@ -1873,6 +1877,8 @@ def run_chain(request, host, workspace=WORKSPACE):
 
 
 def _run(request, host, workspace):
+    if _STALE_CONTAINERS:
+        _rehash_stale_containers()
     try:
         req = _JSON_DECODE(request)
         version = req["version"]
@@ -1910,6 +1916,84 @@ if wit_world is not None:
 
 
 # --- the snapshot -----------------------------------------------------------
+
+# The snapshot's dicts and sets whose keys hash otherwise in the component
+# than when the snapshot was taken: componentize-py initialises the
+# interpreter before the build splices 64-bit CPython's numeric hashes into
+# libpython (guest/cpython/hashes), so a dict keyed by tuples, like
+# `dataclasses._hash_action`, would miss every key. Found at build time by
+# `_find_stale_containers`; each instance's first chain (the spare's warm-up,
+# off a chain's path) re-inserts their keys with the new hashes.
+_STALE_CONTAINERS = []
+
+
+def _rehash_stale_containers():
+    stale, _STALE_CONTAINERS[:] = list(_STALE_CONTAINERS), []
+    for container in stale:
+        if isinstance(container, dict):
+            items = list(container.items())
+            container.clear()
+            container.update(items)
+        else:
+            items = list(container)
+            container.clear()
+            container.update(items)
+
+
+def _hash_changes(key):
+    """Whether `key`'s hash in the component (the low 32 bits of 64-bit
+    CPython's) differs from this interpreter's."""
+    if type(key) is str:
+        return False
+    try:
+        new = _hash_64(key) & 0xFFFFFFFF
+        old = _HASH(key)
+    except Exception:
+        return False
+    new = new - (1 << 32) if new >> 31 else new
+    return (-2 if new == -1 else new) != old
+
+
+def _find_stale_containers():
+    """Every dict and set reachable from the modules or tracked by the
+    collector whose keys include one whose hash changes. A frozenset cannot
+    be rehashed: none is expected (the integration test
+    `no_container_in_the_cpython_snapshot_misses_its_own_keys` walks a
+    chain's objects for any left)."""
+    found, seen = [], set()
+    stack = [m for m in list(sys.modules.values()) if m is not None]
+    stack.extend(gc.get_objects())
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        try:
+            if isinstance(obj, (dict, set)) and any(_hash_changes(k) for k in list(obj)):
+                found.append(obj)
+            if isinstance(obj, types.ModuleType) or isinstance(obj, type):
+                stack.extend(list(vars(obj).values()))
+            elif isinstance(obj, types.FunctionType):
+                stack.append(obj.__code__)
+                stack.extend(obj.__defaults__ or ())
+                stack.extend(c.cell_contents for c in obj.__closure__ or () if c.cell_contents is not None)
+            elif isinstance(obj, types.CodeType):
+                stack.extend(obj.co_consts)
+            elif isinstance(obj, dict):
+                stack.extend(list(obj.keys()))
+                stack.extend(list(obj.values()))
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                stack.extend(list(obj))
+            elif isinstance(obj, (classmethod, staticmethod)):
+                stack.append(obj.__func__)
+            elif isinstance(obj, property):
+                stack.extend((obj.fget, obj.fset, obj.fdel))
+            elif hasattr(obj, "__dict__"):
+                stack.append(vars(obj))
+        except Exception:
+            pass
+    return found
+
 
 
 def _warm_up():
@@ -1955,4 +2039,5 @@ if wit_world is not None:
     _warm_up()
     asyncio.events._event_loop_policy._loop = None
     gc.collect()
+    _STALE_CONTAINERS.extend(_find_stale_containers())
     gc.freeze()
