@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """An expression battery (tests/generated/batteries/) checked against the
 CPython running this script rather than the CPython guest: for what the
-guest, a 32-bit build, cannot be the reference of (the order of sets of
-tuples, floats, big or negative ints; `hash()` inside the interpreter).
+guest, a 32-bit build, was not the reference of before stop 42 spliced
+64-bit CPython's numeric hashes into it (the order of sets of tuples,
+floats, big or negative ints).
 
     python3 tests/generated/host_battery.py target/release/chainbox tests/generated/batteries/sets.py 1500 1
 
