@@ -8,8 +8,8 @@
 //! `{0.5, 1.5}` or `{10**12, 3 * 10**12}` listed its members in another
 //! order than 64-bit CPython (and monty). These functions compute the 64-bit
 //! hash; the patched slots keep its low 32 bits (a set's first probe and
-//! its order are the hash's low bits) and leave the high ones where
-//! `object_hash` finds them, so a tuple mixes its items' full 64-bit hashes.
+//! its order are the hash's low bits) and leave the whole hash where
+//! `object_hash` finds it, so a tuple mixes its items' full 64-bit hashes.
 //!
 //! (`Fraction.__hash__` is Python: the guest module gives `fractions` the
 //! 64-bit modulus.)
@@ -35,11 +35,11 @@ const XXPRIME_5: u64 = 2870177450012600261;
 
 #[link(wasm_import_module = "chainbox")]
 unsafe extern "C" {
-    /// `PyObject_Hash(object)` with the high 32 bits a patched hash left,
-    /// sign-extended otherwise; -1 is an error.
+    /// `PyObject_Hash(object)`: the 64-bit hash a patched function computed,
+    /// or the 32-bit one sign-extended; -1 is an error.
     fn object_hash(object: u32) -> i64;
-    /// The 32-bit slot value of a 64-bit hash (its low bits, never -1 but
-    /// for an error), leaving the high bits for `object_hash`.
+    /// The 32-bit slot value of a 64-bit hash (its low bits; a low half of -1,
+    /// the error value, is 2**31 - 1), keeping the hash for `object_hash`.
     fn narrow(hash: i64) -> i32;
 }
 

@@ -2,16 +2,17 @@
 //! so sets order numbers and tuples as 64-bit CPython does (why: the top of
 //! `hashes.rs`). Run by `build.rs` on the component componentize-py made.
 //!
-//! Only libpython's core module changes, and only by additions: the spliced
-//! functions, two glue functions, two globals and their types go after
-//! everything the module had (no index moves), and five hash functions
+//! Only libpython's core module changes. The spliced functions, two glue
+//! functions (`narrow`, `object_hash`), two globals and their types go after
+//! everything the module had (no index moves); five hash functions
 //! (`long_hash`, `_Py_HashDouble`, `complex_hash`, `tuple_hash`, `dec_hash`,
-//! found by the module's name section) get a prologue that calls the 64-bit version and
-//! returns; their own code stays behind it (for NaNs, whose hash is their
-//! address, and a decimal's infinities). The snapshot componentize-py took of the
-//! initialised interpreter is untouched: containers it built keep the hashes
-//! of the 32-bit functions (tests check that none a script can reach holds
-//! a number or tuple whose hash changed).
+//! found by the module's name section) get a prologue that calls the 64-bit
+//! version and returns (their own code stays behind it, for NaNs, whose hash
+//! is their address, and a decimal's infinities); and the set functions that
+//! probe a table shift a 64-bit `perturb` (`perturb_in_64_bits`). The
+//! snapshot componentize-py took of the initialised interpreter keeps the
+//! 32-bit hashes: the guest module rehashes its containers (see
+//! `_STALE_CONTAINERS` in chainbox_guest.py).
 
 use std::ops::Range;
 
@@ -66,6 +67,17 @@ const TARGETS: &[Target] = &[
         params: &[ValType::I32],
         prologue: Prologue::When("chainbox_decimal_is_finite", "chainbox_decimal_hash"),
     },
+];
+
+/// setobject.c's functions that probe a set's table (`set_insert_clean` is
+/// inlined into the last two): their `perturb` is made 64 bits wide (see
+/// `perturb_in_64_bits`). Every function that probes a set's table must be
+/// here, or a set would look for a member where it did not put it.
+const PROBING: &[&str] = &[
+    "set_add_entry_takeref",
+    "set_lookkey",
+    "set_merge_lock_held",
+    "set_table_resize",
 ];
 
 type Result<T> = std::result::Result<T, String>;
@@ -276,7 +288,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
         }
     }
     let all_functions = imported_functions + function_types.len() as u32;
-    let (low, high) = (
+    let (low, full) = (
         imported_globals + defined_globals,
         imported_globals + defined_globals + 1,
     );
@@ -351,11 +363,21 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
         prologues.push((index, code));
     }
 
+    let mut probing = Vec::new();
+    for name in PROBING {
+        let index = index_of(name)?;
+        let ty = index
+            .checked_sub(imported_functions)
+            .and_then(|i| function_types.get(i as usize))
+            .ok_or(format!("libpython's `{name}` is not a defined function"))?;
+        probing.push((index, type_params[*ty as usize].len() as u32));
+    }
     let additions = Additions {
         imported_functions,
         prologues,
+        probing,
         low,
-        high,
+        full,
         object_hash,
     };
     let mut out = wasm_encoder::Module::new();
@@ -395,14 +417,14 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
                 RoundtripReencoder
                     .parse_global_section(&mut section, reader.clone())
                     .map_err(|e| format!("{e:?}"))?;
-                let word = GlobalType {
-                    val_type: ValType::I32,
+                let global = |val_type| GlobalType {
+                    val_type,
                     mutable: true,
                     shared: false,
                 };
-                // -1 is never a stored low half (`narrow` makes it -2).
-                section.global(word, &ConstExpr::i32_const(-1));
-                section.global(word, &ConstExpr::i32_const(0));
+                // -1 is never a returned low half (`narrow` makes it 2**31 - 1).
+                section.global(global(ValType::I32), &ConstExpr::i32_const(-1));
+                section.global(global(ValType::I64), &ConstExpr::i64_const(0));
                 out.section(&section);
                 seen[1] = true;
             }
@@ -432,9 +454,12 @@ struct Additions {
     imported_functions: u32,
     /// Each target's function index and prologue (encoded instructions).
     prologues: Vec<(u32, Vec<u8>)>,
-    /// The globals `narrow` keeps a hash's halves in.
+    /// Each set-probing function's index and parameter count.
+    probing: Vec<(u32, u32)>,
+    /// The globals `narrow` keeps the slot value it returned (i32) and the
+    /// 64-bit hash it came from (i64) in.
     low: u32,
-    high: u32,
+    full: u32,
     /// `PyObject_Hash`.
     object_hash: u32,
 }
@@ -451,8 +476,9 @@ fn patched_code(
     let Additions {
         imported_functions,
         ref prologues,
+        ref probing,
         low,
-        high,
+        full,
         object_hash,
     } = *additions;
     let mut section = CodeSection::new();
@@ -463,6 +489,11 @@ fn patched_code(
     for (i, body) in reader.into_iter().enumerate() {
         let body = body.map_err(parse_error)?;
         let index = imported_functions + i as u32;
+        if let Some((_, params)) = probing.iter().find(|(f, _)| *f == index) {
+            section.function(&perturb_in_64_bits(&body, *params)?);
+            patched += 1;
+            continue;
+        }
         match prologues.iter().find(|(f, _)| *f == index) {
             None => {
                 section.raw(body.as_bytes());
@@ -479,12 +510,14 @@ fn patched_code(
             }
         }
     }
-    if patched != prologues.len() {
-        return Err("not every hash function was found in the code section".into());
+    if patched != prologues.len() + probing.len() {
+        return Err("not every patched function was found in the code section".into());
     }
 
-    // narrow(hash: i64) -> i32: -1 stays the error; else the low half (-1
-    // made -2) is returned and kept in `low`, the high half in `high`.
+    // narrow(hash: i64) -> i32: -1 stays the error; else the low half is
+    // returned, kept in `low`, and the hash in `full`. A low half of -1 (the
+    // error value; -1.5's hash is -(2**60 + 1)) is returned as 2**31 - 1,
+    // which has the same low 31 bits, so the same slot in any set.
     let mut narrow = Function::new([(1, ValType::I32)]);
     narrow
         .instructions()
@@ -496,17 +529,14 @@ fn patched_code(
         .return_()
         .end()
         .local_get(0)
-        .i64_const(32)
-        .i64_shr_u()
-        .i32_wrap_i64()
-        .global_set(high)
+        .global_set(full)
         .local_get(0)
         .i32_wrap_i64()
         .local_tee(1)
         .i32_const(-1)
         .i32_eq()
         .if_(BlockType::Empty)
-        .i32_const(-2)
+        .i32_const(i32::MAX)
         .local_set(1)
         .end()
         .local_get(1)
@@ -515,8 +545,8 @@ fn patched_code(
         .end();
     section.function(&narrow);
 
-    // object_hash(object: i32) -> i64: `PyObject_Hash`, with the high half a
-    // patched hash left when it returned the low half `narrow` kept.
+    // object_hash(object: i32) -> i64: `PyObject_Hash`, or the 64-bit hash
+    // `narrow` kept when it returned this value for this call.
     let mut widen = Function::new([(1, ValType::I32)]);
     widen
         .instructions()
@@ -528,13 +558,7 @@ fn patched_code(
         .global_get(low)
         .i32_eq()
         .if_(BlockType::Result(ValType::I64))
-        .global_get(high)
-        .i64_extend_i32_u()
-        .i64_const(32)
-        .i64_shl()
-        .local_get(1)
-        .i64_extend_i32_u()
-        .i64_or()
+        .global_get(full)
         .else_()
         .local_get(1)
         .i64_extend_i32_s()
@@ -556,4 +580,101 @@ fn patched_code(
             .map_err(|e| format!("{e:?}"))?;
     }
     Ok(section)
+}
+
+/// A set-probing function whose `perturb` shifts as 64-bit CPython's. It is
+/// `size_t perturb = hash`, shifted right by 5 at each probe: 32 bits wide
+/// here, so a negative hash's high bits ran out of ones after six shifts,
+/// where 64-bit CPython's keep coming for twelve, and `{-1, -2}` (both hash
+/// to -2, probing from one slot) listed as `{-2, -1}`. Each local shifted
+/// as `local.get P; i32.const 5; i32.shr_u; local.set/tee P` becomes an i64
+/// holding the sign-extended hash: reads wrap it, writes sign-extend, the
+/// shift is 64-bit. (A hash whose 64-bit value is not a sign extension of
+/// its low half, like a tuple's, still probes as before past six shifts.)
+fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Result<Function> {
+    let mut operators = Vec::new();
+    let mut reader = body.get_operators_reader().map_err(parse_error)?;
+    while !reader.eof() {
+        operators.push(reader.read().map_err(parse_error)?);
+    }
+    let mut locals = Vec::new();
+    let mut count = params;
+    for local in body.get_locals_reader().map_err(parse_error)? {
+        let (n, ty) = local.map_err(parse_error)?;
+        locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
+        count += n;
+    }
+    let mut perturbs: Vec<u32> = Vec::new();
+    for window in operators.windows(4) {
+        if let [
+            Operator::LocalGet { local_index: p },
+            Operator::I32Const { value: 5 },
+            Operator::I32ShrU,
+            Operator::LocalTee { local_index: q } | Operator::LocalSet { local_index: q },
+        ] = window
+            && p == q
+            && !perturbs.contains(p)
+        {
+            perturbs.push(*p);
+        }
+    }
+    if perturbs.is_empty() {
+        return Err("a set-probing function has no `perturb >>= 5`".into());
+    }
+    let wide = |p: u32| count + perturbs.iter().position(|&x| x == p).unwrap_or(0) as u32;
+    locals.push((perturbs.len() as u32, ValType::I64));
+    let mut function = Function::new(locals);
+    for &p in &perturbs {
+        function
+            .instructions()
+            .local_get(p)
+            .i64_extend_i32_s()
+            .local_set(wide(p));
+    }
+    let mut i = 0;
+    while i < operators.len() {
+        if let [
+            Operator::LocalGet { local_index: p },
+            Operator::I32Const { value: 5 },
+            Operator::I32ShrU,
+            last,
+            ..,
+        ] = &operators[i..]
+            && perturbs.contains(p)
+            && matches!(last, Operator::LocalTee { local_index } | Operator::LocalSet { local_index } if local_index == p)
+        {
+            let mut sink = function.instructions();
+            sink.local_get(wide(*p)).i64_const(5).i64_shr_u();
+            if let Operator::LocalTee { .. } = last {
+                sink.local_tee(wide(*p)).i32_wrap_i64();
+            } else {
+                sink.local_set(wide(*p));
+            }
+            i += 4;
+            continue;
+        }
+        match &operators[i] {
+            Operator::LocalGet { local_index } if perturbs.contains(local_index) => {
+                function.instructions().local_get(wide(*local_index)).i32_wrap_i64();
+            }
+            Operator::LocalSet { local_index } if perturbs.contains(local_index) => {
+                function.instructions().i64_extend_i32_s().local_set(wide(*local_index));
+            }
+            Operator::LocalTee { local_index } if perturbs.contains(local_index) => {
+                function
+                    .instructions()
+                    .i64_extend_i32_s()
+                    .local_tee(wide(*local_index))
+                    .i32_wrap_i64();
+            }
+            other => {
+                let instruction = RoundtripReencoder
+                    .instruction(other.clone())
+                    .map_err(|e| format!("{e:?}"))?;
+                function.instruction(&instruction);
+            }
+        }
+        i += 1;
+    }
+    Ok(function)
 }
