@@ -252,6 +252,8 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || EAGER_ITERATORS.contains(&token.text)
                 // missing_method, method_value
                 || (scan.follows_dot(at) && attributes_not_values().contains(token.text))
+                // file_consumed_whole
+                || scan.files.contains(token.text)
         }
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),
@@ -1526,6 +1528,15 @@ const RULES: &[Rule] = &[
         name: "file_mode",
         check: rule_file_mode,
     },
+    // `''.join(f)`, `lines.extend(f)`, `seen.update(f)`, `dict.fromkeys(f)`,
+    // `[*f]`, `a, b = f`, `'x\n' in f` on a file not yet read: monty reads a
+    // file from the host only in a `for` loop, `next()` or a builtin that
+    // consumes an iterable (vendored src/types/file.rs, "iterating an unread
+    // _io.TextIOWrapper is only supported by 'for' loops and next()").
+    Rule {
+        name: "file_consumed_whole",
+        check: rule_file_consumed_whole,
+    },
     // `re.I` as a value (`repr(re.I)`, `flags = re.I | re.M`, `[re.S]`):
     // monty's flags are plain ints (`repr(re.I)` is `2`, `str(re.I | re.M)`
     // `10`; src/modules/re.rs), CPython's a `RegexFlag` (`re.IGNORECASE`).
@@ -2122,6 +2133,69 @@ fn rule_file_mode(scan: &Scan<'_>, at: usize) -> Option<Needs> {
     };
     refused.then_some(Needs::Feature {
         what: "opens a file for exclusive creation or update ('x', '+'), which monty's files do not",
+        line: token.line,
+    })
+}
+
+/// Methods that consume an iterable argument in Rust (monty cannot read a
+/// file from the host in the middle of one).
+const FILE_CONSUMING_METHODS: &[&str] = &[
+    "join",
+    "extend",
+    "extendleft",
+    "update",
+    "fromkeys",
+    "union",
+    "intersection",
+    "difference",
+    "symmetric_difference",
+    "intersection_update",
+    "difference_update",
+    "symmetric_difference_update",
+    "issubset",
+    "issuperset",
+    "isdisjoint",
+    "writelines",
+];
+
+fn rule_file_consumed_whole(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = &scan.tokens[at];
+    if token.kind != Kind::Name || scan.follows_dot(at) || !scan.files.contains(token.text) {
+        return None;
+    }
+    let before = at.checked_sub(1).map(|p| scan.tokens[p].text);
+    let after = scan.tokens.get(at + 1);
+    let ends_here = after.is_none_or(|t| t.starts_line || matches!(t.text, ")" | "," | "]" | ";"));
+    let whole_argument = matches!(before, Some("(" | ",")) && ends_here;
+    let consumed = if whole_argument {
+        // `x.join(f)`: the method before the enclosing `(`.
+        scan.enclosing_open[at].is_some_and(|paren| {
+            scan.tokens[paren].text == "("
+                && paren >= 2
+                && scan.tokens[paren - 2].text == "."
+                && FILE_CONSUMING_METHODS.contains(&scan.tokens[paren - 1].text)
+        })
+    } else {
+        match before {
+            // `[*f]`, `print(*f)`
+            Some("*") => at >= 2 && matches!(scan.tokens[at - 2].text, "(" | "[" | "{" | ","),
+            // `x in f`, not `for x in f`
+            Some("in") => !scan.is_for_target_in(at - 1),
+            // `a, b = f`: a comma before the `=` on the statement's line.
+            Some("=") => {
+                ends_here
+                    && scan.tokens[..at - 1]
+                        .iter()
+                        .rev()
+                        .take_while(|t| !t.starts_line)
+                        .chain(scan.tokens[..at - 1].iter().rev().find(|t| t.starts_line))
+                        .any(|t| t.text == "," && t.depth == token.depth)
+            }
+            _ => false,
+        }
+    };
+    consumed.then_some(Needs::Feature {
+        what: "consumes a file it has not read in a method, an unpacking or `in` (monty reads a file only in `for`, `next()` and builtins)",
         line: token.line,
     })
 }
@@ -3065,6 +3139,9 @@ struct Scan<'a> {
     /// by the `(`'s index, in order: resolved once, as several rules ask
     /// about every call.
     callees: Vec<(usize, Callee)>,
+    /// Names bound to an opened file: `with open(...) as f`, `f = open(...)`
+    /// (`Path.open` too).
+    files: NameSet<'a>,
 }
 
 impl<'a> Scan<'a> {
@@ -3085,13 +3162,49 @@ impl<'a> Scan<'a> {
             defs: NameSet::default(),
             in_class_body: FxHashSet::default(),
             callees: Vec::new(),
+            files: NameSet::default(),
         };
         let parens = scan.index();
         scan.callees = parens
             .into_iter()
             .filter_map(|paren| Some((paren, scan.resolve_callee(paren)?)))
             .collect();
+        scan.files = scan.file_names();
         scan
+    }
+
+    /// The names `open(...)` results are bound to: the `as` target after the
+    /// call's `)`, or the name assigned at the start of its line.
+    fn file_names(&self) -> NameSet<'a> {
+        let mut files = NameSet::default();
+        for (paren, callee) in &self.callees {
+            let Callee::Path(path) = callee else { continue };
+            if path != "builtins.open" && !path.ends_with(".open") {
+                continue;
+            }
+            let after = self
+                .closing(*paren)
+                .map(|close| (self.tokens.get(close + 1), self.tokens.get(close + 2)));
+            if let Some((Some(r#as), Some(name))) = after
+                && r#as.text == "as"
+                && name.kind == Kind::Name
+            {
+                files.insert(name.text, ());
+                continue;
+            }
+            let mut first = paren - 1;
+            while first >= 2 && self.tokens[first - 1].text == "." && self.tokens[first - 2].kind == Kind::Name {
+                first -= 2;
+            }
+            if let [.., name, eq] = &self.tokens[..first]
+                && eq.text == "="
+                && name.kind == Kind::Name
+                && name.starts_line
+            {
+                files.insert(name.text, ());
+            }
+        }
+        files
     }
 
     /// Indexes the tokens (brackets, imports, bindings, class bodies), and
@@ -4205,6 +4318,45 @@ mod tests {
         assert_monty(
             "import re\np = re.compile('a+', re.I | re.M)\nre.findall('x', s, flags=re.S)\nre.sub('a', 'b', s, 0, re.I)\nm = p.search('A')",
         );
+    }
+
+    #[test]
+    fn files_consumed_whole_before_a_read_go_to_cpython() {
+        let says = "consumes a file it has not read";
+        for consumer in [
+            "''.join(f)",
+            "lines.extend(f)",
+            "seen.update(f)",
+            "dict.fromkeys(f)",
+            "[*f]",
+            "print(*f)",
+            "'x' in f",
+            "a, b = f",
+            "x = 'x' not in f",
+        ] {
+            let script = format!("with open('a.txt') as f:\n    r = {consumer}\n");
+            assert_cpython(&script, "file_consumed_whole", says);
+        }
+        assert_cpython("f = open('a.txt')\nout = ' '.join(f)", "file_consumed_whole", says);
+        assert_cpython(
+            "from pathlib import Path\nwith Path('a').open() as fh:\n    s = set()\n    s.update(fh)",
+            "file_consumed_whole",
+            says,
+        );
+    }
+
+    #[test]
+    fn files_read_in_loops_and_builtins_stay_on_monty() {
+        for script in [
+            "with open('a.txt') as f:\n    for line in f:\n        print(line)",
+            "with open('a.txt') as f:\n    rows = list(f)",
+            "with open('a.txt') as f:\n    text = f.read()\n    parts = ','.join(text.split())",
+            "with open('a.txt') as f:\n    first = next(f)\n    g = f",
+            "with open('a.txt') as f:\n    n = sum(1 for _ in f)",
+            "with open('a.txt') as f:\n    data = json.load(f)",
+        ] {
+            assert_monty(script);
+        }
     }
 
     #[test]
