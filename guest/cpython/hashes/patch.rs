@@ -106,10 +106,11 @@ pub fn patch_component(component: &[u8], hashes: &[u8]) -> Result<Vec<u8>> {
     let patched = patch_module(&component[range.clone()], &names, hashes)?;
     // A component's core module section: id 1, the LEB128 size, the module.
     let size = leb128(range.len() as u64);
-    let header = range.start - 1 - size.len();
-    if component[header] != 1 || component[header + 1..range.start] != size[..] {
-        return Err("unexpected encoding of libpython's module section".into());
-    }
+    let header = range
+        .start
+        .checked_sub(1 + size.len())
+        .filter(|&h| component[h] == 1 && component[h + 1..range.start] == size[..])
+        .ok_or("unexpected encoding of libpython's module section")?;
     let mut out = Vec::with_capacity(component.len() + 4096);
     out.extend_from_slice(&component[..header]);
     out.push(1);
