@@ -85,6 +85,33 @@ pub unsafe extern "C" fn chainbox_long_hash(int: u32) -> i32 {
     unsafe { narrow(not_error((x as i64).wrapping_mul(sign))) }
 }
 
+/// What `slot_tp_hash` makes of the int a `__hash__` written in Python
+/// returned (it calls this instead of `PyLong_AsSsize_t`): 64-bit CPython
+/// takes the value itself when it fits in 64 bits and the int's hash
+/// otherwise; the 32-bit build took the hash past 32 bits, so a
+/// `__hash__` returning `hash((self.x, self.y))` (a dataclass's) put its
+/// object in another slot. Never -1 with an error set: an int is at hand.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn chainbox_hash_of_int(int: u32) -> i32 {
+    let tag = unsafe { word(int + 8) };
+    let digits = tag >> 3;
+    let negative = tag & 3 == 2;
+    let digit = |i: u32| unsafe { word(int + 12 + 4 * i) } as u64;
+    let magnitude = match digits {
+        0 => Some(0),
+        1 => Some(digit(0)),
+        2 => Some(digit(0) | digit(1) << DIGIT_BITS),
+        // 2 * 30 bits, and 4 more in the third digit.
+        3 if digit(2) < 16 => Some(digit(0) | digit(1) << DIGIT_BITS | digit(2) << (2 * DIGIT_BITS)),
+        _ => None,
+    };
+    match magnitude {
+        Some(m) if !negative && m <= i64::MAX as u64 => unsafe { narrow(m as i64) },
+        Some(m) if negative && m <= 1 << 63 => unsafe { narrow((m as i64).wrapping_neg()) },
+        _ => unsafe { chainbox_long_hash(int) },
+    }
+}
+
 /// `frexp` of a finite, non-zero `value`: a mantissa in [0.5, 1) with the
 /// value's sign, and the exponent. Inlined: a returned pair would go
 /// through the stack, which the spliced functions do not have.

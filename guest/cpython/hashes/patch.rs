@@ -80,6 +80,10 @@ const PROBING: &[&str] = &[
     "set_table_resize",
 ];
 
+/// `slot_tp_hash` (a `__hash__` written in Python) converts the int it got
+/// with this call, which is redirected to `chainbox_hash_of_int`.
+const SLOT_HASH: (&str, &str, &str) = ("slot_tp_hash", "PyLong_AsSsize_t", "chainbox_hash_of_int");
+
 type Result<T> = std::result::Result<T, String>;
 
 fn parse_error(e: wasmparser::BinaryReaderError) -> String {
@@ -373,10 +377,12 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
             .ok_or(format!("libpython's `{name}` is not a defined function"))?;
         probing.push((index, type_params[*ty as usize].len() as u32));
     }
+    let slot_hash = (index_of(SLOT_HASH.0)?, index_of(SLOT_HASH.1)?, spliced(SLOT_HASH.2)?);
     let additions = Additions {
         imported_functions,
         prologues,
         probing,
+        slot_hash,
         low,
         full,
         object_hash,
@@ -457,6 +463,8 @@ struct Additions {
     prologues: Vec<(u32, Vec<u8>)>,
     /// Each set-probing function's index and parameter count.
     probing: Vec<(u32, u32)>,
+    /// `slot_tp_hash`, the call in it to redirect, and where to.
+    slot_hash: (u32, u32, u32),
     /// The globals `narrow` keeps the slot value it returned (i32) and the
     /// 64-bit hash it came from (i64) in.
     low: u32,
@@ -478,6 +486,7 @@ fn patched_code(
         imported_functions,
         ref prologues,
         ref probing,
+        slot_hash,
         low,
         full,
         object_hash,
@@ -490,6 +499,11 @@ fn patched_code(
     for (i, body) in reader.into_iter().enumerate() {
         let body = body.map_err(parse_error)?;
         let index = imported_functions + i as u32;
+        if index == slot_hash.0 {
+            section.function(&redirect_call(&body, slot_hash.1, slot_hash.2)?);
+            patched += 1;
+            continue;
+        }
         if let Some((_, params)) = probing.iter().find(|(f, _)| *f == index) {
             section.function(&perturb_in_64_bits(&body, *params)?);
             patched += 1;
@@ -511,7 +525,7 @@ fn patched_code(
             }
         }
     }
-    if patched != prologues.len() + probing.len() {
+    if patched != prologues.len() + probing.len() + 1 {
         return Err("not every patched function was found in the code section".into());
     }
 
@@ -676,6 +690,34 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
             }
         }
         i += 1;
+    }
+    Ok(function)
+}
+
+/// `body` with its one call of `from` calling `to` (same signature).
+fn redirect_call(body: &wasmparser::FunctionBody<'_>, from: u32, to: u32) -> Result<Function> {
+    let mut locals = Vec::new();
+    for local in body.get_locals_reader().map_err(parse_error)? {
+        let (n, ty) = local.map_err(parse_error)?;
+        locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
+    }
+    let mut function = Function::new(locals);
+    let mut redirected = 0;
+    let mut reader = body.get_operators_reader().map_err(parse_error)?;
+    while !reader.eof() {
+        match reader.read().map_err(parse_error)? {
+            Operator::Call { function_index } if function_index == from => {
+                function.instructions().call(to);
+                redirected += 1;
+            }
+            other => {
+                let instruction = RoundtripReencoder.instruction(other).map_err(|e| format!("{e:?}"))?;
+                function.instruction(&instruction);
+            }
+        }
+    }
+    if redirected != 1 {
+        return Err(format!("expected one call to redirect, found {redirected}"));
     }
     Ok(function)
 }

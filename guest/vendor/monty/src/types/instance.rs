@@ -991,7 +991,13 @@ fn instance_user_hash(self_id: HeapId, vm: &mut VM<'_>) -> RunResult<Option<Hash
     // CPython accepts any int (bool included, as an int subclass) and rejects
     // everything else before the value is ever used as a hash.
     if matches!(result.py_type(vm), Type::Int | Type::Bool) {
-        result.py_hash(vm)
+        // chainbox patch: CPython's `slot_tp_hash` takes the value itself when
+        // it fits in 64 bits (-1 becoming -2), the int's hash only beyond, so
+        // a `__hash__` returning `hash((self.x, self.y))` keeps its value.
+        match *result {
+            Value::Int(i) => Ok(Some(HashValue::new(i as u64))),
+            _ => result.py_hash(vm),
+        }
     } else {
         Err(ExcType::type_error(format!(
             "__hash__ method should return an integer, not {}",
