@@ -8,8 +8,10 @@
 //! (`long_hash`, `_Py_HashDouble`, `complex_hash`, `tuple_hash`, `dec_hash`,
 //! found by the module's name section) get a prologue that calls the 64-bit
 //! version and returns (their own code stays behind it, for NaNs, whose hash
-//! is their address, and a decimal's infinities); and the set functions that
-//! probe a table shift a 64-bit `perturb` (`perturb_in_64_bits`). The
+//! is their address, and a decimal's infinities); the set functions that
+//! probe a table shift a 64-bit `perturb` (`perturb_in_64_bits`); and
+//! `slot_tp_hash` converts a Python `__hash__`'s int with
+//! `chainbox_hash_of_int` (`redirect_call`). The
 //! snapshot componentize-py took of the initialised interpreter keeps the
 //! 32-bit hashes: the guest module rehashes its containers (see
 //! `_STALE_CONTAINERS` in chainbox_guest.py).
