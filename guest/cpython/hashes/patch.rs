@@ -563,7 +563,8 @@ fn patched_code(
     section.function(&narrow);
 
     // object_hash(object: i32) -> i64: `PyObject_Hash`, or the 64-bit hash
-    // `narrow` kept when it returned this value for this call.
+    // `narrow` kept when it returned this value for this call. An error (-1,
+    // also `low`'s preset) stays -1.
     let mut widen = Function::new([(1, ValType::I32)]);
     widen
         .instructions()
@@ -574,6 +575,10 @@ fn patched_code(
         .local_tee(1)
         .global_get(low)
         .i32_eq()
+        .local_get(1)
+        .i32_const(-1)
+        .i32_ne()
+        .i32_and()
         .if_(BlockType::Result(ValType::I64))
         .global_get(full)
         .else_()
