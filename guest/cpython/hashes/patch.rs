@@ -329,13 +329,18 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
             .ok_or(format!("hashes.wasm imports no `{name}`"))
     };
     let mut prologues = Vec::new();
-    for target in TARGETS {
-        let index = index_of(target.name)?;
+    // A defined function's index and parameter types, by name.
+    let defined = |name: &str| {
+        let index = index_of(name)?;
         let ty = index
             .checked_sub(imported_functions)
             .and_then(|i| function_types.get(i as usize))
-            .ok_or(format!("libpython's `{}` is not a defined function", target.name))?;
-        if type_params[*ty as usize] != target.params {
+            .ok_or(format!("libpython's `{name}` is not a defined function"))?;
+        Ok::<_, String>((index, &type_params[*ty as usize]))
+    };
+    for target in TARGETS {
+        let (index, params) = defined(target.name)?;
+        if params != target.params {
             return Err(format!(
                 "libpython's `{}` takes other parameters than expected",
                 target.name
@@ -372,12 +377,8 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
 
     let mut probing = Vec::new();
     for name in PROBING {
-        let index = index_of(name)?;
-        let ty = index
-            .checked_sub(imported_functions)
-            .and_then(|i| function_types.get(i as usize))
-            .ok_or(format!("libpython's `{name}` is not a defined function"))?;
-        probing.push((index, type_params[*ty as usize].len() as u32));
+        let (index, params) = defined(name)?;
+        probing.push((index, params.len() as u32));
     }
     let slot_hash = (index_of(SLOT_HASH.0)?, index_of(SLOT_HASH.1)?, spliced(SLOT_HASH.2)?);
     let additions = Additions {
@@ -619,13 +620,8 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
     while !reader.eof() {
         operators.push(reader.read().map_err(parse_error)?);
     }
-    let mut locals = Vec::new();
-    let mut count = params;
-    for local in body.get_locals_reader().map_err(parse_error)? {
-        let (n, ty) = local.map_err(parse_error)?;
-        locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
-        count += n;
-    }
+    let mut locals = declared_locals(body)?;
+    let count = params + locals.iter().map(|(n, _)| n).sum::<u32>();
     let mut perturbs: Vec<u32> = Vec::new();
     for window in operators.windows(4) {
         if let [
@@ -703,12 +699,7 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
 
 /// `body` with its one call of `from` calling `to` (same signature).
 fn redirect_call(body: &wasmparser::FunctionBody<'_>, from: u32, to: u32) -> Result<Function> {
-    let mut locals = Vec::new();
-    for local in body.get_locals_reader().map_err(parse_error)? {
-        let (n, ty) = local.map_err(parse_error)?;
-        locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
-    }
-    let mut function = Function::new(locals);
+    let mut function = Function::new(declared_locals(body)?);
     let mut redirected = 0;
     let mut reader = body.get_operators_reader().map_err(parse_error)?;
     while !reader.eof() {
@@ -727,4 +718,14 @@ fn redirect_call(body: &wasmparser::FunctionBody<'_>, from: u32, to: u32) -> Res
         return Err(format!("expected one call to redirect, found {redirected}"));
     }
     Ok(function)
+}
+
+/// A function body's local declarations, as wasm-encoder takes them.
+fn declared_locals(body: &wasmparser::FunctionBody<'_>) -> Result<Vec<(u32, ValType)>> {
+    let mut locals = Vec::new();
+    for local in body.get_locals_reader().map_err(parse_error)? {
+        let (n, ty) = local.map_err(parse_error)?;
+        locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
+    }
+    Ok(locals)
 }

@@ -1931,14 +1931,9 @@ _STALE_CONTAINERS = []
 def _rehash_stale_containers():
     stale, _STALE_CONTAINERS[:] = list(_STALE_CONTAINERS), []
     for container in stale:
-        if isinstance(container, dict):
-            items = list(container.items())
-            container.clear()
-            container.update(items)
-        else:
-            items = list(container)
-            container.clear()
-            container.update(items)
+        items = list(container.items() if isinstance(container, dict) else container)
+        container.clear()
+        container.update(items)
 
 
 def _hash_changes(key):
@@ -1956,7 +1951,7 @@ def _hash_changes(key):
 
 
 # What `_find_stale_containers` never walks into: no references inside.
-_LEAVES = (str, bytes, int, float, complex, bool, type(None), range, slice)
+_LEAVES = (str, bytes, int, float, complex, type(None), range, slice)
 
 
 def _find_stale_containers():

@@ -4,6 +4,7 @@
 # build) has 64-bit CPython's numeric hashes spliced into its libpython.
 from collections import deque
 from dataclasses import dataclass
+from fractions import Fraction
 
 
 @dataclass(frozen=True)
@@ -30,4 +31,15 @@ walls = {(r, c) for r, row in enumerate(grid) for c, ch in enumerate(row) if ch 
 readings = {Reading((r, c), round(r * 1.25 + c / 8, 3)) for r, c in list(seen)[:6]}
 values = {x.value for x in readings} | {0.1, 2.5e-7, 1e300}
 stamps = {1_700_000_000_000 + 3_600_000 * i for i in range(8)}
-[list(seen), walls, sorted(readings, key=lambda x: x.at), values, list(stamps), {(0.5, 1.5), (10**10, 2), ((1, 2), 2.75)}]
+# Fraction's hash is Python, modulo the guest's 64-bit `fractions` modulus.
+ratios = {Fraction(n, d) for n in range(-3, 4) for d in (2, 3, 7)}
+[
+    list(seen),
+    walls,
+    sorted(readings, key=lambda x: x.at),
+    values,
+    list(stamps),
+    {(0.5, 1.5), (10**10, 2), ((1, 2), 2.75)},
+    list(ratios),
+    [{Fraction(3, 2): "a"}.get(1.5), 2.5 in {Fraction(5, 2)}, hash(Fraction(10**12, 1)) == hash(10**12)],
+]
