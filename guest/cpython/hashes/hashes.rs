@@ -2,8 +2,8 @@
 //! libpython (see `patch.rs`, which the build runs on the component).
 //!
 //! The guest's CPython is a wasm32 build: `Py_hash_t` is 32 bits, numbers
-//! are hashed modulo 2**31 - 1 and tuples are mixed with 32-bit xxHash
-//! primes. Python's `hash()` is patched in Python, but sets order their
+//! are hashed modulo 2**31 - 1 and tuples and frozensets are mixed with
+//! 32-bit constants. Python's `hash()` is patched in Python, but sets order their
 //! members by the interpreter's own hashes, so a script's `{(1, 2), (3, 4)}`,
 //! `{0.5, 1.5}` or `{10**12, 3 * 10**12}` listed its members in another
 //! order than 64-bit CPython (and monty). These functions compute the 64-bit
@@ -206,6 +206,38 @@ pub unsafe extern "C" fn chainbox_tuple_hash(tuple: u32) -> i32 {
     acc = acc.wrapping_add(length as u64 ^ (XXPRIME_5 ^ 3527539));
     if acc == u64::MAX {
         acc = 1546275796;
+    }
+    unsafe { narrow(acc as i64) }
+}
+
+/// `frozenset_hash` (Objects/setobject.c) over the members' 64-bit hashes:
+/// `used` at 12, `mask` at 16, `table` at 20 (entries of a key and its
+/// hash, 8 bytes; no key is empty, a stored hash of -1 the dummy). CPython
+/// xors every entry's shuffled hash and takes the empty and dummy ones out
+/// again, so only the members count. The cached hash (at 24) is not used:
+/// the snapshot's frozensets cached 32-bit ones.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn chainbox_frozenset_hash(set: u32) -> i32 {
+    let (used, mask, table) = unsafe { (word(set + 12), word(set + 16), word(set + 20)) };
+    let mut acc: u64 = 0;
+    let mut entry = table;
+    let end = table + 8 * mask;
+    while entry <= end {
+        if unsafe { word(entry) } != 0 && unsafe { word(entry + 4) } != u32::MAX {
+            let lane = unsafe { object_hash(word(entry)) };
+            if lane == -1 {
+                return -1;
+            }
+            let h = lane as u64;
+            acc ^= ((h ^ 89869747) ^ (h << 16)).wrapping_mul(3644798167);
+        }
+        entry += 8;
+    }
+    acc ^= (used as u64 + 1).wrapping_mul(1927868237);
+    acc ^= (acc >> 11) ^ (acc >> 25);
+    acc = acc.wrapping_mul(69069).wrapping_add(907133923);
+    if acc == u64::MAX {
+        acc = 590923713;
     }
     unsafe { narrow(acc as i64) }
 }

@@ -4,14 +4,16 @@
 //!
 //! Only libpython's core module changes. The spliced functions, two glue
 //! functions (`narrow`, `object_hash`), two globals and their types go after
-//! everything the module had (no index moves); five hash functions
-//! (`long_hash`, `_Py_HashDouble`, `complex_hash`, `tuple_hash`, `dec_hash`,
-//! found by the module's name section) get a prologue that calls the 64-bit
-//! version and returns (their own code stays behind it, for NaNs, whose hash
-//! is their address, and a decimal's infinities); the set functions that
-//! probe a table shift a 64-bit `perturb` (`perturb_in_64_bits`); and
-//! `slot_tp_hash` converts a Python `__hash__`'s int with
-//! `chainbox_hash_of_int` (`redirect_call`). The
+//! everything the module had (no index moves); six hash functions
+//! (`long_hash`, `_Py_HashDouble`, `complex_hash`, `tuple_hash`,
+//! `frozenset_hash`, `dec_hash`, found by the module's name section) get a
+//! prologue that calls the 64-bit version and returns (their own code stays
+//! behind it, for NaNs, whose hash is their address, and a decimal's
+//! infinities); the set functions that probe a table shift a 64-bit
+//! `perturb` (`perturb_in_64_bits`); the three that hash a set key as a
+//! frozenset with inlined code take `chainbox_frozenset_hash`'s instead
+//! (`rehash_inlined_frozenset`); and `slot_tp_hash` converts a Python
+//! `__hash__`'s int with `chainbox_hash_of_int` (`redirect_call`). The
 //! snapshot componentize-py took of the initialised interpreter keeps the
 //! 32-bit hashes: the guest module rehashes its containers (see
 //! `_STALE_CONTAINERS` in chainbox_guest.py).
@@ -55,6 +57,11 @@ const TARGETS: &[Target] = &[
         prologue: Prologue::Always("chainbox_tuple_hash"),
     },
     Target {
+        name: "frozenset_hash",
+        params: &[ValType::I32],
+        prologue: Prologue::Always("chainbox_frozenset_hash"),
+    },
+    Target {
         name: "_Py_HashDouble",
         params: &[ValType::I32, ValType::F64],
         prologue: Prologue::NotNan("chainbox_double_hash"),
@@ -81,6 +88,16 @@ const PROBING: &[&str] = &[
     "set_merge_lock_held",
     "set_table_resize",
 ];
+
+/// setobject.c's functions that look a set up as a frozenset (`{1, 2} in
+/// s`, `s.discard({1})`, `s.remove({1})`) with `frozenset_hash_impl`
+/// inlined: the 32-bit hash it computed is replaced by
+/// `chainbox_frozenset_hash` of the key, their second parameter (see
+/// `rehash_inlined_frozenset`).
+const INLINED_FROZENSET_HASH: (&[&str], &str) = (
+    &["set_contains_lock_held", "set_discard", "set_remove"],
+    "chainbox_frozenset_hash",
+);
 
 /// `slot_tp_hash` (a `__hash__` written in Python) converts the int it got
 /// with this call, which is redirected to `chainbox_hash_of_int`.
@@ -380,11 +397,22 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
         let (index, params) = defined(name)?;
         probing.push((index, params.len() as u32));
     }
+    let mut inlined = Vec::new();
+    for name in INLINED_FROZENSET_HASH.0 {
+        let (index, params) = defined(name)?;
+        if params.len() != 2 {
+            return Err(format!("libpython's `{name}` takes other parameters than expected"));
+        }
+        inlined.push(index);
+    }
+    let frozenset_hash = spliced(INLINED_FROZENSET_HASH.1)?;
     let slot_hash = (index_of(SLOT_HASH.0)?, index_of(SLOT_HASH.1)?, spliced(SLOT_HASH.2)?);
     let additions = Additions {
         imported_functions,
         prologues,
         probing,
+        inlined,
+        frozenset_hash,
         slot_hash,
         low,
         full,
@@ -466,6 +494,10 @@ struct Additions {
     prologues: Vec<(u32, Vec<u8>)>,
     /// Each set-probing function's index and parameter count.
     probing: Vec<(u32, u32)>,
+    /// The functions with `frozenset_hash_impl` inlined, and the spliced
+    /// `chainbox_frozenset_hash`.
+    inlined: Vec<u32>,
+    frozenset_hash: u32,
     /// `slot_tp_hash`, the call in it to redirect, and where to.
     slot_hash: (u32, u32, u32),
     /// The globals `narrow` keeps the slot value it returned (i32) and the
@@ -489,6 +521,8 @@ fn patched_code(
         imported_functions,
         ref prologues,
         ref probing,
+        ref inlined,
+        frozenset_hash,
         slot_hash,
         low,
         full,
@@ -504,6 +538,11 @@ fn patched_code(
         let index = imported_functions + i as u32;
         if index == slot_hash.0 {
             section.function(&redirect_call(&body, slot_hash.1, slot_hash.2)?);
+            patched += 1;
+            continue;
+        }
+        if inlined.contains(&index) {
+            section.function(&rehash_inlined_frozenset(&body, 1, frozenset_hash)?);
             patched += 1;
             continue;
         }
@@ -528,7 +567,7 @@ fn patched_code(
             }
         }
     }
-    if patched != prologues.len() + probing.len() + 1 {
+    if patched != prologues.len() + probing.len() + inlined.len() + 1 {
         return Err("not every patched function was found in the code section".into());
     }
 
@@ -693,6 +732,50 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
             }
         }
         i += 1;
+    }
+    Ok(function)
+}
+
+/// A function with `frozenset_hash_impl(key)` inlined, its result replaced
+/// by `to(key)`. The inlined code ends as `hash = hash * 69069 + 907133923;
+/// if (hash == (Py_uhash_t)-1) hash = 590923713;`, a `select` leaving the
+/// hash on the stack: `drop; local.get key; call to` follows it. `key` is a
+/// parameter the function never writes.
+fn rehash_inlined_frozenset(body: &wasmparser::FunctionBody<'_>, key: u32, to: u32) -> Result<Function> {
+    let mut operators = Vec::new();
+    let mut reader = body.get_operators_reader().map_err(parse_error)?;
+    while !reader.eof() {
+        operators.push(reader.read().map_err(parse_error)?);
+    }
+    let mut function = Function::new(declared_locals(body)?);
+    let mut replaced = 0;
+    for (i, operator) in operators.iter().enumerate() {
+        if let Operator::LocalSet { local_index } | Operator::LocalTee { local_index } = operator
+            && *local_index == key
+        {
+            return Err("a function with `frozenset_hash_impl` inlined writes its key parameter".into());
+        }
+        let instruction = RoundtripReencoder
+            .instruction(operator.clone())
+            .map_err(|e| format!("{e:?}"))?;
+        function.instruction(&instruction);
+        if let [
+            Operator::I32Const { value: 907133923 },
+            Operator::I32Add,
+            Operator::LocalTee { local_index: a },
+            Operator::LocalGet { local_index: b },
+            Operator::I32Const { value: -1 },
+            Operator::I32Eq,
+            Operator::Select,
+        ] = &operators[i.saturating_sub(6)..=i]
+            && a == b
+        {
+            function.instructions().drop().local_get(key).call(to);
+            replaced += 1;
+        }
+    }
+    if replaced != 1 {
+        return Err(format!("expected one inlined `frozenset_hash_impl`, found {replaced}"));
     }
     Ok(function)
 }

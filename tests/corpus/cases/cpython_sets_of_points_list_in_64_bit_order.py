@@ -1,7 +1,8 @@
 # A grid search routed to CPython (a dataclass, a generator) whose answer
-# lists sets of coordinate tuples, float readings and millisecond
-# timestamps: their order is the hashes', and the CPython guest (a 32-bit
-# build) has 64-bit CPython's numeric hashes spliced into its libpython.
+# lists sets of coordinate tuples, float readings, millisecond timestamps
+# and frozensets of edges: their order is the hashes', and the CPython
+# guest (a 32-bit build) has 64-bit CPython's numeric hashes spliced into
+# its libpython.
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
@@ -33,6 +34,9 @@ values = {x.value for x in readings} | {0.1, 2.5e-7, 1e300}
 stamps = {1_700_000_000_000 + 3_600_000 * i for i in range(8)}
 # Fraction's hash is Python, modulo the guest's 64-bit `fractions` modulus.
 ratios = {Fraction(n, d) for n in range(-3, 4) for d in (2, 3, 7)}
+# Undirected edges: frozensets hash as 64-bit CPython's too.
+order = sorted(seen)
+edges = {frozenset((a, b)) for a in order for b in order if abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1}
 [
     list(seen),
     walls,
@@ -41,5 +45,8 @@ ratios = {Fraction(n, d) for n in range(-3, 4) for d in (2, 3, 7)}
     list(stamps),
     {(0.5, 1.5), (10**10, 2), ((1, 2), 2.75)},
     list(ratios),
+    list(edges)[:10],
+    len(edges),
+    {(1, 0), (0, 0)} in edges,
     [{Fraction(3, 2): "a"}.get(1.5), 2.5 in {Fraction(5, 2)}, hash(Fraction(10**12, 1)) == hash(10**12)],
 ]

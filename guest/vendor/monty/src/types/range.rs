@@ -291,6 +291,12 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Range> {
         // Calculate in i128 space to avoid overflow issues with large ranges and indices.
 
         // Extract integer index, accepting Int, Bool (True=1, False=0), and LongInt
+        // chainbox patch: CPython computes a range's item with Python ints, so
+        // an index past i64 is out of range (upstream: "cannot fit 'int' into
+        // an index-sized integer").
+        if key.long_int_to_i64_saturating(vm).is_some() {
+            return Err(ExcType::range_index_error());
+        }
         let index = i128::from(key.as_index(vm, Type::Range)?);
 
         // Get range length for normalization

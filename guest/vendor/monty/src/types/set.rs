@@ -288,7 +288,7 @@ impl<'h> HeapReadMut<'h, SetStorage> {
     /// Returns `Ok(true)` if the element was removed, `Ok(false)` if not found.
     /// Returns `Err` if the key is unhashable.
     fn remove(&self, value: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
-        let hash = set_element_hash(value, vm)?;
+        let hash = set_lookup_hash(value, vm)?;
 
         let Some(slot) = self.find_index(value, hash, vm)? else {
             return Ok(false);
@@ -345,7 +345,7 @@ impl SetStorage {
 impl<'h> HeapRead<'h, SetStorage> {
     /// Checks if the set contains a value.
     pub fn contains(&self, value: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
-        let hash = set_element_hash(value, vm)?;
+        let hash = set_lookup_hash(value, vm)?;
         self.contains_with_hash(value, hash, vm)
     }
 
@@ -2134,6 +2134,19 @@ pub(crate) fn set_element_hash(value: &Value, vm: &mut VM<'_>) -> RunResult<u64>
             &unhashable_type,
         ))
     }
+}
+
+/// The hash a set looks `value` up by for `in`, `remove` and `discard`:
+/// chainbox patch: a `set`, unhashable, is looked up as the frozenset of its
+/// members, as CPython's `set_contains`, `set_discard` and `set_remove` do
+/// (`{1, 2} in {frozenset({1, 2})}` is True, `s.remove({1})` a KeyError).
+fn set_lookup_hash(value: &Value, vm: &mut VM<'_>) -> RunResult<u64> {
+    if let Value::Ref(id) = value
+        && let HeapData::Set(set) = vm.heap.get(*id)
+    {
+        return Ok(hash_frozenset_of(set.storage().live().map(|entry| entry.hash)).raw());
+    }
+    set_element_hash(value, vm)
 }
 
 /// Finds the nested value responsible for a tuple-like element being unhashable.
