@@ -16,6 +16,7 @@ use super::{
     RESERVED_MODULE_DUNDERS,
     builder::{CodeBuilder, JumpLabel, JumpTarget, Offset},
     code::{Code, HandlerKind},
+    folding::folds_to_constant,
     op::{
         FORMAT_VALUE_HAS_SPEC, FORMAT_VALUE_STATIC_SPEC, NAME_CALLABLE, NAME_GLOBAL_ONLY, NO_CALL_NAME, Opcode,
         assert_flags,
@@ -1367,7 +1368,11 @@ impl<'a, 'i> Compiler<'a, 'i> {
                     // adding one by one gives `[1, 2, 3, 4, 16]`. A loop over
                     // the display iterates the frozenset itself, built one by
                     // one. (3.11 also rebuilt the constant from its own order.)
-                    let merged = !iterated && elements.len() > 2 && elements.iter().all(is_constant_item);
+                    // An operation on constants counts when CPython folds
+                    // it (`{1, 2**31, -17}`; see `folding`).
+                    let merged = !iterated
+                        && elements.len() > 2
+                        && elements.iter().all(|item| folds_to_constant(item, self.interns));
                     if merged {
                         self.code.emit_u16(Opcode::BuildSet, 0)?;
                     }
@@ -4194,20 +4199,4 @@ fn has_unpack_seq(items: &[SequenceItem]) -> bool {
 /// incremental `BuildDict(0)` + `DictSetItem`/`DictUpdate` path.
 fn has_unpack_dict(items: &[DictItem]) -> bool {
     items.iter().any(|i| matches!(i, DictItem::Unpack(_)))
-}
-
-/// chainbox patch: whether a display item is what CPython's compiler folds
-/// to a constant: a literal, a signed number, or a tuple of such.
-fn is_constant_item(item: &SequenceItem) -> bool {
-    fn constant(expr: &Expr) -> bool {
-        match expr {
-            Expr::Literal(_) => true,
-            Expr::UnaryMinus(operand) | Expr::UnaryPlus(operand) => {
-                matches!(&operand.expr, Expr::Literal(lit) if !matches!(lit, Literal::Str(_) | Literal::Bytes(_) | Literal::None | Literal::Ellipsis))
-            }
-            Expr::Tuple(items) => items.iter().all(is_constant_item),
-            _ => false,
-        }
-    }
-    matches!(item, SequenceItem::Value(e) if constant(&e.expr))
 }
