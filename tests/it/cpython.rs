@@ -324,6 +324,43 @@ same_on_both_guests! {
         "import random\nfrom datetime import timedelta\nout = [str(timedelta(1, 2, 3, 4, 5, 6, 7))]\nfor call in [lambda: random.seed(1, 2, 3), lambda: random.Random().seed(1, 2, 3), lambda: random.choice([1], 2), lambda: timedelta(*range(8)), lambda: timedelta(1, days=1)]:\n    try:\n        call()\n    except TypeError as e:\n        out.append(str(e))\nout";
 }
 
+/// What a traceback says of where an exception came from: the error's
+/// line, each `File "main.py", line N, in NAME` frame, and its last line
+/// (the carets under a line are each interpreter's own).
+fn raised_at(r: &ChainRunResult) -> (Option<u32>, Vec<String>, String) {
+    let error = r.error.as_ref().expect("the chain fails");
+    let traceback = error.traceback.as_deref().unwrap_or_default().trim_end();
+    let frames = traceback
+        .lines()
+        .filter(|l| l.trim_start().starts_with("File \"main.py\""))
+        .map(|l| l.trim().to_string())
+        .collect();
+    let last = traceback.lines().last().unwrap_or_default().to_string();
+    (error.line, frames, last)
+}
+
+/// An exception that passes an `except` that does not match it, a
+/// `finally`, a `with` block or a bare `raise` is reported where it was
+/// raised, with the frames it passed, on both guests (monty reported the
+/// handler's line), and a KeyError's last line is the key's repr.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reraised_exception_is_reported_where_it_was_raised() {
+    let registry = tools();
+    for script in [
+        "d = {}\ntry:\n    x = d['k'] + 1\nexcept ValueError:\n    x = 2\nx",
+        "d = {}\ntry:\n    x = d['k']\nexcept ValueError:\n    pass\nfinally:\n    y = 1\n",
+        "def f():\n    try:\n        return {}['k']\n    except ValueError:\n        return 2\n\n\nf()\n",
+        "try:\n    x = 1 / 0\nexcept ZeroDivisionError as e:\n    print('failed:', e)\n    raise\n",
+        "def inner(n):\n    return [1][n]\n\n\ndef outer():\n    try:\n        return inner(5)\n    except KeyError:\n        return None\n\n\nouter()\n",
+        "from pathlib import Path\ntry:\n    with open('notes.txt', 'w') as f:\n        f.write(1)\nexcept KeyError:\n    pass\n",
+        "d = {'a': 1}\nd['b']\n",
+    ] {
+        let monty = run_on(PythonChoice::Monty, script, &registry).await;
+        let cpython = run_on(PythonChoice::Cpython, script, &registry).await;
+        assert_eq!(raised_at(&monty), raised_at(&cpython), "{script}");
+    }
+}
+
 /// The public attributes of each builtin type, and whether each is
 /// callable, as CPython lists them.
 const BUILTIN_ATTRIBUTES: &str = "import json\nimport re\nimport datetime\nimport collections\nimport decimal\nimport pathlib\nsamples = {'str': \"'a'\", 'int': '1', 'float': '1.5', 'bool': 'True', 'list': '[1]', 'dict': \"{'a': 1}\", 'set': '{1}', 'frozenset': 'frozenset({1})', 'tuple': '(1,)', 'bytes': \"b'a'\", 'complex': '1j', 'range': 'range(3)', 'slice': 'slice(1, 5, 2)', 're.Pattern': \"re.compile('(a)')\", 're.Match': \"re.match('(a)', 'a')\", 'datetime.date': 'datetime.date(2024, 1, 2)', 'datetime.datetime': 'datetime.datetime(2024, 1, 2, 3, 4)', 'datetime.time': 'datetime.time(3, 4)', 'datetime.timedelta': 'datetime.timedelta(1)', 'datetime.timezone': 'datetime.timezone.utc', 'collections.Counter': \"collections.Counter('ab')\", 'collections.defaultdict': 'collections.defaultdict(int)', 'collections.deque': 'collections.deque([1])', 'decimal.Decimal': \"decimal.Decimal('1.5')\", 'pathlib.Path': \"pathlib.Path('a/b.txt')\", 'TextIOWrapper': \"open('probe.txt', 'w')\"}\nprint(json.dumps([[t, lit, [[n, callable(getattr(eval(lit), n))] for n in sorted(dir(eval(lit))) if not n.startswith('_') and not ('.' in t and getattr(getattr(type(eval(lit)), n), '__self__', None) is type(eval(lit)))]] for t, lit in samples.items()]))";

@@ -361,12 +361,22 @@ fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
     let mut traceback = HeadTail::new(MAX_REPORTED_BYTES);
     // Writing into HeadTail cannot fail; a Display error would only cut the text short.
     let _ = write!(traceback, "{exc}");
+    let mut traceback = traceback.finish();
+    // Its last line is `KeyError: ` and the key's text: the repr there too.
+    if let (Some(_), Some(raw)) = (&key_repr, exc.message())
+        && let Some(start) = traceback.len().checked_sub(raw.len())
+        && traceback.is_char_boundary(start)
+        && traceback[start..] == *raw
+        && traceback[..start].ends_with("KeyError: ")
+    {
+        traceback.replace_range(start.., text);
+    }
     ScriptError {
         compile: compile || exc.exc_type() == ExcType::SyntaxError,
         exc_type: exc.exc_type().to_string(),
         message,
         line,
-        traceback: traceback.finish(),
+        traceback,
         memory_limit: exc.exc_type() == ExcType::MemoryError && monty::memory_limit_hit(),
     }
 }

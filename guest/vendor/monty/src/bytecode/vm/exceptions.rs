@@ -17,14 +17,16 @@ use crate::{
     value::Value,
 };
 
-/// An active exception, preserving its traceback across invisible implementation handlers.
-/// Ordinary entries keep the existing serialized `Value` shape for upstream dump compatibility.
+/// An active exception, preserving its traceback across handlers (chainbox
+/// patch: user handlers too, for re-raising); `Value` entries are what
+/// upstream dumps hold.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub(super) enum CaughtException {
-    /// An exception handled by user code, retaining its existing dump representation.
+    /// An exception handled by user code, as upstream dumps hold it.
     Value(Value),
-    /// An internal handler must not replace the original traceback when its match fails.
+    /// An exception with the traceback it was caught with: an internal
+    /// handler re-raises it whole, a user handler with its current value.
     Frozen { value: Value, error: Box<ExceptionRaise> },
 }
 
@@ -153,12 +155,24 @@ impl VM<'_> {
     pub(super) fn reraise_exception(&mut self) -> (RunError, Option<Value>) {
         if let Some(caught) = self.exception_stack.last() {
             let raised = caught.value().clone_with_heap(self.heap);
-            let error = if self.current_frame_is_frozen()
-                && let CaughtException::Frozen { error, .. } = caught
-            {
-                RunError::Exc((**error).clone())
-            } else {
-                self.make_exception(&raised, true)
+            let error = match caught {
+                CaughtException::Frozen { error, .. } if self.current_frame_is_frozen() => {
+                    RunError::Exc((**error).clone())
+                }
+                // chainbox patch: the exception as it is now (a handler may
+                // have changed its args), with the traceback it was caught
+                // with.
+                CaughtException::Frozen { error: caught_with, .. } => {
+                    let traceback = (caught_with.frame.clone(), caught_with.snippet_frame.clone());
+                    let mut error = self.make_exception(&raised, true);
+                    if let RunError::Exc(exc) = &mut error
+                        && traceback.0.is_some()
+                    {
+                        (exc.frame, exc.snippet_frame) = traceback;
+                    }
+                    error
+                }
+                CaughtException::Value(_) => self.make_exception(&raised, true),
             };
             (error, Some(raised))
         } else {
@@ -392,16 +406,16 @@ impl VM<'_> {
                 // Push exception onto the exception_stack for bare raise.
                 // This allows nested except handlers to restore outer
                 // exception context.
-                let caught = if this.current_frame_is_frozen() {
-                    let RunError::Exc(error) = error else {
-                        unreachable!("only catchable exceptions enter handlers")
-                    };
-                    CaughtException::Frozen {
-                        value: exc_value,
-                        error: Box::new(error),
-                    }
-                } else {
-                    CaughtException::Value(exc_value)
+                // chainbox patch: a user handler keeps the traceback too, so
+                // a bare `raise`, an unmatched `except` or a `finally`
+                // re-raises it from where it was raised, as CPython does
+                // (upstream re-raised it at the handler's line).
+                let RunError::Exc(error) = error else {
+                    unreachable!("only catchable exceptions enter handlers")
+                };
+                let caught = CaughtException::Frozen {
+                    value: exc_value,
+                    error: Box::new(error),
                 };
                 this.exception_stack.push(caught);
 
