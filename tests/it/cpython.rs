@@ -342,7 +342,9 @@ fn raised_at(r: &ChainRunResult) -> (Option<u32>, Vec<String>, String) {
 /// An exception that passes an `except` that does not match it, a
 /// `finally`, a `with` block or a bare `raise` is reported where it was
 /// raised, with the frames it passed, on both guests (monty reported the
-/// handler's line), and a KeyError's last line is the key's repr.
+/// handler's line); a gathered child's failure shows the `await` that
+/// gathered it above the child's frames; a KeyError's last line is the
+/// key's repr, a JSONDecodeError's names `json.decoder`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reraised_exception_is_reported_where_it_was_raised() {
     let registry = tools();
@@ -354,6 +356,8 @@ async fn a_reraised_exception_is_reported_where_it_was_raised() {
         "def inner(n):\n    return [1][n]\n\n\ndef outer():\n    try:\n        return inner(5)\n    except KeyError:\n        return None\n\n\nouter()\n",
         "from pathlib import Path\ntry:\n    with open('notes.txt', 'w') as f:\n        f.write(1)\nexcept KeyError:\n    pass\n",
         "d = {'a': 1}\nd['b']\n",
+        "import asyncio\n\n\nasync def total(n):\n    r = await add(a=n, b=1)\n    return r['missing']\n\n\nawait asyncio.gather(total(1), total(2))\n",
+        "import json\njson.loads('{bad')\n",
     ] {
         let monty = run_on(PythonChoice::Monty, script, &registry).await;
         let cpython = run_on(PythonChoice::Cpython, script, &registry).await;

@@ -371,6 +371,11 @@ fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
     {
         traceback.replace_range(start.., text);
     }
+    // CPython names a class by its module: `json.decoder.JSONDecodeError`.
+    let last_line = traceback.rfind('\n').map_or(0, |i| i + 1);
+    if traceback[last_line..].starts_with("json.JSONDecodeError: ") {
+        traceback.replace_range(last_line..last_line + "json.".len(), "json.decoder.");
+    }
     ScriptError {
         compile: compile || exc.exc_type() == ExcType::SyntaxError,
         exc_type: exc.exc_type().to_string(),

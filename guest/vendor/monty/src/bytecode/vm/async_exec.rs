@@ -567,7 +567,20 @@ impl<'h> VM<'h> {
             self.scheduler.set_current_task(Some(task_id));
             self.load_or_init_task(task_id)?;
         }
-        result
+        // chainbox patch: a failure delivered to an awaiting task (a gathered
+        // child's) passes the awaiting frame, as in CPython, whose traceback
+        // shows the `await` above the child's frames (upstream stopped at the
+        // child). A failure with no frame yet gets the awaiting frame when it
+        // is raised there.
+        result.map_err(|mut error| {
+            if let RunError::Exc(exc) = &mut error
+                && exc.frame.is_some()
+                && !self.current_frame_is_frozen()
+            {
+                exc.add_caller_frame(self.current_position(), self.current_frame_name());
+            }
+            error
+        })
     }
 
     /// Restores a task's saved context and recursion depth, or starts its coroutine on first use.

@@ -59,7 +59,7 @@ enum ExceptionHandlingResult {
 
 impl VM<'_> {
     /// Returns the current function name, or `<module>` outside a function.
-    fn current_frame_name(&self) -> StringId {
+    pub(super) fn current_frame_name(&self) -> StringId {
         match self.current_frame().function_id {
             Some(func_id) => self.interns.get_function(func_id).name.name_id,
             None => self.interns.intern_static(StaticStrings::Module),
