@@ -80,6 +80,14 @@ pub struct Admitted {
     slot: usize,
 }
 
+impl Admitted {
+    /// Where its record is in the session's trace (see
+    /// [`InvokerSession::close_cancelled`]).
+    pub(crate) fn slot(&self) -> usize {
+        self.slot
+    }
+}
+
 /// One chain's view of the tools: policy, approval and the call trace.
 pub struct InvokerSession {
     run_id: String,
@@ -94,16 +102,19 @@ pub struct InvokerSession {
 /// A trace entry: finished, or still running (and so interrupted if the
 /// chain ends now).
 enum Slot {
-    Running {
-        call_id: String,
-        tool: String,
-        args_digest: String,
-        started: Instant,
-        /// Set when the call reaches its tool: the provenance an
-        /// interrupted record still reports.
-        passed: Option<Verdict>,
-    },
+    Running(Running),
     Done(ChainCallRecord),
+}
+
+/// A call that has not finished: what its record will say if it ends early.
+struct Running {
+    call_id: String,
+    tool: String,
+    args_digest: String,
+    started: Instant,
+    /// Set when the call reaches its tool: the provenance an interrupted
+    /// record still reports.
+    passed: Option<Verdict>,
 }
 
 impl InvokerSession {
@@ -449,19 +460,19 @@ impl InvokerSession {
 
     fn open_slot(&self, call_id: &str, tool: &str, digest: &str, started: Instant) -> usize {
         let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
-        trace.push(Slot::Running {
+        trace.push(Slot::Running(Running {
             call_id: call_id.to_owned(),
             tool: tool.to_owned(),
             args_digest: digest.to_owned(),
             started,
             passed: None,
-        });
+        }));
         trace.len() - 1
     }
 
     fn mark_passed(&self, slot: usize, verdict: &Verdict) {
         let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(Slot::Running { passed, .. }) = trace.get_mut(slot) {
+        if let Some(Slot::Running(Running { passed, .. })) = trace.get_mut(slot) {
             *passed = Some(verdict.clone());
         }
     }
@@ -482,29 +493,48 @@ impl InvokerSession {
             .iter()
             .map(|slot| match slot {
                 Slot::Done(record) => record.clone(),
-                Slot::Running {
-                    call_id,
-                    tool,
-                    args_digest,
-                    started,
-                    passed,
-                } => ChainCallRecord {
-                    call_id: call_id.clone(),
-                    tool: tool.clone(),
-                    args_digest: args_digest.clone(),
-                    status: interrupted,
-                    duration_ms: millis(started.elapsed()),
-                    artifact_ref: None,
-                    error: Some(why.to_owned()),
-                    source: passed
-                        .as_ref()
-                        .and_then(|v| v.source.clone())
-                        .or_else(|| self.registry.get(tool).map(AnyTool::source)),
-                    observed_at: utc_now_rfc3339(),
-                    policy: passed.as_ref().and_then(|v| v.policy),
-                },
+                Slot::Running(running) => self.ended_early(running, interrupted, why),
             })
             .collect()
+    }
+
+    /// Closes the record of a call the script stopped waiting for (a
+    /// cancelled task: `asyncio.wait_for`'s timeout, `task.cancel()`), whose
+    /// tool is being stopped: `error`, with `why`. A call that finished
+    /// first keeps its record.
+    pub(crate) fn close_cancelled(&self, slot: usize, why: &str) {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = trace.get_mut(slot)
+            && let Slot::Running(running) = entry
+        {
+            *entry = Slot::Done(self.ended_early(running, CallStatus::Error, why));
+        }
+    }
+
+    /// The record of a call that ended before its tool answered.
+    fn ended_early(&self, running: &Running, status: CallStatus, why: &str) -> ChainCallRecord {
+        let Running {
+            call_id,
+            tool,
+            args_digest,
+            started,
+            passed,
+        } = running;
+        ChainCallRecord {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            args_digest: args_digest.clone(),
+            status,
+            duration_ms: millis(started.elapsed()),
+            artifact_ref: None,
+            error: Some(why.to_owned()),
+            source: passed
+                .as_ref()
+                .and_then(|v| v.source.clone())
+                .or_else(|| self.registry.get(tool).map(AnyTool::source)),
+            observed_at: utc_now_rfc3339(),
+            policy: passed.as_ref().and_then(|v| v.policy),
+        }
     }
 }
 

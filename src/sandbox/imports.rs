@@ -207,6 +207,10 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
             start(state, id, call)
         },
     )?;
+    host.func_wrap("cancel", |mut store: StoreContextMut<'_, ChainState>, (id,): (u32,)| {
+        cancel(store.data_mut(), id);
+        Ok(())
+    })?;
     host.func_wrap_async(
         "call",
         |mut store: StoreContextMut<'_, ChainState>, (call,): (String,)| {
@@ -272,9 +276,24 @@ fn decode_component<T: serde::de::DeserializeOwned>(
 /// chain when the call budget is spent.
 fn start(state: &mut ChainState, id: u32, call: ToolCall) -> wasmtime::Result<()> {
     let (session, admitted) = admit(state, call)?;
+    let slot = admitted.slot();
     let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
     state.running_ids.insert(handle.id(), id);
+    state.cancellable.insert(id, (handle, slot));
     Ok(())
+}
+
+/// What a call's record says when the script stopped waiting for it.
+pub(crate) const CANCELLED_BY_SCRIPT: &str = "cancelled: the script stopped waiting for it";
+
+/// Stops call `id`, which the script no longer waits for (the CPython
+/// guest's cancelled task), and closes its record; one that already
+/// finished is left as it ended.
+fn cancel(state: &mut ChainState, id: u32) {
+    if let Some((task, slot)) = state.cancellable.remove(&id) {
+        task.abort();
+        state.session.close_cancelled(slot, CANCELLED_BY_SCRIPT);
+    }
 }
 
 /// Admits `call` against the chain's budget (ending the chain when it is
@@ -341,10 +360,16 @@ async fn collect(state: &mut ChainState, ids: &[u32]) -> Vec<(u32, CallOutcome)>
         match state.running.join_next_with_id().await {
             Some(Ok((task, (id, outcome)))) => {
                 state.running_ids.remove(&task);
+                state.cancellable.remove(&id);
                 state.done.push((id, outcome));
+            }
+            // A call the script cancelled: nobody waits for it.
+            Some(Err(e)) if e.is_cancelled() => {
+                state.running_ids.remove(&e.id());
             }
             Some(Err(e)) => {
                 if let Some(id) = state.running_ids.remove(&e.id()) {
+                    state.cancellable.remove(&id);
                     let message = "the tool call's task failed".to_owned();
                     state.done.push((id, CallOutcome::Error { message }));
                 }

@@ -68,6 +68,9 @@ pub(crate) struct ChainState {
     running: JoinSet<(u32, CallOutcome)>,
     /// Task id → the guest's id for that call, to report a crashed task.
     running_ids: HashMap<tokio::task::Id, u32>,
+    /// The guest's id of a call still running → its task and its trace
+    /// slot, to stop it when the script cancels it.
+    cancellable: HashMap<u32, (tokio::task::AbortHandle, usize)>,
     /// Finished concurrent calls the guest has not collected yet.
     done: Vec<(u32, CallOutcome)>,
     meters: Arc<Meters>,
@@ -263,6 +266,7 @@ impl ChainState {
             staged: Vec::new(),
             running: JoinSet::new(),
             running_ids: HashMap::new(),
+            cancellable: HashMap::new(),
             done: Vec::new(),
             meters: meters.clone(),
             finish: None,

@@ -365,6 +365,44 @@ async fn a_reraised_exception_is_reported_where_it_was_raised() {
     }
 }
 
+/// A call the script stops waiting for (`asyncio.wait_for`'s timeout, a
+/// cancelled task) is stopped on the host, as cancelling a task cancels its
+/// I/O in CPython: its tool never finishes (no side effect after the
+/// timeout), and its record ends at the cancellation as `error`, saying so,
+/// while the chain goes on (it used to run on until the chain ended).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_the_script_stops_waiting_for_is_stopped() {
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = finished.clone();
+    let slow = crate::fixtures::FnTool {
+        delay: std::time::Duration::from_millis(800),
+        ..crate::fixtures::tool("slow_write", &["text"], move |_| {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(json!("written"))
+        })
+    };
+    let registry =
+        ToolRegistry::from_local([Arc::new(slow) as Arc<dyn chainbox::Tool>, echo_tool()]).expect("registry");
+    let script = "import asyncio\ntry:\n    await asyncio.wait_for(slow_write('a'), 0.1)\n    r = 'finished'\nexcept TimeoutError:\n    r = 'timed out'\nt = asyncio.create_task(slow_write('b'))\nawait asyncio.sleep(0.05)\nt.cancel()\nawait asyncio.sleep(1.2)\n[r, await echo('after')]";
+    let r = run_on(PythonChoice::Cpython, script, &registry).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["timed out", "after"]));
+    assert!(
+        !finished.load(std::sync::atomic::Ordering::SeqCst),
+        "a cancelled call's tool ran to its end"
+    );
+    let cancelled: Vec<_> = r.call_trace.iter().filter(|c| c.tool == "slow_write").collect();
+    assert_eq!(cancelled.len(), 2, "{:#?}", r.call_trace);
+    for call in cancelled {
+        assert_eq!(call.status, CallStatus::Error);
+        assert_eq!(
+            call.error.as_deref(),
+            Some("cancelled: the script stopped waiting for it")
+        );
+        assert!(call.duration_ms < 600.0, "ended at the cancellation: {call:?}");
+    }
+}
+
 /// The public attributes of each builtin type, and whether each is
 /// callable, as CPython lists them.
 const BUILTIN_ATTRIBUTES: &str = "import json\nimport re\nimport datetime\nimport collections\nimport decimal\nimport pathlib\nsamples = {'str': \"'a'\", 'int': '1', 'float': '1.5', 'bool': 'True', 'list': '[1]', 'dict': \"{'a': 1}\", 'set': '{1}', 'frozenset': 'frozenset({1})', 'tuple': '(1,)', 'bytes': \"b'a'\", 'complex': '1j', 'range': 'range(3)', 'slice': 'slice(1, 5, 2)', 're.Pattern': \"re.compile('(a)')\", 're.Match': \"re.match('(a)', 'a')\", 'datetime.date': 'datetime.date(2024, 1, 2)', 'datetime.datetime': 'datetime.datetime(2024, 1, 2, 3, 4)', 'datetime.time': 'datetime.time(3, 4)', 'datetime.timedelta': 'datetime.timedelta(1)', 'datetime.timezone': 'datetime.timezone.utc', 'collections.Counter': \"collections.Counter('ab')\", 'collections.defaultdict': 'collections.defaultdict(int)', 'collections.deque': 'collections.deque([1])', 'decimal.Decimal': \"decimal.Decimal('1.5')\", 'pathlib.Path': \"pathlib.Path('a/b.txt')\", 'TextIOWrapper': \"open('probe.txt', 'w')\"}\nprint(json.dumps([[t, lit, [[n, callable(getattr(eval(lit), n))] for n in sorted(dir(eval(lit))) if not n.startswith('_') and not ('.' in t and getattr(getattr(type(eval(lit)), n), '__self__', None) is type(eval(lit)))]] for t, lit in samples.items()]))";

@@ -854,6 +854,7 @@ class _Session:
 
     def make_tool(self, name, params):
         begin = self.begin
+        cancel = self.host.cancel
         pending = self.pending
         # The `ToolCall`'s head, encoded once: a call encodes its arguments
         # only (the C encoder's cost is per dict entry).
@@ -878,9 +879,14 @@ class _Session:
             call_id = outcome
             try:
                 outcome = await fut
+            except asyncio.CancelledError:
+                # The script stopped waiting (`wait_for`'s timeout, a
+                # cancelled task): the host stops the tool, as cancelling
+                # a task cancels its I/O. (A coroutine closed unfinished,
+                # when the chain ends, leaves its call to the host.)
+                cancel(call_id)
+                raise
             finally:
-                # A cancelled call (wait_for, a cancelled task) is no
-                # longer waited for; the host ends it with the chain.
                 pending.pop(call_id, None)
             return _outcome_value(outcome)
 
@@ -2035,6 +2041,9 @@ def _warm_up():
 
         def call(self, call):
             return '{"status": "ok", "value": null}'
+
+        def cancel(self, call_id):
+            pass
 
         def wait(self, wait, timeout_ns):
             ids = json.loads(wait)["ids"]

@@ -53,6 +53,10 @@ class FakeHost:
             done.append([call_id, self.tools[call["tool"]](call["args"])])
         return json.dumps({"done": done})
 
+    def cancel(self, call_id):
+        self.events.append(("cancel", call_id))
+        self.calls.pop(call_id, None)
+
     def load_artifact(self, request):
         self.events.append(("load_artifact", json.loads(request)))
         return json.dumps({"status": "ok", "value": {"loaded": json.loads(request)["handle"]}})
@@ -318,6 +322,17 @@ class Concurrency(unittest.TestCase):
         self.assertEqual(finish["result"]["exc_type"], "TimeoutError")
         timeouts = [t for kind, ids, t in (e for e in host.events if e[0] == "wait") if ids == [1]]
         self.assertTrue(timeouts and all(t is not None and t <= 50_000_000 for t in timeouts), host.events)
+
+    def test_a_call_the_script_stops_waiting_for_is_cancelled_on_the_host(self):
+        host = FakeHost({"echo": echo}, hold={"echo"})
+        script = "import asyncio\ntry:\n    await asyncio.wait_for(echo(1), 0.05)\nexcept TimeoutError:\n    pass\nt = asyncio.create_task(echo(2))\nawait asyncio.sleep(0)\nt.cancel()\nawait asyncio.sleep(0)\n'done'"
+        finish, host = run(script, host=host)
+        self.assertEqual(finish["result"]["output"], "done")
+        self.assertEqual([e for e in host.events if e[0] == "cancel"], [("cancel", 1), ("cancel", 2)])
+
+    def test_a_call_that_answers_is_not_cancelled(self):
+        finish, host = run("import asyncio\nawait asyncio.gather(echo(1), echo(2))")
+        self.assertNotIn("cancel", host.kinds())
 
     def test_asyncio_run_in_a_script(self):
         finish, host = run("import asyncio\nasync def main():\n    return await echo(7)\nasyncio.run(main())")
