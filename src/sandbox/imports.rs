@@ -284,7 +284,7 @@ fn start(state: &mut ChainState, id: u32, call: ToolCall) -> wasmtime::Result<()
 }
 
 /// What a call's record says when the script stopped waiting for it.
-pub(crate) const CANCELLED_BY_SCRIPT: &str = "cancelled: the script stopped waiting for it";
+const CANCELLED_BY_SCRIPT: &str = "cancelled: the script stopped waiting for it";
 
 /// Stops call `id`, which the script no longer waits for (the CPython
 /// guest's cancelled task), and closes its record; one that already
