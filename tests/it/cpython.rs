@@ -318,6 +318,11 @@ same_on_both_guests! {
     // upstream monty's said `UTC`).
     gmtime_names_its_zone_gmt:
         "import time\nst = time.gmtime(0)\n[st.tm_zone, st.tm_gmtoff, time.strftime('%Z %z', st), time.gmtime(86400)[:3]]";
+    // glibc's `%k`, `%l` and `%P` (the CPython guest's C library, musl,
+    // wrote an empty string for a whole format holding one), through
+    // `datetime.strftime` and `time.strftime`.
+    strftime_writes_glibcs_hour_directives:
+        "import time\nfrom datetime import datetime\nout = [datetime(2024, 3, 5, h, 7).strftime(f) for h in (0, 9, 12, 14) for f in ['%k', '%l', '%P', '%I:%M %P', 'at %k:%M', '%%k %d']]\nout.append(time.strftime('%k|%l|%P|%H', (2024, 3, 5, 21, 7, 9, 1, 65, -1)))\nout";
     // Arity errors of methods count `self`, the CPython guest's patched
     // `Random.seed` included (it said `_seed_as_64_bit()`).
     method_arity_errors_name_and_count_as_in_cpython:

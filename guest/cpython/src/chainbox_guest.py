@@ -1101,6 +1101,8 @@ def _patch_interpreter(stack):
     # CPython on Linux reports it (`tm_zone`, `strftime('%Z', ...)`);
     # wasi-libc says `UTC`.
     patch(time, "gmtime", _gmtime_as_glibc)
+    # glibc's `%k`, `%l`, `%P` (see `_strftime_as_glibc`).
+    patch(time, "strftime", _strftime_as_glibc)
 
     # `sys.maxsize` as on 64-bit CPython (and monty): scripts use it as an
     # "infinity" (`best = sys.maxsize; best = min(best, ts)`), and this
@@ -1754,6 +1756,43 @@ def _gmtime_as_glibc(*args):
 
 
 _gmtime_as_glibc.__name__ = _gmtime_as_glibc.__qualname__ = "gmtime"
+
+_STRFTIME = time.strftime
+
+# What glibc's strftime writes for the directives this build's C library
+# (musl) lacks, by the hour: musl writes nothing for the whole format.
+_GLIBC_DIRECTIVES = {
+    "k": lambda hour: f"{hour:2d}",
+    "l": lambda hour: f"{hour % 12 or 12:2d}",
+    "P": lambda hour: "am" if hour < 12 else "pm",
+    "+": lambda hour: "%%+",  # not a directive: glibc keeps it as written
+}
+
+
+def _strftime_as_glibc(format, t=None, /):
+    """`time.strftime` (and so `datetime.strftime`, which calls it) with
+    glibc's `%k`, `%l` and `%P`, as CPython on Linux writes them
+    (`' 9'`, `' 2'`, `'pm'`), and an unknown `%+` kept: musl's strftime
+    gave an empty string for any format holding one."""
+    if type(format) is str and any(f"%{d}" in format for d in _GLIBC_DIRECTIVES):
+        try:
+            hour = (time.localtime() if t is None else t)[3]
+        except Exception:
+            hour = None  # the C function reports a bad time tuple
+        if type(hour) is int:
+            out, i = [], 0
+            while i < len(format):
+                directive = format[i + 1 : i + 2] if format[i] == "%" else ""
+                if directive in _GLIBC_DIRECTIVES:
+                    out.append(_GLIBC_DIRECTIVES[directive](hour))
+                else:
+                    out.append(format[i : i + 2] if directive else format[i])
+                i += 2 if directive else 1
+            format = "".join(out)
+    return _STRFTIME(format) if t is None else _STRFTIME(format, t)
+
+
+_strftime_as_glibc.__name__ = _strftime_as_glibc.__qualname__ = "strftime"
 
 
 def _pbkdf2_hmac(hash_name, password, salt, iterations, dklen=None):
