@@ -654,11 +654,7 @@ fn patched_code(
 /// shift is 64-bit. (A hash whose 64-bit value is not a sign extension of
 /// its low half, like a tuple's, still probes as before past six shifts.)
 fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Result<Function> {
-    let mut operators = Vec::new();
-    let mut reader = body.get_operators_reader().map_err(parse_error)?;
-    while !reader.eof() {
-        operators.push(reader.read().map_err(parse_error)?);
-    }
+    let operators = operators(body)?;
     let mut locals = declared_locals(body)?;
     let count = params + locals.iter().map(|(n, _)| n).sum::<u32>();
     let mut perturbs: Vec<u32> = Vec::new();
@@ -724,12 +720,7 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
                     .local_tee(wide(*local_index))
                     .i32_wrap_i64();
             }
-            other => {
-                let instruction = RoundtripReencoder
-                    .instruction(other.clone())
-                    .map_err(|e| format!("{e:?}"))?;
-                function.instruction(&instruction);
-            }
+            other => copy(&mut function, other)?,
         }
         i += 1;
     }
@@ -742,11 +733,7 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
 /// hash on the stack: `drop; local.get key; call to` follows it. `key` is a
 /// parameter the function never writes.
 fn rehash_inlined_frozenset(body: &wasmparser::FunctionBody<'_>, key: u32, to: u32) -> Result<Function> {
-    let mut operators = Vec::new();
-    let mut reader = body.get_operators_reader().map_err(parse_error)?;
-    while !reader.eof() {
-        operators.push(reader.read().map_err(parse_error)?);
-    }
+    let operators = operators(body)?;
     let mut function = Function::new(declared_locals(body)?);
     let mut replaced = 0;
     for (i, operator) in operators.iter().enumerate() {
@@ -755,10 +742,7 @@ fn rehash_inlined_frozenset(body: &wasmparser::FunctionBody<'_>, key: u32, to: u
         {
             return Err("a function with `frozenset_hash_impl` inlined writes its key parameter".into());
         }
-        let instruction = RoundtripReencoder
-            .instruction(operator.clone())
-            .map_err(|e| format!("{e:?}"))?;
-        function.instruction(&instruction);
+        copy(&mut function, operator)?;
         if let [
             Operator::I32Const { value: 907133923 },
             Operator::I32Add,
@@ -784,23 +768,38 @@ fn rehash_inlined_frozenset(body: &wasmparser::FunctionBody<'_>, key: u32, to: u
 fn redirect_call(body: &wasmparser::FunctionBody<'_>, from: u32, to: u32) -> Result<Function> {
     let mut function = Function::new(declared_locals(body)?);
     let mut redirected = 0;
-    let mut reader = body.get_operators_reader().map_err(parse_error)?;
-    while !reader.eof() {
-        match reader.read().map_err(parse_error)? {
-            Operator::Call { function_index } if function_index == from => {
+    for operator in &operators(body)? {
+        match operator {
+            Operator::Call { function_index } if *function_index == from => {
                 function.instructions().call(to);
                 redirected += 1;
             }
-            other => {
-                let instruction = RoundtripReencoder.instruction(other).map_err(|e| format!("{e:?}"))?;
-                function.instruction(&instruction);
-            }
+            other => copy(&mut function, other)?,
         }
     }
     if redirected != 1 {
         return Err(format!("expected one call to redirect, found {redirected}"));
     }
     Ok(function)
+}
+
+/// A function body's instructions.
+fn operators<'a>(body: &wasmparser::FunctionBody<'a>) -> Result<Vec<Operator<'a>>> {
+    let mut operators = Vec::new();
+    let mut reader = body.get_operators_reader().map_err(parse_error)?;
+    while !reader.eof() {
+        operators.push(reader.read().map_err(parse_error)?);
+    }
+    Ok(operators)
+}
+
+/// Appends `operator` to `function` unchanged.
+fn copy(function: &mut Function, operator: &Operator<'_>) -> Result<()> {
+    let instruction = RoundtripReencoder
+        .instruction(operator.clone())
+        .map_err(|e| format!("{e:?}"))?;
+    function.instruction(&instruction);
+    Ok(())
 }
 
 /// A function body's local declarations, as wasm-encoder takes them.
