@@ -5,7 +5,8 @@
 //! `componentize-py` (pinned, installed with `python3 -m pip` into
 //! `target/guest/componentize-py`) from the WIT world and the guest module,
 //! with 64-bit CPython's numeric hashes spliced into its libpython
-//! (`guest/cpython/hashes`).
+//! (`guest/cpython/hashes`) and interruption points in its code
+//! (`guest/cpython/interrupt`).
 //! Both `.wasm` files are embedded into the library with `include_bytes!`.
 //! No prebuilt wasm is committed.
 
@@ -15,6 +16,12 @@ use std::process::Command;
 
 #[path = "guest/cpython/hashes/patch.rs"]
 mod cpython_hashes;
+
+#[path = "guest/cpython/interrupt"]
+mod cpython_interrupt {
+    pub mod checks;
+    pub mod page;
+}
 
 const GUEST_TARGET: &str = "wasm32-wasip1";
 
@@ -105,7 +112,7 @@ const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// tells the library where it is (`CHAINBOX_CPYTHON_WASM_PATH`).
 fn build_cpython_guest(manifest_dir: &Path) {
     let source = manifest_dir.join("guest").join("cpython");
-    for path in ["wit", "src", "hashes"] {
+    for path in ["wit", "src", "hashes", "interrupt"] {
         println!("cargo:rerun-if-changed={}", source.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_CPYTHON_WASM");
@@ -182,6 +189,8 @@ fn build_cpython_guest(manifest_dir: &Path) {
     let component = std::fs::read(&unpatched).expect("chainbox build: read the CPython guest");
     let patched = cpython_hashes::patch_component(&component, &hashes)
         .unwrap_or_else(|e| panic!("chainbox build: splicing the numeric hashes into libpython failed: {e}"));
+    let patched = cpython_interrupt::checks::with_interruption_points(&patched)
+        .unwrap_or_else(|e| panic!("chainbox build: putting interruption points into the CPython guest failed: {e}"));
     std::fs::write(&wasm, patched).expect("chainbox build: write the CPython guest");
     std::fs::write(&key, &inputs).expect("chainbox build: write the CPython guest's input key");
     println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
@@ -220,7 +229,7 @@ fn build_hashes(source: &Path, guest_dir: &Path) -> Vec<u8> {
 /// by name and content (sorted, so the order is stable).
 fn cpython_inputs(source: &Path) -> Vec<u8> {
     let mut files = Vec::new();
-    for dir in ["wit", "src", "hashes"] {
+    for dir in ["wit", "src", "hashes", "interrupt"] {
         if let Ok(entries) = std::fs::read_dir(source.join(dir)) {
             files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
         }

@@ -25,7 +25,7 @@ use crate::housekeeper::{Guest, Housekeeper};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
 use crate::python_choice::Interpreter;
-use crate::sandbox::{self, ChainState};
+use crate::sandbox::{self, ChainState, Watchdog};
 use crate::tools::ToolRegistry;
 
 /// The guest module, built from `guest/` by build.rs.
@@ -182,6 +182,8 @@ pub(crate) struct MontyInstance {
 pub(crate) struct CpythonGuest {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
+    /// Stops its chains over their CPU limit or total timeout.
+    pub(crate) watchdog: Arc<Watchdog>,
     /// What a spare's store holds until a chain takes it: no tools (but
     /// the warm-up's own), deny-all approval; its workspace is the
     /// directory its chain will adopt.
@@ -394,7 +396,11 @@ impl CpythonGuest {
             .decommit_batch_size(1);
         let mut wasm = wasmtime::Config::new();
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        wasm.epoch_interruption(true)
+        // No epoch checks: they cost CPU-bound CPython a quarter of its
+        // time; the guest's own interruption points and the watchdog stop
+        // it instead (`sandbox::Interrupt`), tracking host code by the
+        // call hook.
+        wasm.epoch_interruption(false)
             .max_wasm_stack(CPYTHON_WASM_STACK)
             .async_stack_size(CPYTHON_WASM_STACK + (1 << 20))
             .cranelift_opt_level(wasmtime::OptLevel::Speed)
@@ -416,10 +422,10 @@ impl CpythonGuest {
         let mut linker = wasmtime::component::Linker::new(&engine);
         sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
-        spawn_ticker(engine.clone(), stop_ticker);
         let guest = Arc::new(CpythonGuest {
             engine,
             pre,
+            watchdog: Watchdog::start(EPOCH_TICK, stop_ticker),
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
         });

@@ -30,7 +30,7 @@ use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontyInstance};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
-use crate::sandbox::{self, ChainSetup, ChainState, Meters};
+use crate::sandbox::{self, ChainSetup, ChainState, Meters, Reason};
 use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
@@ -124,6 +124,9 @@ struct Executed {
     store: Store<ChainState>,
     memory: Option<Memory>,
     trap: Option<wasmtime::Error>,
+    /// The CPython guest's watchdog stopped it at the total timeout (the
+    /// monty guest's yields let `tokio::time::timeout` drop it instead).
+    timed_out: bool,
     /// The CPython guest, for a CPython run: its next spare instance is
     /// made once this store is dropped.
     cpython: Option<Arc<CpythonGuest>>,
@@ -212,7 +215,10 @@ impl Started {
     ) -> ChainRunResult {
         let mut result = match self.execute(core, script, registry, interpreter).await {
             Ok(mut run) => {
-                let result = self.finish(&mut run);
+                let result = match run.timed_out {
+                    true => self.timed_out(self.policy.total_timeout(), interpreter),
+                    false => self.finish(&mut run),
+                };
                 run.retire(core);
                 result
             }
@@ -271,6 +277,7 @@ impl Started {
             store,
             memory,
             trap,
+            timed_out: false,
             cpython: None,
             _slot: slot,
         })
@@ -311,15 +318,24 @@ impl Started {
             }
         };
         let request = store.data_mut().take_request();
+        let interrupt = store.data().interrupt.clone();
+        if let Some(interrupt) = &interrupt {
+            guest.watchdog.watch(interrupt);
+        }
         self.meters.guest_starts();
         let trap = match run.call_async(&mut store, (request,)).await {
             Ok((finish,)) => store.data_mut().set_finish(&finish).err(),
             Err(trap) => Some(trap),
         };
+        let timed_out = interrupt.is_some_and(|i| {
+            i.disarm();
+            i.reason() == Some(Reason::Timeout)
+        });
         Ok(Executed {
             store,
             memory: None,
             trap,
+            timed_out,
             cpython: Some(guest.clone()),
             _slot: slot,
         })

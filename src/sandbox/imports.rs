@@ -207,6 +207,22 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
             start(state, id, call)
         },
     )?;
+    host.func_wrap(
+        "arm",
+        |mut store: StoreContextMut<'_, ChainState>, (memory,): (super::interrupt::GuestMemory,)| {
+            let state = store.data_mut();
+            let Some(interrupt) = state.interrupt.clone() else {
+                return Ok(());
+            };
+            match interrupt.arm(memory) {
+                Ok(page) => {
+                    state.guard_page = page;
+                    Ok(())
+                }
+                Err(message) => Err(state.fail(Fatal::Protocol(message))),
+            }
+        },
+    )?;
     host.func_wrap("cancel", |mut store: StoreContextMut<'_, ChainState>, (id,): (u32,)| {
         cancel(store.data_mut(), id);
         Ok(())

@@ -274,6 +274,23 @@ impl CpuClock {
         self.exceeded.load(Ordering::Relaxed)
     }
 
+    /// Whether the guest's CPU time, the open stretch included, is over the
+    /// limit (then recorded, so the trap is classified from this fact). Read
+    /// by the CPython guest's watchdog from its own thread, while the guest
+    /// runs: the stretch's thread CPU time, at most its wall time.
+    pub(crate) fn over_limit_now(&self) -> bool {
+        let open = *self.stretch();
+        let running = open.map_or(0, |s| {
+            let cpu = s.clock.now().unwrap_or(s.cpu).saturating_sub(s.cpu);
+            cpu.min(s.wall.elapsed().as_nanos() as u64)
+        });
+        if self.used() + Duration::from_nanos(running) > self.limit {
+            self.exceeded.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
     /// One epoch tick while the guest ran: pauses the clock and says whether
     /// the chain is over its limit (recorded, so the trap is classified from
     /// this fact) and whether it is time to yield the thread.

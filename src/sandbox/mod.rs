@@ -20,10 +20,12 @@
 
 mod c_math;
 mod imports;
+mod interrupt;
 mod meters;
 mod quota;
 
 pub(crate) use imports::{add_to_component_linker, add_to_linker};
+pub(crate) use interrupt::{Interrupt, Reason, Watchdog};
 pub(crate) use meters::Meters;
 use meters::{MemoryLimiter, Tick};
 
@@ -86,6 +88,12 @@ pub(crate) struct ChainState {
     /// Bytes the CPython guest has written into its workspace through WASI
     /// (the monty guest's are counted by `monty-fs`); see [`quota`].
     written: u64,
+    /// How the CPython guest is stopped (see [`interrupt`]); the monty
+    /// guest's epoch callback does that for it.
+    pub(crate) interrupt: Option<Arc<Interrupt>>,
+    /// The host address of the CPython instance's guard page, once its
+    /// guest has armed it; kept for the instance's later chains.
+    guard_page: usize,
 }
 
 /// A reason the host ended the chain from inside a host call.
@@ -163,8 +171,16 @@ pub(crate) struct ChainSetup<'a> {
 /// Builds the store for one chain, with its limits armed.
 pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
     let wasi = wasi_for(&setup)?;
+    let cpython = setup.interpreter == Interpreter::Cpython;
     let mut store = Store::new(engine, ChainState::for_chain(setup, wasi)?);
     store.limiter(|s| &mut s.memory);
+    if cpython {
+        store.call_hook(|ctx, hook| match &ctx.data().interrupt {
+            Some(interrupt) => interrupt.hook(hook),
+            None => Ok(()),
+        });
+        return Ok(store);
+    }
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |ctx| {
         let clock = ctx.data().meters.clock.clone();
@@ -203,10 +219,17 @@ pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
 /// must be the directory the spare was made with.
 pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
     let size = store.data().memory.current();
+    let guard_page = store.data().guard_page;
     let wasi = std::mem::replace(&mut store.data_mut().wasi, WasiCtxBuilder::new().build_p1());
     *store.data_mut() = ChainState::for_chain(setup, wasi)?;
     store.data_mut().memory.grown_to(size);
-    store.set_epoch_deadline(1);
+    match &store.data().interrupt {
+        Some(interrupt) => {
+            interrupt.rearm(guard_page);
+            store.data_mut().guard_page = guard_page;
+        }
+        None => store.set_epoch_deadline(1),
+    }
     Ok(store)
 }
 
@@ -259,6 +282,8 @@ impl ChainState {
             },
         };
         let meters = setup.meters;
+        let interrupt = (setup.interpreter == Interpreter::Cpython)
+            .then(|| Interrupt::new(meters.clock.clone(), std::time::Instant::now() + policy.total_timeout()));
         let state = ChainState {
             wasi,
             session: setup.session,
@@ -275,6 +300,8 @@ impl ChainState {
             guest_memory: None,
             workspace: setup.workspace,
             written: 0,
+            interrupt,
+            guard_page: 0,
         };
         Ok(state)
     }

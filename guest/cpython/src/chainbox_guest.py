@@ -1958,7 +1958,15 @@ if wit_world is not None:
         """The component's export (componentize-py looks it up by this name)."""
 
         def run(self, request: str) -> str:
+            global _ARMED
+            if not _ARMED:
+                _wit_host.arm(b"\0")
+                _ARMED = True
             return run_chain(request, _wit_host)
+
+    # Whether this instance has let the host find its guard page (the
+    # `arm` import): the first `run` does, before any script.
+    _ARMED = False
 
 
 # --- the snapshot -----------------------------------------------------------

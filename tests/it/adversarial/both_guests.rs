@@ -102,6 +102,39 @@ async fn an_endless_loop_ends_with_kind_cpu_on_both_guests() {
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
 }
 
+/// The loop is the C library's (CPython's `sum` over a range), not the
+/// script's: the CPython guest's interruption points are in every loop of
+/// its code, not only the interpreter's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loop_inside_a_builtin_ends_with_kind_cpu_on_both_guests() {
+    let r = on_both("await noop()\nsum(range(10**15))", &cpu_capped()).await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_eq!(r.tool_calls, 1);
+}
+
+/// A script that spends its time crossing into the host (each `print` is a
+/// host call) is stopped too: stopped while in the host, it traps on its
+/// way back.
+#[tokio::test(flavor = "multi_thread")]
+async fn printing_forever_ends_with_kind_cpu_on_both_guests() {
+    let r = on_both("while True:\n    print('x' * 100)", &cpu_capped()).await;
+    assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    assert_eq!(r.stdout.len(), 4096);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cpu_bound_script_past_the_total_timeout_ends_with_kind_timeout_on_both_guests() {
+    let policy = ChainPolicy {
+        max_cpu_s: 30.0,
+        total_timeout_s: 1.0,
+        ..tight()
+    };
+    let r = on_both("await noop()\nwhile True:\n    pass", &policy).await;
+    assert_ended(&r, ChainStatus::Timeout, ErrorKind::Timeout);
+    assert_eq!(r.call_trace.len(), 1);
+    assert_eq!(r.call_trace[0].status, CallStatus::Ok, "{r:#?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_doubling_string_ends_with_kind_memory_on_both_guests() {
     let r = on_both(

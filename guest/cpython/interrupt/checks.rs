@@ -1,0 +1,208 @@
+//! Interruption points for the CPython guest: a load of the guard page
+//! (`page.rs`) at every loop header and at the entry of every function that
+//! calls, in every core module of the component that uses its memory. Run
+//! by `build.rs` after the hashes are spliced.
+//!
+//! Why: the guest must stop when its chain is over its CPU or time limit,
+//! and wasmtime's epoch checks (a load, a compare and a branch at the same
+//! points) cost a CPU-bound script a quarter of its time, because CPython's
+//! dispatch loop passes a loop header at every bytecode. A load whose value
+//! is dropped costs almost nothing; the host stops the guest by making the
+//! page unreadable (`src/sandbox/interrupt.rs`), and the next check traps.
+//! This is wasmtime's own plan for cheaper epochs (its PR #12990, not
+//! released), done on the wasm instead of in Cranelift.
+//!
+//! Why these points suffice: code without loops or calls runs a bounded
+//! number of instructions; a loop passes its header at every iteration; an
+//! unbounded sequence of calls enters calling functions unboundedly often
+//! (a leaf function returns after bounded work). Cranelift keeps a load
+//! that may trap even when its value is unused.
+
+use wasm_encoder::{CodeSection, RawSection};
+use wasmparser::{Operator, Parser, Payload, TypeRef};
+
+use super::page::GUARD_PAGE;
+
+type Result<T> = std::result::Result<T, String>;
+
+fn parse_error(e: wasmparser::BinaryReaderError) -> String {
+    format!("reading wasm: {e}")
+}
+
+/// `component` with interruption points in each top-level core module that
+/// has a memory (its memory 0 is the component's one linear memory, defined
+/// by the main module and imported by the others). Fails if a module's
+/// memory is too small to hold the guard page at instantiation.
+pub fn with_interruption_points(component: &[u8]) -> Result<Vec<u8>> {
+    let mut modules = Vec::new();
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(component) {
+        match payload.map_err(parse_error)? {
+            Payload::ModuleSection { unchecked_range, .. } => {
+                if depth == 0 {
+                    modules.push(unchecked_range.start as usize..unchecked_range.end as usize);
+                }
+                depth += 1;
+            }
+            Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let mut out = Vec::with_capacity(component.len() + (1 << 20));
+    let mut from = 0;
+    let mut instrumented = 0;
+    for range in modules {
+        let Some(module) = instrumented_module(&component[range.clone()])? else {
+            continue;
+        };
+        // A component's core module section: id 1, the LEB128 size, the module.
+        let size = leb128(range.len() as u64);
+        let header = range
+            .start
+            .checked_sub(1 + size.len())
+            .filter(|&h| component[h] == 1 && component[h + 1..range.start] == size[..])
+            .ok_or("unexpected encoding of a core module section")?;
+        out.extend_from_slice(&component[from..header]);
+        out.push(1);
+        out.extend(leb128(module.len() as u64));
+        out.extend(module);
+        from = range.end;
+        instrumented += 1;
+    }
+    if instrumented == 0 {
+        return Err("no core module with a memory".into());
+    }
+    out.extend_from_slice(&component[from..]);
+    Ok(out)
+}
+
+/// The module with its checks, or `None` if it has no memory.
+fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
+    // Memory 0's declared minimum pages, and whether it is this module's own.
+    let mut memory = None;
+    for payload in Parser::new(0).parse_all(module) {
+        match payload.map_err(parse_error)? {
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    if let TypeRef::Memory(m) = import.map_err(parse_error)?.ty {
+                        memory.get_or_insert((m.initial, false));
+                    }
+                }
+            }
+            Payload::MemorySection(reader) => {
+                for m in reader {
+                    memory.get_or_insert((m.map_err(parse_error)?.initial, true));
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some((minimum, defined)) = memory else {
+        return Ok(None);
+    };
+    // An imported memory's minimum is only what the importer needs; the
+    // main module's declaration makes the shared memory, so it must hold
+    // the page from instantiation on.
+    if defined && u64::from(GUARD_PAGE) + 4096 > minimum * 65536 {
+        return Err(format!(
+            "the memory starts at {minimum} pages, too small for the guard page at {GUARD_PAGE:#x}"
+        ));
+    }
+    let mut out = wasm_encoder::Module::new();
+    for payload in Parser::new(0).parse_all(module) {
+        let payload = payload.map_err(parse_error)?;
+        match &payload {
+            Payload::CodeSectionStart { range, .. } => {
+                let section = checked_code(module, range.start as usize..range.end as usize)?;
+                out.section(&section);
+            }
+            Payload::CodeSectionEntry(_) => {}
+            Payload::End(_) => {}
+            _ => {
+                if let Some((id, range)) = payload.as_section() {
+                    out.section(&RawSection {
+                        id,
+                        data: &module[range.start as usize..range.end as usize],
+                    });
+                }
+            }
+        }
+    }
+    Ok(Some(out.finish()))
+}
+
+/// The code section with a check at each function's entry (if it calls) and
+/// at each loop header.
+fn checked_code(module: &[u8], range: std::ops::Range<usize>) -> Result<CodeSection> {
+    let check = check();
+    let mut section = CodeSection::new();
+    let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
+        &module[range.clone()],
+        range.start as u64,
+    ))
+    .map_err(parse_error)?;
+    for body in reader {
+        let body = body.map_err(parse_error)?;
+        let mut operators = body.get_operators_reader().map_err(parse_error)?;
+        let start = operators.original_position() as usize;
+        let mut loops = Vec::new();
+        let mut calls = false;
+        while !operators.eof() {
+            match operators.read().map_err(parse_error)? {
+                Operator::Loop { .. } => loops.push(operators.original_position() as usize),
+                Operator::Call { .. }
+                | Operator::CallIndirect { .. }
+                | Operator::ReturnCall { .. }
+                | Operator::ReturnCallIndirect { .. }
+                | Operator::CallRef { .. }
+                | Operator::ReturnCallRef { .. } => calls = true,
+                _ => {}
+            }
+        }
+        let end = body.range().end as usize;
+        let mut bytes = module[body.range().start as usize..start].to_vec();
+        if calls {
+            bytes.extend_from_slice(&check);
+        }
+        let mut from = start;
+        for at in loops {
+            bytes.extend_from_slice(&module[from..at]);
+            bytes.extend_from_slice(&check);
+            from = at;
+        }
+        bytes.extend_from_slice(&module[from..end]);
+        section.raw(&bytes);
+    }
+    Ok(section)
+}
+
+/// `i32.const GUARD_PAGE; i32.load8_u; drop`, encoded.
+fn check() -> Vec<u8> {
+    let mut sink = wasm_encoder::Function::new([]);
+    sink.instructions()
+        .i32_const(GUARD_PAGE as i32)
+        .i32_load8_u(wasm_encoder::MemArg {
+            offset: 0,
+            align: 0,
+            memory_index: 0,
+        })
+        .drop();
+    let raw = sink.into_raw_body();
+    // `Function::new([])` encodes an empty locals vector (one byte 0) and
+    // `into_raw_body` no `end`: the instructions are what follows.
+    raw[1..].to_vec()
+}
+
+fn leb128(mut value: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
