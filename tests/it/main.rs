@@ -14,6 +14,7 @@ mod cpython;
 mod discovery;
 mod fuzz_regressions;
 mod generated;
+mod interruption_points;
 mod invoker;
 mod invoker_gates;
 mod mcp_serve;

@@ -17,8 +17,16 @@
 //! unbounded sequence of calls enters calling functions unboundedly often
 //! (a leaf function returns after bounded work). Cranelift keeps a load
 //! that may trap even when its value is unused.
+//!
+//! Each `memory.copy` and `memory.fill` also becomes a call of a function
+//! added here, which does the same unless its bytes touch the guard page,
+//! and then copies or fills byte by byte in wasm. Wasmtime runs the bulk
+//! instructions as host code (a libcall that bypasses the store's call
+//! hook): had one touched the page while it was unreadable, the fault
+//! would have been the host's, not a trap. In wasm it is a trap.
 
-use wasm_encoder::{CodeSection, RawSection};
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, RawSection, TypeSection, ValType};
 use wasmparser::{Operator, Parser, Payload, TypeRef};
 
 use super::page::GUARD_PAGE;
@@ -109,13 +117,59 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
             "the memory starts at {minimum} pages, too small for the guard page at {GUARD_PAGE:#x}"
         ));
     }
+    // The index spaces the two bulk-memory functions go after.
+    let (mut types, mut imported_functions, mut defined_functions) = (0, 0, 0);
+    let mut code = false;
+    for payload in Parser::new(0).parse_all(module) {
+        match payload.map_err(parse_error)? {
+            Payload::CodeSectionStart { .. } => code = true,
+            Payload::TypeSection(reader) => types = reader.count(),
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    if let TypeRef::Func(_) = import.map_err(parse_error)?.ty {
+                        imported_functions += 1;
+                    }
+                }
+            }
+            Payload::FunctionSection(reader) => defined_functions = reader.count(),
+            _ => {}
+        }
+    }
+    if !code {
+        return Ok(None);
+    }
+    let bulk = Bulk {
+        copy: imported_functions + defined_functions,
+        fill: imported_functions + defined_functions + 1,
+    };
     let mut out = wasm_encoder::Module::new();
+    let mut seen = [false; 3];
     for payload in Parser::new(0).parse_all(module) {
         let payload = payload.map_err(parse_error)?;
         match &payload {
-            Payload::CodeSectionStart { range, .. } => {
-                let section = checked_code(module, range.start as usize..range.end as usize)?;
+            Payload::TypeSection(reader) => {
+                let mut section = TypeSection::new();
+                RoundtripReencoder
+                    .parse_type_section(&mut section, reader.clone())
+                    .map_err(|e| format!("{e:?}"))?;
+                section.ty().function([ValType::I32; 3], []);
                 out.section(&section);
+                seen[0] = true;
+            }
+            Payload::FunctionSection(reader) => {
+                let mut section = FunctionSection::new();
+                RoundtripReencoder
+                    .parse_function_section(&mut section, reader.clone())
+                    .map_err(|e| format!("{e:?}"))?;
+                section.function(types).function(types);
+                out.section(&section);
+                seen[1] = true;
+            }
+            Payload::CodeSectionStart { range, .. } => {
+                let mut section = checked_code(module, range.start as usize..range.end as usize, &bulk)?;
+                section.function(&guarded_copy()).function(&guarded_fill());
+                out.section(&section);
+                seen[2] = true;
             }
             Payload::CodeSectionEntry(_) => {}
             Payload::End(_) => {}
@@ -129,13 +183,29 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
             }
         }
     }
+    if seen != [true; 3] {
+        return Err("a module with a memory lacks a type, function or code section".into());
+    }
     Ok(Some(out.finish()))
 }
 
+/// The function indices of the added `memory.copy` and `memory.fill`.
+struct Bulk {
+    copy: u32,
+    fill: u32,
+}
+
 /// The code section with a check at each function's entry (if it calls) and
-/// at each loop header.
-fn checked_code(module: &[u8], range: std::ops::Range<usize>) -> Result<CodeSection> {
+/// at each loop header, and its bulk-memory instructions calling `bulk`'s
+/// functions.
+fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Result<CodeSection> {
     let check = check();
+    let call = |function: u32| {
+        let mut sink = Function::new([]);
+        sink.instructions().call(function);
+        sink.into_raw_body()[1..].to_vec()
+    };
+    let (copy, fill) = (call(bulk.copy), call(bulk.fill));
     let mut section = CodeSection::new();
     let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
         &module[range.clone()],
@@ -146,11 +216,20 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>) -> Result<CodeSect
         let body = body.map_err(parse_error)?;
         let mut operators = body.get_operators_reader().map_err(parse_error)?;
         let start = operators.original_position() as usize;
-        let mut loops = Vec::new();
+        // Byte ranges to replace (empty for an insertion) and what with.
+        let mut edits: Vec<(usize, usize, &[u8])> = Vec::new();
         let mut calls = false;
         while !operators.eof() {
-            match operators.read().map_err(parse_error)? {
-                Operator::Loop { .. } => loops.push(operators.original_position() as usize),
+            let at = operators.original_position() as usize;
+            let operator = operators.read().map_err(parse_error)?;
+            let end = operators.original_position() as usize;
+            match operator {
+                Operator::Loop { .. } => edits.push((end, end, &check)),
+                Operator::MemoryCopy { dst_mem: 0, src_mem: 0 } => edits.push((at, end, &copy)),
+                Operator::MemoryFill { mem: 0 } => edits.push((at, end, &fill)),
+                Operator::MemoryCopy { .. } | Operator::MemoryFill { .. } | Operator::MemoryInit { .. } => {
+                    return Err(format!("unexpected bulk-memory instruction {operator:?}"));
+                }
                 Operator::Call { .. }
                 | Operator::CallIndirect { .. }
                 | Operator::ReturnCall { .. }
@@ -166,15 +245,148 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>) -> Result<CodeSect
             bytes.extend_from_slice(&check);
         }
         let mut from = start;
-        for at in loops {
+        for (at, to, with) in edits {
             bytes.extend_from_slice(&module[from..at]);
-            bytes.extend_from_slice(&check);
-            from = at;
+            bytes.extend_from_slice(with);
+            from = to;
         }
         bytes.extend_from_slice(&module[from..end]);
         section.raw(&bytes);
     }
     Ok(section)
+}
+
+/// Pushes whether `[start, start + len)` (locals, as i32) touches the guard
+/// page, in 64-bit arithmetic (no wrap).
+fn touches_guard(f: &mut Function, start: u32, len: u32) {
+    let page = i64::from(GUARD_PAGE);
+    f.instructions()
+        .local_get(start)
+        .i64_extend_i32_u()
+        .i64_const(page + 4096)
+        .i64_lt_u()
+        .local_get(start)
+        .i64_extend_i32_u()
+        .local_get(len)
+        .i64_extend_i32_u()
+        .i64_add()
+        .i64_const(page)
+        .i64_gt_u()
+        .i32_and();
+}
+
+const BYTE: MemArg = MemArg {
+    offset: 0,
+    align: 0,
+    memory_index: 0,
+};
+
+/// `memory.copy(dst, src, len)` (params 0, 1, 2), byte by byte in wasm
+/// when either range touches the guard page (backwards when the ranges
+/// overlap with `dst` above `src`, as `memmove`).
+fn guarded_copy() -> Function {
+    let mut f = Function::new([]);
+    touches_guard(&mut f, 0, 2);
+    touches_guard(&mut f, 1, 2);
+    f.instructions().i32_or().if_(BlockType::Empty);
+    // dst > src: from the end.
+    f.instructions()
+        .local_get(0)
+        .local_get(1)
+        .i32_gt_u()
+        .if_(BlockType::Empty)
+        .block(BlockType::Empty)
+        .loop_(BlockType::Empty)
+        .local_get(2)
+        .i32_eqz()
+        .br_if(1)
+        .local_get(2)
+        .i32_const(1)
+        .i32_sub()
+        .local_set(2)
+        .local_get(0)
+        .local_get(2)
+        .i32_add()
+        .local_get(1)
+        .local_get(2)
+        .i32_add()
+        .i32_load8_u(BYTE)
+        .i32_store8(BYTE)
+        .br(0)
+        .end()
+        .end()
+        .else_()
+        .block(BlockType::Empty)
+        .loop_(BlockType::Empty)
+        .local_get(2)
+        .i32_eqz()
+        .br_if(1)
+        .local_get(0)
+        .local_get(1)
+        .i32_load8_u(BYTE)
+        .i32_store8(BYTE)
+        .local_get(0)
+        .i32_const(1)
+        .i32_add()
+        .local_set(0)
+        .local_get(1)
+        .i32_const(1)
+        .i32_add()
+        .local_set(1)
+        .local_get(2)
+        .i32_const(1)
+        .i32_sub()
+        .local_set(2)
+        .br(0)
+        .end()
+        .end()
+        .end()
+        .return_()
+        .end();
+    f.instructions()
+        .local_get(0)
+        .local_get(1)
+        .local_get(2)
+        .memory_copy(0, 0)
+        .end();
+    f
+}
+
+/// `memory.fill(dst, value, len)` (params 0, 1, 2), byte by byte in wasm
+/// when the range touches the guard page.
+fn guarded_fill() -> Function {
+    let mut f = Function::new([]);
+    touches_guard(&mut f, 0, 2);
+    f.instructions()
+        .if_(BlockType::Empty)
+        .block(BlockType::Empty)
+        .loop_(BlockType::Empty)
+        .local_get(2)
+        .i32_eqz()
+        .br_if(1)
+        .local_get(0)
+        .local_get(1)
+        .i32_store8(BYTE)
+        .local_get(0)
+        .i32_const(1)
+        .i32_add()
+        .local_set(0)
+        .local_get(2)
+        .i32_const(1)
+        .i32_sub()
+        .local_set(2)
+        .br(0)
+        .end()
+        .end()
+        .return_()
+        .end();
+    f.instructions()
+        .local_get(0)
+        .local_get(1)
+        .local_get(2)
+        .memory_fill(0)
+        .end();
+    f
 }
 
 /// `i32.const GUARD_PAGE; i32.load8_u; drop`, encoded.
