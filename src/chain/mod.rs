@@ -134,7 +134,34 @@ struct Executed {
     _slot: OwnedSemaphorePermit,
 }
 
+/// Stops a CPython chain's guest if the chain is dropped before its guest
+/// has returned (see [`Started::execute_cpython`]).
+struct StopOnDrop(Option<Arc<sandbox::Interrupt>>);
+
+impl StopOnDrop {
+    fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(interrupt) = self.0.take() {
+            interrupt.cancel();
+        }
+    }
+}
+
 impl Executed {
+    /// A CPython run nobody waits for any more (its chain was dropped):
+    /// retired as [`Executed::retire`] would.
+    fn retire_cpython(mut self) {
+        self.store.data_mut().cancel_running_calls();
+        if let Some(guest) = self.cpython.take() {
+            guest.housekeeper.retire(Box::new(self));
+        }
+    }
+
     /// Drops the store once the result is taken, on the guest's
     /// housekeeper (a CPython store's drop unmaps megabytes of written
     /// linear memory), after the chain has answered, and so has the next
@@ -322,23 +349,60 @@ impl Started {
         if let Some(interrupt) = &interrupt {
             guest.watchdog.watch(interrupt);
         }
-        self.meters.guest_starts();
-        let trap = match run.call_async(&mut store, (request,)).await {
-            Ok((finish,)) => store.data_mut().set_finish(&finish).err(),
-            Err(trap) => Some(trap),
-        };
-        let timed_out = interrupt.is_some_and(|i| {
-            i.disarm();
-            i.reason() == Some(Reason::Timeout)
-        });
-        Ok(Executed {
-            store,
-            memory: None,
-            trap,
-            timed_out,
-            cpython: Some(guest.clone()),
-            _slot: slot,
-        })
+        // The guest runs on a thread of its own: without epoch checks it
+        // never yields, so on the caller's thread it would hold up that
+        // thread's other tasks, and a dropped chain (cancelled, or past the
+        // total timeout while parked) could not be let go before its limits
+        // ended it. Dropped, this chain stops its guest (`StopOnDrop`).
+        let stop_on_drop = StopOnDrop(interrupt.clone());
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let runtime = tokio::runtime::Handle::current();
+        let meters = self.meters.clone();
+        let guest = guest.clone();
+        // A blocking-pool thread: reused from chain to chain.
+        drop(tokio::task::spawn_blocking(move || {
+            meters.guest_starts();
+            let outcome = runtime.block_on(async {
+                let stopped = async {
+                    match &interrupt {
+                        Some(interrupt) => interrupt.stopped().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    outcome = run.call_async(&mut store, (request,)) => Some(outcome),
+                    // Stopped while parked in a host call: dropping the
+                    // call ends it there.
+                    () = stopped => None,
+                }
+            });
+            let trap = match outcome {
+                Some(Ok((finish,))) => store.data_mut().set_finish(&finish).err(),
+                Some(Err(trap)) => Some(trap),
+                None => Some(wasmtime::Error::msg("the chain was stopped while waiting")),
+            };
+            let timed_out = interrupt.is_some_and(|i| {
+                i.disarm();
+                i.reason() == Some(Reason::Timeout)
+            });
+            let run = Executed {
+                store,
+                memory: None,
+                trap,
+                timed_out,
+                cpython: Some(guest),
+                _slot: slot,
+            };
+            if let Err(abandoned) = sender.send(run) {
+                abandoned.retire_cpython();
+            }
+        }));
+        let run = receiver
+            .await
+            .map_err(|_| "the CPython chain's thread ended without its result".to_owned());
+        stop_on_drop.defuse();
+        run
     }
 
     /// What the guest reported, or why it stopped, as the chain's result.

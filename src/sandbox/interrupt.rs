@@ -44,11 +44,15 @@ const PENDING: u8 = 2;
 /// Stopped: the page is (being) protected; no host code runs any more.
 const STOPPED: u8 = 3;
 
-/// Why the watchdog stopped a chain.
+/// Why a chain was stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reason {
+    /// Over `max_cpu_s` (the watchdog).
     Cpu,
+    /// Past `total_timeout_s` (the watchdog).
     Timeout,
+    /// Its chain was dropped (see `chain::StopOnDrop`).
+    Cancelled,
 }
 
 /// The error a stopped guest's host entry or return traps with.
@@ -68,6 +72,9 @@ pub(crate) struct Interrupt {
     /// thread's CPU time is other tasks').
     entries: AtomicU64,
     page: Mutex<Page>,
+    /// Wakes the chain's thread when it is stopped while parked in a host
+    /// call (see [`Interrupt::stopped`]).
+    stopped: tokio::sync::Notify,
     clock: Arc<CpuClock>,
     deadline: Instant,
 }
@@ -91,6 +98,7 @@ impl Interrupt {
             reason: AtomicU8::new(0),
             entries: AtomicU64::new(0),
             page: Mutex::new(Page::default()),
+            stopped: tokio::sync::Notify::new(),
             clock,
             deadline,
         })
@@ -173,8 +181,21 @@ impl Interrupt {
         match self.reason.load(Ordering::Acquire) {
             1 => Some(Reason::Cpu),
             2 => Some(Reason::Timeout),
+            3 => Some(Reason::Cancelled),
             _ => None,
         }
+    }
+
+    /// Its chain was dropped: stops the guest.
+    pub(crate) fn cancel(&self) {
+        self.stop(Reason::Cancelled);
+    }
+
+    /// Completes once the chain is stopped (at once if it was already):
+    /// what the chain's thread waits for beside its guest, so a guest
+    /// parked in a host call is let go without waiting for the call.
+    pub(crate) async fn stopped(&self) {
+        self.stopped.notified().await;
     }
 
     /// Stops the chain for `reason` (the first reason stays).
@@ -182,6 +203,7 @@ impl Interrupt {
         let code = match reason {
             Reason::Cpu => 1,
             Reason::Timeout => 2,
+            Reason::Cancelled => 3,
         };
         let mut page = self.page();
         if page.finished
@@ -192,6 +214,7 @@ impl Interrupt {
         {
             return;
         }
+        self.stopped.notify_one();
         loop {
             match self.state.load(Ordering::Acquire) {
                 IN_WASM => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use chainbox::{Approval, CallStatus, ChainPolicy, Engine, EngineConfig, ToolRisk};
+use chainbox::{Approval, CallStatus, ChainPolicy, Engine, EngineConfig, PythonChoice, ToolRisk};
 use serde_json::json;
 
 use crate::fixtures::{
@@ -64,6 +64,59 @@ async fn dropping_a_chain_mid_cpu_lets_go_promptly() {
     )
     .await;
     assert!(dropped);
+    assert_next_chain_ok().await;
+}
+
+/// A CPython guest runs on a thread of its own, which dropping its chain
+/// cannot unwind: the drop stops the guest instead. On an engine with one
+/// chain slot, the next chain gets the slot at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_cpython_chain_mid_cpu_stops_its_guest() {
+    let engine = Engine::with_config(EngineConfig {
+        max_concurrent_chains: 1,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    engine.prepare_cpython().await.expect("the CPython guest");
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        total_timeout_s: 30.0,
+        max_cpu_s: 30.0,
+        ..tight()
+    };
+    let (registry, approval) = (adversarial_registry(), Approval::auto(ToolRisk::Safe));
+    let spinning = engine.run("await noop()\nwhile True:\n    pass", &registry, &policy, &approval);
+    let dropped = tokio::time::timeout(Duration::from_millis(300), spinning)
+        .await
+        .is_err();
+    assert!(dropped);
+    let started = Instant::now();
+    let r = engine.run("1 + 1", &registry, &policy, &approval).await;
+    assert_ok(&r);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the next chain waited {:?} for the slot",
+        started.elapsed()
+    );
+}
+
+/// The same for a CPython guest parked in a tool call: the tool stops.
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_cpython_chain_mid_call_stops_the_tool() {
+    let (tool, ticks) = ticker();
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        total_timeout_s: 30.0,
+        call_timeout_s: 30.0,
+        approval_timeout_s: 20.0,
+        ..tight()
+    };
+    let (registry, approval) = (adversarial_registry_with([tool]), Approval::auto(ToolRisk::Safe));
+    let chain = engine().run("await ticker(seconds=30)", &registry, &policy, &approval);
+    let dropped = tokio::time::timeout(Duration::from_millis(1500), chain).await.is_err();
+    assert!(dropped);
+    assert!(ticks.load(Ordering::SeqCst) > 0, "the tool never ran");
+    assert_ticks_stop(&ticks).await;
     assert_next_chain_ok().await;
 }
 
