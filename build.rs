@@ -14,6 +14,9 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "guest/cpython/wasm/component.rs"]
+mod cpython_component;
+
 #[path = "guest/cpython/hashes/patch.rs"]
 mod cpython_hashes;
 
@@ -112,7 +115,7 @@ const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// tells the library where it is (`CHAINBOX_CPYTHON_WASM_PATH`).
 fn build_cpython_guest(manifest_dir: &Path) {
     let source = manifest_dir.join("guest").join("cpython");
-    for path in ["wit", "src", "hashes", "interrupt"] {
+    for path in ["wit", "src", "hashes", "interrupt", "wasm"] {
         println!("cargo:rerun-if-changed={}", source.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_CPYTHON_WASM");
@@ -229,7 +232,7 @@ fn build_hashes(source: &Path, guest_dir: &Path) -> Vec<u8> {
 /// by name and content (sorted, so the order is stable).
 fn cpython_inputs(source: &Path) -> Vec<u8> {
     let mut files = Vec::new();
-    for dir in ["wit", "src", "hashes", "interrupt"] {
+    for dir in ["wit", "src", "hashes", "interrupt", "wasm"] {
         if let Ok(entries) = std::fs::read_dir(source.join(dir)) {
             files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
         }

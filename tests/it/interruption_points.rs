@@ -4,6 +4,9 @@
 //! `memory.fill`, which the pass routes through its own functions, still
 //! copy and fill exactly as wasm's instructions do, on the guard page too.
 
+#[path = "../../guest/cpython/wasm/component.rs"]
+mod cpython_component;
+
 #[path = "../../guest/cpython/interrupt"]
 mod interrupt {
     pub mod checks;

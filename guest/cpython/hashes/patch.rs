@@ -27,6 +27,8 @@ use wasm_encoder::{
 };
 use wasmparser::{KnownCustom, Name, Operator, Parser, Payload, TypeRef};
 
+use crate::cpython_component::{replace_modules, top_level_modules};
+
 /// A libpython function whose hash gets the 64-bit version, the spliced
 /// function that computes it, and the prologue's shape.
 struct Target {
@@ -113,51 +115,22 @@ fn parse_error(e: wasmparser::BinaryReaderError) -> String {
 /// wasm `hashes.rs` builds to).
 pub fn patch_component(component: &[u8], hashes: &[u8]) -> Result<Vec<u8>> {
     let mut libpython = None;
-    for payload in Parser::new(0).parse_all(component) {
-        if let Payload::ModuleSection { unchecked_range, .. } = payload.map_err(parse_error)? {
-            let range = to_usize(&unchecked_range);
-            let names = function_names(&component[range.clone()])?;
-            if names.iter().any(|(_, name)| name == "tuple_hash") {
-                if libpython.is_some() {
-                    return Err("two core modules define `tuple_hash`".into());
-                }
-                libpython = Some((range, names));
+    for range in top_level_modules(component)? {
+        let names = function_names(&component[range.clone()])?;
+        if names.iter().any(|(_, name)| name == "tuple_hash") {
+            if libpython.is_some() {
+                return Err("two core modules define `tuple_hash`".into());
             }
+            libpython = Some((range, names));
         }
     }
     let (range, names) = libpython.ok_or("no core module defines `tuple_hash` (libpython not found)")?;
     let patched = patch_module(&component[range.clone()], &names, hashes)?;
-    // A component's core module section: id 1, the LEB128 size, the module.
-    let size = leb128(range.len() as u64);
-    let header = range
-        .start
-        .checked_sub(1 + size.len())
-        .filter(|&h| component[h] == 1 && component[h + 1..range.start] == size[..])
-        .ok_or("unexpected encoding of libpython's module section")?;
-    let mut out = Vec::with_capacity(component.len() + 4096);
-    out.extend_from_slice(&component[..header]);
-    out.push(1);
-    out.extend(leb128(patched.len() as u64));
-    out.extend(patched);
-    out.extend_from_slice(&component[range.end..]);
-    Ok(out)
+    replace_modules(component, vec![(range, patched)])
 }
 
 fn to_usize(range: &Range<u64>) -> Range<usize> {
     range.start as usize..range.end as usize
-}
-
-fn leb128(mut value: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
-    }
 }
 
 /// The function names of a core module's name section, by index.

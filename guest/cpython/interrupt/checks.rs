@@ -29,6 +29,7 @@ use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, RawSection, TypeSection, ValType};
 use wasmparser::{Operator, Parser, Payload, TypeRef};
 
+use super::super::cpython_component::{replace_modules, top_level_modules};
 use super::page::GUARD_PAGE;
 
 type Result<T> = std::result::Result<T, String>;
@@ -42,47 +43,16 @@ fn parse_error(e: wasmparser::BinaryReaderError) -> String {
 /// by the main module and imported by the others). Fails if a module's
 /// memory is too small to hold the guard page at instantiation.
 pub fn with_interruption_points(component: &[u8]) -> Result<Vec<u8>> {
-    let mut modules = Vec::new();
-    let mut depth = 0usize;
-    for payload in Parser::new(0).parse_all(component) {
-        match payload.map_err(parse_error)? {
-            Payload::ModuleSection { unchecked_range, .. } => {
-                if depth == 0 {
-                    modules.push(unchecked_range.start as usize..unchecked_range.end as usize);
-                }
-                depth += 1;
-            }
-            Payload::ComponentSection { .. } => depth += 1,
-            Payload::End(_) => depth = depth.saturating_sub(1),
-            _ => {}
+    let mut replacements = Vec::new();
+    for range in top_level_modules(component)? {
+        if let Some(module) = instrumented_module(&component[range.clone()])? {
+            replacements.push((range, module));
         }
     }
-    let mut out = Vec::with_capacity(component.len() + (1 << 20));
-    let mut from = 0;
-    let mut instrumented = 0;
-    for range in modules {
-        let Some(module) = instrumented_module(&component[range.clone()])? else {
-            continue;
-        };
-        // A component's core module section: id 1, the LEB128 size, the module.
-        let size = leb128(range.len() as u64);
-        let header = range
-            .start
-            .checked_sub(1 + size.len())
-            .filter(|&h| component[h] == 1 && component[h + 1..range.start] == size[..])
-            .ok_or("unexpected encoding of a core module section")?;
-        out.extend_from_slice(&component[from..header]);
-        out.push(1);
-        out.extend(leb128(module.len() as u64));
-        out.extend(module);
-        from = range.end;
-        instrumented += 1;
-    }
-    if instrumented == 0 {
+    if replacements.is_empty() {
         return Err("no core module with a memory".into());
     }
-    out.extend_from_slice(&component[from..]);
-    Ok(out)
+    replace_modules(component, replacements)
 }
 
 /// The module with its checks, or `None` if it has no memory.
@@ -281,6 +251,34 @@ const BYTE: MemArg = MemArg {
     memory_index: 0,
 };
 
+/// Emits a loop running `step` `len` times (local `len`, counted down to
+/// zero; `step` sees it already decremented).
+fn count_down(f: &mut Function, len: u32, step: impl FnOnce(&mut Function)) {
+    f.instructions()
+        .block(BlockType::Empty)
+        .loop_(BlockType::Empty)
+        .local_get(len)
+        .i32_eqz()
+        .br_if(1)
+        .local_get(len)
+        .i32_const(1)
+        .i32_sub()
+        .local_set(len);
+    step(f);
+    f.instructions().br(0).end().end();
+}
+
+/// Emits `local += 1` for each of `locals`.
+fn advance(f: &mut Function, locals: &[u32]) {
+    for &local in locals {
+        f.instructions()
+            .local_get(local)
+            .i32_const(1)
+            .i32_add()
+            .local_set(local);
+    }
+}
+
 /// `memory.copy(dst, src, len)` (params 0, 1, 2), byte by byte in wasm
 /// when either range touches the guard page (backwards when the ranges
 /// overlap with `dst` above `src`, as `memmove`).
@@ -289,60 +287,33 @@ fn guarded_copy() -> Function {
     touches_guard(&mut f, 0, 2);
     touches_guard(&mut f, 1, 2);
     f.instructions().i32_or().if_(BlockType::Empty);
-    // dst > src: from the end.
     f.instructions()
         .local_get(0)
         .local_get(1)
         .i32_gt_u()
-        .if_(BlockType::Empty)
-        .block(BlockType::Empty)
-        .loop_(BlockType::Empty)
-        .local_get(2)
-        .i32_eqz()
-        .br_if(1)
-        .local_get(2)
-        .i32_const(1)
-        .i32_sub()
-        .local_set(2)
-        .local_get(0)
-        .local_get(2)
-        .i32_add()
-        .local_get(1)
-        .local_get(2)
-        .i32_add()
-        .i32_load8_u(BYTE)
-        .i32_store8(BYTE)
-        .br(0)
-        .end()
-        .end()
-        .else_()
-        .block(BlockType::Empty)
-        .loop_(BlockType::Empty)
-        .local_get(2)
-        .i32_eqz()
-        .br_if(1)
-        .local_get(0)
-        .local_get(1)
-        .i32_load8_u(BYTE)
-        .i32_store8(BYTE)
-        .local_get(0)
-        .i32_const(1)
-        .i32_add()
-        .local_set(0)
-        .local_get(1)
-        .i32_const(1)
-        .i32_add()
-        .local_set(1)
-        .local_get(2)
-        .i32_const(1)
-        .i32_sub()
-        .local_set(2)
-        .br(0)
-        .end()
-        .end()
-        .end()
-        .return_()
-        .end();
+        .if_(BlockType::Empty);
+    // From the end: byte `len` (already decremented) of each.
+    count_down(&mut f, 2, |f| {
+        f.instructions()
+            .local_get(0)
+            .local_get(2)
+            .i32_add()
+            .local_get(1)
+            .local_get(2)
+            .i32_add()
+            .i32_load8_u(BYTE)
+            .i32_store8(BYTE);
+    });
+    f.instructions().else_();
+    count_down(&mut f, 2, |f| {
+        f.instructions()
+            .local_get(0)
+            .local_get(1)
+            .i32_load8_u(BYTE)
+            .i32_store8(BYTE);
+        advance(f, &[0, 1]);
+    });
+    f.instructions().end().return_().end();
     f.instructions()
         .local_get(0)
         .local_get(1)
@@ -357,29 +328,12 @@ fn guarded_copy() -> Function {
 fn guarded_fill() -> Function {
     let mut f = Function::new([]);
     touches_guard(&mut f, 0, 2);
-    f.instructions()
-        .if_(BlockType::Empty)
-        .block(BlockType::Empty)
-        .loop_(BlockType::Empty)
-        .local_get(2)
-        .i32_eqz()
-        .br_if(1)
-        .local_get(0)
-        .local_get(1)
-        .i32_store8(BYTE)
-        .local_get(0)
-        .i32_const(1)
-        .i32_add()
-        .local_set(0)
-        .local_get(2)
-        .i32_const(1)
-        .i32_sub()
-        .local_set(2)
-        .br(0)
-        .end()
-        .end()
-        .return_()
-        .end();
+    f.instructions().if_(BlockType::Empty);
+    count_down(&mut f, 2, |f| {
+        f.instructions().local_get(0).local_get(1).i32_store8(BYTE);
+        advance(f, &[0]);
+    });
+    f.instructions().return_().end();
     f.instructions()
         .local_get(0)
         .local_get(1)
@@ -404,17 +358,4 @@ fn check() -> Vec<u8> {
     // `Function::new([])` encodes an empty locals vector (one byte 0) and
     // `into_raw_body` no `end`: the instructions are what follows.
     raw[1..].to_vec()
-}
-
-fn leb128(mut value: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
-    }
 }
