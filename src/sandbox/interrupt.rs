@@ -57,13 +57,15 @@ pub(crate) enum Reason {
 
 /// The error a stopped guest's host entry or return traps with.
 #[derive(Debug, thiserror::Error)]
-#[error("the chain was stopped: over its CPU limit or past its total timeout")]
+#[error("the chain was stopped: over its CPU limit, past its total timeout, or dropped by its caller")]
 pub(crate) struct Stopped;
 
 /// One chain's interruption state, shared by its store's call hook, its
 /// host imports, the chain and the watchdog.
 #[derive(Debug)]
 pub(crate) struct Interrupt {
+    /// `IN_HOST` or `IN_WASM` as the call hook last saw the guest, or
+    /// `PENDING`/`STOPPED` once it is being stopped.
     state: AtomicU8,
     /// 0 until stopped, then 1 + the [`Reason`]'s index.
     reason: AtomicU8,
