@@ -3,11 +3,14 @@
 //! run ended. The host side of the guest contract is [`imports`]; the
 //! chain's limits and what it used are [`meters`]; the CPython guest's
 //! workspace write quota is [`quota`]; the C math library both guests
-//! compute floats with is [`c_math`].
+//! compute floats with is [`c_math`]; how a CPython guest is stopped is
+//! [`interrupt`] (the monty guest's epoch callback is in [`new_store`]).
 //!
 //! Invariants:
 //! - Only [`imports`] reads or writes guest memory. Every read is
 //!   length-capped and bounds-checked before anything parses it.
+//!   [`interrupt`] only changes one page's protection, and never while
+//!   host code runs for the guest.
 //! - Limits that end a chain are recorded (in [`ChainState`] or its
 //!   [`Meters`]) before the trap that enforces them, so the trap is
 //!   classified from facts, not from error strings.
