@@ -419,6 +419,7 @@ impl CpythonGuest {
                 unsafe { Component::deserialize(&engine, &compiled) }
             })
         })?;
+        sandbox::check_cpython_guest(&engine, &component).map_err(EngineError::Wasmtime)?;
         let mut linker = wasmtime::component::Linker::new(&engine);
         sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;

@@ -279,6 +279,28 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
 /// The WIT interface the CPython guest imports its host functions from.
 const CPYTHON_HOST_INTERFACE: &str = "chainbox:guest/host@0.1.0";
 
+/// Whether `component` is a CPython guest whose chains can be stopped: it
+/// imports `arm`, as the build that puts the interruption points in makes
+/// it (`guest/cpython/interrupt`). A component without them (a stale
+/// `CHAINBOX_CPYTHON_WASM`) would run a CPU-bound script past every limit.
+pub(crate) fn check_cpython_guest(engine: &wasmtime::Engine, component: &component::Component) -> Result<(), String> {
+    let ty = component.component_type();
+    let arms = ty
+        .get_import(engine, CPYTHON_HOST_INTERFACE)
+        .is_some_and(|host| match host.ty {
+            component::types::ComponentItem::ComponentInstance(host) => host.get_export(engine, "arm").is_some(),
+            _ => false,
+        });
+    if arms {
+        Ok(())
+    } else {
+        Err(format!(
+            "the CPython guest does not import `{CPYTHON_HOST_INTERFACE}#arm`: it was built without interruption \
+             points, so its chains could not be stopped (rebuild it, or unset CHAINBOX_CPYTHON_WASM)"
+        ))
+    }
+}
+
 /// Decodes a message the CPython guest passed as a string.
 fn decode_component<T: serde::de::DeserializeOwned>(
     state: &mut ChainState,
@@ -432,6 +454,17 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+
+    #[test]
+    fn a_cpython_guest_without_interruption_points_is_refused() {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        let engine = wasmtime::Engine::new(&config).expect("engine");
+        let bare = wasm_encoder::Component::new().finish();
+        let bare = component::Component::new(&engine, bare).expect("an empty component");
+        let refused = check_cpython_guest(&engine, &bare).expect_err("refused");
+        assert!(refused.contains("#arm"), "{refused}");
+    }
 
     /// The names the guest module imports from `chainbox`.
     fn guest_imports() -> BTreeSet<String> {

@@ -27,7 +27,7 @@ mod interrupt;
 mod meters;
 mod quota;
 
-pub(crate) use imports::{add_to_component_linker, add_to_linker};
+pub(crate) use imports::{add_to_component_linker, add_to_linker, check_cpython_guest};
 pub(crate) use interrupt::{Interrupt, Reason, Watchdog};
 pub(crate) use meters::Meters;
 use meters::{MemoryLimiter, Tick};
