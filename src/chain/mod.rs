@@ -153,25 +153,28 @@ impl Drop for StopOnDrop {
 }
 
 impl Executed {
-    /// A CPython run nobody waits for any more (its chain was dropped):
-    /// retired as [`Executed::retire`] would.
-    fn retire_cpython(mut self) {
-        self.store.data_mut().cancel_running_calls();
-        if let Some(guest) = self.cpython.take() {
-            guest.housekeeper.retire(Box::new(self));
-        }
-    }
-
     /// Drops the store once the result is taken, on the guest's
     /// housekeeper (a CPython store's drop unmaps megabytes of written
     /// linear memory), after the chain has answered, and so has the next
     /// spare made. Its running calls are cancelled here first, as the drop
     /// would.
-    fn retire(mut self, core: &Core) {
+    fn retire(self, core: &Core) {
+        match self.cpython {
+            Some(_) => self.retire_cpython(),
+            None => {
+                let mut run = self;
+                run.store.data_mut().cancel_running_calls();
+                core.housekeeper.retire(Box::new(run));
+            }
+        }
+    }
+
+    /// [`Executed::retire`] for a CPython run, which needs no `Core`: also
+    /// how its thread retires a run nobody waits for (its chain was dropped).
+    fn retire_cpython(mut self) {
         self.store.data_mut().cancel_running_calls();
-        match self.cpython.take() {
-            Some(guest) => guest.housekeeper.retire(Box::new(self)),
-            None => core.housekeeper.retire(Box::new(self)),
+        if let Some(guest) = self.cpython.take() {
+            guest.housekeeper.retire(Box::new(self));
         }
     }
 }
@@ -380,7 +383,7 @@ impl Started {
             let trap = match outcome {
                 Some(Ok((finish,))) => store.data_mut().set_finish(&finish).err(),
                 Some(Err(trap)) => Some(trap),
-                None => Some(wasmtime::Error::msg("the chain was stopped while waiting")),
+                None => Some(sandbox::Stopped.into()),
             };
             let timed_out = interrupt.is_some_and(|i| {
                 i.disarm();

@@ -28,7 +28,7 @@ mod meters;
 mod quota;
 
 pub(crate) use imports::{add_to_component_linker, add_to_linker, check_cpython_guest};
-pub(crate) use interrupt::{Interrupt, Reason, Watchdog};
+pub(crate) use interrupt::{Interrupt, Reason, Stopped, Watchdog};
 pub(crate) use meters::Meters;
 use meters::{MemoryLimiter, Tick};
 
@@ -56,7 +56,7 @@ const MAX_RECURSION_DEPTH: u32 = 1000;
 /// `MemoryError` limit; the rest is headroom before the hard wasm cap traps.
 const SOFT_MEMORY_SHARE: f64 = 0.75;
 
-/// A CPU-bound chain yields its thread every this many epoch ticks
+/// A CPU-bound monty chain yields its thread every this many epoch ticks
 /// (`engine::EPOCH_TICK` each): often enough for fairness and for the total
 /// deadline to fire promptly, rarely enough not to slow the script down.
 const TICKS_PER_YIELD: u64 = 5;

@@ -55,16 +55,23 @@ pub fn with_interruption_points(component: &[u8]) -> Result<Vec<u8>> {
     replace_modules(component, replacements)
 }
 
-/// The module with its checks, or `None` if it has no memory.
+/// The module with its checks, or `None` if it has no memory or no code.
 fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
-    // Memory 0's declared minimum pages, and whether it is this module's own.
+    // Memory 0's declared minimum pages and whether it is this module's
+    // own; and the index spaces the two bulk-memory functions go after.
     let mut memory = None;
+    let (mut types, mut imported_functions, mut defined_functions) = (0, 0, 0);
+    let mut code = false;
     for payload in Parser::new(0).parse_all(module) {
         match payload.map_err(parse_error)? {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
-                    if let TypeRef::Memory(m) = import.map_err(parse_error)?.ty {
-                        memory.get_or_insert((m.initial, false));
+                    match import.map_err(parse_error)?.ty {
+                        TypeRef::Memory(m) => {
+                            memory.get_or_insert((m.initial, false));
+                        }
+                        TypeRef::Func(_) => imported_functions += 1,
+                        _ => {}
                     }
                 }
             }
@@ -73,10 +80,13 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
                     memory.get_or_insert((m.map_err(parse_error)?.initial, true));
                 }
             }
+            Payload::TypeSection(reader) => types = reader.count(),
+            Payload::FunctionSection(reader) => defined_functions = reader.count(),
+            Payload::CodeSectionStart { .. } => code = true,
             _ => {}
         }
     }
-    let Some((minimum, defined)) = memory else {
+    let Some((minimum, defined)) = memory.filter(|_| code) else {
         return Ok(None);
     };
     // An imported memory's minimum is only what the importer needs; the
@@ -86,27 +96,6 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
         return Err(format!(
             "the memory starts at {minimum} pages, too small for the guard page at {GUARD_PAGE:#x}"
         ));
-    }
-    // The index spaces the two bulk-memory functions go after.
-    let (mut types, mut imported_functions, mut defined_functions) = (0, 0, 0);
-    let mut code = false;
-    for payload in Parser::new(0).parse_all(module) {
-        match payload.map_err(parse_error)? {
-            Payload::CodeSectionStart { .. } => code = true,
-            Payload::TypeSection(reader) => types = reader.count(),
-            Payload::ImportSection(reader) => {
-                for import in reader.into_imports() {
-                    if let TypeRef::Func(_) = import.map_err(parse_error)?.ty {
-                        imported_functions += 1;
-                    }
-                }
-            }
-            Payload::FunctionSection(reader) => defined_functions = reader.count(),
-            _ => {}
-        }
-    }
-    if !code {
-        return Ok(None);
     }
     let bulk = Bulk {
         copy: imported_functions + defined_functions,
