@@ -336,15 +336,27 @@ pub fn tool_stub(tool: &dyn Tool) -> String {
         push_paragraph(&mut doc);
         doc.push(format!("Risk: {} (needs approval)", tool.risk()));
     }
-    let described: Vec<(&str, &str)> = params
+    // A parameter is listed under `Args:` when it has a description or a
+    // shape (the keys of the objects it holds, which its annotation,
+    // `dict` or `list[dict]`, does not show).
+    let described: Vec<(&str, Option<&str>, Option<String>)> = params
         .iter()
-        .filter_map(|p| p.description.map(|d| (p.name, d)))
+        .filter_map(|p| {
+            let shape = properties_of(schema, p.name).and_then(shape);
+            (p.description.is_some() || shape.is_some()).then_some((p.name, p.description, shape))
+        })
         .collect();
     if !described.is_empty() || !unnamed.is_empty() {
         push_paragraph(&mut doc);
         doc.push("Args:".into());
-        for (name, description) in described {
-            doc.push(format!("    {name}: {}", one_line(description)));
+        for (name, description, shape) in described {
+            let line = match (shape, description) {
+                (Some(shape), Some(d)) => format!("    {name} ({shape}): {}", one_line(d)),
+                (Some(shape), None) => format!("    {name} ({shape})"),
+                (None, Some(d)) => format!("    {name}: {}", one_line(d)),
+                (None, None) => continue,
+            };
+            doc.push(line);
         }
         for (name, description) in &unnamed {
             let note = format!("not a Python name; pass it as **{{{}: ...}}", json_string(name));
@@ -441,6 +453,69 @@ fn simple_type(name: &str, schema: &Value) -> String {
             _ => "list".into(),
         },
         _ => "Any".into(),
+    }
+}
+
+/// The schema of property `name` of an object schema.
+fn properties_of<'a>(schema: &'a Value, name: &str) -> Option<&'a Value> {
+    schema.get("properties")?.get(name)
+}
+
+/// Most characters of one parameter's shape: a wide or deep schema is cut
+/// (ending in `…`), so no tool's schema can flood the model's context.
+const MAX_SHAPE_CHARS: usize = 400;
+
+/// Deepest nesting of objects a shape spells out; deeper ones read `dict`.
+const MAX_SHAPE_DEPTH: usize = 3;
+
+/// The keys a parameter's objects must and may have, TypedDict-style
+/// (`list[{"name": str, "tags": NotRequired[list[str]]}]`), for a schema
+/// that is, or holds in arrays, an object with `properties`; `None` for
+/// any other (its annotation says all there is). Without it a model learns
+/// the required keys of `memory__create_entities` only from an error.
+fn shape(schema: &Value) -> Option<String> {
+    let shape = render_shape(schema, 0);
+    if !shape.contains('{') {
+        return None;
+    }
+    if shape.chars().count() <= MAX_SHAPE_CHARS {
+        return Some(shape);
+    }
+    let mut cut: String = shape.chars().take(MAX_SHAPE_CHARS - 1).collect();
+    cut.push('…');
+    Some(cut)
+}
+
+/// [`shape`] of `schema`, `depth` objects down.
+fn render_shape(schema: &Value, depth: usize) -> String {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    match properties {
+        Some(properties) if !properties.is_empty() && depth < MAX_SHAPE_DEPTH => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let keys: Vec<String> = properties
+                .iter()
+                .map(|(key, property)| {
+                    let value = render_shape(property, depth + 1);
+                    if required.contains(&key.as_str()) {
+                        format!("{}: {value}", json_string(key))
+                    } else {
+                        format!("{}: NotRequired[{value}]", json_string(key))
+                    }
+                })
+                .collect();
+            format!("{{{}}}", keys.join(", "))
+        }
+        _ if schema.get("type").and_then(Value::as_str) == Some("array") => {
+            match schema.get("items").map(|items| render_shape(items, depth)) {
+                Some(item) if item != "Any" => format!("list[{item}]"),
+                _ => "list".into(),
+            }
+        }
+        _ => python_type(schema),
     }
 }
 
@@ -625,6 +700,71 @@ mod tests {
         assert_eq!(stub_of(tool), "async def now() -> Any:\n    ...\n");
     }
 
+    /// `create_entities` of the MCP memory server, as it lists it.
+    fn create_entities() -> Arc<dyn Tool> {
+        fake(
+            "memory__create_entities",
+            json!({"type": "object", "properties": {"entities": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The name of the entity"},
+                    "entityType": {"type": "string"},
+                    "observations": {"type": "array", "items": {"type": "string"}},
+                    "note": {"type": "string"}
+                },
+                "required": ["name", "entityType", "observations"]
+            }, "description": "Entities to create"}}, "required": ["entities"]}),
+        )
+    }
+
+    #[test]
+    fn nested_object_parameters_show_their_keys_in_the_docstring() {
+        let stub = stub_of(create_entities());
+        assert!(
+            stub.starts_with("async def memory__create_entities(entities: list[dict]) -> Any:"),
+            "{stub}"
+        );
+        assert!(
+            stub.contains(
+                "entities (list[{\"name\": str, \"entityType\": str, \"observations\": list[str], \
+                 \"note\": NotRequired[str]}]): Entities to create"
+            ),
+            "{stub}"
+        );
+    }
+
+    #[test]
+    fn an_object_parameter_without_a_description_still_shows_its_keys() {
+        let tool = fake(
+            "search",
+            json!({"type": "object", "properties": {"filter": {"type": "object", "properties": {"tag": {"type": "string"}}}}}),
+        );
+        let stub = stub_of(tool);
+        assert!(stub.contains("    filter ({\"tag\": NotRequired[str]})\n"), "{stub}");
+    }
+
+    #[test]
+    fn shapes_are_bounded_in_depth_and_size() {
+        let mut deep = json!({"type": "string"});
+        for i in 0..10 {
+            deep = json!({"type": "object", "properties": {format!("k{i}"): deep}, "required": [format!("k{i}")]});
+        }
+        assert_eq!(shape(&deep).as_deref(), Some("{\"k9\": {\"k8\": {\"k7\": dict}}}"));
+        let wide: serde_json::Map<String, Value> = (0..1000)
+            .map(|i| (format!("key{i}"), json!({"type": "integer"})))
+            .collect();
+        let wide = shape(&json!({"type": "object", "properties": wide})).expect("a shape");
+        assert_eq!(wide.chars().count(), MAX_SHAPE_CHARS);
+        assert!(wide.ends_with('…'), "{wide}");
+    }
+
+    #[test]
+    fn flat_parameters_have_no_shape() {
+        assert_eq!(shape(&json!({"type": "array", "items": {"type": "string"}})), None);
+        assert_eq!(shape(&json!({"type": "object"})), None);
+        assert_eq!(shape(&json!({"type": "string"})), None);
+    }
+
     #[test]
     fn non_identifier_properties_go_to_kwargs() {
         let tool = fake(
@@ -686,7 +826,8 @@ mod tests {
                 "properties": {
                     "opt": {"type": "integer", "description": "line one\nline two"},
                     "req": {"type": ["array", "null"], "items": {"enum": ["x\"y", "\\"]}},
-                    "class": {"type": "string"}
+                    "class": {"type": "string"},
+                    "nested": {"type": "object", "properties": {"k\"\"\"\\": {"type": "string"}}}
                 },
                 "required": ["req"]
             }),

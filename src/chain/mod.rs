@@ -440,10 +440,9 @@ impl Started {
             }
             (Some(ScriptResult::Error(e)), None) => {
                 result.status = ChainStatus::Error;
+                // A memory-limit stop is `sandbox::ending`'s error, above.
                 let kind = if e.compile {
                     ErrorKind::Compile
-                } else if e.memory_limit {
-                    ErrorKind::Memory
                 } else {
                     ErrorKind::Script
                 };

@@ -52,9 +52,16 @@ use crate::workspace::{WORKSPACE, Workspace};
 /// stack (see `engine::MAX_WASM_STACK`) is sized to hold it.
 const MAX_RECURSION_DEPTH: u32 = 1000;
 
-/// Share of `max_memory_bytes` given to the interpreter's own (catchable)
-/// `MemoryError` limit; the rest is headroom before the hard wasm cap traps.
-const SOFT_MEMORY_SHARE: f64 = 0.75;
+/// How far below `max_memory_bytes` monty's own memory limit lies: an
+/// eighth of it, at least 8 MiB, room for what monty's count of its heap
+/// leaves out (the guest's ~4 MiB baseline, its allocator's 4 MiB
+/// headroom). Either stop, monty's or the wasm memory's, ends the chain
+/// with the same error ([`memory_limit_exceeded`]); monty's comes first for
+/// most scripts and refuses a huge allocation before it is attempted.
+fn monty_memory_limit(max_memory_bytes: u64) -> u64 {
+    let reserve = (max_memory_bytes / 8).max(8 << 20);
+    max_memory_bytes.checked_sub(reserve).unwrap_or(max_memory_bytes / 2)
+}
 
 /// A CPU-bound monty chain yields its thread every this many epoch ticks
 /// (`engine::EPOCH_TICK` each): often enough for fairness and for the total
@@ -274,7 +281,7 @@ impl ChainState {
                     .unwrap_or_default(),
             })
             .collect();
-        let soft = (policy.max_memory_bytes as f64 * SOFT_MEMORY_SHARE) as u64;
+        let soft = monty_memory_limit(policy.max_memory_bytes);
         let request = RunRequest {
             version: PROTOCOL_VERSION,
             script: setup.script.to_owned(),
@@ -323,8 +330,23 @@ pub(crate) fn ending(store: &mut Store<ChainState>, trap: Option<wasmtime::Error
     let state = store.data_mut();
     let (usage, stdout) = state.meters.take();
     let error = trap.map(|e| classify_trap(state, &e));
+    // The interpreter's own stop at the memory limit (monty's uncatchable
+    // `MemoryError`, CPython's `MemoryError` when the limiter refused a
+    // growth) reads as the limit's trap does: one type and message, naming
+    // the policy's limit, on both guests.
+    let limit_line = match &state.finish {
+        Some(Finish {
+            result: chainbox_protocol::ScriptResult::Error(e),
+            ..
+        }) if e.memory_limit => Some(e.line),
+        _ => None,
+    };
     let error = match (error, &state.finish) {
         (Some(e), _) => Some(e),
+        (None, Some(_)) if limit_line.is_some() => Some(ChainError {
+            line: limit_line.flatten(),
+            ..memory_limit_exceeded(state.memory.limit())
+        }),
         (None, None) => Some(ChainError::new(
             ErrorKind::Crash,
             "GuestError",
@@ -358,14 +380,7 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
         );
     }
     if state.memory.hit() {
-        return ChainError::new(
-            ErrorKind::Memory,
-            "MemoryLimitExceeded",
-            format!(
-                "the script needed more than {} bytes of memory (max_memory_bytes)",
-                state.memory.limit()
-            ),
-        );
+        return memory_limit_exceeded(state.memory.limit());
     }
     let message = match err.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::StackOverflow) => "the script overflowed the sandbox stack".to_owned(),
@@ -373,4 +388,14 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
         None => format!("the sandbox failed: {err}"),
     };
     ChainError::new(ErrorKind::Crash, "SandboxCrash", message)
+}
+
+/// The error of a chain stopped at `max_memory_bytes` (`limit`), however
+/// the guest met it.
+fn memory_limit_exceeded(limit: usize) -> ChainError {
+    ChainError::new(
+        ErrorKind::Memory,
+        "MemoryLimitExceeded",
+        format!("the script needed more than {limit} bytes of memory (max_memory_bytes)"),
+    )
 }

@@ -931,8 +931,9 @@ async fn per_tool_call_timeout_override_lengthens_the_leash() {
             ..ChainPolicy::default()
         },
         "patient",
+        // Room for a loaded machine: the patient tool sleeps 100 ms.
         ToolOverride {
-            call_timeout_s: Some(0.3),
+            call_timeout_s: Some(10.0),
             ..ToolOverride::default()
         },
     );

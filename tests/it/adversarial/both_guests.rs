@@ -146,6 +146,35 @@ async fn a_doubling_string_ends_with_kind_memory_on_both_guests() {
     assert!(r.usage.peak_memory_bytes <= 64 * MIB, "{:?}", r.usage);
 }
 
+/// One limit, one error: whichever guest runs out and however it meets the
+/// cap (monty's own stop or the wasm memory's), the chain reports the
+/// policy's `max_memory_bytes` with the same type and message.
+#[tokio::test(flavor = "multi_thread")]
+async fn running_out_of_memory_reads_the_same_on_both_guests_and_names_the_policy_limit() {
+    let policy = roomy();
+    let expected = format!(
+        "the script needed more than {} bytes of memory (max_memory_bytes)",
+        policy.max_memory_bytes
+    );
+    for script in [
+        "l = []\nwhile True:\n    l.append('abcdefgh' * 100)",
+        "keep = []\nwhile True:\n    try:\n        keep.append('x' * 10**6)\n    except MemoryError:\n        pass",
+    ] {
+        for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+            let r = run_on(python, script, &policy).await;
+            assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
+            let error = r.error.as_ref().expect("an error");
+            assert_eq!(
+                (error.error_type.as_str(), error.message.as_str()),
+                ("MemoryLimitExceeded", expected.as_str()),
+                "{python:?}: {r:#?}"
+            );
+        }
+    }
+    assert_next_chain_ok().await;
+    assert_next_cpython_chain_ok().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_growing_list_ends_with_kind_memory_on_both_guests() {
     let r = on_both("l = []\nwhile True:\n    l.append('abcdefgh' * 100)", &roomy()).await;

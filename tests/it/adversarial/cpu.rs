@@ -141,8 +141,10 @@ async fn cpu_limit_fires_even_when_the_total_timeout_is_generous() {
     let started = Instant::now();
     let r = run_adversarial("while True:\n    x = [i * i for i in range(1000)]", &policy).await;
     assert_ended(&r, ChainStatus::Error, ErrorKind::Cpu);
+    // Far below the total timeout, whatever the machine's load (0.3 s of
+    // CPU takes longer than that in wall time on a busy host).
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(20),
         "took {:?}",
         started.elapsed()
     );

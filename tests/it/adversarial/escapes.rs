@@ -274,8 +274,8 @@ async fn filling_the_host_disk_through_the_workspace_is_capped() {
     // File I/O is not script CPU: without a quota this loop wrote ~300 MB of
     // host disk per CPU-second (fixed: a per-chain workspace write quota).
     let policy = chainbox::ChainPolicy {
-        max_cpu_s: 5.0,
-        total_timeout_s: 10.0,
+        max_cpu_s: 20.0,
+        total_timeout_s: 30.0,
         ..crate::fixtures::tight()
     };
     for script in [
@@ -313,7 +313,8 @@ async fn filling_the_host_disk_through_the_workspace_is_capped() {
             .map(|e| e.and_then(|e| e.metadata()).map_or(0, |m| m.len()))
             .sum();
         assert!(on_disk <= 256 * 1024 * 1024, "{on_disk} bytes written");
-        assert!(started.elapsed() < Duration::from_secs(8), "{:?}", started.elapsed());
+        // The quota, not the clock, ended it: far below the total timeout.
+        assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
     }
     assert_next_chain_ok().await;
 }

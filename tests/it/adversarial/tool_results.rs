@@ -101,17 +101,21 @@ async fn hanging_command_tool_times_out_and_its_process_is_killed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pid_file = dir.path().join("pid");
     let script = format!(
-        "echo $$ > '{0}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 30",
+        "echo $$ > '{0}.tmp' && mv '{0}.tmp' '{0}' && exec sleep 60",
         pid_file.display()
     );
+    // A call timeout with room for a loaded machine to start the shell and
+    // write its pid; the bound on the chain is far below the tool's sleep.
     let policy = ChainPolicy {
-        call_timeout_s: 0.5,
+        call_timeout_s: 3.0,
         approval_timeout_s: 0.1,
+        max_cpu_s: 10.0,
+        total_timeout_s: 30.0,
         ..tight()
     };
     let started = Instant::now();
     let r = run_extra(&catching("hang()"), [sh_tool("hang", &script)], &policy).await;
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
     assert_ok(&r);
     assert_eq!(r.output[0], json!("TimeoutError"), "{r:#?}");
     assert_trace(&r, &[("hang", CallStatus::Timeout)]);
@@ -370,18 +374,22 @@ async fn command_tool_whose_background_child_holds_stdout_open_is_cut_by_the_cal
     let dir = tempfile::tempdir().expect("temp dir");
     let pid_file = dir.path().join("pid");
     let script = format!(
-        "cat >/dev/null; sleep 5 & echo $! > '{0}.tmp' && mv '{0}.tmp' '{0}'; echo '\"done\"'",
+        "cat >/dev/null; sleep 60 & echo $! > '{0}.tmp' && mv '{0}.tmp' '{0}'; echo '\"done\"'",
         pid_file.display()
     );
     let tool = sh_tool("daemonizer", &script);
+    // As above: room to start on a loaded machine, a bound far below the
+    // child's sleep.
     let policy = ChainPolicy {
-        call_timeout_s: 0.5,
+        call_timeout_s: 3.0,
         approval_timeout_s: 0.1,
+        max_cpu_s: 10.0,
+        total_timeout_s: 30.0,
         ..tight()
     };
     let started = Instant::now();
     let r = run_extra(&catching("daemonizer()"), [tool], &policy).await;
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
     assert_ok(&r);
     assert_eq!(r.output[0], json!("TimeoutError"), "{r:#?}");
     assert_trace(&r, &[("daemonizer", CallStatus::Timeout)]);
