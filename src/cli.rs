@@ -18,7 +18,7 @@ use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::tools::manifest::Manifest;
 use crate::workspace::WORKSPACE;
-use crate::{Engine, ToolRegistry, demo, discovery, specs, stubs};
+use crate::{Engine, ToolRegistry, demo, discovery, specs};
 
 /// Code mode for agents: run a model-written Python chain in a wasm sandbox.
 #[derive(Debug, Parser)]
@@ -269,7 +269,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             };
             let policy = load_policy(policy.as_deref())?;
             let provider = provider.into();
-            let run_chain = stubs::run_chain_tool(&registry, &policy);
+            let run_chain = crate::run_chain::run_chain_tool(&registry, &policy);
             let mut all = vec![specs::ToolSpec::Function(specs::FunctionSpec::new(
                 run_chain.name,
                 run_chain.description,

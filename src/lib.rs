@@ -49,6 +49,7 @@ pub mod mcp;
 pub mod policy;
 mod prefault;
 pub mod python_choice;
+pub mod run_chain;
 mod sandbox;
 pub mod skills;
 // Internal parts the fuzz targets drive directly: public only with the

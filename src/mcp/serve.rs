@@ -1,6 +1,6 @@
 //! `chainbox serve`: chainbox as an MCP server (see the module docs of
 //! [`crate::mcp`]). An agent's MCP client sees one tool, `run_chain`
-//! (described by [`crate::stubs::run_chain_tool`]); each call runs one chain
+//! (described by [`crate::run_chain::run_chain_tool`]); each call runs one chain
 //! on the shared [`Engine`] and answers with the chain's answer as text and
 //! the whole [`ChainRunResult`] as structured content.
 //!
@@ -48,7 +48,7 @@ use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
 use crate::chain::ChainRunResult;
 use crate::policy::ChainPolicy;
-use crate::stubs::{RUN_CHAIN, run_chain_tool};
+use crate::run_chain::{RUN_CHAIN, run_chain_tool};
 use crate::tools::ToolRegistry;
 
 /// Where the MCP endpoint is mounted on the HTTP server.

@@ -7,7 +7,7 @@
 //! tables) and from the view of the script they read (the scan), so that a
 //! rule can be added, changed or dropped by reading this file.
 
-use super::scan::{Binding, Scan, attributes_not_values, missing_builtins};
+use super::scan::{Binding, Scan, attributes_not_values, is_dotted, missing_builtins};
 use super::tables::{
     ATTRIBUTES_NOT_VALUES, COROUTINE_TAKERS, EAGER_ITERATORS, EAGER_SAFE_FUNCTIONS, FILE_CONSUMING_METHODS,
     MISSING_METHODS, MODULE_MEMBERS, MONTY_ENCODINGS, MONTY_MODULES, OS_ERRORS, PURE_ITERATORS, RE_FLAGS,
@@ -281,15 +281,6 @@ fn rule_module_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         next += 2;
     }
     None
-}
-
-/// Whether `path` is `head.tail` (without building that string: the scan
-/// asks for every dotted name).
-pub(super) fn is_dotted(path: &str, head: &str, tail: &str) -> bool {
-    path.len() == head.len() + 1 + tail.len()
-        && path.starts_with(head)
-        && path.ends_with(tail)
-        && path.as_bytes()[head.len()] == b'.'
 }
 
 fn rule_type_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {

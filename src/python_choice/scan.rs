@@ -12,7 +12,6 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::LOOKAHEAD;
-use super::rules::is_dotted;
 use super::tables::{
     ATTRIBUTES_NOT_VALUES, COROUTINE_TAKERS, KEYWORDS, MISSING_BUILTINS, MONTY_MODULES, OS_ERRORS, RE_PATTERN_TAKERS,
     REJECTED_KEYWORDS, TYPE_ATTRIBUTES,
@@ -771,4 +770,13 @@ fn member_binding(module: &str, name: &str) -> Binding {
     } else {
         Binding::Member(module.to_owned(), name.to_owned())
     }
+}
+
+/// Whether `path` is `head.tail` (without building that string: the scan
+/// asks for every dotted name).
+pub(super) fn is_dotted(path: &str, head: &str, tail: &str) -> bool {
+    path.len() == head.len() + 1 + tail.len()
+        && path.starts_with(head)
+        && path.ends_with(tail)
+        && path.as_bytes()[head.len()] == b'.'
 }

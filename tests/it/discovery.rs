@@ -140,7 +140,7 @@ fn a_registry_at_the_threshold_is_shown_in_full_without_discovery() {
 #[test]
 fn the_run_chain_description_of_two_hundred_tools_stays_under_40_kib() {
     let registry = for_chains(big_registry()).expect("for_chains");
-    let tool = chainbox::stubs::run_chain_tool(&registry, &ChainPolicy::default());
+    let tool = chainbox::run_chain::run_chain_tool(&registry, &ChainPolicy::default());
     eprintln!("run_chain description for 200 tools: {} bytes", tool.description.len());
     assert!(tool.description.len() < 40 * 1024, "{} bytes", tool.description.len());
     assert!(tool.description.contains("search_tools"));

@@ -1,7 +1,7 @@
 //! Memory attacks: strings, lists, dicts and big ints that grow without
 //! bound, and structures nested far deeper than anything sane. The hard cap
-//! is the wasm linear memory (`max_memory_bytes`); the interpreter's own
-//! `MemoryError` fires first at a share of it.
+//! is the wasm linear memory (`max_memory_bytes`); monty's own limit fires
+//! a little below it, with the same error.
 
 use chainbox::{CallStatus, ChainStatus, ErrorKind};
 use serde_json::json;
