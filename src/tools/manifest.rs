@@ -758,7 +758,9 @@ enum = ["c", "f"]
     #[test]
     fn mcp_start_timeout_must_be_seconds_above_zero() {
         for value in ["0", "-1", "nan", "inf", "1e300"] {
-            let message = error(&format!("[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\nstart_timeout_s = {value}"));
+            let message = error(&format!(
+                "[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\nstart_timeout_s = {value}"
+            ));
             assert!(
                 message.starts_with("mcp server #1 (`m`): `start_timeout_s` (")
                     && message.ends_with(") must be a finite number of seconds above zero"),

@@ -63,10 +63,7 @@ const FAULT_MARKER: &str = "chainbox_upstream_fault";
 /// rather than sent by the server: its message then says what the server
 /// did (`sent a line that is not JSON: …`), without the server's name.
 pub(super) fn is_transport_fault(error: &ErrorData) -> bool {
-    error
-        .data
-        .as_ref()
-        .is_some_and(|data| data.get(FAULT_MARKER).is_some())
+    error.data.as_ref().is_some_and(|data| data.get(FAULT_MARKER).is_some())
 }
 
 /// rmcp's client over one server's stdout and stdin (see the module docs).
@@ -221,7 +218,10 @@ where
         // Well-formed JSON, not a message rmcp reads: a response to a
         // request in flight fails that request.
         let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
-            return self.fault(format!("sent a message that is not JSON-RPC ({error}): `{}`", excerpt(text)));
+            return self.fault(format!(
+                "sent a message that is not JSON-RPC ({error}): `{}`",
+                excerpt(text)
+            ));
         };
         if object.contains_key("method") {
             // A request or notification of the server's that rmcp cannot
@@ -230,7 +230,10 @@ where
             return;
         }
         let Some(id) = response_id(&object) else {
-            return self.fault(format!("sent a message that is not JSON-RPC ({error}): `{}`", excerpt(text)));
+            return self.fault(format!(
+                "sent a message that is not JSON-RPC ({error}): `{}`",
+                excerpt(text)
+            ));
         };
         match self.settle(&id) {
             Settled::Pending(method) => {
@@ -340,10 +343,7 @@ where
 {
     type Error = std::io::Error;
 
-    fn send(
-        &mut self,
-        item: ClientJsonRpcMessage,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+    fn send(&mut self, item: ClientJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // Noted before the write starts, so the answer always finds it.
         match &item {
             JsonRpcMessage::Request(request) => {
@@ -412,9 +412,7 @@ where
 /// A request id as rmcp matches it: a numeric string is that number.
 fn normalized(id: &RequestId) -> RequestId {
     match id {
-        NumberOrString::String(text) => text
-            .parse::<i64>()
-            .map_or_else(|_| id.clone(), NumberOrString::Number),
+        NumberOrString::String(text) => text.parse::<i64>().map_or_else(|_| id.clone(), NumberOrString::Number),
         NumberOrString::Number(_) => id.clone(),
     }
 }
@@ -436,7 +434,10 @@ fn fault_error(id: RequestId, why: String) -> ServerJsonRpcMessage {
         error: ErrorData::new(
             ErrorCode::INTERNAL_ERROR,
             why,
-            Some(Value::Object(Map::from_iter([(FAULT_MARKER.to_owned(), Value::Bool(true))]))),
+            Some(Value::Object(Map::from_iter([(
+                FAULT_MARKER.to_owned(),
+                Value::Bool(true),
+            )]))),
         ),
     })
 }
@@ -471,7 +472,11 @@ fn check_result(method: &str, result: &ServerResult) -> Result<(), String> {
 fn excerpt(text: &str) -> String {
     let mut chars = text.chars();
     let head: String = chars.by_ref().take(EXCERPT_CHARS).collect();
-    if chars.next().is_some() { format!("{head}…") } else { head }
+    if chars.next().is_some() {
+        format!("{head}…")
+    } else {
+        head
+    }
 }
 
 #[cfg(test)]
@@ -550,7 +555,11 @@ mod tests {
     async fn a_bad_line_with_nothing_in_flight_is_ignored() {
         let (mut transport, mut server, _lines) = transport();
         write(&mut server, "starting up").await;
-        write(&mut server, r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#).await;
+        write(
+            &mut server,
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        )
+        .await;
         let got = next(&mut transport).await;
         assert_eq!(got["method"], "notifications/tools/list_changed", "{got}");
     }
@@ -576,7 +585,11 @@ mod tests {
         assert_eq!(failed, vec![Some(1), Some(2)]);
         // Their real answers, should they still come, are late ones.
         write(&mut server, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await;
-        write(&mut server, r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#).await;
+        write(
+            &mut server,
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        )
+        .await;
         let got = next(&mut transport).await;
         assert_eq!(got["method"], "notifications/tools/list_changed", "{got}");
     }
