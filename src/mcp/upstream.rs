@@ -5,8 +5,9 @@
 //! its tools (every page) and wraps each one as a local [`Tool`], so a chain
 //! calls it like any other tool and the invoker polices every call (schema,
 //! deny, risk and approval, timeout, result shaping). The client side of the
-//! protocol is the official Rust SDK (`rmcp`); nothing here speaks JSON-RPC
-//! by hand.
+//! protocol is the official Rust SDK (`rmcp`); only the line framing of
+//! stdio is ours (`upstream/transport.rs`), to fail a call at once on a
+//! message rmcp would drop.
 //!
 //! **Names.** A server's tool `t` is registered as `{server}__{t}`, every
 //! character of `t` that is not an ASCII letter, digit or `_` replaced by
@@ -51,11 +52,12 @@
 //! per call forever. A server that answers the ping keeps running.
 //!
 //! **Bad messages.** The server's stdout goes through our own line
-//! transport ([`transport`]), which turns a message rmcp would drop (over
-//! [`MAX_MESSAGE_BYTES`], not JSON or UTF-8, nested too deep, a wrong id, a
-//! response without a result, a `tools/call` answered with something that
-//! is no tool result) into an immediate error of the call concerned,
-//! naming what came, instead of a call timeout.
+//! transport (`upstream/transport.rs`), which turns a message rmcp would
+//! drop (over [`MAX_MESSAGE_BYTES`], not JSON or UTF-8, nested too deep, a
+//! wrong id, a response without a result, a `tools/call` answered with
+//! something that is no tool result) into an immediate error of the call
+//! concerned, naming what came, instead of a call timeout; the connection
+//! stays up.
 //!
 //! Invariants:
 //! - A server process never outlives its [`McpUpstream`] (or the last tool
@@ -241,9 +243,13 @@ impl McpUpstream {
             Ok(Err(e)) => {
                 let stderr = connection.vitals.stderr.clone();
                 drop(connection);
+                let reason = match e {
+                    ServiceError::McpError(data) if is_transport_fault(&data) => format!("it {}", data.message),
+                    e => e.to_string(),
+                };
                 return Err(McpError::ListTools {
                     server: server.name.clone(),
-                    reason: e.to_string(),
+                    reason,
                     stderr: stderr.after_exit().await,
                 });
             }
