@@ -235,7 +235,7 @@ impl McpUpstream {
     /// does not deny. Call it inside the tokio runtime that will run the
     /// chains: the connection's task lives there.
     pub async fn connect(server: &McpServer) -> Result<McpUpstream, McpError> {
-        let deadline = Instant::now() + server.start_timeout;
+        let deadline = deadline_after(server.start_timeout);
         let connection = Connection::start(server, deadline).await?;
         let listed = tokio::time::timeout_at(deadline, connection.service.peer().list_all_tools()).await;
         let listed = match listed {
@@ -395,7 +395,7 @@ impl ServerLink {
         self.pid.store(0, Ordering::Relaxed);
         let name = &self.server.name;
         tracing::warn!(server = %name, "mcp server stopped; restarting it");
-        let deadline = Instant::now() + self.server.start_timeout;
+        let deadline = deadline_after(self.server.start_timeout);
         let connection = Connection::start(&self.server, deadline)
             .await
             .map_err(|e| ToolError::new(format!("mcp server `{name}` stopped and could not be restarted: {e}")))?;
@@ -596,6 +596,15 @@ impl Connection {
             },
         })
     }
+}
+
+/// `timeout` from now. Not `now + timeout`: a valid `start_timeout_s` may
+/// be `1e19` ("never"), which overflows an `Instant` and panicked; a
+/// century is "never" enough.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// What went wrong in the handshake, in words: a fault the transport found

@@ -742,6 +742,15 @@ async fn line_that_is_not_json_at_start_fails_the_start_naming_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn start_timeout_of_1e19_seconds_means_no_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&faulty_entry(&[], "start_timeout_s = 1e19\n"), dir.path()).await;
+    let r = run("await faulty__echo(text='up')", &registry, &ChainPolicy::default()).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("up"), "{r:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn server_that_never_finishes_starting_fails_the_registry_at_its_start_timeout_quoting_its_stderr() {
     let dir = tempfile::tempdir().expect("tempdir");
     let started = Instant::now();
