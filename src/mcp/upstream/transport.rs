@@ -302,8 +302,10 @@ where
         }
     }
 
-    /// Fails request `id` (already settled) with `why`.
+    /// Fails request `id` (already settled) with `why`; a real answer
+    /// that still comes for it is then a late one.
     fn fail(&mut self, id: RequestId, why: String) {
+        self.forget(normalized(&id));
         self.ready.push_back(fault_error(id, why));
     }
 
@@ -316,7 +318,6 @@ where
         }
         let ids: Vec<RequestId> = self.pending.drain().map(|(id, _)| id).collect();
         for id in ids {
-            self.forget(id.clone());
             self.fail(id, why.clone());
         }
     }
@@ -592,6 +593,25 @@ mod tests {
         .await;
         let got = next(&mut transport).await;
         assert_eq!(got["method"], "notifications/tools/list_changed", "{got}");
+    }
+
+    #[tokio::test]
+    async fn a_response_without_a_result_fails_its_request_only_and_a_second_answer_is_late() {
+        let (mut transport, mut server, _lines) = transport();
+        transport.send(ping(1)).await.expect("send");
+        transport.send(ping(2)).await.expect("send");
+        write(&mut server, r#"{"jsonrpc":"2.0","id":1}"#).await;
+        let got = next(&mut transport).await;
+        assert_eq!(got["id"], 1, "{got}");
+        assert_eq!(
+            got["error"]["message"],
+            "answered ping with neither a `result` nor an `error`"
+        );
+        write(&mut server, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await;
+        write(&mut server, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#).await;
+        let got = next(&mut transport).await;
+        assert_eq!(got["id"], 2, "{got}");
+        assert!(got.get("result").is_some(), "request 2 is still answered: {got}");
     }
 
     #[tokio::test]
