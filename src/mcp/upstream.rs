@@ -5,8 +5,9 @@
 //! its tools (every page) and wraps each one as a local [`Tool`], so a chain
 //! calls it like any other tool and the invoker polices every call (schema,
 //! deny, risk and approval, timeout, result shaping). The client side of the
-//! protocol is the official Rust SDK (`rmcp`); nothing here speaks JSON-RPC
-//! by hand.
+//! protocol is the official Rust SDK (`rmcp`); only the line framing of
+//! stdio is ours (`upstream/transport.rs`), to fail a call at once on a
+//! message rmcp would drop.
 //!
 //! **Names.** A server's tool `t` is registered as `{server}__{t}`, every
 //! character of `t` that is not an ASCII letter, digit or `_` replaced by
@@ -30,13 +31,33 @@
 //! **Lifecycle.** Servers start when the registry is built, not at their
 //! first call: listing the tools needs the server anyway, and a server that
 //! cannot start is reported at once, with the tail of its stderr, instead
-//! of surfacing as a tool error inside some chain. One connection per
-//! server is shared by all chains and calls (requests are multiplexed).
+//! of surfacing as a tool error inside some chain. All servers start at
+//! once; each has its entry's `start_timeout_s` (default [`START_TIMEOUT`])
+//! to spawn, answer `initialize` and list its tools, and the first that
+//! fails or runs out of time fails the registry, quoting its stderr (fail
+//! fast: a registry never holds a server that is not up). One connection
+//! per server is shared by all chains and calls (requests are multiplexed).
 //! If the server dies, the call in flight gets a tool error; the next call
 //! finds the connection closed and restarts the server, once per call (a
 //! restart that fails is that call's tool error, and the call after it
 //! tries again). Tools listed by a restarted server are not re-read: the
 //! registry is fixed when built.
+//!
+//! **Hung servers.** A call abandoned before its answer (the invoker's
+//! per-call timeout, a cancelled chain) may mean the server no longer
+//! reads its input. The link then sends it a `ping` with [`PING_TIMEOUT`]
+//! before any further call is sent; a server that does not answer is
+//! stopped and restarted like a dead one (calls still in flight on it fail
+//! at once, saying why), so a stuck server costs one call timeout, not one
+//! per call forever. A server that answers the ping keeps running.
+//!
+//! **Bad messages.** The server's stdout goes through our own line
+//! transport (`upstream/transport.rs`), which turns a message rmcp would
+//! drop (over [`MAX_MESSAGE_BYTES`], not JSON or UTF-8, nested too deep, a
+//! wrong id, a response without a result, a `tools/call` answered with
+//! something that is no tool result) into an immediate error of the call
+//! concerned, naming what came, instead of a call timeout; the connection
+//! stays up.
 //!
 //! Invariants:
 //! - A server process never outlives its [`McpUpstream`] (or the last tool
@@ -51,24 +72,25 @@
 //!   newest bytes); it only feeds error messages.
 //! - Dropping a call's future (the invoker's per-call timeout, a cancelled
 //!   chain) is safe: rmcp sends `notifications/cancelled` for the abandoned
-//!   request, and the connection stays usable for the next call.
+//!   request, and the connection stays usable for the next call once the
+//!   server has answered the ping above.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock as McpContent,
-    Implementation, ResourceContents,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock as McpContent,
+    Implementation, PingRequest, ResourceContents,
 };
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
 use rmcp::{Peer, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::time::Instant;
 
 use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 #[cfg(unix)]
@@ -76,10 +98,22 @@ use crate::tools::command::{ProcessGroup, confined_command};
 use crate::tools::manifest::McpServer;
 use crate::tools::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
 
-/// How long a server may take to start: spawn, `initialize` and listing
-/// its tools. Generous, for servers fetched by `npx` on first use; a call
-/// that restarts a server is bounded by its own timeout as well.
+mod transport;
+
+pub use transport::MAX_MESSAGE_BYTES;
+use transport::{LineTransport, is_transport_fault};
+
+/// How long a server may take to start (spawn, `initialize` and listing
+/// its tools) unless its entry says otherwise (`start_timeout_s`). Generous,
+/// for servers fetched by `npx` on first use; a call that restarts a server
+/// is bounded by its own timeout as well.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a server has to answer the `ping` sent after a call to it was
+/// abandoned, before it is taken for hung and restarted. A server that
+/// still reads its input answers a ping in milliseconds; the margin is for
+/// a loaded machine, and every call waits for the verdict.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How much of a server's stderr is kept for error messages: the newest
 /// 4 KiB (messages are cut to [`MAX_ERROR_MESSAGE_CHARS`] anyway).
@@ -122,11 +156,17 @@ pub enum McpError {
         /// The tail of its stderr.
         stderr: String,
     },
-    /// It did not finish starting within [`START_TIMEOUT`].
-    #[error("mcp server `{server}` did not start within {}s{}", START_TIMEOUT.as_secs(), stderr_suffix(.stderr))]
+    /// It did not finish starting within its start timeout (`start_timeout_s`).
+    #[error(
+        "mcp server `{server}` did not start within {}s (its `start_timeout_s`){}",
+        timeout.as_secs_f64(),
+        stderr_suffix(.stderr)
+    )]
     StartTimeout {
         /// The server.
         server: String,
+        /// The time it had.
+        timeout: Duration,
         /// The tail of its stderr.
         stderr: String,
     },
@@ -195,25 +235,31 @@ impl McpUpstream {
     /// does not deny. Call it inside the tokio runtime that will run the
     /// chains: the connection's task lives there.
     pub async fn connect(server: &McpServer) -> Result<McpUpstream, McpError> {
-        let started = tokio::time::timeout(START_TIMEOUT, async {
-            let connection = Connection::start(server).await?;
-            let listed = connection.service.peer().list_all_tools().await;
-            match listed {
-                Ok(tools) => Ok((connection, tools)),
-                Err(e) => Err(McpError::ListTools {
+        let deadline = deadline_after(server.start_timeout);
+        let connection = Connection::start(server, deadline).await?;
+        let listed = tokio::time::timeout_at(deadline, connection.service.peer().list_all_tools()).await;
+        let listed = match listed {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                let stderr = connection.vitals.stderr.clone();
+                drop(connection);
+                let reason = match e {
+                    ServiceError::McpError(data) if is_transport_fault(&data) => format!("it {}", data.message),
+                    e => e.to_string(),
+                };
+                return Err(McpError::ListTools {
                     server: server.name.clone(),
-                    reason: e.to_string(),
-                    stderr: connection.stderr.after_exit().await,
-                }),
+                    reason,
+                    stderr: stderr.after_exit().await,
+                });
             }
-        })
-        .await;
-        let (connection, listed) = match started {
-            Ok(started) => started?,
             Err(_) => {
+                let stderr = connection.vitals.stderr.clone();
+                drop(connection);
                 return Err(McpError::StartTimeout {
                     server: server.name.clone(),
-                    stderr: String::new(),
+                    timeout: server.start_timeout,
+                    stderr: stderr.after_exit().await,
                 });
             }
         };
@@ -232,6 +278,7 @@ impl McpUpstream {
             pid: AtomicU32::new(connection.pid.unwrap_or(0)),
             connection: tokio::sync::Mutex::new(Some(connection)),
             restarts: AtomicU32::new(0),
+            suspect: AtomicBool::new(false),
         });
         let mut taken: HashMap<String, String> = HashMap::new();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
@@ -317,11 +364,15 @@ impl std::fmt::Debug for McpUpstream {
 /// One server's connection, shared by its tools.
 struct ServerLink {
     server: McpServer,
-    /// `None` only between a failed restart and the next attempt.
+    /// `None` only between a stop (a failed restart, a failed ping) and the
+    /// next attempt.
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// The current process id, 0 when none (readable without the lock).
     pid: AtomicU32,
     restarts: AtomicU32,
+    /// A call was abandoned since the last check: ping the server before
+    /// the next call is sent (see "Hung servers" in the module docs).
+    suspect: AtomicBool,
 }
 
 impl ServerLink {
@@ -329,114 +380,239 @@ impl ServerLink {
         Some(self.pid.load(Ordering::Relaxed)).filter(|&pid| pid != 0)
     }
 
-    /// A live connection's peer and stderr, restarting the server when its
-    /// connection has closed.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, StderrTail), ToolError> {
+    /// A live connection's peer and what a call's error messages need,
+    /// checking a suspect server first and restarting one that has stopped.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, Vitals), ToolError> {
         let mut slot = self.connection.lock().await;
+        self.check(&mut slot).await;
         if let Some(connection) = slot.as_ref()
             && !connection.service.peer().is_transport_closed()
         {
-            return Ok((connection.service.peer().clone(), connection.stderr.clone()));
+            return Ok((connection.service.peer().clone(), connection.vitals.clone()));
         }
         // Dead (or never restarted): drop what is left, killing its group.
         *slot = None;
         self.pid.store(0, Ordering::Relaxed);
         let name = &self.server.name;
         tracing::warn!(server = %name, "mcp server stopped; restarting it");
-        let started = tokio::time::timeout(START_TIMEOUT, Connection::start(&self.server)).await;
-        let connection = match started {
-            Ok(Ok(connection)) => connection,
-            Ok(Err(e)) => {
-                return Err(ToolError::new(format!(
-                    "mcp server `{name}` stopped and could not be restarted: {e}"
-                )));
-            }
-            Err(_) => {
-                return Err(ToolError::new(format!(
-                    "mcp server `{name}` stopped and did not restart within {}s",
-                    START_TIMEOUT.as_secs()
-                )));
-            }
-        };
+        let deadline = deadline_after(self.server.start_timeout);
+        let connection = Connection::start(&self.server, deadline)
+            .await
+            .map_err(|e| ToolError::new(format!("mcp server `{name}` stopped and could not be restarted: {e}")))?;
         self.restarts.fetch_add(1, Ordering::Relaxed);
         self.pid.store(connection.pid.unwrap_or(0), Ordering::Relaxed);
-        let out = (connection.service.peer().clone(), connection.stderr.clone());
+        let out = (connection.service.peer().clone(), connection.vitals.clone());
         *slot = Some(connection);
         Ok(out)
     }
 
-    async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
-        let (peer, stderr) = self.peer().await?;
+    /// If a call was abandoned since the last check, pings the server and
+    /// stops it when no answer comes within [`PING_TIMEOUT`]. Runs under
+    /// the connection's lock, so no call is sent to a suspect server.
+    async fn check(&self, slot: &mut Option<Connection>) {
+        if !self.suspect.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(connection) = slot.as_ref() else {
+            self.suspect.store(false, Ordering::SeqCst);
+            return;
+        };
+        let ping = connection
+            .service
+            .peer()
+            .send_request(ClientRequest::PingRequest(PingRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            }));
+        let verdict = tokio::time::timeout(PING_TIMEOUT, ping).await;
+        // Cleared only now: a check dropped halfway (its caller timed out)
+        // leaves the server suspect for the next one.
+        self.suspect.store(false, Ordering::SeqCst);
+        let why = match verdict {
+            // Any answer, even an error, shows it reads its input.
+            Ok(Ok(_) | Err(ServiceError::McpError(_))) => return,
+            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => return,
+            Ok(Err(e)) => format!("its answer to a ping after an abandoned call failed ({e})"),
+            Err(_) => format!(
+                "it did not answer a ping within {}s after a call to it was abandoned, so it was taken for hung",
+                PING_TIMEOUT.as_secs_f64()
+            ),
+        };
+        tracing::warn!(server = %self.server.name, "mcp server stopped: {why}");
+        let _ = connection.vitals.stopped.set(why);
+        *slot = None;
+        self.pid.store(0, Ordering::Relaxed);
+    }
+
+    async fn call(self: &Arc<Self>, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        let (peer, vitals) = self.peer().await?;
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        // `call_tool` sends `notifications/cancelled` if this future is dropped.
-        match peer.call_tool(params).await {
+        // `call_tool` sends `notifications/cancelled` if this future is
+        // dropped; the watch has the server checked then.
+        let watch = AbandonWatch(Some(Arc::downgrade(self)));
+        let outcome = peer.call_tool(params).await;
+        watch.disarm();
+        let name = &self.server.name;
+        match outcome {
             Ok(result) => to_output(result),
+            Err(ServiceError::McpError(e)) if is_transport_fault(&e) => {
+                Err(ToolError::new(format!("mcp server `{name}` {}", e.message)))
+            }
             Err(ServiceError::McpError(e)) => Err(ToolError::new(e.message.to_string())),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let tail = stderr_suffix(&stderr.after_exit().await);
+                if let Some(why) = vitals.stopped.get() {
+                    return Err(ToolError::new(format!(
+                        "mcp server `{name}` was stopped during the call: {why} (the next call restarts it)"
+                    )));
+                }
+                let tail = stderr_suffix(&vitals.stderr.after_exit().await);
                 Err(ToolError::new(format!(
-                    "mcp server `{}` stopped during the call{tail} (the next call restarts it)",
-                    self.server.name
+                    "mcp server `{name}` stopped during the call{tail} (the next call restarts it)"
                 )))
             }
-            Err(e) => Err(ToolError::new(format!("mcp server `{}`: {e}", self.server.name))),
+            Err(ServiceError::UnexpectedResponse) => Err(ToolError::new(format!(
+                "mcp server `{name}` answered tools/call with a result of another kind than a tool result"
+            ))),
+            Err(e) => Err(ToolError::new(format!("mcp server `{name}`: {e}"))),
         }
     }
 }
 
+/// Armed around a call's wait for its answer: dropped armed (the call was
+/// abandoned), it marks the server suspect and has it checked at once, so
+/// a hung server is found even if no call follows soon.
+struct AbandonWatch(Option<Weak<ServerLink>>);
+
+impl AbandonWatch {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbandonWatch {
+    fn drop(&mut self) {
+        let Some(link) = self.0.take().and_then(|link| link.upgrade()) else {
+            return;
+        };
+        link.suspect.store(true, Ordering::SeqCst);
+        let link = Arc::downgrade(&link);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Some(link) = link.upgrade() {
+                    let mut slot = link.connection.lock().await;
+                    link.check(&mut slot).await;
+                }
+            });
+        }
+    }
+}
+
+/// What a call keeps of its connection for its error messages.
+#[derive(Clone)]
+struct Vitals {
+    stderr: StderrTail,
+    /// Why chainbox stopped the server, if it did.
+    stopped: Arc<OnceLock<String>>,
+}
+
 /// A running server: the rmcp client service over its stdio, the tail of
-/// its stderr, and its process group. Dropping it stops the server.
+/// its stderr, its process and its process group. Dropping it stops the
+/// server.
 struct Connection {
     // Field order is drop order: the service (closing stdin) first, the
-    // process group (SIGKILL to all of it) last.
+    // process (SIGKILL) and then its group (SIGKILL to all of it) last.
     service: RunningService<RoleClient, ClientConfig>,
-    stderr: StderrTail,
+    vitals: Vitals,
     pid: Option<u32>,
+    _child: tokio::process::Child,
     #[cfg(unix)]
     _group: Option<ProcessGroup>,
 }
 
 impl Connection {
-    /// Spawns the server and completes the MCP handshake.
-    async fn start(server: &McpServer) -> Result<Connection, McpError> {
+    /// Spawns the server and completes the MCP handshake by `deadline`.
+    async fn start(server: &McpServer, deadline: Instant) -> Result<Connection, McpError> {
         let Some((program, args)) = server.command.split_first() else {
             return Err(McpError::NoCommand {
                 server: server.name.clone(),
             });
         };
+        let spawn_error = |source| McpError::Spawn {
+            server: server.name.clone(),
+            program: program.clone(),
+            source,
+        };
         let working_dir = Some(server.working_dir.as_path()).filter(|dir| !dir.as_os_str().is_empty());
         let mut cmd = confined_command(program, args, working_dir);
-        cmd.envs(&server.env);
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| McpError::Spawn {
-                server: server.name.clone(),
-                program: program.clone(),
-                source,
-            })?;
-        let pid = transport.id();
+        cmd.envs(&server.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        let pid = child.id();
         #[cfg(unix)]
         let group = pid.map(ProcessGroup);
-        let stderr = StderrTail::capture(stderr);
+        let stderr = StderrTail::capture(child.stderr.take());
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(spawn_error(std::io::Error::other("its stdin or stdout is not a pipe")));
+        };
         let config = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("chainbox", env!("CARGO_PKG_VERSION")),
         );
-        match config.serve(transport).await {
-            Ok(service) => Ok(Connection {
-                service,
-                stderr,
-                pid,
-                #[cfg(unix)]
-                _group: group,
-            }),
-            Err(e) => Err(McpError::Handshake {
+        let served = tokio::time::timeout_at(deadline, config.serve(LineTransport::new(stdout, stdin))).await;
+        let failure = match served {
+            Ok(Ok(service)) => {
+                return Ok(Connection {
+                    service,
+                    vitals: Vitals {
+                        stderr,
+                        stopped: Arc::default(),
+                    },
+                    pid,
+                    _child: child,
+                    #[cfg(unix)]
+                    _group: group,
+                });
+            }
+            Ok(Err(e)) => Err(handshake_reason(e)),
+            Err(_) => Ok(()),
+        };
+        // Stop it before reading the rest of its stderr.
+        drop(child);
+        #[cfg(unix)]
+        drop(group);
+        let stderr = stderr.after_exit().await;
+        Err(match failure {
+            Err(reason) => McpError::Handshake {
                 server: server.name.clone(),
-                reason: e.to_string(),
-                stderr: stderr.after_exit().await,
-            }),
-        }
+                reason,
+                stderr,
+            },
+            Ok(()) => McpError::StartTimeout {
+                server: server.name.clone(),
+                timeout: server.start_timeout,
+                stderr,
+            },
+        })
+    }
+}
+
+/// `timeout` from now. Not `now + timeout`: a valid `start_timeout_s` may
+/// be `1e19` ("never"), which overflows an `Instant` and panicked; a
+/// century is "never" enough.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// What went wrong in the handshake, in words: a fault the transport found
+/// in the server's messages is said as such.
+fn handshake_reason(error: ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::JsonRpcError(data) if is_transport_fault(&data) => format!("it {}", data.message),
+        other => other.to_string(),
     }
 }
 

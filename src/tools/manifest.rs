@@ -24,6 +24,7 @@
 //! cwd = "data"                       # default: the manifest's folder
 //! risk = "safe"                      # of all its tools; default safe
 //! permissions = ["fs.read"]          # of all its tools; default none
+//! start_timeout_s = 20               # to start and list its tools; default 60
 //!
 //! [mcp.tools.delete_file]            # by the server's own tool name
 //! risk = "critical"
@@ -34,8 +35,11 @@
 //! ```
 //!
 //! The MCP servers are started when the registry is built
-//! ([`Manifest::registry`]); see [`crate::mcp::upstream`] for their tools'
-//! names, results and restarts.
+//! ([`Manifest::registry`]), all at once; a server that fails or is not up
+//! within its `start_timeout_s` (seconds above zero) fails the registry with
+//! the tail of its stderr: the registry never holds a server that is not
+//! running. See [`crate::mcp::upstream`] for their tools' names, results,
+//! restarts and how a hung server is found.
 //!
 //! Invariants:
 //! - The order in which `input_schema.properties` are written is kept: a
@@ -51,6 +55,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -58,7 +63,7 @@ use serde_json::{Map, Value};
 
 use super::command::CommandTool;
 use super::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
-use crate::mcp::upstream::{McpError, McpUpstream};
+use crate::mcp::upstream::{McpError, McpUpstream, START_TIMEOUT};
 use crate::stubs::is_python_keyword;
 
 /// Errors loading a tools manifest.
@@ -164,7 +169,7 @@ impl ManifestTool {
 
 /// One `[[mcp]]` entry: an MCP server whose tools join the registry as
 /// `{name}__{tool}` (see [`crate::mcp::upstream`]).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct McpServer {
     /// The server's name: letters, digits and single underscores, so that
     /// `{name}__{tool}` is a Python identifier and the `__` is unambiguous.
@@ -182,6 +187,25 @@ pub struct McpServer {
     pub permissions: Vec<Permission>,
     /// Settings of single tools, keyed by the server's own tool name.
     pub tools: BTreeMap<String, McpToolSettings>,
+    /// How long it may take to start and list its tools (`start_timeout_s`;
+    /// default [`START_TIMEOUT`]), at registry build and at each restart.
+    pub start_timeout: Duration,
+}
+
+impl Default for McpServer {
+    /// No program, no settings, the default start timeout.
+    fn default() -> Self {
+        McpServer {
+            name: String::new(),
+            command: Vec::new(),
+            env: BTreeMap::new(),
+            working_dir: PathBuf::new(),
+            risk: ToolRisk::default(),
+            permissions: Vec::new(),
+            tools: BTreeMap::new(),
+            start_timeout: START_TIMEOUT,
+        }
+    }
 }
 
 /// The settings of one tool of an MCP server (`[mcp.tools.<name>]`).
@@ -237,6 +261,7 @@ struct RawMcp {
     permissions: Vec<Permission>,
     #[serde(default)]
     tools: BTreeMap<String, McpToolSettings>,
+    start_timeout_s: Option<f64>,
 }
 
 impl Manifest {
@@ -370,6 +395,13 @@ fn parse_mcp(table: toml::Table, base_dir: &Path) -> Result<McpServer, String> {
             raw.name
         ));
     }
+    let start_timeout = match raw.start_timeout_s {
+        None => START_TIMEOUT,
+        Some(secs) => Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("`start_timeout_s` ({secs}) must be a finite number of seconds above zero"))?,
+    };
     Ok(McpServer {
         name: raw.name,
         command: resolve_command(raw.command, base_dir)?,
@@ -378,6 +410,7 @@ fn parse_mcp(table: toml::Table, base_dir: &Path) -> Result<McpServer, String> {
         risk: raw.risk,
         permissions: raw.permissions,
         tools: raw.tools,
+        start_timeout,
     })
 }
 
@@ -706,8 +739,34 @@ enum = ["c", "f"]
                 risk: ToolRisk::Safe,
                 permissions: Vec::new(),
                 tools: BTreeMap::new(),
+                start_timeout: START_TIMEOUT,
             }]
         );
+    }
+
+    #[test]
+    fn mcp_start_timeout_is_read_in_seconds() {
+        let text = "[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\nstart_timeout_s = 1.5";
+        assert_eq!(
+            parse(text).expect("valid").mcp[0].start_timeout,
+            Duration::from_millis(1500)
+        );
+        let text = "[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\nstart_timeout_s = 2";
+        assert_eq!(parse(text).expect("valid").mcp[0].start_timeout, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn mcp_start_timeout_must_be_seconds_above_zero() {
+        for value in ["0", "-1", "nan", "inf", "1e300"] {
+            let message = error(&format!(
+                "[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\nstart_timeout_s = {value}"
+            ));
+            assert!(
+                message.starts_with("mcp server #1 (`m`): `start_timeout_s` (")
+                    && message.ends_with(") must be a finite number of seconds above zero"),
+                "{value}: {message}"
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Upstream MCP servers as chainbox tools (`[[mcp]]` manifest entries),
 //! against the real npm servers `@modelcontextprotocol/server-memory` and
-//! `@modelcontextprotocol/server-everything`, pinned in `tests/mcp-servers/`.
+//! `@modelcontextprotocol/server-everything`, pinned in `tests/mcp-servers/`,
+//! and a misbehaving one, `tests/mcp-servers/faulty_server.py` (Python, no
+//! node needed: it hangs, answers garbage, never starts, ...).
 //!
 //! The servers are looked up in `$CHAINBOX_MCP_SERVERS`, else in
 //! `target/mcp-servers`, and installed there by `tests/mcp-servers/install.sh`
@@ -13,7 +15,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use chainbox::mcp::upstream::McpUpstream;
+use chainbox::mcp::upstream::{McpUpstream, PING_TIMEOUT};
 use chainbox::policy::ToolOverride;
 use chainbox::tools::manifest::Manifest;
 use chainbox::{Approval, CallStatus, ChainPolicy, Tool, ToolRegistry, ToolRisk};
@@ -522,6 +524,250 @@ async fn command_tool_and_mcp_tool_of_the_same_name_are_an_error() {
     );
 }
 
+// ---------------------------------------------------------------- faulty servers
+
+/// An `[[mcp]]` entry named `faulty` for `tests/mcp-servers/faulty_server.py`
+/// with `args`, then `extra` lines.
+fn faulty_entry(args: &[&str], extra: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp-servers/faulty_server.py");
+    let mut command = vec![quoted("python3"), quoted(&script.display().to_string())];
+    command.extend(args.iter().map(|arg| quoted(arg)));
+    format!(
+        "[[mcp]]\nname = \"faulty\"\ncommand = [{}]\n{extra}",
+        command.join(", ")
+    )
+}
+
+/// The faulty server, started, and a registry of its tools.
+async fn faulty(dir: &Path) -> (McpUpstream, ToolRegistry) {
+    let manifest = manifest(&faulty_entry(&[], ""), dir);
+    let upstream = McpUpstream::connect(&manifest.mcp[0]).await.expect("connect");
+    let registry = ToolRegistry::from_local(upstream.tools().to_vec()).expect("registry");
+    (upstream, registry)
+}
+
+/// Calls time out after 20 s: far above what an answer at once takes, and
+/// what a lost answer costs (it used to be the whole call timeout); the
+/// named tools after the given seconds.
+fn policy_with_timeouts(tools: &[(&str, f64)]) -> ChainPolicy {
+    ChainPolicy {
+        call_timeout_s: 20.0,
+        approval_timeout_s: 19.0,
+        tools: tools
+            .iter()
+            .map(|&(name, secs)| {
+                let timeout = ToolOverride {
+                    call_timeout_s: Some(secs),
+                    ..ToolOverride::default()
+                };
+                (name.to_owned(), timeout)
+            })
+            .collect(),
+        ..ChainPolicy::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hung_server_is_restarted_after_a_call_times_out_and_the_next_call_succeeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (upstream, registry) = faulty(dir.path()).await;
+    let first_pid = upstream.pid().expect("a running server");
+    let script = r#"
+first = await faulty__echo(text="before")
+try:
+    await faulty__block()
+    out = "answered"
+except TimeoutError:
+    out = "timed out"
+[first, out, await faulty__echo(text="after")]
+"#;
+    let r = run(script, &registry, &policy_with_timeouts(&[("faulty__block", 1.0)])).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["before", "timed out", "after"]), "{r:#?}");
+    assert_trace(
+        &r,
+        &[
+            ("faulty__echo", CallStatus::Ok),
+            ("faulty__block", CallStatus::Timeout),
+            ("faulty__echo", CallStatus::Ok),
+        ],
+    );
+    // The ping's deadline and a restart, not the 20 s call timeout.
+    let waited = r.call_trace[2].duration_ms;
+    assert!(
+        waited < (PING_TIMEOUT + Duration::from_secs(8)).as_secs_f64() * 1000.0,
+        "{r:#?}"
+    );
+    assert_eq!(upstream.restarts(), 1);
+    assert_ne!(upstream.pid(), Some(first_pid));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !is_gone(first_pid) {
+        assert!(Instant::now() < deadline, "the hung server {first_pid} still runs");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_that_answers_pings_is_kept_after_a_call_times_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (upstream, registry) = faulty(dir.path()).await;
+    let pid = upstream.pid();
+    let script = r#"
+try:
+    await faulty__slow(seconds=30)
+    out = "answered"
+except TimeoutError:
+    out = "timed out"
+[out, await faulty__echo(text="after")]
+"#;
+    let r = run(script, &registry, &policy_with_timeouts(&[("faulty__slow", 1.0)])).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!(["timed out", "after"]), "{r:#?}");
+    assert_eq!(
+        upstream.restarts(),
+        0,
+        "a server that answers its ping is not restarted"
+    );
+    assert_eq!(upstream.pid(), pid);
+}
+
+/// Calls `faulty__{tool}({args})`, which makes the server send a bad
+/// message, then `faulty__echo`: the first must fail at once, the second
+/// succeed on the same server. Returns the first one's error message.
+async fn fault_message(tool: &str, args: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (upstream, registry) = faulty(dir.path()).await;
+    let script = format!(
+        "try:\n    await faulty__{tool}({args})\n    out = 'answered'\nexcept RuntimeError as e:\n    out = str(e)\n\
+         [out, await faulty__echo(text='still up')]"
+    );
+    let r = run(&script, &registry, &policy_with_timeouts(&[])).await;
+    assert_ok(&r);
+    assert_eq!(r.output[1], json!("still up"), "{r:#?}");
+    let name = format!("faulty__{tool}");
+    assert_trace(
+        &r,
+        &[(name.as_str(), CallStatus::Error), ("faulty__echo", CallStatus::Ok)],
+    );
+    // At once: well under the 20 s call timeout a dropped message waited for.
+    assert!(r.call_trace[0].duration_ms < 10_000.0, "{r:#?}");
+    assert_eq!(upstream.restarts(), 0, "the connection stays up");
+    r.output[0].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn message_over_the_cap_fails_the_call_at_once() {
+    let message = fault_message("huge", "mb=20").await;
+    assert_eq!(
+        message,
+        "mcp server `faulty` sent a message over the 16 MiB cap (no line end in its first 16777216 bytes); \
+         the rest of it is skipped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn line_that_is_not_json_fails_the_call_at_once() {
+    let message = fault_message("garbage", "").await;
+    assert!(
+        message.starts_with("mcp server `faulty` sent a line that is not JSON (expected ")
+            && message.ends_with(" at line 1 column 2): `this is not json`"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn line_that_is_not_utf8_fails_the_call_at_once() {
+    let message = fault_message("bad_utf8", "").await;
+    assert!(
+        message.starts_with("mcp server `faulty` answered tools/call with a message that is not UTF-8 (byte "),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answer_to_an_id_never_sent_fails_the_call_at_once() {
+    let message = fault_message("wrong_id", "").await;
+    assert!(
+        message.starts_with("mcp server `faulty` answered request id 10")
+            && message.contains(", which it was never sent (waiting for tools/call #"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_without_a_result_fails_the_call_at_once() {
+    let message = fault_message("no_result", "").await;
+    assert_eq!(
+        message,
+        "mcp server `faulty` answered tools/call with neither a `result` nor an `error`"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn message_nested_100000_deep_fails_the_call_at_once() {
+    let message = fault_message("deep", "depth=100000").await;
+    assert!(
+        message.starts_with(
+            "mcp server `faulty` sent a message nested more than 128 levels deep, which is not read: \
+             `{\"jsonrpc\": \"2.0\", \"id\": "
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn result_that_is_no_tool_result_says_what_was_expected_and_what_came() {
+    let message = fault_message("not_a_result", "").await;
+    assert!(
+        message.starts_with("mcp server `faulty` answered tools/call with a result that is not a tool result (")
+            && message.ends_with("): `{\"content\":\"not a list of blocks\"}`"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn line_that_is_not_json_at_start_fails_the_start_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let err = manifest(&faulty_entry(&["--banner"], ""), dir.path())
+        .registry()
+        .await
+        .err()
+        .expect("an error");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("mcp server `faulty` failed to start: it sent a line that is not JSON (")
+            && message.ends_with("): `faulty server ready`"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn start_timeout_of_1e19_seconds_means_no_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let registry = registry(&faulty_entry(&[], "start_timeout_s = 1e19\n"), dir.path()).await;
+    let r = run("await faulty__echo(text='up')", &registry, &ChainPolicy::default()).await;
+    assert_ok(&r);
+    assert_eq!(r.output, json!("up"), "{r:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_that_never_finishes_starting_fails_the_registry_at_its_start_timeout_quoting_its_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let err = manifest(&faulty_entry(&["--never-start"], "start_timeout_s = 1\n"), dir.path())
+        .registry()
+        .await
+        .err()
+        .expect("an error");
+    assert_eq!(
+        err.to_string(),
+        "mcp server `faulty` did not start within 1s (its `start_timeout_s`); \
+         its stderr ends with: faulty: loading a model that never finishes loading"
+    );
+    // Its 1 s, not the 60 s default.
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+}
+
 // ---------------------------------------------------------------- cli
 
 /// Runs the `chainbox` binary with `args` and `stdin`, from the crate root.
@@ -566,4 +812,38 @@ fn run_over_an_mcp_manifest_calls_its_tools() {
     let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     assert_eq!(result["status"], "ok", "{result:#}");
     assert_eq!(result["output"], "x", "{result:#}");
+}
+
+#[test]
+fn run_with_a_server_that_never_starts_exits_quoting_its_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tools.toml");
+    std::fs::write(&path, faulty_entry(&["--never-start"], "start_timeout_s = 1\n")).expect("write manifest");
+    let started = Instant::now();
+    let out = chainbox(&["run", "-", "--tools", &path.display().to_string()], "1 + 1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        stderr.contains("mcp server `faulty` did not start within 1s")
+            && stderr.contains("its stderr ends with: faulty: loading a model that never finishes loading"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+}
+
+#[test]
+fn run_over_a_server_answering_garbage_reports_it_in_the_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tools.toml");
+    std::fs::write(&path, faulty_entry(&[], "")).expect("write manifest");
+    let script = "try:\n    await faulty__garbage()\nexcept RuntimeError as e:\n    out = str(e)\nout";
+    let out = chainbox(&["run", "-", "--tools", &path.display().to_string(), "--json"], script);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(result["status"], "ok", "{result:#}");
+    let message = result["output"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("mcp server `faulty` sent a line that is not JSON (")
+            && message.ends_with("`this is not json`"),
+        "{result:#}"
+    );
 }
