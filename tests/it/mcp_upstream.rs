@@ -798,6 +798,8 @@ fn stubs_over_an_mcp_manifest_list_its_tools() {
     assert!(out.status.success(), "{out:?}");
     assert!(stdout.contains("async def memory__create_entities("), "{stdout}");
     assert!(stdout.contains("async def memory__read_graph("), "{stdout}");
+    // The keys each entity needs are shown, not only `list[dict]`.
+    assert!(stdout.contains("\"entityType\": str"), "{stdout}");
 }
 
 #[test]
