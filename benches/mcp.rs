@@ -16,8 +16,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chainbox::mcp::config::McpServer;
 use chainbox::mcp::upstream::McpUpstream;
-use chainbox::tools::manifest::McpServer;
 use chainbox::{Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk};
 use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::ServiceExt;

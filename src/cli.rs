@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::Approval;
 use crate::chain::{ChainRunResult, RunOptions};
+use crate::manifest::Manifest;
 use crate::mcp::serve::{self, ChainServer};
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::skills::Skill;
 use crate::tools::ToolRisk;
-use crate::tools::manifest::Manifest;
 use crate::workspace::WORKSPACE;
 use crate::{Engine, ToolRegistry, demo, discovery, specs};
 

@@ -45,6 +45,7 @@ pub mod discovery;
 pub mod engine;
 mod housekeeper;
 pub mod invoker;
+pub mod manifest;
 pub mod mcp;
 pub mod policy;
 mod prefault;

@@ -1,5 +1,6 @@
 //! MCP, both ways, through the official Rust SDK (`rmcp`).
 //!
+//! - [`config`]: an `[[mcp]]` entry of the tools manifest, as data.
 //! - [`upstream`]: MCP servers named by `[[mcp]]` entries of the tools
 //!   manifest, started as child processes over stdio; their tools join the
 //!   registry as local tools named `server__tool`, so chains call them like
@@ -7,5 +8,6 @@
 //! - [`serve`]: `chainbox serve`, an MCP server (stdio or streamable HTTP)
 //!   exposing one `run_chain` tool over a registry.
 
+pub mod config;
 pub mod serve;
 pub mod upstream;

@@ -32,7 +32,7 @@
 //! first call: listing the tools needs the server anyway, and a server that
 //! cannot start is reported at once, with the tail of its stderr, instead
 //! of surfacing as a tool error inside some chain. All servers start at
-//! once; each has its entry's `start_timeout_s` (default [`START_TIMEOUT`])
+//! once; each has its entry's `start_timeout_s` (default [`START_TIMEOUT`](super::config::START_TIMEOUT))
 //! to spawn, answer `initialize` and list its tools, and the first that
 //! fails or runs out of time fails the registry, quoting its stderr (fail
 //! fast: a registry never holds a server that is not up). One connection
@@ -92,22 +92,16 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
+use super::config::McpServer;
 use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
 #[cfg(unix)]
 use crate::tools::command::{ProcessGroup, confined_command};
-use crate::tools::manifest::McpServer;
 use crate::tools::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
 
 mod transport;
 
 pub use transport::MAX_MESSAGE_BYTES;
 use transport::{LineTransport, is_transport_fault};
-
-/// How long a server may take to start (spawn, `initialize` and listing
-/// its tools) unless its entry says otherwise (`start_timeout_s`). Generous,
-/// for servers fetched by `npx` on first use; a call that restarts a server
-/// is bounded by its own timeout as well.
-pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a server has to answer the `ping` sent after a call to it was
 /// abandoned, before it is taken for hung and restarted. A server that

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub mod command;
-pub mod manifest;
 pub mod read_file;
 
 /// How dangerous a tool call is. Ordered by rank, `Safe < High < Critical`;

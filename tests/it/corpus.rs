@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use chainbox::tools::manifest::Manifest;
+use chainbox::manifest::Manifest;
 use chainbox::{Approval, ChainPolicy, ChainRunResult, Interpreter, ToolRegistry, ToolRisk};
 use futures::StreamExt;
 use serde_json::Value;

@@ -15,9 +15,9 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use chainbox::manifest::Manifest;
 use chainbox::mcp::upstream::{McpUpstream, PING_TIMEOUT};
 use chainbox::policy::ToolOverride;
-use chainbox::tools::manifest::Manifest;
 use chainbox::{Approval, CallStatus, ChainPolicy, Tool, ToolRegistry, ToolRisk};
 use serde_json::{Value, json};
 

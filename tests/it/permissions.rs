@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chainbox::chain::PolicyDecision;
+use chainbox::manifest::Manifest;
 use chainbox::tools::Permission;
 use chainbox::tools::command::CommandTool;
-use chainbox::tools::manifest::Manifest;
 use chainbox::tools::read_file::ReadFileTool;
 use chainbox::{Approval, CallStatus, ChainPolicy, ChainRunResult, Tool, ToolRegistry, ToolRisk};
 use serde_json::json;

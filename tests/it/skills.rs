@@ -212,7 +212,7 @@ fn stubs_with_a_skill_path_load_that_folder() {
 #[tokio::test]
 async fn example_skill_loads_against_the_example_manifest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tools");
-    let manifest = chainbox::tools::manifest::Manifest::load(root.join("manifest.toml")).expect("manifest");
+    let manifest = chainbox::manifest::Manifest::load(root.join("manifest.toml")).expect("manifest");
     let skill = Skill::load_named(root.join("skills"), "arithmetic").expect("skill");
     skill
         .check_tools(&manifest.registry().await.expect("registry"))

@@ -61,10 +61,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::command::CommandTool;
-use super::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
-use crate::mcp::upstream::{McpError, McpUpstream, START_TIMEOUT};
+use crate::mcp::config::{McpServer, McpToolSettings, START_TIMEOUT};
+use crate::mcp::upstream::{McpError, McpUpstream};
 use crate::stubs::is_python_keyword;
+use crate::tools::command::CommandTool;
+use crate::tools::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
 
 /// Errors loading a tools manifest.
 #[derive(Debug, thiserror::Error)]
@@ -165,62 +166,6 @@ impl ManifestTool {
         .with_permissions(self.permissions.iter().copied())
         .with_working_dir(self.working_dir.clone())
     }
-}
-
-/// One `[[mcp]]` entry: an MCP server whose tools join the registry as
-/// `{name}__{tool}` (see [`crate::mcp::upstream`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpServer {
-    /// The server's name: letters, digits and single underscores, so that
-    /// `{name}__{tool}` is a Python identifier and the `__` is unambiguous.
-    pub name: String,
-    /// Program and arguments, the program resolved against the manifest's folder.
-    pub command: Vec<String>,
-    /// Its environment besides `PATH`: nothing else of the host's is passed.
-    pub env: BTreeMap<String, String>,
-    /// Where it runs: `cwd` resolved against the manifest's folder, by
-    /// default the folder itself (empty: chainbox's own working directory).
-    pub working_dir: PathBuf,
-    /// The risk tier of its tools, unless [`McpServer::tools`] says otherwise.
-    pub risk: ToolRisk,
-    /// What its tools touch, unless [`McpServer::tools`] says otherwise.
-    pub permissions: Vec<Permission>,
-    /// Settings of single tools, keyed by the server's own tool name.
-    pub tools: BTreeMap<String, McpToolSettings>,
-    /// How long it may take to start and list its tools (`start_timeout_s`;
-    /// default [`START_TIMEOUT`]), at registry build and at each restart.
-    pub start_timeout: Duration,
-}
-
-impl Default for McpServer {
-    /// No program, no settings, the default start timeout.
-    fn default() -> Self {
-        McpServer {
-            name: String::new(),
-            command: Vec::new(),
-            env: BTreeMap::new(),
-            working_dir: PathBuf::new(),
-            risk: ToolRisk::default(),
-            permissions: Vec::new(),
-            tools: BTreeMap::new(),
-            start_timeout: START_TIMEOUT,
-        }
-    }
-}
-
-/// The settings of one tool of an MCP server (`[mcp.tools.<name>]`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpToolSettings {
-    /// Its risk tier, instead of the server's.
-    #[serde(default)]
-    pub risk: Option<ToolRisk>,
-    /// What it touches, instead of the server's permissions.
-    #[serde(default)]
-    pub permissions: Option<Vec<Permission>>,
-    /// Leave it out of the registry: never shown to the model, never callable.
-    #[serde(default)]
-    pub deny: bool,
 }
 
 /// The file's top level. Entries stay raw tables until validated one by one,
