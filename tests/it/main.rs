@@ -17,6 +17,7 @@ mod generated;
 mod interruption_points;
 mod invoker;
 mod invoker_gates;
+mod layers;
 mod mcp_serve;
 mod mcp_upstream;
 mod monty_cases;
