@@ -19,7 +19,7 @@ use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingA
 
 use crate::approval::Approval;
 use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
-use crate::chain::{self, ChainRunResult, RunOptions};
+use crate::chain::{self, ChainRunResult, GuestThreads, RunOptions};
 use crate::digest::sha256_hex;
 use crate::housekeeper::{Guest, Housekeeper};
 use crate::policy::ChainPolicy;
@@ -117,6 +117,10 @@ pub enum EngineError {
     /// wasmtime rejected the configuration or the module.
     #[error("wasmtime: {0}")]
     Wasmtime(String),
+    /// This host cannot run a guest (the CPython guest's guard page needs
+    /// memory pages of 4 to 64 KiB).
+    #[error("this host cannot run the guest: {0}")]
+    Host(String),
     /// The module cache could not be written (the engine still works, but
     /// every process recompiles).
     #[error("module cache at {path}: {source}")]
@@ -154,7 +158,9 @@ pub(crate) struct Core {
     cpython: OnceCell<Result<Arc<CpythonGuest>, EngineError>>,
     /// CPython chains that may run at once (its pool's size).
     cpython_slots: u32,
-    cache_dir: PathBuf,
+    /// Where compiled guests are cached; `None` if the directory is not
+    /// this user's alone (see [`crate::snapshot::private_cache_dir`]).
+    cache_dir: Option<PathBuf>,
     stop_ticker: Arc<AtomicBool>,
     /// What a spare's store holds until a chain takes it.
     placeholder: Placeholder,
@@ -184,6 +190,8 @@ pub(crate) struct CpythonGuest {
     pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
     /// Stops its chains over their CPU limit or total timeout.
     pub(crate) watchdog: Arc<Watchdog>,
+    /// The threads its chains run on (one per running chain).
+    pub(crate) threads: Arc<GuestThreads>,
     /// What a spare's store holds until a chain takes it: no tools (but
     /// the warm-up's own), deny-all approval; its workspace is the
     /// directory its chain will adopt.
@@ -375,10 +383,13 @@ impl Core {
 }
 
 impl CpythonGuest {
-    fn new(cache_dir: PathBuf, stop_ticker: Arc<AtomicBool>, slots: u32) -> Result<Arc<Self>, EngineError> {
+    fn new(cache_dir: Option<PathBuf>, stop_ticker: Arc<AtomicBool>, chains: u32) -> Result<Arc<Self>, EngineError> {
+        // Its chains are stopped through a page of the host's size: a host
+        // whose pages the guest's guard span does not cover is refused.
+        sandbox::guard_page_len().map_err(|e| EngineError::Host(e.to_string()))?;
         // One more instance than chains: the spare. (A finished chain's
         // store, dropped on another thread, keeps its chain's slot permit.)
-        let slots = slots.saturating_add(1);
+        let slots = chains.saturating_add(1);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(slots)
             .total_core_instances(slots * CPYTHON_CORE_INSTANCES)
@@ -410,11 +421,12 @@ impl CpythonGuest {
             // indirect call of a chain faulting its entry in.
             .table_lazy_init(false);
         let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
-        let path = cache_dir.join(format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM)));
+        let name = format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM));
         let load = |p: &Path| deserialize_component_file(&engine, p);
-        let component = cached_or_compiled(&cache_dir, &path, load, || {
+        let dir = cache_dir.as_deref();
+        let component = cached_or_compiled(dir, &name, load, || {
             let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
-            cache(&cache_dir, &path, &compiled, load, || {
+            cache(dir, &name, &compiled, load, || {
                 // SAFETY: `compiled` was produced just now by this engine.
                 unsafe { Component::deserialize(&engine, &compiled) }
             })
@@ -427,6 +439,7 @@ impl CpythonGuest {
             engine,
             pre,
             watchdog: Watchdog::start(EPOCH_TICK, stop_ticker),
+            threads: GuestThreads::new(chains),
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
         });
@@ -494,7 +507,14 @@ impl Engine {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
         let cache_dir = config.cache_dir.unwrap_or_else(crate::snapshot::default_cache_dir);
-        let module = load_module(&engine, &cache_dir)?;
+        let cache_dir = match crate::snapshot::private_cache_dir(&cache_dir) {
+            Ok(()) => Some(cache_dir),
+            Err(e) => {
+                tracing::warn!("compiling the guests without a cache: {e}");
+                None
+            }
+        };
+        let module = load_module(&engine, cache_dir.as_deref())?;
         let mut linker: Linker<ChainState> = Linker::new(&engine);
         sandbox::add_to_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
@@ -614,28 +634,28 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
 /// warm-up), so a cold cache costs two compilations, once per machine. If
 /// pre-initialising fails, the original guest is used (and nothing is
 /// cached as the snapshot, so the next process tries again).
-fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineError> {
+fn load_module(engine: &wasmtime::Engine, dir: Option<&Path>) -> Result<Module, EngineError> {
     let key = cache_key(engine, GUEST_WASM);
     let load = |path: &Path| {
         // SAFETY: see `load_cached`.
         unsafe { Module::deserialize_file(engine, path) }
     };
-    let warm_path = dir.join(format!("chainbox-guest-warm-{key}.cwasm"));
-    cached_or_compiled(dir, &warm_path, load, || {
-        let compile = |path: &Path, wasm: &[u8]| {
+    let warm = format!("chainbox-guest-warm-{key}.cwasm");
+    cached_or_compiled(dir, &warm, load, || {
+        let compile = |name: &str, wasm: &[u8]| {
             let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
-            cache(dir, path, &compiled, load, || {
+            cache(dir, name, &compiled, load, || {
                 // SAFETY: `compiled` was produced just now by this engine.
                 unsafe { Module::deserialize(engine, &compiled) }
             })
         };
-        let plain_path = dir.join(format!("chainbox-guest-{key}.cwasm"));
-        let plain = match load_cached(&plain_path, load) {
+        let plain_name = format!("chainbox-guest-{key}.cwasm");
+        let plain = match dir.and_then(|dir| load_cached(&dir.join(&plain_name), load)) {
             Some(module) => module,
-            None => compile(&plain_path, GUEST_WASM)?,
+            None => compile(&plain_name, GUEST_WASM)?,
         };
         match crate::snapshot::pre_initialise(engine, &plain, GUEST_WASM) {
-            Ok(wasm) => compile(&warm_path, &wasm),
+            Ok(wasm) => compile(&warm, &wasm),
             Err(e) => {
                 tracing::warn!("chains start from the plain guest: {e}");
                 Ok(plain)
@@ -644,20 +664,25 @@ fn load_module(engine: &wasmtime::Engine, dir: &Path) -> Result<Module, EngineEr
     })
 }
 
-/// The guest cached at `path`, else `compile`d (and cached by it) under the
-/// cache directory's [`compile_lock`]: a process that waited for the lock
-/// looks again first, and loads what the holder cached.
+/// The guest cached as `name` in `dir`, else `compile`d (and cached by it)
+/// under the cache directory's [`compile_lock`]: a process that waited for
+/// the lock looks again first, and loads what the holder cached. Without a
+/// cache directory, compiled.
 fn cached_or_compiled<T>(
-    dir: &Path,
-    path: &Path,
+    dir: Option<&Path>,
+    name: &str,
     load: impl Fn(&Path) -> wasmtime::Result<T>,
     compile: impl FnOnce() -> Result<T, EngineError>,
 ) -> Result<T, EngineError> {
-    if let Some(guest) = load_cached(path, &load) {
+    let Some(dir) = dir else {
+        return compile();
+    };
+    let path = dir.join(name);
+    if let Some(guest) = load_cached(&path, &load) {
         return Ok(guest);
     }
     let _lock = compile_lock(dir);
-    match load_cached(path, &load) {
+    match load_cached(&path, &load) {
         Some(guest) => Ok(guest),
         None => compile(),
     }
@@ -694,7 +719,8 @@ fn cache_key(engine: &wasmtime::Engine, wasm: &[u8]) -> String {
 /// Loading is only safe because every cache file was written by
 /// `precompile_module`/`precompile_component` of an engine with this exact
 /// compatibility hash (it is in the name), atomically (temp file + rename),
-/// into a cache directory owned by this user.
+/// into a cache directory only this user can write (checked when the engine
+/// is made: [`crate::snapshot::private_cache_dir`]).
 fn load_cached<T>(path: &Path, load: impl Fn(&Path) -> wasmtime::Result<T>) -> Option<T> {
     if !path.exists() {
         return None;
@@ -708,21 +734,26 @@ fn load_cached<T>(path: &Path, load: impl Fn(&Path) -> wasmtime::Result<T>) -> O
     }
 }
 
-/// Writes `compiled` to the cache at `path` and loads it from there (so its
-/// code is mapped from the file, shared between processes); if the cache
-/// cannot be written, loads it from memory.
+/// Writes `compiled` to the cache as `name` in `dir` and loads it from there
+/// (so its code is mapped from the file, shared between processes); without
+/// a cache directory, or if the cache cannot be written, loads it from
+/// memory.
 fn cache<T>(
-    dir: &Path,
-    path: &Path,
+    dir: Option<&Path>,
+    name: &str,
     compiled: &[u8],
     load: impl Fn(&Path) -> wasmtime::Result<T>,
     from_memory: impl FnOnce() -> wasmtime::Result<T>,
 ) -> Result<T, EngineError> {
-    if let Err(e) = write_atomic(dir, path, compiled) {
+    let Some(dir) = dir else {
+        return from_memory().map_err(wasmtime_err);
+    };
+    let path = dir.join(name);
+    if let Err(e) = write_atomic(dir, &path, compiled) {
         tracing::warn!("could not cache the compiled guest: {e}");
         return from_memory().map_err(wasmtime_err);
     }
-    load(path).map_err(wasmtime_err)
+    load(&path).map_err(wasmtime_err)
 }
 
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError> {

@@ -17,7 +17,7 @@
 //! If anything is off (no `chainbox_warm` export, an imported or second
 //! memory, passive data segments, a trap), the original module is used.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use wasmparser::{Parser, Payload};
 use wasmtime::{Linker, Module, Store};
@@ -34,15 +34,93 @@ const MERGE_ZEROS: usize = 1024;
 /// Where the compiled guest and its snapshot are cached unless the engine
 /// is told otherwise: `$CHAINBOX_CACHE_DIR`, else the platform's per-user
 /// cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux) + `chainbox`,
-/// else the system temp dir.
+/// else `chainbox-cache-<uid>` in the system temp dir. Whichever it is, it
+/// is used only if [`private_cache_dir`] accepts it.
 pub(crate) fn default_cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CHAINBOX_CACHE_DIR") {
         return PathBuf::from(dir);
     }
     dirs::cache_dir().map_or_else(
-        || std::env::temp_dir().join("chainbox-cache"),
+        || shared_temp_cache_dir(&std::env::temp_dir()),
         |dir| dir.join("chainbox"),
     )
+}
+
+/// The cache directory in a temp dir other users share: named for this
+/// user, so they do not collide (its safety is [`private_cache_dir`]'s).
+fn shared_temp_cache_dir(temp: &Path) -> PathBuf {
+    #[cfg(unix)]
+    // SAFETY: geteuid only reads the process's effective user id.
+    let user = unsafe { libc::geteuid() }.to_string();
+    #[cfg(not(unix))]
+    let user = "user";
+    temp.join(format!("chainbox-cache-{user}"))
+}
+
+/// Why a cache directory is not used (the guests are compiled without one).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CacheDirError {
+    /// It could not be made or looked at.
+    #[error("the cache directory {path} could not be made or read: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Someone else could put files in it, and precompiled native code from
+    /// it is loaded and run.
+    #[error("the cache directory {path} is not this user's alone: {why}")]
+    NotPrivate {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+/// Makes `dir` (mode 0700, and any missing parents) if it does not exist,
+/// and checks that only this user can put files in it: a directory (not a
+/// symlink), owned by this user, writable by neither group nor others.
+/// Precompiled native code is loaded from it: a directory another local
+/// user could write (the shared temp dir's, a planted name) would let them
+/// run code in this process.
+pub(crate) fn private_cache_dir(dir: &Path) -> Result<(), CacheDirError> {
+    let io = |source| CacheDirError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(io)?;
+    let metadata = std::fs::symlink_metadata(dir).map_err(io)?;
+    let not_private = |why: String| {
+        Err(CacheDirError::NotPrivate {
+            path: dir.to_path_buf(),
+            why,
+        })
+    };
+    if !metadata.is_dir() {
+        return not_private("it is not a directory (a symlink?)".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid only reads the process's effective user id.
+        let user = unsafe { libc::geteuid() };
+        if metadata.uid() != user {
+            return not_private(format!("it is owned by user {}, not {user}", metadata.uid()));
+        }
+        if metadata.mode() & 0o022 != 0 {
+            return not_private(format!(
+                "its mode {:o} lets others write to it",
+                metadata.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Errors pre-initialising the guest (each means: use the original module).
@@ -204,6 +282,68 @@ fn segments(memory: &[u8]) -> Vec<(usize, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    mod cache_dir {
+        use super::super::*;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+        #[test]
+        fn a_new_cache_directory_is_made_for_this_user_alone() {
+            let temp = tempfile::tempdir().expect("temp dir");
+            let dir = temp.path().join("a").join("cache");
+            private_cache_dir(&dir).expect("made and accepted");
+            let mode = std::fs::metadata(&dir).expect("made").mode() & 0o777;
+            assert_eq!(mode, 0o700);
+        }
+
+        #[test]
+        fn a_cache_directory_others_can_write_is_refused() {
+            let temp = tempfile::tempdir().expect("temp dir");
+            let dir = temp.path().join("cache");
+            std::fs::create_dir(&dir).expect("dir");
+            for mode in [0o777, 0o1777, 0o770, 0o702] {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).expect("chmod");
+                let refused = private_cache_dir(&dir).expect_err("refused").to_string();
+                assert!(refused.contains("lets others write"), "{mode:o}: {refused}");
+            }
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            private_cache_dir(&dir).expect("only its owner writes to it");
+        }
+
+        #[test]
+        fn a_symlink_in_place_of_the_cache_directory_is_refused() {
+            let temp = tempfile::tempdir().expect("temp dir");
+            let elsewhere = temp.path().join("elsewhere");
+            std::fs::create_dir(&elsewhere).expect("dir");
+            let dir = temp.path().join("cache");
+            std::os::unix::fs::symlink(&elsewhere, &dir).expect("symlink");
+            let refused = private_cache_dir(&dir).expect_err("refused").to_string();
+            assert!(refused.contains("not a directory"), "{refused}");
+        }
+
+        #[test]
+        fn a_cache_directory_of_another_user_is_refused() {
+            // SAFETY: geteuid only reads the process's effective user id.
+            if unsafe { libc::geteuid() } != 0 {
+                return; // only root can give a directory away
+            }
+            let temp = tempfile::tempdir().expect("temp dir");
+            let dir = temp.path().join("cache");
+            std::fs::create_dir(&dir).expect("dir");
+            std::os::unix::fs::chown(&dir, Some(65534), None).expect("chown");
+            let refused = private_cache_dir(&dir).expect_err("refused").to_string();
+            assert!(refused.contains("owned by user 65534"), "{refused}");
+        }
+
+        #[test]
+        fn the_temp_dir_fallback_is_named_for_the_user() {
+            let dir = shared_temp_cache_dir(Path::new("/tmp"));
+            // SAFETY: geteuid only reads the process's effective user id.
+            let user = unsafe { libc::geteuid() };
+            assert_eq!(dir, Path::new("/tmp").join(format!("chainbox-cache-{user}")));
+        }
+    }
 
     #[test]
     fn zero_runs_split_segments_only_when_long() {

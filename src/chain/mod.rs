@@ -14,8 +14,10 @@
 //! record for every call that passed the budget.
 
 mod result;
+mod threads;
 
 pub use result::*;
+pub(crate) use threads::GuestThreads;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -357,13 +359,16 @@ impl Started {
         // thread's other tasks, and a dropped chain (cancelled, or past the
         // total timeout while parked) could not be let go before its limits
         // ended it. Dropped, this chain stops its guest (`StopOnDrop`).
+        // Not one of tokio's blocking pool, which the tools it awaits need
+        // (see `threads`).
         let stop_on_drop = StopOnDrop(interrupt.clone());
+        let watched = interrupt.clone();
         let (sender, receiver) = tokio::sync::oneshot::channel();
         let runtime = tokio::runtime::Handle::current();
         let meters = self.meters.clone();
+        let threads = guest.threads.clone();
         let guest = guest.clone();
-        // A blocking-pool thread: reused from chain to chain.
-        drop(tokio::task::spawn_blocking(move || {
+        let started = threads.run(move || {
             meters.guest_starts();
             let outcome = runtime.block_on(async {
                 let stopped = async {
@@ -400,10 +405,30 @@ impl Started {
             if let Err(abandoned) = sender.send(run) {
                 abandoned.retire_cpython();
             }
-        }));
-        let run = receiver
-            .await
-            .map_err(|_| "the CPython chain's thread ended without its result".to_owned());
+        });
+        if let Err(e) = started {
+            stop_on_drop.defuse();
+            return Err(e.to_string());
+        }
+        // A stop that did not take (see `sandbox::Interrupt::abandoned`):
+        // the chain is answered without its guest.
+        let abandoned = async {
+            match &watched {
+                Some(interrupt) => interrupt.abandoned().await,
+                None => std::future::pending().await,
+            }
+        };
+        let run = tokio::select! {
+            run = receiver => run.map_err(|_| "the CPython chain's thread ended without its result".to_owned()),
+            () = abandoned => Err(format!(
+                "the chain was stopped ({}) but its CPython guest did not stop; it was answered without it",
+                match watched.as_ref().and_then(|i| i.reason()) {
+                    Some(Reason::Cpu) => "over max_cpu_s",
+                    Some(Reason::Timeout) => "past total_timeout_s",
+                    Some(Reason::Cancelled) | None => "cancelled",
+                }
+            )),
+        };
         stop_on_drop.defuse();
         run
     }

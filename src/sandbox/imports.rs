@@ -1,9 +1,11 @@
 //! The host side of the guest contract: the monty guest's `chainbox`
 //! core-wasm imports (`chainbox_protocol::imports`, and the only code that
 //! touches guest memory) and the CPython guest's `host` interface
-//! (`guest/cpython/wit/chain.wit`, whose strings the component model copies
-//! out for us). Both carry the same protocol messages and end in the same
-//! functions below, so a tool call behaves the same from either guest.
+//! (`guest/cpython/wit/chain.wit`, whose strings are read in place in its
+//! memory, as [`wasmtime::component::WasmStr`]s, never copied whole: each
+//! is length-checked first, as the monty guest's messages are). Both carry
+//! the same protocol messages and end in the same functions below, so a
+//! tool call behaves the same from either guest.
 
 use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, LoadArtifact, MAX_GUEST_MESSAGE_BYTES, ToolCall, Wait, decode, encode,
@@ -14,8 +16,8 @@ use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::StoreContextMut;
-use wasmtime::component;
+use wasmtime::component::{self, WasmStr};
+use wasmtime::{AsContext, StoreContextMut};
 use wasmtime::{Caller, Linker};
 
 use super::{ChainState, Fatal, c_math};
@@ -201,10 +203,9 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
     let mut host = linker.instance(CPYTHON_HOST_INTERFACE)?;
     host.func_wrap(
         "start",
-        |mut store: StoreContextMut<'_, ChainState>, (id, call): (u32, String)| {
-            let state = store.data_mut();
-            let call: ToolCall = decode_component(state, "tool call", &call)?;
-            start(state, id, call)
+        |mut store: StoreContextMut<'_, ChainState>, (id, call): (u32, WasmStr)| {
+            let call: ToolCall = decode_component(&mut store, "tool call", &call)?;
+            start(store.data_mut(), id, call)
         },
     )?;
     host.func_wrap(
@@ -229,37 +230,37 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
     })?;
     host.func_wrap_async(
         "call",
-        |mut store: StoreContextMut<'_, ChainState>, (call,): (String,)| {
+        |mut store: StoreContextMut<'_, ChainState>, (call,): (WasmStr,)| {
             Box::new(async move {
-                let state = store.data_mut();
-                let call: ToolCall = decode_component(state, "tool call", &call)?;
-                let outcome = call_now(state, call).await?;
+                let call: ToolCall = decode_component(&mut store, "tool call", &call)?;
+                let outcome = call_now(store.data_mut(), call).await?;
                 Ok((String::from_utf8_lossy(&outcome).into_owned(),))
             })
         },
     )?;
     host.func_wrap_async(
         "wait",
-        |mut store: StoreContextMut<'_, ChainState>, (wait, timeout_ns): (String, Option<u64>)| {
+        |mut store: StoreContextMut<'_, ChainState>, (wait, timeout_ns): (WasmStr, Option<u64>)| {
             Box::new(async move {
-                let state = store.data_mut();
-                let wait: Wait = decode_component(state, "wait", &wait)?;
-                let completions = wait_for(state, wait, timeout_ns.map(Duration::from_nanos)).await;
+                let wait: Wait = decode_component(&mut store, "wait", &wait)?;
+                let completions = wait_for(store.data_mut(), wait, timeout_ns.map(Duration::from_nanos)).await;
                 Ok((String::from_utf8_lossy(&completions).into_owned(),))
             })
         },
     )?;
     host.func_wrap(
         "load-artifact",
-        |mut store: StoreContextMut<'_, ChainState>, (request,): (String,)| {
+        |mut store: StoreContextMut<'_, ChainState>, (request,): (WasmStr,)| {
+            let request: LoadArtifact = decode_component(&mut store, "load_artifact", &request)?;
             let state = store.data_mut();
-            let request: LoadArtifact = decode_component(state, "load_artifact", &request)?;
             Ok((String::from_utf8_lossy(&load_artifact(state, request)).into_owned(),))
         },
     )?;
     host.func_wrap(
         "stdout",
-        |store: StoreContextMut<'_, ChainState>, (text,): (String,)| {
+        |store: StoreContextMut<'_, ChainState>, (text,): (WasmStr,)| {
+            // Read in place: the bounded stdout copies only what it keeps.
+            let text = text.to_str(store.as_context())?;
             store.data().meters.stdout().push(&text);
             Ok(())
         },
@@ -301,13 +302,28 @@ pub(crate) fn check_cpython_guest(engine: &wasmtime::Engine, component: &compone
     }
 }
 
-/// Decodes a message the CPython guest passed as a string.
+/// Decodes a message the CPython guest passed as a string, in place in its
+/// memory (a script can call the `host` bridge directly, with a string of
+/// any size its memory holds). One over [`MAX_GUEST_MESSAGE_BYTES`] is
+/// refused before anything is copied or parsed, as the monty guest's are:
+/// by wasmtime as it lifts the argument (the store's hostcall fuel, see
+/// `new_store`), and here again should that fuel ever be larger.
 fn decode_component<T: serde::de::DeserializeOwned>(
-    state: &mut ChainState,
+    store: &mut StoreContextMut<'_, ChainState>,
     what: &'static str,
-    text: &str,
+    text: &WasmStr,
 ) -> wasmtime::Result<T> {
-    decode::<T>(what, text.as_bytes()).map_err(|e| state.fail(Fatal::Protocol(e.to_string())))
+    let decoded = match text.to_str(store.as_context()) {
+        // The guest's strings are UTF-8 (componentize-py's encoding), so
+        // this borrows its memory: nothing is copied yet.
+        Ok(text) if text.len() > MAX_GUEST_MESSAGE_BYTES => Err(format!(
+            "guest message of {} bytes exceeds the {MAX_GUEST_MESSAGE_BYTES}-byte limit",
+            text.len()
+        )),
+        Ok(text) => decode::<T>(what, text.as_bytes()).map_err(|e| e.to_string()),
+        Err(e) => Err(format!("the guest's {what} is not a valid string: {e}")),
+    };
+    decoded.map_err(|e| store.data_mut().fail(Fatal::Protocol(e)))
 }
 
 /// Starts `call` running concurrently with the script, under `id`; ends the

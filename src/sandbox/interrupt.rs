@@ -7,18 +7,26 @@
 //! loop header and at the entry of every function that calls, and this
 //! module's [`Watchdog`] thread looks at each running chain every
 //! [`crate::engine::EPOCH_TICK`]: over its CPU limit or past its total
-//! timeout, the chain's page is made unreadable (`mprotect`), and the
-//! guest's next check traps. The chain's [`Interrupt`] records why first,
-//! so the trap is classified from that fact.
+//! timeout, the chain's page (the host page holding the guard page, of the
+//! host's size: [`guard_page_len`]) is made unreadable (`mprotect`), and
+//! the guest's next check traps. The chain's [`Interrupt`] records why
+//! first, so the trap is classified from that fact.
 //!
 //! Host code must never touch guest memory while the page is unreadable:
 //! a fault there is not wasm's, and would take the process down. So the
 //! page is only protected while the guest runs wasm, as the store's call
-//! hook tracks (every host function and every libcall, `memory.copy`
-//! included, passes it): a chain found in host code is marked, and its
-//! return to wasm traps instead; a protected chain's entry into host code
-//! traps before the host runs. The page is made readable again when the
-//! guest has returned, before the store (and its memory slot) is reused.
+//! hook tracks: every host function, and every libcall that returns a
+//! result, passes it; a chain found in host code is marked, and its return
+//! to wasm traps instead; a protected chain's entry into host code traps
+//! before the host runs. `memory.copy` and `memory.fill` are libcalls that
+//! bypass the hook: the build routes each through a wasm function that
+//! copies byte by byte when it touches the guard span, so there the fault
+//! is wasm's trap. The page is made readable again when the guest has
+//! returned, before the store (and its memory slot) is reused.
+//!
+//! A stop that does not take (the guest still running [`STOP_GRACE`] after
+//! its page was protected, or `mprotect` failing) is logged, and the
+//! chain is answered without its guest ([`Interrupt::abandoned`]).
 
 #[path = "../../guest/cpython/interrupt/page.rs"]
 mod page;
@@ -33,7 +41,56 @@ use wasmtime::component::{ComponentType, Lift, WasmList};
 
 use super::meters::CpuClock;
 
-const PAGE_SIZE: usize = 4096;
+/// How long a stopped guest may keep running before its stop is taken not
+/// to have worked: far above the watchdog's tick and a check's distance.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the guard page cannot be used on this host.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PageSizeError {
+    /// The host's page size could not be read.
+    #[error("the host's page size could not be read")]
+    Unknown,
+    /// Protecting a page of this size would cover more than the guest's
+    /// guard span (or less than its checks read).
+    #[error(
+        "the host's memory pages are {0} bytes; the CPython guest can only be stopped on hosts with pages of 4 KiB \
+         to 64 KiB (its guard page's span)"
+    )]
+    Unsupported(usize),
+}
+
+/// The length to protect for a host with pages of `page_size` bytes: one
+/// host page, which must hold every byte the checks read and lie inside
+/// the span the bulk-memory rerouting covers.
+pub(crate) fn guard_len_for(page_size: usize) -> Result<usize, PageSizeError> {
+    let fits = page_size.is_power_of_two()
+        && page_size >= page::CHECKED_BYTES as usize
+        && page_size <= page::GUARD_SPAN as usize
+        && (page::GUARD_PAGE as usize).is_multiple_of(page_size);
+    if fits {
+        Ok(page_size)
+    } else {
+        Err(PageSizeError::Unsupported(page_size))
+    }
+}
+
+/// The length a stop protects on this host (see [`guard_len_for`]).
+pub(crate) fn guard_page_len() -> Result<usize, PageSizeError> {
+    guard_len_for(host_page_size().ok_or(PageSizeError::Unknown)?)
+}
+
+#[cfg(unix)]
+fn host_page_size() -> Option<usize> {
+    // SAFETY: sysconf reads a constant of the system; no memory is involved.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).ok().filter(|&s| s > 0)
+}
+
+#[cfg(not(unix))]
+fn host_page_size() -> Option<usize> {
+    None
+}
 
 /// Where the guest runs, as the call hook last saw it, or that it is being
 /// stopped.
@@ -77,17 +134,25 @@ pub(crate) struct Interrupt {
     /// Wakes the chain's thread when it is stopped while parked in a host
     /// call (see [`Interrupt::stopped`]).
     stopped: tokio::sync::Notify,
+    /// Wakes the chain when its stop did not take (see
+    /// [`Interrupt::abandoned`]).
+    abandoned: tokio::sync::Notify,
     clock: Arc<CpuClock>,
     deadline: Instant,
 }
 
-/// The guard page's host address (0 when not armed), whether it is
-/// protected now, and whether the guest has returned (nothing is stopped
-/// after that).
+/// The guard page's host address (0 when not armed) and length, when it
+/// was protected (or the stop found no page to protect), whether that
+/// failed, whether the chain was answered without its guest, and whether
+/// the guest has returned (nothing is stopped after that).
 #[derive(Debug, Default)]
 struct Page {
     address: usize,
+    len: usize,
     protected: bool,
+    stopped_at: Option<Instant>,
+    failed: bool,
+    abandoned: bool,
     finished: bool,
 }
 
@@ -101,6 +166,7 @@ impl Interrupt {
             entries: AtomicU64::new(0),
             page: Mutex::new(Page::default()),
             stopped: tokio::sync::Notify::new(),
+            abandoned: tokio::sync::Notify::new(),
             clock,
             deadline,
         })
@@ -143,23 +209,28 @@ impl Interrupt {
     /// chain of this instance left. Returns the page's host address, for
     /// the instance's later chains ([`Interrupt::rearm`]).
     pub(crate) fn arm(&self, memory: GuestMemory) -> Result<usize, String> {
+        let len = guard_page_len().map_err(|e| e.to_string())?;
         let offset = page::GUARD_PAGE as usize;
         let address = memory.base.wrapping_add(offset);
-        if memory.len < offset + PAGE_SIZE || !address.is_multiple_of(PAGE_SIZE) {
+        if memory.len < offset + page::GUARD_SPAN as usize || !address.is_multiple_of(len) {
             return Err(format!(
                 "the guard page at {offset:#x} is not a whole page of the guest's memory"
             ));
         }
-        protect(address, false).map_err(|e| format!("the guard page could not be made readable: {e}"))?;
-        self.page().address = address;
+        protect(address, len, false).map_err(|e| format!("the guard page could not be made readable: {e}"))?;
+        self.rearm(address);
         Ok(address)
     }
 
     /// Arms with the page an earlier chain of the same instance found
     /// (readable again since that chain's [`Interrupt::disarm`]).
     pub(crate) fn rearm(&self, address: usize) {
-        if address != 0 {
-            self.page().address = address;
+        if address != 0
+            && let Ok(len) = guard_page_len()
+        {
+            let mut page = self.page();
+            page.address = address;
+            page.len = len;
         }
     }
 
@@ -168,7 +239,7 @@ impl Interrupt {
     pub(crate) fn disarm(&self) {
         let mut page = self.page();
         if page.protected
-            && let Err(e) = protect(page.address, false)
+            && let Err(e) = protect(page.address, page.len, false)
         {
             tracing::error!("the guard page could not be made readable again: {e}");
         }
@@ -200,6 +271,13 @@ impl Interrupt {
         self.stopped.notified().await;
     }
 
+    /// Completes once the chain's stop has not taken (see [`STOP_GRACE`]):
+    /// what the chain waits for beside its guest's thread, so it is
+    /// answered even if its guest runs on.
+    pub(crate) async fn abandoned(&self) {
+        self.abandoned.notified().await;
+    }
+
     /// Stops the chain for `reason` (the first reason stays).
     fn stop(&self, reason: Reason) {
         let code = match reason {
@@ -225,10 +303,14 @@ impl Interrupt {
                         .compare_exchange(IN_WASM, STOPPED, Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
                     {
+                        page.stopped_at = Some(Instant::now());
                         if page.address != 0 {
-                            match protect(page.address, true) {
+                            match protect(page.address, page.len, true) {
                                 Ok(()) => page.protected = true,
-                                Err(e) => tracing::error!("the guard page could not be protected: {e}"),
+                                Err(e) => {
+                                    tracing::error!("the guard page could not be protected: {e}");
+                                    page.failed = true;
+                                }
                             }
                         }
                         return;
@@ -253,7 +335,11 @@ impl Interrupt {
     /// over its CPU limit. Returns the entry count seen.
     fn look(&self, now: Instant, last_entries: u64) -> u64 {
         let entries = self.entries.load(Ordering::Relaxed);
-        if self.reason().is_some() || self.page().finished {
+        if let Some(reason) = self.reason() {
+            self.abandon_if_overdue(now, reason);
+            return entries;
+        }
+        if self.page().finished {
             return entries;
         }
         if now >= self.deadline {
@@ -268,27 +354,55 @@ impl Interrupt {
     }
 }
 
+impl Interrupt {
+    /// A stopped chain whose guest still runs [`STOP_GRACE`] after its
+    /// page was protected, or whose page could not be protected: logged,
+    /// and the chain is let go ([`Interrupt::abandoned`]). Its thread runs
+    /// on until the guest returns, if it ever does.
+    fn abandon_if_overdue(&self, now: Instant, reason: Reason) {
+        let mut page = self.page();
+        if page.finished || page.abandoned {
+            return;
+        }
+        let overdue = page.failed || page.stopped_at.is_some_and(|at| now >= at + STOP_GRACE);
+        if overdue {
+            page.abandoned = true;
+            tracing::error!(
+                "a CPython chain stopped ({reason:?}) is still running {}; it is answered without its guest, \
+                 whose thread and pool slot stay taken until it returns",
+                if page.failed {
+                    "(its guard page could not be protected)".to_owned()
+                } else {
+                    format!("{}s after its guard page was protected", STOP_GRACE.as_secs())
+                }
+            );
+            self.abandoned.notify_one();
+        }
+    }
+}
+
 impl Drop for Interrupt {
     fn drop(&mut self) {
         self.disarm();
     }
 }
 
-/// Makes the page at `address` unreadable (`protect`) or readable and
-/// writable again.
+/// Makes the `len` bytes at `address` unreadable (`protect`) or readable
+/// and writable again.
 #[cfg(unix)]
-fn protect(address: usize, protect: bool) -> std::io::Result<()> {
+fn protect(address: usize, len: usize, protect: bool) -> std::io::Result<()> {
     let flags = if protect {
         libc::PROT_NONE
     } else {
         libc::PROT_READ | libc::PROT_WRITE
     };
-    // SAFETY: `address` is the page-aligned guard page inside the guest's
-    // linear memory mapping (checked in `arm`), which lives as long as its
-    // store, and the store outlives its `Interrupt`'s armed state (disarmed
-    // before the store is dropped or reused). Only wasm reads it while it is
-    // protected (see the module's doc).
-    if unsafe { libc::mprotect(address as *mut libc::c_void, PAGE_SIZE, flags) } == 0 {
+    // SAFETY: `address` is the host-page-aligned guard page inside the
+    // guest's linear memory mapping and `len` one host page (checked in
+    // `arm`), which lives as long as its store, and the store outlives its
+    // `Interrupt`'s armed state (disarmed before the store is dropped or
+    // reused). Only wasm reads it while it is protected (see the module's
+    // doc).
+    if unsafe { libc::mprotect(address as *mut libc::c_void, len, flags) } == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
@@ -296,7 +410,7 @@ fn protect(address: usize, protect: bool) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn protect(_address: usize, _protect: bool) -> std::io::Result<()> {
+fn protect(_address: usize, _len: usize, _protect: bool) -> std::io::Result<()> {
     Err(std::io::Error::other("no mprotect on this platform"))
 }
 
@@ -351,9 +465,12 @@ impl Watchdog {
 /// The guest's linear memory as the host maps it, lifted from the `arm`
 /// import's `list<u8>` argument (whose contents are ignored): the one way
 /// to learn where a component's core memory is, since the component API
-/// exposes none. It uses wasmtime's lifting internals (`__internal`, what
-/// its derive macros use); a wasmtime upgrade that changes them fails to
-/// compile here.
+/// exposes none (a public `WasmList<u8>` gives a slice of its contents,
+/// but not where the list lies). It uses wasmtime's lifting internals
+/// (`__internal`, what its derive macros use), which follow no semver:
+/// Cargo.toml pins wasmtime's exact version, so an upgrade is a deliberate
+/// change that reviews this, and one that changes them fails to compile
+/// here.
 pub(crate) struct GuestMemory {
     base: usize,
     len: usize,
@@ -392,5 +509,110 @@ impl GuestMemory {
             base: memory.as_ptr() as usize,
             len: memory.len(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_page_is_one_host_page_of_4_16_or_64_kib() {
+        for size in [4096, 16 * 1024, 64 * 1024] {
+            assert_eq!(guard_len_for(size).expect("supported"), size);
+        }
+    }
+
+    #[test]
+    fn a_host_page_larger_than_the_guard_span_is_refused() {
+        for size in [128 * 1024, 2 * 1024 * 1024, 2048, 12 * 1024] {
+            let refused = guard_len_for(size).expect_err("refused").to_string();
+            assert!(refused.contains(&size.to_string()), "{refused}");
+        }
+    }
+
+    #[test]
+    fn this_hosts_page_size_is_supported() {
+        guard_page_len().expect("the test host's pages");
+    }
+
+    /// A chain's interruption state, stopped in wasm (as the watchdog finds
+    /// it past its deadline), its guard page at `address`.
+    fn stopped_at(address: usize) -> Arc<Interrupt> {
+        let meters = crate::sandbox::Meters::new(&crate::policy::ChainPolicy::default());
+        let interrupt = Interrupt::new(meters.clock.clone(), Instant::now());
+        interrupt.rearm(address);
+        interrupt.hook(CallHook::ReturningFromHost).expect("into wasm");
+        let now = Instant::now();
+        interrupt.look(now, 0);
+        assert_eq!(interrupt.reason(), Some(Reason::Timeout));
+        interrupt
+    }
+
+    /// Whether `interrupt`'s chain has been let go.
+    fn abandoned(interrupt: &Interrupt) -> bool {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_millis(10), interrupt.abandoned())
+                .await
+                .is_ok()
+        })
+    }
+
+    /// `len` bytes of fresh anonymous memory (page-aligned), unmapped if
+    /// `unmap`.
+    #[cfg(unix)]
+    fn mapping(len: usize, unmap: bool) -> usize {
+        // SAFETY: a fresh anonymous mapping, touched by nobody else.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(address, libc::MAP_FAILED);
+        if unmap {
+            // SAFETY: the mapping just made, which nothing uses.
+            assert_eq!(unsafe { libc::munmap(address, len) }, 0);
+        }
+        address as usize
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_stop_whose_page_cannot_be_protected_lets_the_chain_go_at_once() {
+        let len = guard_page_len().expect("page size");
+        let interrupt = stopped_at(mapping(len, true));
+        assert!(!abandoned(&interrupt), "let go before the watchdog's next look");
+        interrupt.look(Instant::now(), 0);
+        assert!(
+            abandoned(&interrupt),
+            "a chain whose stop failed is kept waiting for its guest"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_guest_still_running_past_the_grace_after_its_stop_is_let_go() {
+        let len = guard_page_len().expect("page size");
+        let page = mapping(len, false);
+        let interrupt = stopped_at(page);
+        interrupt.look(Instant::now(), 0);
+        assert!(!abandoned(&interrupt), "let go within the grace");
+        interrupt.look(Instant::now() + STOP_GRACE, 0);
+        assert!(
+            abandoned(&interrupt),
+            "a guest that outlived its stop keeps its chain waiting"
+        );
+        interrupt.disarm();
+        // SAFETY: readable again (disarmed); nothing else uses the mapping.
+        assert_eq!(unsafe { libc::munmap(page as *mut libc::c_void, len) }, 0);
     }
 }

@@ -28,14 +28,16 @@ mod meters;
 mod quota;
 
 pub(crate) use imports::{add_to_component_linker, add_to_linker, check_cpython_guest};
-pub(crate) use interrupt::{Interrupt, Reason, Stopped, Watchdog};
+pub(crate) use interrupt::{Interrupt, Reason, Stopped, Watchdog, guard_page_len};
 pub(crate) use meters::Meters;
 use meters::{MemoryLimiter, Tick};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chainbox_protocol::{CallOutcome, Finish, GuestLimits, PROTOCOL_VERSION, RunRequest, ToolDecl, encode};
+use chainbox_protocol::{
+    CallOutcome, Finish, GuestLimits, MAX_GUEST_MESSAGE_BYTES, PROTOCOL_VERSION, RunRequest, ToolDecl, encode,
+};
 use tokio::task::JoinSet;
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -185,6 +187,10 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Res
     let mut store = Store::new(engine, ChainState::for_chain(setup, wasi)?);
     store.limiter(|s| &mut s.memory);
     if cpython {
+        // What wasmtime lifts from the guest in one host call (a string
+        // argument, the `run` export's answer) is refused over this many
+        // bytes before it is copied: the monty guest's message limit.
+        store.set_hostcall_fuel(MAX_GUEST_MESSAGE_BYTES);
         store.call_hook(|ctx, hook| match &ctx.data().interrupt {
             Some(interrupt) => interrupt.hook(hook),
             None => Ok(()),
@@ -362,6 +368,12 @@ pub(crate) fn ending(store: &mut Store<ChainState>, trap: Option<wasmtime::Error
     }
 }
 
+/// How wasmtime's refusal to lift more than the store's hostcall fuel
+/// begins (its error type is private; the text is pinned with wasmtime's
+/// exact version, and `cpython::an_oversized_message_to_the_host_bridge_is_refused_uncopied`
+/// checks it).
+const HOSTCALL_FUEL_EXHAUSTED: &str = "too much data is being copied between the host and the guest";
+
 fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
     if let Some(fatal) = &state.fatal {
         return match fatal {
@@ -381,6 +393,16 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
     }
     if state.memory.hit() {
         return memory_limit_exceeded(state.memory.limit());
+    }
+    if err
+        .chain()
+        .any(|cause| cause.to_string().starts_with(HOSTCALL_FUEL_EXHAUSTED))
+    {
+        return ChainError::new(
+            ErrorKind::Crash,
+            "ProtocolError",
+            format!("the guest passed the host a message over the {MAX_GUEST_MESSAGE_BYTES}-byte limit"),
+        );
     }
     let message = match err.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::StackOverflow) => "the script overflowed the sandbox stack".to_owned(),

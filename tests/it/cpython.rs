@@ -680,3 +680,104 @@ async fn a_memory_limit_below_cpythons_start_is_a_memory_error_not_a_spare() {
     assert_ok(&ok);
     assert!(ok.usage.peak_memory_bytes > 4 << 20, "{:?}", ok.usage);
 }
+
+/// `gate()`: returns once `count` calls of it have arrived.
+struct Gate(tokio::sync::Barrier);
+
+#[async_trait::async_trait]
+impl chainbox::Tool for Gate {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn description(&self) -> &str {
+        "Waits for every chain to arrive."
+    }
+    fn input_schema(&self) -> &Value {
+        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        S.get_or_init(|| json!({"type": "object", "properties": {}}))
+    }
+    async fn execute(
+        &self,
+        _ctx: chainbox::ToolContext,
+        _args: serde_json::Map<String, Value>,
+    ) -> Result<chainbox::ToolOutput, chainbox::ToolError> {
+        self.0.wait().await;
+        Ok(chainbox::ToolOutput::Value(Value::Null))
+    }
+}
+
+/// CPython guests hold their thread while parked in a tool call, and
+/// `read_file` reads on tokio's blocking pool: the guests run on threads
+/// of their own, so more parked CPython chains than the pool has threads
+/// all get their reads done.
+#[test]
+fn more_parked_cpython_chains_than_blocking_threads_all_finish() {
+    const BLOCKING_THREADS: usize = 4;
+    const CHAINS: usize = 8;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let root = tempfile::tempdir().expect("root");
+    std::fs::write(root.path().join("a.txt"), "hello").expect("file");
+    let read_file = chainbox::tools::read_file::ReadFileTool::new(root.path()).expect("read_file");
+    let gate = Gate(tokio::sync::Barrier::new(CHAINS));
+    let registry = ToolRegistry::from_local([
+        Arc::new(read_file) as Arc<dyn chainbox::Tool>,
+        Arc::new(gate) as Arc<dyn chainbox::Tool>,
+    ])
+    .expect("registry");
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        total_timeout_s: 60.0,
+        call_timeout_s: 60.0,
+        granted_permissions: [chainbox::tools::Permission::FsRead].into(),
+        ..ChainPolicy::default()
+    };
+    let approval = Approval::auto(ToolRisk::Safe);
+    runtime.block_on(async {
+        let engine = chainbox::Engine::with_config(chainbox::EngineConfig {
+            max_concurrent_chains: CHAINS as u32,
+            ..chainbox::EngineConfig::default()
+        })
+        .expect("engine");
+        engine.prepare_cpython().await.expect("the CPython guest");
+        let script = "await gate()\n(await read_file(path='a.txt'))['text']";
+        let chains = (0..CHAINS).map(|_| engine.run(script, &registry, &policy, &approval));
+        let results = tokio::time::timeout(std::time::Duration::from_secs(30), futures::future::join_all(chains))
+            .await
+            .expect("the parked chains' reads never ran: their guests hold the blocking pool");
+        for r in results {
+            assert_ok(&r);
+            assert_eq!(r.output, json!("hello"));
+        }
+    });
+}
+
+/// A script can call the `host` bridge itself, with a string as large as
+/// its memory holds: the host refuses one over the guest-message limit
+/// (256 MiB, wasmtime's hostcall fuel) before copying it, as it does the
+/// monty guest's, with a typed error.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_oversized_message_to_the_host_bridge_is_refused_uncopied() {
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        max_memory_bytes: 1 << 30,
+        max_cpu_s: 30.0,
+        total_timeout_s: 60.0,
+        ..ChainPolicy::default()
+    };
+    let script = "from wit_world.imports import host\nhost.call('x' * (256 * 1024 * 1024 + 1))";
+    let r = engine()
+        .run(script, &registry(), &policy, &Approval::auto(ToolRisk::Safe))
+        .await;
+    assert_eq!(r.status, ChainStatus::Error, "{r:#?}");
+    let error = r.error.as_ref().expect("an error");
+    assert_eq!(error.error_type, "ProtocolError", "{error:#?}");
+    assert!(
+        error.message.contains("a message over the 268435456-byte limit"),
+        "{error:#?}"
+    );
+}

@@ -3,6 +3,14 @@
 //! calls, in every core module of the component that uses its memory. Run
 //! by `build.rs` after the hashes are spliced.
 //!
+//! Each check of a function reads a different byte of the page (or the
+//! same byte with another load instruction): Cranelift's alias analysis
+//! drops a load identical to an earlier one that dominates it when no
+//! store or call comes between, so a store-free loop (a string search, a
+//! strip) reached after an earlier check lost its own, and ran to its end
+//! with the page protected. Loads of different addresses or kinds are
+//! never merged, so every check stays.
+//!
 //! Why: the guest must stop when its chain is over its CPU or time limit,
 //! and wasmtime's epoch checks (a load, a compare and a branch at the same
 //! points) cost a CPU-bound script a quarter of its time, because CPython's
@@ -19,7 +27,8 @@
 //! that may trap even when its value is unused.
 //!
 //! Each `memory.copy` and `memory.fill` also becomes a call of a function
-//! added here, which does the same unless its bytes touch the guard page,
+//! added here, which does the same unless its bytes touch the guard span
+//! (the 64 KiB from the guard page: the most a host page can protect),
 //! and then copies or fills byte by byte in wasm. Wasmtime runs the bulk
 //! instructions as host code (a libcall that bypasses the store's call
 //! hook): had one touched the page while it was unreadable, the fault
@@ -30,7 +39,7 @@ use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, Ra
 use wasmparser::{Operator, Parser, Payload, TypeRef};
 
 use super::super::cpython_component::{replace_modules, top_level_modules};
-use super::page::GUARD_PAGE;
+use super::page::{CHECKED_BYTES, GUARD_PAGE, GUARD_SPAN};
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -92,7 +101,7 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
     // An imported memory's minimum is only what the importer needs; the
     // main module's declaration makes the shared memory, so it must hold
     // the page from instantiation on.
-    if defined && u64::from(GUARD_PAGE) + 4096 > minimum * 65536 {
+    if defined && u64::from(GUARD_PAGE) + u64::from(GUARD_SPAN) > minimum * 65536 {
         return Err(format!(
             "the memory starts at {minimum} pages, too small for the guard page at {GUARD_PAGE:#x}"
         ));
@@ -158,7 +167,6 @@ struct Bulk {
 /// at each loop header, and its bulk-memory instructions calling `bulk`'s
 /// functions.
 fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Result<CodeSection> {
-    let check = check();
     let call = |function: u32| {
         let mut sink = Function::new([]);
         sink.instructions().call(function);
@@ -171,21 +179,28 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
         range.start as u64,
     ))
     .map_err(parse_error)?;
-    for body in reader {
+    for (index, body) in reader.into_iter().enumerate() {
         let body = body.map_err(parse_error)?;
         let mut operators = body.get_operators_reader().map_err(parse_error)?;
         let start = operators.original_position() as usize;
         // Byte ranges to replace (empty for an insertion) and what with.
-        let mut edits: Vec<(usize, usize, &[u8])> = Vec::new();
+        // Check 0 is the entry's (if the function calls), loops count on.
+        let mut edits: Vec<(usize, usize, Vec<u8>)> = Vec::new();
+        let mut checks = 1;
         let mut calls = false;
         while !operators.eof() {
             let at = operators.original_position() as usize;
             let operator = operators.read().map_err(parse_error)?;
             let end = operators.original_position() as usize;
             match operator {
-                Operator::Loop { .. } => edits.push((end, end, &check)),
-                Operator::MemoryCopy { dst_mem: 0, src_mem: 0 } => edits.push((at, end, &copy)),
-                Operator::MemoryFill { mem: 0 } => edits.push((at, end, &fill)),
+                Operator::Loop { .. } => {
+                    let check = check(checks)
+                        .ok_or_else(|| format!("defined function {index} has over {} loops", MAX_CHECKS - 1))?;
+                    edits.push((end, end, check));
+                    checks += 1;
+                }
+                Operator::MemoryCopy { dst_mem: 0, src_mem: 0 } => edits.push((at, end, copy.clone())),
+                Operator::MemoryFill { mem: 0 } => edits.push((at, end, fill.clone())),
                 Operator::MemoryCopy { .. } | Operator::MemoryFill { .. } | Operator::MemoryInit { .. } => {
                     return Err(format!("unexpected bulk-memory instruction {operator:?}"));
                 }
@@ -201,12 +216,12 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
         let end = body.range().end as usize;
         let mut bytes = module[body.range().start as usize..start].to_vec();
         if calls {
-            bytes.extend_from_slice(&check);
+            bytes.extend(check(0).ok_or("no first check")?);
         }
         let mut from = start;
         for (at, to, with) in edits {
             bytes.extend_from_slice(&module[from..at]);
-            bytes.extend_from_slice(with);
+            bytes.extend_from_slice(&with);
             from = to;
         }
         bytes.extend_from_slice(&module[from..end]);
@@ -215,14 +230,14 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
     Ok(section)
 }
 
-/// Pushes whether `[start, start + len)` (locals, as i32) touches the guard
-/// page, in 64-bit arithmetic (no wrap).
+/// Pushes whether `[start, start + len)` (locals, as i32) touches the
+/// guard span (the most a stop may protect), in 64-bit arithmetic (no wrap).
 fn touches_guard(f: &mut Function, start: u32, len: u32) {
     let page = i64::from(GUARD_PAGE);
     f.instructions()
         .local_get(start)
         .i64_extend_i32_u()
-        .i64_const(page + 4096)
+        .i64_const(page + i64::from(GUARD_SPAN))
         .i64_lt_u()
         .local_get(start)
         .i64_extend_i32_u()
@@ -332,19 +347,37 @@ fn guarded_fill() -> Function {
     f
 }
 
-/// `i32.const GUARD_PAGE; i32.load8_u; drop`, encoded.
-fn check() -> Vec<u8> {
+/// The one-byte loads a check may use: each reads the same byte as a
+/// different Cranelift load (type, extension), so the analysis that merges
+/// identical loads keeps them apart.
+const LOADS: usize = 4;
+
+/// The most checks one function can have, each of them distinct.
+pub const MAX_CHECKS: usize = CHECKED_BYTES as usize * LOADS;
+
+/// Check `n` of a function (`None` past [`MAX_CHECKS`]), encoded: a load of
+/// byte `n % CHECKED_BYTES` of the guard page, dropped; its kind of load
+/// from `n / CHECKED_BYTES`.
+fn check(n: usize) -> Option<Vec<u8>> {
+    let byte = (n % CHECKED_BYTES as usize) as u64;
+    let arg = wasm_encoder::MemArg {
+        offset: byte,
+        align: 0,
+        memory_index: 0,
+    };
     let mut sink = wasm_encoder::Function::new([]);
-    sink.instructions()
-        .i32_const(GUARD_PAGE as i32)
-        .i32_load8_u(wasm_encoder::MemArg {
-            offset: 0,
-            align: 0,
-            memory_index: 0,
-        })
-        .drop();
+    let mut instructions = sink.instructions();
+    instructions.i32_const(GUARD_PAGE as i32);
+    match n / CHECKED_BYTES as usize {
+        0 => instructions.i32_load8_u(arg),
+        1 => instructions.i32_load8_s(arg),
+        2 => instructions.i64_load8_u(arg),
+        3 => instructions.i64_load8_s(arg),
+        _ => return None,
+    };
+    instructions.drop();
     let raw = sink.into_raw_body();
     // `Function::new([])` encodes an empty locals vector (one byte 0) and
     // `into_raw_body` no `end`: the instructions are what follows.
-    raw[1..].to_vec()
+    Some(raw[1..].to_vec())
 }

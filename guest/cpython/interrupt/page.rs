@@ -1,13 +1,31 @@
 //! Where the CPython guest's interruption checks read (`checks.rs`): the
-//! guest address of a 4 KiB page of its linear memory. Shared by `build.rs`,
-//! which puts the checks in, and the engine, which makes the page unreadable
-//! to stop the guest (`src/sandbox/interrupt.rs`).
+//! guard page of its linear memory. Shared by `build.rs`, which puts the
+//! checks in, and the engine, which makes the host page holding
+//! [`GUARD_PAGE`] unreadable to stop the guest (`src/sandbox/interrupt.rs`).
 //!
-//! Any page the memory always has will do (64 KiB: inside the main
-//! module's data, which its 350 initial pages hold): the host makes it
-//! unreadable only to end the chain, and host code never touches guest
-//! memory while it is (see `interrupt.rs`), so the guest's own use of the
-//! page costs nothing but an earlier trap.
+//! The host page's size is the host's (4 KiB on x86-64, 16 KiB on Apple
+//! silicon, 64 KiB on some arm64 and ppc64 kernels), so the layout holds
+//! for any of them: [`GUARD_PAGE`] is 64 KiB-aligned, so it begins a host
+//! page on every host with pages of at most [`GUARD_SPAN`]; every check
+//! reads within its first [`CHECKED_BYTES`], inside that host page on every
+//! host (pages are at least 4 KiB); and the bulk-memory rerouting covers
+//! the whole [`GUARD_SPAN`], the most a host page can protect. A host with
+//! larger pages is refused (`interrupt::guard_page_len`).
+//!
+//! Any 64 KiB the memory always has will do: at 64 KiB lies the deep end of
+//! the main module's shadow stack (the C stack grows down towards it, and
+//! only a C stack nearly full reaches it), which its 350 initial pages hold.
+//! The host protects it only to end the chain, and host code never touches
+//! guest memory while it is protected (see `interrupt.rs`), so the guest's
+//! own use of it costs nothing but an earlier trap.
 
-/// The guard page's guest address; 4 KiB-aligned.
+/// The guard page's guest address; 64 KiB-aligned.
 pub const GUARD_PAGE: u32 = 0x1_0000;
+
+/// Bytes from [`GUARD_PAGE`] the checks read (each a different one, see
+/// `checks.rs`): the smallest host page.
+pub const CHECKED_BYTES: u32 = 4096;
+
+/// Bytes from [`GUARD_PAGE`] a stop may protect: the largest host page
+/// supported. `memory.copy` and `memory.fill` touching them run in wasm.
+pub const GUARD_SPAN: u32 = 0x1_0000;
