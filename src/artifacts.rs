@@ -23,7 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
-use crate::chain::truncate_chars;
+use crate::util::truncate_chars;
 
 /// The prefix of every artifact ref.
 const PREFIX: &str = "sha256:";

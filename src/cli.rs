@@ -11,10 +11,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::Approval;
-use crate::chain::{ChainRunResult, RunOptions};
+use crate::chain::RunOptions;
 use crate::manifest::Manifest;
 use crate::mcp::serve::{self, ChainServer};
 use crate::policy::{ChainPolicy, PythonChoice};
+use crate::result::ChainRunResult;
 use crate::skills::Skill;
 use crate::tools::ToolRisk;
 use crate::workspace::WORKSPACE;

@@ -19,12 +19,13 @@ use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, Module, PoolingA
 
 use crate::approval::Approval;
 use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
-use crate::chain::{self, ChainRunResult, GuestThreads, RunOptions};
+use crate::chain::{self, GuestThreads, RunOptions};
 use crate::digest::sha256_hex;
 use crate::housekeeper::{Guest, Housekeeper};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
 use crate::python_choice::Interpreter;
+use crate::result::ChainRunResult;
 use crate::sandbox::{self, ChainState, Watchdog};
 use crate::tools::ToolRegistry;
 

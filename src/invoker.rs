@@ -43,13 +43,12 @@ use serde_json::{Map, Value};
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::artifacts::{ArtifactRef, ArtifactStore};
-use crate::chain::{
-    CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PolicyDecision, millis, truncate_chars, utc_now_rfc3339,
-};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::policy::ChainPolicy;
+use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PolicyDecision};
 use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, new_call_id};
+use crate::util::{millis, truncate_chars, utc_now_rfc3339};
 use crate::workspace::Workspace;
 use futures::FutureExt;
 

@@ -50,6 +50,7 @@ pub mod mcp;
 pub mod policy;
 mod prefault;
 pub mod python_choice;
+pub mod result;
 pub mod run_chain;
 mod sandbox;
 pub mod skills;
@@ -63,6 +64,7 @@ mod snapshot;
 pub mod specs;
 pub mod stubs;
 pub mod tools;
+mod util;
 #[cfg(feature = "fuzzing")]
 pub mod workspace;
 #[cfg(not(feature = "fuzzing"))]
@@ -73,13 +75,13 @@ pub use approval::{
     TerminalApproval,
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
-pub use chain::{
-    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, PolicyDecision,
-    RunOptions,
-};
+pub use chain::RunOptions;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError, PythonChoice};
-pub use python_choice::Interpreter;
+pub use result::{
+    CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, Interpreter,
+    PolicyDecision,
+};
 pub use tools::{
     AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolKind, ToolOutput,
     ToolRegistry, ToolRisk,

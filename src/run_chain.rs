@@ -113,7 +113,7 @@ pub fn chain_result_schema() -> Value {
             "error": {
                 "type": ["object", "null"],
                 "properties": {
-                    "kind": {"type": "string", "enum": crate::chain::ErrorKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
+                    "kind": {"type": "string", "enum": crate::result::ErrorKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
                     "type": {"type": "string"},
                     "message": {"type": "string"},
                     "line": nullable_line,

@@ -20,8 +20,9 @@ use serde_json::{Map, Value, json};
 
 use crate::artifacts::{ArtifactError, ArtifactRefError};
 use crate::artifacts::{ArtifactRef, ArtifactStore, extension_for_media_type};
-use crate::chain::{ArtifactInfo, ChainFile, truncate_chars};
+use crate::result::{ArtifactInfo, ChainFile};
 use crate::tools::{ContentBlock, ToolExecutionResult};
+use crate::util::truncate_chars;
 use crate::workspace::{Workspace, WorkspaceError};
 
 /// Longest `preview` of a handle, in characters (the last an ellipsis when cut).

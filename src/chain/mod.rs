@@ -13,12 +13,11 @@
 //! Invariant: every path out of [`run`] is a [`ChainRunResult`] carrying a
 //! record for every call that passed the budget.
 
-mod result;
 mod threads;
 
-pub use result::*;
 pub(crate) use threads::GuestThreads;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -28,14 +27,29 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
+use crate::artifacts::ArtifactStore;
 use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontyInstance};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
+use crate::result::*;
 use crate::sandbox::{self, ChainSetup, ChainState, Meters, Reason};
 use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
+use crate::util::millis;
 use crate::workspace::Workspace;
+
+/// Per-run settings beyond the policy.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// A name for logs and approval requests; generated when empty.
+    pub run_id: Option<String>,
+    /// Use this directory as `/workspace` (kept after the chain). By default
+    /// a temporary directory is created on first use and removed afterwards.
+    pub workspace: Option<PathBuf>,
+    /// Where offloaded results and media go; the engine's store by default.
+    pub artifacts: Option<Arc<dyn ArtifactStore>>,
+}
 
 /// Runs one chain on `core`. Never fails: every outcome is a
 /// [`ChainRunResult`] with the trace of the calls made.

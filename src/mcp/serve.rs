@@ -46,8 +46,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
-use crate::chain::ChainRunResult;
 use crate::policy::ChainPolicy;
+use crate::result::ChainRunResult;
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
 use crate::tools::ToolRegistry;
 

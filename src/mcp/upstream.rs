@@ -93,10 +93,11 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
 use super::config::McpServer;
-use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
+use crate::result::MAX_ERROR_MESSAGE_CHARS;
 #[cfg(unix)]
 use crate::tools::command::{ProcessGroup, confined_command};
 use crate::tools::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
+use crate::util::truncate_chars;
 
 mod transport;
 

@@ -33,33 +33,15 @@ mod tokens;
 
 use std::fmt;
 
+pub use crate::result::Interpreter;
+
 use rules::{RULES, is_dunder};
 use scan::{Scan, attributes_not_values, missing_builtins};
 use tables::EAGER_ITERATORS;
 pub use tables::{ATTRIBUTES_NOT_VALUES, MISSING_METHODS, MONTY_ENCODINGS};
 use tokens::Kind;
 
-/// Which interpreter runs a chain.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Interpreter {
-    /// The monty interpreter: a Python subset, fast to start.
-    #[default]
-    Monty,
-    /// The CPython guest: all of Python, slower to start.
-    Cpython,
-}
-
 impl Interpreter {
-    /// The interpreter's name as configuration and reports spell it.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Monty => "monty",
-            Self::Cpython => "cpython",
-        }
-    }
-
     /// The interpreter [`needs_cpython`] chooses for `script`.
     #[must_use]
     pub fn for_script(script: &str) -> Self {
@@ -68,12 +50,6 @@ impl Interpreter {
         } else {
             Self::Monty
         }
-    }
-}
-
-impl fmt::Display for Interpreter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
-use crate::chain::Usage;
 use crate::policy::ChainPolicy;
+use crate::result::Usage;
 
 /// Text kept up to a byte cap; the rest is counted and dropped.
 #[derive(Debug, Default)]
@@ -77,7 +77,7 @@ impl Meters {
         let mut stdout = self.stdout();
         let usage = Usage {
             peak_memory_bytes: self.peak_memory.load(Ordering::Relaxed),
-            cpu_ms: crate::chain::millis(self.clock.used()),
+            cpu_ms: crate::util::millis(self.clock.used()),
             stdout_bytes: stdout.total,
             stdout_truncated: stdout.truncated,
         };

@@ -43,10 +43,10 @@ use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::chain::{ChainError, ErrorKind, Usage};
 use crate::invoker::{BudgetExceeded, InvokerSession};
 use crate::policy::ChainPolicy;
 use crate::python_choice::Interpreter;
+use crate::result::{ChainError, ErrorKind, Usage};
 use crate::tools::{ToolRegistry, schema_params};
 use crate::workspace::{WORKSPACE, Workspace};
 

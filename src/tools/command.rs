@@ -30,7 +30,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolRisk};
-use crate::chain::{MAX_ERROR_MESSAGE_CHARS, truncate_chars};
+use crate::result::MAX_ERROR_MESSAGE_CHARS;
+use crate::util::truncate_chars;
 
 /// Default cap on a command tool's stdout: 64 MiB. Large enough for media
 /// results (base64 images), small enough that a tool stuck in a print loop

@@ -223,7 +223,7 @@ impl ToolExecutionResult {
     /// RFC 3339) and the `policy` it was produced under.
     pub fn observed_now(mut self, source: impl Into<String>, policy: impl Into<String>) -> Self {
         self.source = Some(source.into());
-        self.observed_at = Some(crate::chain::utc_now_rfc3339());
+        self.observed_at = Some(crate::util::utc_now_rfc3339());
         self.policy = Some(policy.into());
         self
     }

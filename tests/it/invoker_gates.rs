@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::approval::{Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest};
-use chainbox::chain::{CallStatus, ChainCallRecord};
 use chainbox::digest::args_digest;
 use chainbox::invoker::{BudgetExceeded, InvokerSession, RUN_CHAIN};
 use chainbox::policy::{ChainPolicy, ToolOverride};
+use chainbox::result::{CallStatus, ChainCallRecord};
 use chainbox::tools::{
     AnyTool, ContentBlock, HostedTool, ProviderDefinedTool, Tool, ToolContext, ToolError, ToolExecutionResult,
     ToolOutput, ToolRegistry, ToolRisk,

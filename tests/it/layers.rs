@@ -11,10 +11,13 @@ use std::path::{Path, PathBuf};
 /// The floors, bottom first. A module may use only modules of the floors
 /// below its own; two modules of one floor know nothing of each other.
 const FLOORS: &[&[&str]] = &[
-    // The result contract, shared helpers: depend on nothing of ours.
-    &["digest", "text", "result"],
-    // What a chain may call, and the chain's files and artifacts.
-    &["tools", "workspace", "artifacts"],
+    // Shared helpers: depend on nothing of ours.
+    &["digest", "util"],
+    // Content-addressed artifacts, then the result contract that names them.
+    &["artifacts"],
+    &["result"],
+    // What a chain may call, and the chain's files.
+    &["tools", "workspace"],
     // The rules a chain runs under.
     &["policy", "approval"],
     // The gates of one tool call.
@@ -169,7 +172,10 @@ fn graph() -> Graph {
             let folder = module[..module.len() - 1].join("/");
             let me = module[module.len() - 1].clone();
             let mut used: BTreeSet<String> = paths_after(&code, "super::");
-            used.extend(paths_after(&code, &format!("crate::{}::", module[..module.len() - 1].join("::"))));
+            used.extend(paths_after(
+                &code,
+                &format!("crate::{}::", module[..module.len() - 1].join("::")),
+            ));
             used.remove(&me);
             siblings.entry(folder).or_default().entry(me).or_default().extend(used);
         }

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use chainbox::chain::PolicyDecision;
 use chainbox::manifest::Manifest;
+use chainbox::result::PolicyDecision;
 use chainbox::tools::Permission;
 use chainbox::tools::command::CommandTool;
 use chainbox::tools::read_file::ReadFileTool;

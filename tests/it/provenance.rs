@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chainbox::chain::PolicyDecision;
 use chainbox::policy::ToolOverride;
+use chainbox::result::PolicyDecision;
 use chainbox::tools::command::CommandTool;
 use chainbox::{
     Approval, CallStatus, ChainPolicy, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError,

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use chainbox::chain::PolicyDecision;
+use chainbox::result::PolicyDecision;
 use chainbox::skills::{Skill, SkillError};
 use chainbox::{Approval, CallStatus, ChainPolicy, ToolRisk};
 use serde_json::{Value, json};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use chainbox::chain::PolicyDecision;
+use chainbox::result::PolicyDecision;
 use chainbox::tools::{
     AnyTool, HostedTool, ProviderDefinedTool, ToolContext, ToolError, ToolKind, is_hosted_tool,
     is_provider_defined_tool,

@@ -6,14 +6,13 @@
 //! limit hit, timeout, crash, cancellation) produces a `ChainRunResult`
 //! carrying a record for every tool call that was made.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::artifacts::{ArtifactRef, ArtifactStore};
-use crate::python_choice::Interpreter;
+use crate::artifacts::ArtifactRef;
+use crate::util::truncate_chars;
 
 /// How a chain ended, at the top level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,16 +126,6 @@ impl ChainError {
 /// Longest error message a script, a tool or a tool's stderr may put into
 /// a result, in characters: it reaches the model's context.
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 2000;
-
-/// `text` cut to at most `max` characters, the last one an ellipsis when cut.
-pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
-    if text.chars().nth(max).is_none() {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 /// Longest `traceback` of a script error, in characters (its head and its
 /// tail are kept).
@@ -273,11 +262,6 @@ pub struct ChainCallRecord {
     pub policy: Option<PolicyDecision>,
 }
 
-/// Now, in UTC, as RFC 3339: the `observed_at` of records and results.
-pub fn utc_now_rfc3339() -> String {
-    jiff::Timestamp::now().to_string()
-}
-
 /// A file the chain produced in its workspace (a media result).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainFile {
@@ -358,21 +342,32 @@ impl ChainRunResult {
     }
 }
 
-/// Per-run settings beyond the policy.
-#[derive(Clone, Default)]
-pub struct RunOptions {
-    /// A name for logs and approval requests; generated when empty.
-    pub run_id: Option<String>,
-    /// Use this directory as `/workspace` (kept after the chain). By default
-    /// a temporary directory is created on first use and removed afterwards.
-    pub workspace: Option<PathBuf>,
-    /// Where offloaded results and media go; the engine's store by default.
-    pub artifacts: Option<Arc<dyn ArtifactStore>>,
+/// Which interpreter runs a chain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Interpreter {
+    /// The monty interpreter: a Python subset, fast to start.
+    #[default]
+    Monty,
+    /// The CPython guest: all of Python, slower to start.
+    Cpython,
 }
 
-/// Milliseconds with microsecond precision, for durations in results.
-pub(crate) fn millis(d: std::time::Duration) -> f64 {
-    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+impl Interpreter {
+    /// The interpreter's name as configuration and reports spell it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Monty => "monty",
+            Self::Cpython => "cpython",
+        }
+    }
+}
+
+impl fmt::Display for Interpreter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[cfg(test)]
