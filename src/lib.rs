@@ -43,6 +43,7 @@ pub mod demo;
 pub mod digest;
 pub mod discovery;
 pub mod engine;
+mod guests;
 mod housekeeper;
 pub mod invoker;
 pub mod manifest;

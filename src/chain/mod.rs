@@ -13,10 +13,6 @@
 //! Invariant: every path out of [`run`] is a [`ChainRunResult`] carrying a
 //! record for every call that passed the budget.
 
-mod threads;
-
-pub(crate) use threads::GuestThreads;
-
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -28,7 +24,7 @@ use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
-use crate::engine::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontyInstance};
+use crate::guests::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontyInstance};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};

@@ -485,7 +485,7 @@ mod tests {
     /// The names the guest module imports from `chainbox`.
     fn guest_imports() -> BTreeSet<String> {
         let mut names = BTreeSet::new();
-        for payload in wasmparser::Parser::new(0).parse_all(crate::engine::GUEST_WASM) {
+        for payload in wasmparser::Parser::new(0).parse_all(crate::guests::GUEST_WASM) {
             if let Ok(wasmparser::Payload::ImportSection(section)) = payload {
                 for import in section.into_imports().flatten() {
                     if import.module == imports::MODULE {

@@ -6,7 +6,7 @@
 //! build put a load of the guard page (`guest/cpython/interrupt`) at every
 //! loop header and at the entry of every function that calls, and this
 //! module's [`Watchdog`] thread looks at each running chain every
-//! [`crate::engine::EPOCH_TICK`]: over its CPU limit or past its total
+//! [`crate::guests::EPOCH_TICK`]: over its CPU limit or past its total
 //! timeout, the chain's page (the host page holding the guard page, of the
 //! host's size: [`guard_page_len`]) is made unreadable (`mprotect`), and
 //! the guest's next check traps. The chain's [`Interrupt`] records why

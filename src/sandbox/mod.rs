@@ -51,7 +51,7 @@ use crate::tools::{ToolRegistry, schema_params};
 use crate::workspace::{WORKSPACE, Workspace};
 
 /// Deepest Python recursion allowed in a script. Monty's default; the wasm
-/// stack (see `engine::MAX_WASM_STACK`) is sized to hold it.
+/// stack (see `guests::MAX_WASM_STACK`) is sized to hold it.
 const MAX_RECURSION_DEPTH: u32 = 1000;
 
 /// How far below `max_memory_bytes` monty's own memory limit lies: an
@@ -66,7 +66,7 @@ fn monty_memory_limit(max_memory_bytes: u64) -> u64 {
 }
 
 /// A CPU-bound monty chain yields its thread every this many epoch ticks
-/// (`engine::EPOCH_TICK` each): often enough for fairness and for the total
+/// (`guests::EPOCH_TICK` each): often enough for fairness and for the total
 /// deadline to fire promptly, rarely enough not to slow the script down.
 const TICKS_PER_YIELD: u64 = 5;
 

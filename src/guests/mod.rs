@@ -1,0 +1,528 @@
+//! The compiled guests and their instances: what every chain of an
+//! [`Engine`](crate::Engine) runs on, built once. The wasmtime engines
+//! (monty's with epochs and a pooling allocator; CPython's with the
+//! component model and its guard-page watchdog), the guest module
+//! (pre-initialised, precompiled and cached on disk, `cache.rs`), the
+//! linkers with the host imports, the `InstancePre`s, the threads CPython
+//! guests run on (`threads.rs`), the epoch ticker, and the spares the
+//! housekeepers make ahead of their chains.
+//!
+//! Invariant: nothing here is per chain. One chain's life is
+//! [`crate::chain`], which takes its instance from here; its state lives
+//! in the `Store` built by `sandbox`.
+
+mod cache;
+mod threads;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{OnceCell, Semaphore};
+use wasmtime::component::Component;
+use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, PoolingAllocationConfig};
+
+use crate::approval::Approval;
+use crate::artifacts::{ArtifactStore, MemoryArtifactStore};
+use crate::housekeeper::{Guest, Housekeeper};
+use crate::policy::ChainPolicy;
+use crate::prefault::HotPages;
+use crate::python_choice::Interpreter;
+use crate::sandbox::{self, ChainState, Watchdog};
+use crate::tools::ToolRegistry;
+use cache::{cache, cache_key, cached_or_compiled, deserialize_component_file, load_module};
+pub(crate) use threads::GuestThreads;
+
+/// The guest module, built from `guest/` by build.rs.
+pub(crate) static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
+
+/// The CPython guest component, built from `guest/cpython` by build.rs.
+pub(crate) static CPYTHON_WASM: &[u8] = include_bytes!(env!("CHAINBOX_CPYTHON_WASM_PATH"));
+
+/// The CPython guest's shape, for its pooling allocator: per instance of
+/// the component, at most this many core instances (componentize-py links
+/// libc, libpython, the WASI adapter and glue as 14 separate modules),
+/// memories (one, shared by them), tables (two) and table elements (5,674
+/// in libpython's function table today).
+const CPYTHON_CORE_INSTANCES: u32 = 20;
+const CPYTHON_MEMORIES: u32 = 1;
+const CPYTHON_TABLES: u32 = 2;
+const CPYTHON_TABLE_ELEMENTS: usize = 16 * 1024;
+
+/// How often the epoch ticks. Bounds how late a CPU or time limit can fire
+/// and how often a running chain yields to others on its thread.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Wasm stack for the guest. Monty's parser and a 1000-deep Python
+/// recursion need more than wasmtime's 512 KiB default; too little turns a
+/// Python `SyntaxError`/`RecursionError` into a stack-overflow trap.
+pub const MAX_WASM_STACK: usize = 8 * 1024 * 1024;
+
+/// Wasm stack for the CPython guest. CPython 3.14 raises `RecursionError`
+/// when its C stack (about 1 MiB of shadow stack in linear memory) runs
+/// short, but a C frame keeps most of its state in wasm locals on this
+/// stack: comparing two self-referential dicts overflowed 8 MiB before
+/// CPython's own check fired (a `SandboxCrash` where CPython answers
+/// `RecursionError`), and dropping a dict nested 100,000 deep overflowed
+/// 32 MiB. 64 MiB lets CPython's check fire first in every case measured
+/// (repr, ==, <, hash, json, deepcopy, dealloc); untouched pages cost
+/// nothing (trivial chain start unchanged within noise).
+pub const CPYTHON_WASM_STACK: usize = 64 * 1024 * 1024;
+
+/// Largest linear memory any chain may have; policies asking for more are
+/// capped here. Also the pooling allocator's per-slot reservation bound.
+pub const MAX_MEMORY_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+/// Freed monty pool slots decommitted at once. Each decommit is an madvise
+/// whose TLB shootdown interrupts every CPU the runtime's threads ran on;
+/// batching 16 of them cut the trivial chain from ~100 to ~85 µs on a
+/// multi-thread runtime.
+const DECOMMIT_BATCH: usize = 16;
+
+/// Most freed slots waiting to be decommitted: wasmtime keeps a queue per
+/// shard (one per CPU, at most 16) and flushes one when it holds
+/// [`DECOMMIT_BATCH`] slots.
+fn decommit_backlog() -> u32 {
+    let shards = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    u32::try_from((DECOMMIT_BATCH - 1) * shards).unwrap_or(u32::MAX)
+}
+
+/// Errors creating an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// wasmtime rejected the configuration or the module.
+    #[error("wasmtime: {0}")]
+    Wasmtime(String),
+    /// This host cannot run a guest (the CPython guest's guard page needs
+    /// memory pages of 4 to 64 KiB).
+    #[error("this host cannot run the guest: {0}")]
+    Host(String),
+    /// The module cache could not be written (the engine still works, but
+    /// every process recompiles).
+    #[error("module cache at {path}: {source}")]
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn wasmtime_err(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Wasmtime(e.to_string())
+}
+
+/// What every chain of an engine runs on, built once.
+pub(crate) struct Core {
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) pre: InstancePre<ChainState>,
+    /// Pool slots: a chain waits here for one.
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) artifacts: Arc<dyn ArtifactStore>,
+    /// Learned from the warm-up chain before the engine exists (empty if
+    /// prefaulting is off or the warm-up failed); mapped in before every chain.
+    pub(crate) hot_pages: HotPages,
+    /// The CPython guest, compiled (or loaded from the cache) on the first
+    /// chain that needs it, so engines whose chains all run on monty never
+    /// pay for it.
+    cpython: OnceCell<Result<Arc<CpythonGuest>, EngineError>>,
+    /// CPython chains that may run at once (its pool's size).
+    cpython_slots: u32,
+    /// Where compiled guests are cached; `None` if the directory is not
+    /// this user's alone (see [`crate::snapshot::private_cache_dir`]).
+    cache_dir: Option<PathBuf>,
+    stop_ticker: Arc<AtomicBool>,
+    /// What a spare's store holds until a chain takes it.
+    placeholder: Placeholder,
+    /// Drops finished chains' stores and makes the next monty instance
+    /// ahead of its chain (see [`crate::housekeeper`]).
+    pub(crate) housekeeper: Housekeeper<MontyInstance>,
+}
+
+/// A monty instance ready for its chain: instantiated, its hot pages mapped
+/// in, its `_start` not yet called (nothing of any script has run in it).
+/// Made for its chain, or ahead of it as the spare.
+pub(crate) struct MontyInstance {
+    pub(crate) store: wasmtime::Store<ChainState>,
+    pub(crate) memory: Option<wasmtime::Memory>,
+    pub(crate) start: wasmtime::TypedFunc<(), ()>,
+}
+
+/// What CPython chains run on: their own wasmtime engine (the component
+/// model, and instances sized for CPython rather than the monty pool's
+/// slots) with the component pre-linked, and its housekeeper (see
+/// [`crate::housekeeper`]): a fresh CPython instance costs ~1.5 ms to
+/// instantiate (libpython's function table, the component's glue) and its
+/// first run ~6 ms more in copy-on-write faults of the snapshot's heap,
+/// both off a chain's path when it takes a spare made and warmed ahead.
+pub(crate) struct CpythonGuest {
+    pub(crate) engine: wasmtime::Engine,
+    pub(crate) pre: wasmtime::component::InstancePre<ChainState>,
+    /// Stops its chains over their CPU limit or total timeout.
+    pub(crate) watchdog: Arc<Watchdog>,
+    /// The threads its chains run on (one per running chain).
+    pub(crate) threads: Arc<GuestThreads>,
+    /// What a spare's store holds until a chain takes it: no tools (but
+    /// the warm-up's own), deny-all approval; its workspace is the
+    /// directory its chain will adopt.
+    placeholder: Placeholder,
+    pub(crate) housekeeper: Housekeeper<Spare>,
+}
+
+/// An instance made before its chain was known, and a workspace
+/// directory for that chain.
+pub(crate) struct Spare {
+    pub(crate) store: wasmtime::Store<ChainState>,
+    pub(crate) run: wasmtime::component::TypedFunc<(String,), (String,)>,
+    /// The directory preopened as the spare's `/workspace`: the chain that
+    /// takes the spare must adopt it as its own.
+    pub(crate) workspace: tempfile::TempDir,
+}
+
+/// What a spare's store holds until a chain takes it and `bind` replaces
+/// it: the warm-up tool only, deny-all approval, the engine's memory cap.
+struct Placeholder {
+    registry: ToolRegistry,
+    policy: Arc<ChainPolicy>,
+    artifacts: Arc<MemoryArtifactStore>,
+}
+
+impl Placeholder {
+    fn new() -> Self {
+        let policy = ChainPolicy {
+            max_memory_bytes: MAX_MEMORY_BYTES,
+            ..ChainPolicy::default()
+        };
+        let warm_up = Arc::new(WarmUpTool(serde_json::json!({"type": "object"})));
+        let registry =
+            ToolRegistry::from_local([warm_up as Arc<dyn crate::tools::Tool>]).expect("one tool, a valid name");
+        Placeholder {
+            registry,
+            policy: Arc::new(policy),
+            artifacts: Arc::new(MemoryArtifactStore::new()),
+        }
+    }
+
+    /// What a spare is made for: a chain of `script` on `interpreter`, in
+    /// `workspace` (a temporary directory made on use if `None`), with a
+    /// session of its own (its trace dies with it).
+    fn setup<'a>(
+        &'a self,
+        script: &'a str,
+        workspace: Option<PathBuf>,
+        interpreter: Interpreter,
+    ) -> sandbox::ChainSetup<'a> {
+        let session = Arc::new(crate::invoker::InvokerSession::new(
+            "spare".into(),
+            self.registry.clone(),
+            self.policy.clone(),
+            Approval::deny_all(),
+            self.artifacts.clone(),
+        ));
+        sandbox::ChainSetup {
+            script,
+            registry: &self.registry,
+            policy: &self.policy,
+            session,
+            workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(workspace))),
+            meters: sandbox::Meters::new(&self.policy),
+            interpreter,
+        }
+    }
+}
+
+/// The one tool of a spare's warm-up run, `warm_up()`: returns `None`.
+struct WarmUpTool(serde_json::Value);
+
+/// What a spare runs before any chain: one awaited tool call (the path
+/// every call takes, host and guest) and an answer.
+const WARM_UP_SCRIPT: &str = "await warm_up()\n1 + 1";
+
+#[async_trait::async_trait]
+impl crate::tools::Tool for WarmUpTool {
+    fn name(&self) -> &str {
+        "warm_up"
+    }
+    fn description(&self) -> &str {
+        "The spare instance's warm-up call."
+    }
+    fn input_schema(&self) -> &serde_json::Value {
+        &self.0
+    }
+    async fn execute(
+        &self,
+        _ctx: crate::tools::ToolContext,
+        _args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<crate::tools::ToolOutput, crate::tools::ToolError> {
+        Ok(crate::tools::ToolOutput::Value(serde_json::Value::Null))
+    }
+}
+
+impl CpythonGuest {
+    async fn instantiate_spare(&self) -> Result<Spare, String> {
+        // The chain's workspace is made now and preopened in the spare, so
+        // the warm-up also lists the preopens and enters `/workspace` (~0.2
+        // ms of WASI calls) instead of the chain; the chain adopts it.
+        let workspace = (tempfile::Builder::new().prefix("chainbox-ws-").tempdir())
+            .map_err(|e| format!("no workspace directory for a spare: {e}"))?;
+        let setup = self.placeholder.setup(
+            WARM_UP_SCRIPT,
+            Some(workspace.path().to_path_buf()),
+            Interpreter::Cpython,
+        );
+        let mut store = sandbox::new_store(&self.engine, setup)?;
+        let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
+        let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run")).map_err(|e| e.to_string())?;
+        // One small chain in the spare (a `warm_up()` call and `1 + 1`):
+        // it writes the pages of the snapshot's heap that every chain
+        // writes (refcounts are everywhere), and those a tool call writes,
+        // so their copy-on-write faults (~720 for a trivial chain, ~180
+        // more for its first call, ~8 µs each in this VM: most of a fresh
+        // instance's start) happen here, off the chain's path. The chain then runs as
+        // the second `run` of this instance, on state that is the snapshot
+        // plus this fixed, trusted warm-up; nothing of any other chain.
+        let request = store.data_mut().take_request();
+        run.call_async(&mut store, (request,))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Spare { store, run, workspace })
+    }
+}
+
+impl Guest for CpythonGuest {
+    type Spare = Spare;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Spare, String> {
+        runtime.block_on(self.instantiate_spare())
+    }
+
+    fn housekeeper(&self) -> &Housekeeper<Spare> {
+        &self.housekeeper
+    }
+}
+
+impl Guest for Core {
+    type Spare = MontyInstance;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<MontyInstance, String> {
+        // Nothing runs in it: the script is the chain's, given by `bind`.
+        let setup = self.placeholder.setup("", None, Interpreter::Monty);
+        runtime.block_on(self.instantiate(setup))
+    }
+
+    fn housekeeper(&self) -> &Housekeeper<MontyInstance> {
+        &self.housekeeper
+    }
+}
+
+impl Core {
+    /// A monty instance for the chain of `setup`, its hot pages mapped in.
+    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, String> {
+        let mut store = sandbox::new_store(&self.engine, setup)?;
+        let instance =
+            (self.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
+        let memory = instance.get_memory(&mut store, "memory");
+        if let Some(memory) = memory {
+            // SAFETY: the chain's own linear memory, live with `store`; the
+            // guest has not run yet, so nothing grows it meanwhile.
+            unsafe { self.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
+        }
+        let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
+            .map_err(|e| format!("the guest has no entry point: {e}"))?;
+        Ok(MontyInstance { store, memory, start })
+    }
+
+    /// The CPython guest, built on first use.
+    pub(crate) async fn cpython(&self) -> Result<&Arc<CpythonGuest>, &EngineError> {
+        if let Some(built) = self.cpython.get() {
+            return built.as_ref();
+        }
+        let dir = self.cache_dir.clone();
+        let stop = self.stop_ticker.clone();
+        let slots = self.cpython_slots;
+        let guest = self
+            .cpython
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots))
+                    .await
+                    .unwrap_or_else(|e| Err(EngineError::Wasmtime(format!("building the CPython guest failed: {e}"))))
+            })
+            .await;
+        guest.as_ref()
+    }
+}
+
+impl CpythonGuest {
+    fn new(cache_dir: Option<PathBuf>, stop_ticker: Arc<AtomicBool>, chains: u32) -> Result<Arc<Self>, EngineError> {
+        // Its chains are stopped through a page of the host's size: a host
+        // whose pages the guest's guard span does not cover is refused.
+        sandbox::guard_page_len().map_err(|e| EngineError::Host(e.to_string()))?;
+        // One more instance than chains: the spare. (A finished chain's
+        // store, dropped on another thread, keeps its chain's slot permit.)
+        let slots = chains.saturating_add(1);
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * CPYTHON_CORE_INSTANCES)
+            .total_memories(slots * CPYTHON_MEMORIES)
+            .total_tables(slots * CPYTHON_TABLES)
+            .total_stacks(slots)
+            .max_core_instances_per_component(CPYTHON_CORE_INSTANCES)
+            .max_memories_per_component(CPYTHON_MEMORIES)
+            .max_tables_per_component(CPYTHON_TABLES)
+            .max_memory_size(MAX_MEMORY_BYTES as usize)
+            .table_elements(CPYTHON_TABLE_ELEMENTS)
+            // A chain's store is dropped on the housekeeper's thread, so its
+            // reset (an madvise) can be immediate; batched, freed slots sat
+            // in the queue while a burst of chains wanted them.
+            .decommit_batch_size(1);
+        let mut wasm = wasmtime::Config::new();
+        wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        // No epoch checks: they cost CPU-bound CPython a quarter of its
+        // time; the guest's own interruption points and the watchdog stop
+        // it instead (`sandbox::Interrupt`), tracking host code by the
+        // call hook.
+        wasm.epoch_interruption(false)
+            .max_wasm_stack(CPYTHON_WASM_STACK)
+            .async_stack_size(CPYTHON_WASM_STACK + (1 << 20))
+            .cranelift_opt_level(wasmtime::OptLevel::Speed)
+            .wasm_component_model(true)
+            // Instances are made ahead of their chains (the spare): filling
+            // libpython's function table there is cheaper than each first
+            // indirect call of a chain faulting its entry in.
+            .table_lazy_init(false);
+        let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
+        let name = format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM));
+        let load = |p: &Path| deserialize_component_file(&engine, p);
+        let dir = cache_dir.as_deref();
+        let component = cached_or_compiled(dir, &name, load, || {
+            let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
+            cache(dir, &name, &compiled, load, || {
+                // SAFETY: `compiled` was produced just now by this engine.
+                unsafe { Component::deserialize(&engine, &compiled) }
+            })
+        })?;
+        sandbox::check_cpython_guest(&engine, &component).map_err(EngineError::Wasmtime)?;
+        let mut linker = wasmtime::component::Linker::new(&engine);
+        sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
+        let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
+        let guest = Arc::new(CpythonGuest {
+            engine,
+            pre,
+            watchdog: Watchdog::start(EPOCH_TICK, stop_ticker),
+            threads: GuestThreads::new(chains),
+            placeholder: Placeholder::new(),
+            housekeeper: Housekeeper::new(),
+        });
+        Housekeeper::start(&guest, "chainbox-cpython-housekeeper")
+            .map_err(|e| EngineError::Wasmtime(format!("could not start the CPython housekeeper: {e}")))?;
+        Ok(guest)
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+        self.housekeeper.shut_down();
+        if let Some(Ok(guest)) = self.cpython.get() {
+            guest.housekeeper.shut_down();
+        }
+    }
+}
+
+impl Core {
+    /// The monty guest loaded (from the cache in `cache_dir`, else the
+    /// platform's, or compiled), linked and pooled for
+    /// `max_concurrent_chains` chains, its epoch ticker running; the
+    /// CPython guest is loaded on first use ([`Core::cpython`]). No hot
+    /// pages yet and no housekeeper: see [`Core::start`].
+    pub(crate) fn new(
+        cache_dir: Option<PathBuf>,
+        max_concurrent_chains: u32,
+        artifacts: Option<Arc<dyn ArtifactStore>>,
+    ) -> Result<Core, EngineError> {
+        let slots = max_concurrent_chains.max(1);
+        // One more instance than chains: the spare. (A finished chain's
+        // store, dropped on the housekeeper's thread, keeps its chain's slot
+        // permit until then.) And room for the slots waiting in the
+        // decommit queues: a pool that is full but for those makes wasmtime
+        // flush them, and two threads allocating at once (a chain and the
+        // housekeeper's next spare) then race for the flush, and the loser
+        // fails ("maximum concurrent limit … reached"; seen back to back
+        // with 4 slots). With this room the pool never fills.
+        let instances = slots.saturating_add(1).saturating_add(decommit_backlog());
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_core_instances(instances)
+            .total_memories(instances)
+            .total_tables(instances)
+            .total_stacks(instances)
+            .max_memory_size(MAX_MEMORY_BYTES as usize)
+            // Measured on the trivial chain (examples/profile.rs): keeping the
+            // first MiB of linear memory resident cost a 1 MiB memset per
+            // chain (the guest's shadow stack sits there, mostly untouched)
+            // and took start from ~65 µs to ~190 µs; the ~20 pages a chain
+            // really touches are cheaper to fault back in. The table is
+            // small and always touched, so it stays resident.
+            .linear_memory_keep_resident(0)
+            .table_keep_resident(64 << 10)
+            .decommit_batch_size(DECOMMIT_BATCH);
+        let mut wasm = wasmtime::Config::new();
+        wasm.epoch_interruption(true)
+            .max_wasm_stack(MAX_WASM_STACK)
+            .async_stack_size(MAX_WASM_STACK + (1 << 20))
+            .cranelift_opt_level(wasmtime::OptLevel::Speed)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
+        let cache_dir = cache_dir.unwrap_or_else(crate::snapshot::default_cache_dir);
+        let cache_dir = match crate::snapshot::private_cache_dir(&cache_dir) {
+            Ok(()) => Some(cache_dir),
+            Err(e) => {
+                tracing::warn!("compiling the guests without a cache: {e}");
+                None
+            }
+        };
+        let module = load_module(&engine, cache_dir.as_deref())?;
+        let mut linker: Linker<ChainState> = Linker::new(&engine);
+        sandbox::add_to_linker(&mut linker).map_err(wasmtime_err)?;
+        let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), stop_ticker.clone());
+        Ok(Core {
+            engine,
+            pre,
+            slots: Arc::new(Semaphore::new(slots as usize)),
+            artifacts: artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
+            hot_pages: HotPages::default(),
+            cpython: OnceCell::new(),
+            cpython_slots: slots,
+            cache_dir,
+            stop_ticker,
+            placeholder: Placeholder::new(),
+            housekeeper: Housekeeper::new(),
+        })
+    }
+
+    /// Starts the core's housekeeper and asks it for the first spare.
+    pub(crate) fn start(self) -> Result<Arc<Core>, EngineError> {
+        let core = Arc::new(self);
+        Housekeeper::start(&core, "chainbox-monty-housekeeper")
+            .map_err(|e| EngineError::Wasmtime(format!("could not start the monty housekeeper: {e}")))?;
+        core.housekeeper.request_spare();
+        Ok(core)
+    }
+}
+
+/// Increments the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
+fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
+    let spawned = std::thread::Builder::new()
+        .name("chainbox-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("could not start the epoch ticker: {e}; CPU limits will not fire");
+    }
+}
