@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::python_choice::Interpreter;
@@ -368,7 +369,16 @@ pub struct RunOptions {
     pub workspace: Option<PathBuf>,
     /// Where offloaded results and media go; the engine's store by default.
     pub artifacts: Option<Arc<dyn ArtifactStore>>,
+    /// Cancelling this token ends the chain at once, as its total timeout
+    /// would: its tool calls in flight are dropped (command tools killed,
+    /// MCP servers sent `notifications/cancelled`), no further call runs,
+    /// and the result is `error` of kind `cancelled` with the trace so far
+    /// (the calls in flight closed as `error`, [`CANCELLED_CALL`]).
+    pub cancel: Option<CancellationToken>,
 }
+
+/// The error of a call record still in flight when its chain was cancelled.
+pub const CANCELLED_CALL: &str = "cancelled: the chain was cancelled by its caller";
 
 /// Milliseconds with microsecond precision, for durations in results.
 pub(crate) fn millis(d: std::time::Duration) -> f64 {
