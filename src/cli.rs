@@ -309,6 +309,10 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 None => None,
             };
             let runtime = runtime()?;
+            // From here on SIGTERM and SIGINT stop the server in order (its
+            // MCP servers are started next), also while it starts.
+            let shutdown = CancellationToken::new();
+            stop_on_signals(&runtime, shutdown.clone());
             let registry = match &tools {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
@@ -340,7 +344,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 });
             }
             let server = ChainServer::new(engine, registry, policy, fallback);
-            let served = runtime.block_on(serve(server, listener, allow_remote));
+            let served = runtime.block_on(serve(server, listener, allow_remote, shutdown));
             // Dropping the runtime's tasks drops what is left of the chains
             // and the registry: command tools and MCP servers are killed
             // with them. A read of stdin in flight cannot be cancelled, so
@@ -364,10 +368,25 @@ fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, String> {
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `chainbox serve`: on stdio until the client closes it, or on `listener`;
-/// either until SIGTERM or SIGINT, which cancel every chain first.
-async fn serve(server: ChainServer, listener: Option<std::net::TcpListener>, allow_remote: bool) -> Result<(), String> {
-    let shutdown = CancellationToken::new();
-    tokio::spawn(stop_on_signal(server.clone(), shutdown.clone()));
+/// either until `shutdown` (SIGTERM or SIGINT), which cancels every chain
+/// first.
+async fn serve(
+    server: ChainServer,
+    listener: Option<std::net::TcpListener>,
+    allow_remote: bool,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    if shutdown.is_cancelled() {
+        // Stopped while it started.
+        return Ok(());
+    }
+    let on_shutdown = server.clone();
+    let stopping = shutdown.clone();
+    tokio::spawn(async move {
+        stopping.cancelled().await;
+        tracing::info!("stopping: cancelling every chain");
+        on_shutdown.cancel_all();
+    });
     let Some(listener) = listener else {
         return serve::serve_stdio(server, shutdown).await.map_err(|e| e.to_string());
     };
@@ -380,40 +399,41 @@ async fn serve(server: ChainServer, listener: Option<std::net::TcpListener>, all
         .map_err(|e| e.to_string())
 }
 
-/// On the first SIGTERM or SIGINT: cancels every chain (their tools are
-/// stopped) and `shutdown`, so `serve` returns and its children are ended.
-/// On a second: ends the children and exits at once.
-async fn stop_on_signal(server: ChainServer, shutdown: CancellationToken) {
-    if !stop_signal().await {
-        return;
-    }
-    tracing::info!("stopping: cancelling every chain");
-    server.cancel_all();
-    shutdown.cancel();
-    drop(server);
-    if stop_signal().await {
-        end_children();
-        std::process::exit(1);
-    }
-}
-
-/// Waits for SIGTERM or SIGINT; false if neither can be listened for.
-async fn stop_signal() -> bool {
+/// Listens for SIGTERM and SIGINT from now on (the listeners are made
+/// before this returns, so no signal falls to the default action, which
+/// would leave the children running). The first cancels `shutdown`: `serve`
+/// cancels every chain and returns, and its children are ended. A second
+/// ends the children and exits at once.
+fn stop_on_signals(runtime: &tokio::runtime::Runtime, shutdown: CancellationToken) {
+    let _entered = runtime.enter();
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return tokio::signal::ctrl_c().await.is_ok();
+        let (Ok(mut term), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        else {
+            tracing::warn!("cannot listen for SIGTERM and SIGINT: they will not stop the server in order");
+            return;
         };
-        tokio::select! {
-            _ = term.recv() => true,
-            interrupted = tokio::signal::ctrl_c() => interrupted.is_ok(),
-        }
+        runtime.spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            shutdown.cancel();
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            end_children();
+            std::process::exit(1);
+        });
     }
     #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            shutdown.cancel();
+        }
+    });
 }
 
 /// Kills whatever is left of this process's children, with their process
