@@ -4,12 +4,14 @@
 //! in-process pipe (JSON-RPC framing, serde both ways, the SDK's tasks; no
 //! process or socket). The difference is the protocol's overhead per call.
 //!
-//! Then the same call over streamable HTTP (`serve_http` on loopback, a
-//! stateless protocol-2026-07-28 POST written and read by hand over a
-//! `TcpStream`): on one kept-open connection, and on a new connection per
-//! call. The two differ by the connection's set-up, and by nothing else
-//! unless a response stalls on the open connection (Nagle's algorithm
-//! against the client's delayed ACK, ~40 ms, before `TCP_NODELAY`).
+//! Then the same call over streamable HTTP (`serve_http` on loopback, in a
+//! session of protocol 2025-11-25 as most clients open, each POST written
+//! and read by hand over a `TcpStream`): on one kept-open connection, and on
+//! a new connection per call. The two differ by the connection's set-up,
+//! and by nothing else unless a response stalls on the open connection: a
+//! session's response goes out in two writes (its SSE priming event, then
+//! the result), and before `TCP_NODELAY` Nagle's algorithm held the second
+//! for the client's delayed ACK of the first, ~40 ms.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -67,13 +69,17 @@ fn bench(c: &mut Criterion) {
     let _guard = runtime.enter();
     runtime.spawn(async move { serve::serve_http(server, listener, false, stop).await });
     let mut kept = TcpStream::connect(addr).expect("connect");
+    let session = open_session(&mut kept, addr);
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"run_chain","arguments":{{"code":"{TRIVIAL}"}}}}}}"#
+    );
     group.bench_function("run_chain_over_http_kept_open_connection", |b| {
-        b.iter(|| http_call(&mut kept, addr))
+        b.iter(|| exchange(&mut kept, addr, &session, &call))
     });
     group.bench_function("run_chain_over_http_new_connection", |b| {
         b.iter(|| {
             let mut stream = TcpStream::connect(addr).expect("connect");
-            http_call(&mut stream, addr)
+            exchange(&mut stream, addr, &session, &call)
         })
     });
     group.finish();
@@ -83,22 +89,38 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-/// One `run_chain` of [`TRIVIAL`] as a stateless POST on `stream`; the
-/// response read to its end (a chunked SSE body). Returns its length.
-fn http_call(stream: &mut TcpStream, addr: SocketAddr) -> usize {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"run_chain","arguments":{{"code":"{TRIVIAL}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+/// Opens a session on `stream` (`initialize`, `notifications/initialized`)
+/// and returns the headers its requests carry.
+fn open_session(stream: &mut TcpStream, addr: SocketAddr) -> String {
+    let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
+    let (_, session) = exchange(stream, addr, "", initialize);
+    let headers = format!(
+        "Mcp-Session-Id: {}\r\nMCP-Protocol-Version: 2025-11-25\r\n",
+        session.expect("a session id")
     );
+    exchange(
+        stream,
+        addr,
+        &headers,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    headers
+}
+
+/// One POST of `body` with `headers` on `stream`, in one write, and its
+/// response read to the end (a chunked SSE body): the body's length, and
+/// the session id the response named, if any.
+fn exchange(stream: &mut TcpStream, addr: SocketAddr, headers: &str, body: &str) -> (usize, Option<String>) {
     let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: run_chain\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).expect("send");
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
-    let (mut length, mut chunked) = (None, false);
+    let (mut length, mut chunked, mut session) = (None, false, None);
     reader.read_line(&mut line).expect("status line");
-    assert!(line.contains(" 200 "), "{line}");
+    assert!(line.contains(" 200 ") || line.contains(" 202 "), "{line}");
     loop {
         line.clear();
         reader.read_line(&mut line).expect("header");
@@ -108,6 +130,9 @@ fn http_call(stream: &mut TcpStream, addr: SocketAddr) -> usize {
         }
         if let Some(n) = header.strip_prefix("content-length:") {
             length = n.trim().parse::<usize>().ok();
+        }
+        if header.starts_with("mcp-session-id:") {
+            session = line.split_once(':').map(|(_, id)| id.trim().to_owned());
         }
         chunked |= header.starts_with("transfer-encoding:") && header.contains("chunked");
     }
@@ -129,7 +154,7 @@ fn http_call(stream: &mut TcpStream, addr: SocketAddr) -> usize {
         reader.read_exact(&mut body).expect("body");
         total = n;
     }
-    total
+    (total, session)
 }
 
 criterion_group!(benches, bench);
