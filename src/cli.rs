@@ -348,7 +348,8 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             // Dropping the runtime's tasks drops what is left of the chains
             // and the registry: command tools and MCP servers are killed
             // with them. A read of stdin in flight cannot be cancelled, so
-            // the runtime is not waited for.
+            // the runtime is waited for only so long; whatever is left of
+            // the children after that is ended by force.
             runtime.shutdown_timeout(SHUTDOWN_GRACE);
             end_children();
             served?;
