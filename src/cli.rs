@@ -118,6 +118,11 @@ enum Command {
         /// Allow `--http` on a non-loopback address, and any `Host` header.
         #[arg(long, requires = "http")]
         allow_remote: bool,
+        /// Largest request read, in bytes (overrides the policy's
+        /// `max_request_bytes`, 16 MiB by default): a larger one gets a
+        /// JSON-RPC error naming the limit.
+        #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+        max_request_bytes: Option<u64>,
     },
 }
 
@@ -297,6 +302,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             approve,
             http,
             allow_remote,
+            max_request_bytes,
         } => {
             // Refuse a bad address before anything slow starts.
             let listener = match http {
@@ -304,11 +310,18 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 None => None,
             };
             let runtime = runtime()?;
+            // From here on SIGTERM and SIGINT stop the server in order (its
+            // MCP servers are started next), also while it starts.
+            let shutdown = CancellationToken::new();
+            stop_on_signals(&runtime, shutdown.clone());
             let registry = match &tools {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let policy = load_policy(policy.as_deref())?;
+            let mut policy = load_policy(policy.as_deref())?;
+            if let Some(bytes) = max_request_bytes {
+                policy.max_request_bytes = bytes;
+            }
             let fallback = match approve {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
@@ -332,7 +345,15 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 });
             }
             let server = ChainServer::new(engine, registry, policy, fallback);
-            runtime.block_on(serve(server, listener, allow_remote))?;
+            let served = runtime.block_on(serve(server, listener, allow_remote, shutdown));
+            // Dropping the runtime's tasks drops what is left of the chains
+            // and the registry: command tools and MCP servers are killed
+            // with them. A read of stdin in flight cannot be cancelled, so
+            // the runtime is waited for only so long; whatever is left of
+            // the children after that is ended by force.
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+            end_children();
+            served?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -345,26 +366,119 @@ fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, String> {
     }
 }
 
-/// `chainbox serve`: on stdio until the client closes it, or on `listener`
-/// until Ctrl-C.
-async fn serve(server: ChainServer, listener: Option<std::net::TcpListener>, allow_remote: bool) -> Result<(), String> {
+/// How long `serve` waits for its tasks to let go once it stops.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `chainbox serve`: on stdio until the client closes it, or on `listener`;
+/// either until `shutdown` (SIGTERM or SIGINT), which cancels every chain
+/// first.
+async fn serve(
+    server: ChainServer,
+    listener: Option<std::net::TcpListener>,
+    allow_remote: bool,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    if shutdown.is_cancelled() {
+        // Stopped while it started.
+        return Ok(());
+    }
+    let on_shutdown = server.clone();
+    let stopping = shutdown.clone();
+    tokio::spawn(async move {
+        stopping.cancelled().await;
+        tracing::info!("stopping: cancelling every chain");
+        on_shutdown.cancel_all();
+    });
     let Some(listener) = listener else {
-        return serve::serve_stdio(server).await.map_err(|e| e.to_string());
+        return serve::serve_stdio(server, shutdown).await.map_err(|e| e.to_string());
     };
     let bound = listener
         .local_addr()
         .map_err(|e| format!("reading the bound address: {e}"))?;
     eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
-    let shutdown = CancellationToken::new();
-    let on_signal = shutdown.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
-    });
     serve::serve_http(server, listener, allow_remote, shutdown)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Listens for SIGTERM and SIGINT from now on (the listeners are made
+/// before this returns, so no signal falls to the default action, which
+/// would leave the children running). The first cancels `shutdown`: `serve`
+/// cancels every chain and returns, and its children are ended. A second
+/// ends the children and exits at once.
+fn stop_on_signals(runtime: &tokio::runtime::Runtime, shutdown: CancellationToken) {
+    let _entered = runtime.enter();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        else {
+            tracing::warn!("cannot listen for SIGTERM and SIGINT: they will not stop the server in order");
+            return;
+        };
+        runtime.spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            shutdown.cancel();
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            end_children();
+            std::process::exit(1);
+        });
+    }
+    #[cfg(not(unix))]
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            shutdown.cancel();
+        }
+    });
+}
+
+/// Kills whatever is left of this process's children, with their process
+/// groups (command tools and MCP servers lead their own): the last step of
+/// `serve`, after the orderly one (their owners dropped), so nothing it
+/// started outlives it, even a child that ignores SIGTERM and its closed
+/// stdin, or one whose owner a stuck thread still holds. Linux only (it
+/// reads `/proc`); elsewhere the orderly step is all.
+fn end_children() {
+    #[cfg(target_os = "linux")]
+    {
+        let me = std::process::id();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid pgrp …`: `comm` may hold spaces and
+            // parentheses, so the fields are read after its last `)`.
+            let Some((_, fields)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let mut fields = fields.split_whitespace().skip(1).map(|f| f.parse::<i64>().ok());
+            let (ppid, pgrp) = (fields.next().flatten(), fields.next().flatten());
+            if ppid != Some(i64::from(me)) {
+                continue;
+            }
+            tracing::warn!("ending child process {pid}, still running as serve stops");
+            // SAFETY: only sends a signal; a process gone meanwhile is ESRCH.
+            unsafe {
+                if pgrp == Some(i64::from(pid)) {
+                    libc::killpg(pid, libc::SIGKILL);
+                } else {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
 
 fn read_script(arg: &str) -> Result<String, String> {

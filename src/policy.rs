@@ -51,6 +51,11 @@ pub struct ChainPolicy {
     pub max_arg_bytes: u64,
     /// Largest value brought into the sandbox (a tool result or `load_artifact`), in bytes.
     pub max_result_bytes: u64,
+    /// Largest request `chainbox serve` reads, in bytes: one JSON-RPC
+    /// message (a line over stdio, a POST body over HTTP), so a `run_chain`
+    /// script plus its framing. A larger one is answered with a JSON-RPC
+    /// error naming this limit (`--max-request-bytes` overrides it).
+    pub max_request_bytes: u64,
     /// What tools may touch: a call to a tool declaring a permission not
     /// listed here (`fs.read`, `fs.write`, `net`, `shell`, `db.read`,
     /// `db.write`) is denied. None by default.
@@ -114,6 +119,7 @@ impl Default for ChainPolicy {
             max_stdout_bytes: 64 * 1024,
             max_arg_bytes: 1024 * 1024,
             max_result_bytes: 16 * 1024 * 1024,
+            max_request_bytes: 16 * 1024 * 1024,
             granted_permissions: BTreeSet::new(),
             allowed_tools: None,
             allowed_by: None,
@@ -236,6 +242,7 @@ impl ChainPolicy {
             ("max_stdout_bytes", self.max_stdout_bytes),
             ("max_arg_bytes", self.max_arg_bytes),
             ("max_result_bytes", self.max_result_bytes),
+            ("max_request_bytes", self.max_request_bytes),
         ] {
             if value == 0 {
                 return Err(PolicyError::ZeroBytes { field: field.into() });
@@ -706,6 +713,7 @@ mod tests {
         assert!(s.max_stdout_bytes < d.max_stdout_bytes);
         assert!(s.max_arg_bytes <= d.max_arg_bytes);
         assert!(s.max_result_bytes <= d.max_result_bytes);
+        assert!(s.max_request_bytes <= d.max_request_bytes);
         assert!(s.granted_permissions.is_subset(&d.granted_permissions));
     }
 
@@ -722,6 +730,7 @@ mod tests {
         assert!(v.max_stdout_bytes >= d.max_stdout_bytes);
         assert!(v.max_arg_bytes >= d.max_arg_bytes);
         assert!(v.max_result_bytes >= d.max_result_bytes);
+        assert!(v.max_request_bytes >= d.max_request_bytes);
         assert!(v.granted_permissions.is_superset(&d.granted_permissions));
     }
 }

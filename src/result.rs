@@ -370,6 +370,9 @@ impl fmt::Display for Interpreter {
     }
 }
 
+/// The error of a call record still in flight when its chain was cancelled.
+pub const CANCELLED_CALL: &str = "cancelled: the chain was cancelled by its caller";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ use std::time::Instant;
 use chainbox_protocol::{Finish, ScriptResult};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
 use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
@@ -45,6 +46,12 @@ pub struct RunOptions {
     pub workspace: Option<PathBuf>,
     /// Where offloaded results and media go; the engine's store by default.
     pub artifacts: Option<Arc<dyn ArtifactStore>>,
+    /// Cancelling this token ends the chain at once, as its total timeout
+    /// would: its tool calls in flight are dropped (command tools killed,
+    /// MCP servers sent `notifications/cancelled`), no further call runs,
+    /// and the result is `error` of kind `cancelled` with the trace so far
+    /// (the calls in flight closed as `error`, [`CANCELLED_CALL`]).
+    pub cancel: Option<CancellationToken>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -82,6 +89,9 @@ pub(crate) async fn run(
     }
     chain.close(&mut result);
     result.duration_ms = millis(started.elapsed());
+    if result.error_kind() == Some(ErrorKind::Cancelled) {
+        chain.audit_cancelled(&result);
+    }
     result
 }
 
@@ -123,12 +133,15 @@ pub(crate) async fn run_for_memory<R>(core: &Core, script: &str, learn: impl FnO
 
 /// A chain that has started: everything that outlives its store.
 struct Started {
+    run_id: String,
     policy: Arc<ChainPolicy>,
     session: Arc<InvokerSession>,
     workspace: Arc<Mutex<Workspace>>,
     /// What it printed and used; shared with the store, so it survives a
     /// store dropped by the total timeout.
     meters: Arc<Meters>,
+    /// Its caller's cancellation ([`RunOptions::cancel`]).
+    cancel: Option<CancellationToken>,
 }
 
 /// The guest has returned from `_start` (or trapped).
@@ -207,7 +220,7 @@ impl Started {
         let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
         let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
         let session = Arc::new(InvokerSession::with_shaper(
-            run_id,
+            run_id.clone(),
             registry.clone(),
             policy.clone(),
             approval.clone(),
@@ -215,15 +228,18 @@ impl Started {
         ));
         let meters = Meters::new(&policy);
         Started {
+            run_id,
             policy,
             session,
             workspace,
             meters,
+            cancel: options.cancel,
         }
     }
 
-    /// The guest runs in a pool slot under the total timeout, and its
-    /// ending becomes the result.
+    /// The guest runs in a pool slot under the total timeout and the
+    /// caller's cancellation, and its ending becomes the result. Either
+    /// drops the running chain: its store and the calls in flight with it.
     async fn run(
         &self,
         core: &Core,
@@ -232,9 +248,25 @@ impl Started {
         interpreter: Interpreter,
     ) -> ChainRunResult {
         let total = self.policy.total_timeout();
-        match tokio::time::timeout(total, self.run_on(core, script, registry, interpreter)).await {
-            Ok(result) => result,
-            Err(_) => self.timed_out(total, interpreter),
+        let cancelled = async {
+            match &self.cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        // The ending is decided inside `select!` and acted on after it, once
+        // the running chain has been dropped, so the trace read below sees
+        // every call it cut off.
+        let ended = tokio::select! {
+            // A chain cancelled before it starts runs nothing.
+            biased;
+            () = cancelled => None,
+            ran = tokio::time::timeout(total, self.run_on(core, script, registry, interpreter)) => Some(ran),
+        };
+        match ended {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => self.timed_out(total, interpreter),
+            None => self.cancelled(interpreter),
         }
     }
 
@@ -531,6 +563,55 @@ impl Started {
         r.error = Some(ChainError::new(ErrorKind::Timeout, "TimeoutError", message));
         (r.usage, r.stdout) = self.meters.take();
         r
+    }
+
+    /// The result when the caller cancelled the running chain: its store is
+    /// gone, its meters and trace remain, the calls it cut off closed as
+    /// `error` ([`CANCELLED_CALL`]).
+    fn cancelled(&self, interpreter: Interpreter) -> ChainRunResult {
+        let mut r = empty_result(ChainStatus::Error);
+        r.interpreter = interpreter;
+        r.call_trace = self.session.trace(CallStatus::Error, CANCELLED_CALL);
+        r.error = Some(ChainError::new(
+            ErrorKind::Cancelled,
+            "Cancelled",
+            "the chain was cancelled by its caller",
+        ));
+        (r.usage, r.stdout) = self.meters.take();
+        r
+    }
+
+    /// The audit log of a cancelled chain: a `tool call` event for each call
+    /// it cut off (the invoker logs the calls that ended; these never will),
+    /// then the chain's own `chain cancelled` event.
+    fn audit_cancelled(&self, result: &ChainRunResult) {
+        for record in result
+            .call_trace
+            .iter()
+            .filter(|r| r.error.as_deref() == Some(CANCELLED_CALL))
+        {
+            tracing::info!(
+                target: "chainbox::audit",
+                run_id = %self.run_id,
+                call_id = %record.call_id,
+                tool = %record.tool,
+                args_digest = %record.args_digest,
+                status = ?record.status,
+                duration_ms = record.duration_ms,
+                error = CANCELLED_CALL,
+                source = record.source.as_deref().unwrap_or_default(),
+                policy = record.policy.map(PolicyDecision::as_str).unwrap_or_default(),
+                "tool call"
+            );
+        }
+        tracing::info!(
+            target: "chainbox::audit",
+            run_id = %self.run_id,
+            kind = %ErrorKind::Cancelled,
+            tool_calls = result.tool_calls,
+            duration_ms = result.duration_ms,
+            "chain cancelled"
+        );
     }
 
     fn crash(&self, message: &str) -> ChainRunResult {

@@ -6,8 +6,10 @@
 //!   registry as local tools named `server__tool`, so chains call them like
 //!   any other tool and the invoker polices every call.
 //! - [`serve`]: `chainbox serve`, an MCP server (stdio or streamable HTTP)
-//!   exposing one `run_chain` tool over a registry.
+//!   exposing one `run_chain` tool over a registry; `request_limit`
+//!   bounds the requests it reads on both transports.
 
 pub mod config;
+mod request_limit;
 pub mod serve;
 pub mod upstream;

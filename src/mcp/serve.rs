@@ -21,31 +21,44 @@
 //! - Over HTTP, only loopback addresses are bound unless the caller allows
 //!   remote binds, and requests whose `Host` or `Origin` is not loopback are
 //!   refused (DNS rebinding), both by rmcp's own checks.
+//! - A chain lives no longer than its request: when rmcp cancels the
+//!   request (`notifications/cancelled`; over HTTP a dropped stateless
+//!   request or a `DELETE`d session; stdin closed) or the server shuts down
+//!   ([`ChainServer::cancel_all`]), the chain ends as `cancelled`: its tool
+//!   calls in flight are stopped and no further call runs. A parked chain
+//!   is cancelled when its round is, or when it is dropped unanswered.
+//! - Every request is bounded by the policy's `max_request_bytes`, and one
+//!   over it, or unreadable, is answered with a JSON-RPC error, never
+//!   dropped (see `request_limit`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use axum::serve::ListenerExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationSchema, ErrorData, Implementation, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode, ErrorData, Implementation,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::AbortOnDropHandle;
 
+use super::request_limit;
 use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
+use crate::chain::RunOptions;
 use crate::policy::ChainPolicy;
 use crate::result::ChainRunResult;
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
@@ -103,14 +116,25 @@ struct Shared {
     /// (protocol 2026-07-28), by the `requestState` handed out. Locked only
     /// to insert or take an entry, never across a chain.
     parked: Mutex<HashMap<String, Parked>>,
+    /// Cancelled when the server shuts down: every chain's cancellation is
+    /// a child of it.
+    shutdown: CancellationToken,
 }
 
 /// A chain running in its own task for a protocol-2026-07-28 call: its
 /// risky calls arrive on `approvals`, to be put to the client as
-/// input-required results. Dropping it cancels the chain.
+/// input-required results. Dropping it cancels the chain (through `cancel`,
+/// so the chain ends itself as `cancelled`, trace and audit log kept).
 struct Running {
-    task: AbortOnDropHandle<CallToolResult>,
+    task: JoinHandle<CallToolResult>,
     approvals: mpsc::Receiver<PendingApproval>,
+    cancel: CancellationToken,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
 }
 
 /// A [`Running`] chain parked on `pending` until the client answers.
@@ -139,7 +163,40 @@ impl ChainServer {
                 fallback,
                 tool,
                 parked: Mutex::new(HashMap::new()),
+                shutdown: CancellationToken::new(),
             }),
+        }
+    }
+
+    /// Largest request the transports read: the policy's
+    /// `max_request_bytes` (see `request_limit`).
+    pub fn max_request_bytes(&self) -> u64 {
+        self.inner.policy.max_request_bytes
+    }
+
+    /// Cancels every chain, running or parked, and every chain started
+    /// after: each ends as `cancelled`, its tool calls in flight stopped.
+    /// For shutting down.
+    pub fn cancel_all(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Runs `run` with a cancellation token cancelled when `request` is or
+    /// the server shuts down.
+    async fn cancellable<F: Future>(
+        &self,
+        request: &CancellationToken,
+        run: impl FnOnce(CancellationToken) -> F,
+    ) -> F::Output {
+        let cancel = self.inner.shutdown.child_token();
+        let run = run(cancel.clone());
+        tokio::pin!(run);
+        tokio::select! {
+            out = &mut run => out,
+            () = request.cancelled() => {
+                cancel.cancel();
+                run.await
+            }
         }
     }
 
@@ -149,11 +206,17 @@ impl ChainServer {
     }
 
     /// Runs one chain with `approval` and wraps its result for MCP.
-    pub async fn run_chain(&self, code: &str, approval: &Approval) -> CallToolResult {
+    /// Cancelling `cancel` ends the chain as `cancelled` (see
+    /// [`RunOptions::cancel`]).
+    pub async fn run_chain(&self, code: &str, approval: &Approval, cancel: CancellationToken) -> CallToolResult {
         let shared = &self.inner;
+        let options = RunOptions {
+            cancel: Some(cancel),
+            ..RunOptions::default()
+        };
         let result = shared
             .engine
-            .run(code, &shared.registry, &shared.policy, approval)
+            .run_with(code, &shared.registry, &shared.policy, approval, options)
             .await;
         call_tool_result(&result)
     }
@@ -182,21 +245,33 @@ impl ChainServer {
         let (approval, approvals) = Approval::channel(1);
         let server = self.clone();
         let code = code.to_owned();
-        let task = tokio::spawn(async move { server.run_chain(&code, &approval).await });
+        let cancel = self.inner.shutdown.child_token();
+        let chain_cancel = cancel.clone();
+        let task = tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await });
         Running {
-            task: AbortOnDropHandle::new(task),
+            task,
             approvals,
+            cancel,
         }
     }
 
     /// Waits for `chain` to finish or to ask for an approval; in the second
-    /// case parks it and answers with the approval form to fill in.
-    async fn drive(&self, mut chain: Running) -> Result<CallToolResponse, ErrorData> {
+    /// case parks it and answers with the approval form to fill in. If the
+    /// request is cancelled (`ct`) meanwhile, so is the chain.
+    async fn drive(&self, mut chain: Running, ct: &CancellationToken) -> Result<CallToolResponse, ErrorData> {
+        let finished = |done: Result<CallToolResult, tokio::task::JoinError>| {
+            done.map(CallToolResponse::from)
+                .map_err(|e| ErrorData::internal_error(format!("the chain's task failed: {e}"), None))
+        };
         tokio::select! {
-            done = &mut chain.task => done
-                .map(CallToolResponse::from)
-                .map_err(|e| ErrorData::internal_error(format!("the chain's task failed: {e}"), None)),
+            done = &mut chain.task => finished(done),
             Some(pending) = chain.approvals.recv() => Ok(self.park(chain, pending)),
+            () = ct.cancelled() => {
+                // Nobody reads the answer; waiting for it lets the chain
+                // end itself, logged as cancelled.
+                chain.cancel.cancel();
+                finished((&mut chain.task).await)
+            }
         }
     }
 
@@ -233,7 +308,12 @@ impl ChainServer {
     /// A later round of a parked call: answers its approval with the
     /// client's response (asking again if the response is missing) and
     /// drives the chain on.
-    async fn resume(&self, state: &str, responses: Option<&InputResponses>) -> Result<CallToolResponse, ErrorData> {
+    async fn resume(
+        &self,
+        state: &str,
+        responses: Option<&InputResponses>,
+        ct: &CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
         let parked = self
             .inner
             .parked
@@ -252,7 +332,7 @@ impl ChainServer {
         let answer: ElicitResult = serde_json::from_value(response.clone())
             .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
         pending.respond(decision_of(&answer));
-        self.drive(chain).await
+        self.drive(chain, ct).await
     }
 }
 
@@ -319,6 +399,21 @@ impl ServerHandler for ChainServer {
         (name == RUN_CHAIN).then(|| self.inner.tool.clone())
     }
 
+    /// The stand-in for a request over the size limit (see
+    /// `request_limit`) gets the error naming the limit; any other
+    /// method is unknown.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method == request_limit::TOO_LARGE_METHOD {
+            let bytes = request_limit::too_large_bytes(request.params.as_ref());
+            return Err(request_limit::too_large_error(bytes, self.max_request_bytes()));
+        }
+        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -333,15 +428,20 @@ impl ServerHandler for ChainServer {
                 None,
             ));
         }
+        // rmcp cancels `context.ct` when the client sends
+        // `notifications/cancelled` for this request, when a stateless HTTP
+        // request's connection drops, and when the session ends (stdin
+        // closed, HTTP `DELETE`); the chain ends with it.
         if let Some(state) = &request.request_state {
-            return self.resume(state, request.input_responses.as_ref()).await;
+            return self.resume(state, request.input_responses.as_ref(), &context.ct).await;
         }
         let code = chain_code(request.arguments.as_ref())?;
         match self.approval_route(&context) {
-            ApprovalRoute::Elicit(approval) | ApprovalRoute::Handler(approval) => {
-                Ok(self.run_chain(code, &approval).await.into())
-            }
-            ApprovalRoute::InputRequired => self.drive(self.start(code)).await,
+            ApprovalRoute::Elicit(approval) | ApprovalRoute::Handler(approval) => Ok(self
+                .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
+                .await
+                .into()),
+            ApprovalRoute::InputRequired => self.drive(self.start(code), &context.ct).await,
         }
     }
 }
@@ -438,10 +538,19 @@ fn decision_of(answer: &ElicitResult) -> ApprovalDecision {
     }
 }
 
-/// Serves `server` on stdin/stdout until the client closes them.
-pub async fn serve_stdio(server: ChainServer) -> Result<(), ServeError> {
+/// Serves `server` on stdin/stdout until the client closes them or
+/// `shutdown` is cancelled. A line over the server's
+/// [`ChainServer::max_request_bytes`] is answered with a JSON-RPC error
+/// naming the limit.
+pub async fn serve_stdio(server: ChainServer, shutdown: CancellationToken) -> Result<(), ServeError> {
+    let limit = usize::try_from(server.max_request_bytes()).unwrap_or(usize::MAX);
+    let (stdin, stdout) = rmcp::transport::stdio();
+    // The filter has bounded every line already; rmcp's own cap (16 MiB,
+    // dropping longer lines unanswered) must not cut a larger limit.
+    let transport = AsyncRwTransport::new_server(request_limit::bounded_lines(stdin, limit), stdout)
+        .with_max_line_length(usize::MAX);
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve_with_ct(transport, shutdown)
         .await
         .map_err(|e| ServeError::Stdio(e.to_string()))?;
     running
@@ -477,19 +586,37 @@ const LOOPBACK_ORIGINS: &[&str] = &[
 /// Host names accepted in the `Host` header (any port).
 const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
 
+/// How long open connections get to finish once `shutdown` is cancelled
+/// (the chains on them are cancelled at once; a client may keep an SSE
+/// stream open).
+const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
 /// Serves `server` as streamable HTTP at [`HTTP_PATH`] on `listener` until
 /// `shutdown` is cancelled. Requests must name a loopback `Host` (unless
 /// `allow_remote`: then any host) and, when they carry an `Origin`, a
 /// loopback origin, so a web page cannot reach the server through DNS
-/// rebinding.
+/// rebinding. A POST body over [`ChainServer::max_request_bytes`], or one
+/// that is not JSON-RPC, gets a JSON-RPC error (see
+/// `request_limit`). Connections are `TCP_NODELAY`: a response goes
+/// out in more than one write (headers, then SSE events), and Nagle's
+/// algorithm held each second write for the client's delayed ACK, ~40 ms
+/// per call on a kept-open connection.
 pub async fn serve_http(
     server: ChainServer,
     listener: std::net::TcpListener,
     allow_remote: bool,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let listener = TcpListener::from_std(listener).map_err(|e| ServeError::Serve(e.to_string()))?;
+    let listener = TcpListener::from_std(listener)
+        .map_err(|e| ServeError::Serve(e.to_string()))?
+        .tap_io(|stream| {
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::warn!("setting TCP_NODELAY on a connection: {e}");
+            }
+        });
+    let limit = server.max_request_bytes();
     let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(usize::try_from(limit).unwrap_or(usize::MAX))
         .with_cancellation_token(shutdown.child_token())
         .with_allowed_origins(LOOPBACK_ORIGINS.iter().copied())
         .enforce_origin_validation();
@@ -503,9 +630,19 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().nest_service(HTTP_PATH, service);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|e| ServeError::Serve(e.to_string()))
+    let router = axum::Router::new()
+        .nest_service(HTTP_PATH, service)
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            request_limit::check_http_request,
+        ));
+    let grace = shutdown.clone();
+    let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned());
+    tokio::select! {
+        served = serving => served.map_err(|e| ServeError::Serve(e.to_string())),
+        () = async move {
+            grace.cancelled().await;
+            tokio::time::sleep(HTTP_SHUTDOWN_GRACE).await;
+        } => Ok(()),
+    }
 }

@@ -8,6 +8,7 @@
 mod fixtures;
 
 mod adversarial;
+mod cancellation;
 mod cli;
 mod corpus;
 mod cpython;
