@@ -34,8 +34,11 @@ pub(crate) trait Guest: Send + Sync + 'static {
     /// An instance made ahead of its chain.
     type Spare: Send + 'static;
 
+    /// Why a spare could not be made (logged; the chain makes its own).
+    type Error: std::fmt::Display;
+
     /// Makes a spare (on the housekeeper's thread, inside `runtime`).
-    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Self::Spare, String>;
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Self::Spare, Self::Error>;
 
     /// This guest's housekeeper.
     fn housekeeper(&self) -> &Housekeeper<Self::Spare>;

@@ -25,7 +25,7 @@ use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
-use crate::guests::{Core, CpythonGuest, MAX_MEMORY_BYTES, MontyInstance};
+use crate::guests::{Core, CpythonGuest, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
@@ -35,6 +35,30 @@ use crate::shaping::{Shaper, preview};
 use crate::tools::ToolRegistry;
 use crate::util::millis;
 use crate::workspace::Workspace;
+
+/// Why a chain's sandbox could not be started or answered (its result is
+/// then a `crash`).
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// The engine is being dropped: no slot will come.
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+    /// No instance could be made for it.
+    #[error(transparent)]
+    Instance(#[from] InstanceError),
+    /// The CPython guest could not be built.
+    #[error("the CPython guest is unavailable: {0}")]
+    CpythonUnavailable(String),
+    /// No thread could run its CPython guest.
+    #[error(transparent)]
+    Thread(NoThread),
+    /// Its CPython guest's thread ended without handing the run back.
+    #[error("the CPython chain's thread ended without its result")]
+    ThreadLost,
+    /// It was stopped (why) but its CPython guest did not stop.
+    #[error("the chain was stopped ({0}) but its CPython guest did not stop; it was answered without it")]
+    NotStopped(&'static str),
+}
 
 /// Per-run settings beyond the policy.
 #[derive(Clone, Default)]
@@ -296,7 +320,7 @@ impl Started {
                 run.retire(core);
                 result
             }
-            Err(why) => self.crash(&why),
+            Err(why) => self.crash(&why.to_string()),
         };
         result.interpreter = interpreter;
         result
@@ -310,9 +334,9 @@ impl Started {
         script: &str,
         registry: &ToolRegistry,
         interpreter: Interpreter,
-    ) -> Result<Executed, String> {
+    ) -> Result<Executed, StartError> {
         let Ok(slot) = core.slots.clone().acquire_owned().await else {
-            return Err("the engine is shutting down".into());
+            return Err(StartError::ShuttingDown);
         };
         let setup = ChainSetup {
             script,
@@ -329,7 +353,7 @@ impl Started {
         let spare = core.housekeeper.take_spare();
         let instance = match spare {
             Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontyInstance {
-                store: sandbox::bind(spare.store, setup)?,
+                store: sandbox::bind(spare.store, setup),
                 ..spare
             },
             unfit => {
@@ -364,8 +388,8 @@ impl Started {
         core: &Core,
         setup: ChainSetup<'_>,
         slot: OwnedSemaphorePermit,
-    ) -> Result<Executed, String> {
-        let guest = (core.cpython().await).map_err(|e| format!("the CPython guest is unavailable: {e}"))?;
+    ) -> Result<Executed, StartError> {
+        let guest = (core.cpython().await).map_err(|e| StartError::CpythonUnavailable(e.to_string()))?;
         let spare = guest.housekeeper.take_spare();
         // The spare's `/workspace` is the directory it was made with: a
         // chain with a directory of its own (given, or made already) needs
@@ -377,18 +401,13 @@ impl Started {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .adopt(spare.workspace);
-                (sandbox::bind(spare.store, setup)?, spare.run)
+                (sandbox::bind(spare.store, setup), spare.run)
             }
             unfit => {
                 if let Some(spare) = unfit {
                     guest.housekeeper.retire(Box::new(spare));
                 }
-                let mut store = sandbox::new_store(&guest.engine, setup)?;
-                let instance = (guest.pre.instantiate_async(&mut store).await)
-                    .map_err(|e| format!("could not start the CPython sandbox: {e}"))?;
-                let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run"))
-                    .map_err(|e| format!("the CPython guest has no `run` export: {e}"))?;
-                (store, run)
+                guest.instantiate(setup).await?
             }
         };
         let request = store.data_mut().take_request();
@@ -450,7 +469,7 @@ impl Started {
         });
         if let Err(e) = started {
             stop_on_drop.defuse();
-            return Err(e.to_string());
+            return Err(StartError::Thread(e));
         }
         // A stop that did not take (see `sandbox::Interrupt::abandoned`):
         // the chain is answered without its guest.
@@ -461,14 +480,13 @@ impl Started {
             }
         };
         let run = tokio::select! {
-            run = receiver => run.map_err(|_| "the CPython chain's thread ended without its result".to_owned()),
-            () = abandoned => Err(format!(
-                "the chain was stopped ({}) but its CPython guest did not stop; it was answered without it",
+            run = receiver => run.map_err(|_| StartError::ThreadLost),
+            () = abandoned => Err(StartError::NotStopped(
                 match watched.as_ref().and_then(|i| i.reason()) {
                     Some(Reason::Cpu) => "over max_cpu_s",
                     Some(Reason::Timeout) => "past total_timeout_s",
                     Some(Reason::Cancelled) | None => "cancelled",
-                }
+                },
             )),
         };
         stop_on_drop.defuse();

@@ -32,7 +32,7 @@ use crate::python_choice::Interpreter;
 use crate::sandbox::{self, ChainState, Watchdog};
 use crate::tools::ToolRegistry;
 use cache::{cache, cache_key, cached_or_compiled, deserialize_component_file, load_module};
-pub(crate) use threads::GuestThreads;
+pub(crate) use threads::{GuestThreads, NoThread};
 
 /// The guest module, built from `guest/` by build.rs.
 pub(crate) static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
@@ -259,21 +259,59 @@ impl crate::tools::Tool for WarmUpTool {
     }
 }
 
+/// Why an instance for a chain (or a spare) could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InstanceError {
+    /// The chain's store could not be built.
+    #[error(transparent)]
+    Store(#[from] sandbox::StoreError),
+    /// wasmtime could not instantiate the guest.
+    #[error("could not start the sandbox: {0}")]
+    Instantiate(wasmtime::Error),
+    /// The guest lacks the export a chain starts it by.
+    #[error("the guest has no `{name}` export: {source}")]
+    NoEntryPoint {
+        /// The export (`_start`, `run`).
+        name: &'static str,
+        /// What wasmtime said.
+        source: wasmtime::Error,
+    },
+    /// A CPython spare's workspace directory could not be made.
+    #[error("no workspace directory for a spare: {0}")]
+    SpareWorkspace(std::io::Error),
+    /// A CPython spare's warm-up run failed.
+    #[error("the spare's warm-up run failed: {0}")]
+    WarmUp(wasmtime::Error),
+}
+
+/// The CPython guest's `run` export: the run request in, the finish out.
+pub(crate) type RunExport = wasmtime::component::TypedFunc<(String,), (String,)>;
+
 impl CpythonGuest {
-    async fn instantiate_spare(&self) -> Result<Spare, String> {
+    /// A fresh CPython instance for the chain of `setup`, and its `run`.
+    pub(crate) async fn instantiate(
+        &self,
+        setup: sandbox::ChainSetup<'_>,
+    ) -> Result<(wasmtime::Store<ChainState>, RunExport), InstanceError> {
+        let mut store = sandbox::new_store(&self.engine, setup)?;
+        let instance = (self.pre.instantiate_async(&mut store).await).map_err(InstanceError::Instantiate)?;
+        let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run"))
+            .map_err(|source| InstanceError::NoEntryPoint { name: "run", source })?;
+        Ok((store, run))
+    }
+
+    async fn instantiate_spare(&self) -> Result<Spare, InstanceError> {
         // The chain's workspace is made now and preopened in the spare, so
         // the warm-up also lists the preopens and enters `/workspace` (~0.2
         // ms of WASI calls) instead of the chain; the chain adopts it.
-        let workspace = (tempfile::Builder::new().prefix("chainbox-ws-").tempdir())
-            .map_err(|e| format!("no workspace directory for a spare: {e}"))?;
+        let workspace =
+            (tempfile::Builder::new().prefix("chainbox-ws-").tempdir()).map_err(InstanceError::SpareWorkspace)?;
         let setup = self.placeholder.setup(
             WARM_UP_SCRIPT,
             Some(workspace.path().to_path_buf()),
             Interpreter::Cpython,
         );
-        let mut store = sandbox::new_store(&self.engine, setup)?;
-        let instance = (self.pre.instantiate_async(&mut store).await).map_err(|e| e.to_string())?;
-        let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run")).map_err(|e| e.to_string())?;
+        let (mut store, run) = self.instantiate(setup).await?;
         // One small chain in the spare (a `warm_up()` call and `1 + 1`):
         // it writes the pages of the snapshot's heap that every chain
         // writes (refcounts are everywhere), and those a tool call writes,
@@ -285,7 +323,7 @@ impl CpythonGuest {
         let request = store.data_mut().take_request();
         run.call_async(&mut store, (request,))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(InstanceError::WarmUp)?;
         Ok(Spare { store, run, workspace })
     }
 }
@@ -293,7 +331,9 @@ impl CpythonGuest {
 impl Guest for CpythonGuest {
     type Spare = Spare;
 
-    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Spare, String> {
+    type Error = InstanceError;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Spare, InstanceError> {
         runtime.block_on(self.instantiate_spare())
     }
 
@@ -305,7 +345,9 @@ impl Guest for CpythonGuest {
 impl Guest for Core {
     type Spare = MontyInstance;
 
-    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<MontyInstance, String> {
+    type Error = InstanceError;
+
+    fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<MontyInstance, InstanceError> {
         // Nothing runs in it: the script is the chain's, given by `bind`.
         let setup = self.placeholder.setup("", None, Interpreter::Monty);
         runtime.block_on(self.instantiate(setup))
@@ -318,10 +360,9 @@ impl Guest for Core {
 
 impl Core {
     /// A monty instance for the chain of `setup`, its hot pages mapped in.
-    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, String> {
+    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, InstanceError> {
         let mut store = sandbox::new_store(&self.engine, setup)?;
-        let instance =
-            (self.pre.instantiate_async(&mut store).await).map_err(|e| format!("could not start the sandbox: {e}"))?;
+        let instance = (self.pre.instantiate_async(&mut store).await).map_err(InstanceError::Instantiate)?;
         let memory = instance.get_memory(&mut store, "memory");
         if let Some(memory) = memory {
             // SAFETY: the chain's own linear memory, live with `store`; the
@@ -329,7 +370,7 @@ impl Core {
             unsafe { self.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
         }
         let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
-            .map_err(|e| format!("the guest has no entry point: {e}"))?;
+            .map_err(|source| InstanceError::NoEntryPoint { name: "_start", source })?;
         Ok(MontyInstance { store, memory, start })
     }
 
@@ -402,7 +443,7 @@ impl CpythonGuest {
                 unsafe { Component::deserialize(&engine, &compiled) }
             })
         })?;
-        sandbox::check_cpython_guest(&engine, &component).map_err(EngineError::Wasmtime)?;
+        sandbox::check_cpython_guest(&engine, &component).map_err(wasmtime_err)?;
         let mut linker = wasmtime::component::Linker::new(&engine);
         sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
         let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;

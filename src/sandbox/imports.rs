@@ -220,7 +220,7 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
                     state.guard_page = page;
                     Ok(())
                 }
-                Err(message) => Err(state.fail(Fatal::Protocol(message))),
+                Err(e) => Err(state.fail(Fatal::Protocol(e.to_string()))),
             }
         },
     )?;
@@ -284,7 +284,10 @@ const CPYTHON_HOST_INTERFACE: &str = "chainbox:guest/host@0.1.0";
 /// imports `arm`, as the build that puts the interruption points in makes
 /// it (`guest/cpython/interrupt`). A component without them (a stale
 /// `CHAINBOX_CPYTHON_WASM`) would run a CPU-bound script past every limit.
-pub(crate) fn check_cpython_guest(engine: &wasmtime::Engine, component: &component::Component) -> Result<(), String> {
+pub(crate) fn check_cpython_guest(
+    engine: &wasmtime::Engine,
+    component: &component::Component,
+) -> Result<(), UnstoppableGuest> {
     let ty = component.component_type();
     let arms = ty
         .get_import(engine, CPYTHON_HOST_INTERFACE)
@@ -292,15 +295,16 @@ pub(crate) fn check_cpython_guest(engine: &wasmtime::Engine, component: &compone
             component::types::ComponentItem::ComponentInstance(host) => host.get_export(engine, "arm").is_some(),
             _ => false,
         });
-    if arms {
-        Ok(())
-    } else {
-        Err(format!(
-            "the CPython guest does not import `{CPYTHON_HOST_INTERFACE}#arm`: it was built without interruption \
-             points, so its chains could not be stopped (rebuild it, or unset CHAINBOX_CPYTHON_WASM)"
-        ))
-    }
+    if arms { Ok(()) } else { Err(UnstoppableGuest) }
 }
+
+/// A CPython guest without the `arm` import (see [`check_cpython_guest`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the CPython guest does not import `{CPYTHON_HOST_INTERFACE}#arm`: it was built without interruption points, so \
+     its chains could not be stopped (rebuild it, or unset CHAINBOX_CPYTHON_WASM)"
+)]
+pub(crate) struct UnstoppableGuest;
 
 /// Decodes a message the CPython guest passed as a string, in place in its
 /// memory (a script can call the `host` bridge directly, with a string of
@@ -479,7 +483,7 @@ mod tests {
         let bare = wasm_encoder::Component::new().finish();
         let bare = component::Component::new(&engine, bare).expect("an empty component");
         let refused = check_cpython_guest(&engine, &bare).expect_err("refused");
-        assert!(refused.contains("#arm"), "{refused}");
+        assert!(refused.to_string().contains("#arm"), "{refused}");
     }
 
     /// The names the guest module imports from `chainbox`.

@@ -60,6 +60,24 @@ pub(crate) enum PageSizeError {
     Unsupported(usize),
 }
 
+/// Why a chain's guard page could not be armed: its chains could not be
+/// stopped, so the chain ends (a protocol failure of the guest).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ArmError {
+    /// This host's pages do not fit the guest's guard span.
+    #[error(transparent)]
+    PageSize(#[from] PageSizeError),
+    /// The page the guest named is not a whole host page of its memory.
+    #[error("the guard page at {offset:#x} is not a whole page of the guest's memory")]
+    NotAPage {
+        /// Its offset in the guest's memory.
+        offset: usize,
+    },
+    /// `mprotect` refused to make it readable.
+    #[error("the guard page could not be made readable: {0}")]
+    Unprotect(std::io::Error),
+}
+
 /// The length to protect for a host with pages of `page_size` bytes: one
 /// host page, which must hold every byte the checks read and lie inside
 /// the span the bulk-memory rerouting covers.
@@ -208,16 +226,14 @@ impl Interrupt {
     /// can now be protected. Made readable first, whatever an earlier
     /// chain of this instance left. Returns the page's host address, for
     /// the instance's later chains ([`Interrupt::rearm`]).
-    pub(crate) fn arm(&self, memory: GuestMemory) -> Result<usize, String> {
-        let len = guard_page_len().map_err(|e| e.to_string())?;
+    pub(crate) fn arm(&self, memory: GuestMemory) -> Result<usize, ArmError> {
+        let len = guard_page_len()?;
         let offset = page::GUARD_PAGE as usize;
         let address = memory.base.wrapping_add(offset);
         if memory.len < offset + page::GUARD_SPAN as usize || !address.is_multiple_of(len) {
-            return Err(format!(
-                "the guard page at {offset:#x} is not a whole page of the guest's memory"
-            ));
+            return Err(ArmError::NotAPage { offset });
         }
-        protect(address, len, false).map_err(|e| format!("the guard page could not be made readable: {e}"))?;
+        protect(address, len, false).map_err(ArmError::Unprotect)?;
         self.rearm(address);
         Ok(address)
     }

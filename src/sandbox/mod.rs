@@ -48,7 +48,7 @@ use crate::policy::ChainPolicy;
 use crate::python_choice::Interpreter;
 use crate::result::{ChainError, ErrorKind, Usage};
 use crate::tools::{ToolRegistry, schema_params};
-use crate::workspace::{WORKSPACE, Workspace};
+use crate::workspace::{WORKSPACE, Workspace, WorkspaceError};
 
 /// Deepest Python recursion allowed in a script. Monty's default; the wasm
 /// stack (see `guests::MAX_WASM_STACK`) is sized to hold it.
@@ -180,11 +180,22 @@ pub(crate) struct ChainSetup<'a> {
     pub interpreter: Interpreter,
 }
 
+/// Why a chain's store could not be built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StoreError {
+    /// The chain's workspace directory could not be made.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// WASI could not preopen it as `/workspace`.
+    #[error("{WORKSPACE} could not be opened: {0}")]
+    Preopen(wasmtime::Error),
+}
+
 /// Builds the store for one chain, with its limits armed.
-pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
+pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, StoreError> {
     let wasi = wasi_for(&setup)?;
     let cpython = setup.interpreter == Interpreter::Cpython;
-    let mut store = Store::new(engine, ChainState::for_chain(setup, wasi)?);
+    let mut store = Store::new(engine, ChainState::for_chain(setup, wasi));
     store.limiter(|s| &mut s.memory);
     if cpython {
         // What wasmtime lifts from the guest in one host call (a string
@@ -233,11 +244,11 @@ pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
 /// spare's guest descriptors (the preopened `/workspace` wasi-libc listed,
 /// its working directory there) point into it, so that chain's workspace
 /// must be the directory the spare was made with.
-pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Result<Store<ChainState>, String> {
+pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Store<ChainState> {
     let size = store.data().memory.current();
     let guard_page = store.data().guard_page;
     let wasi = std::mem::replace(&mut store.data_mut().wasi, WasiCtxBuilder::new().build_p1());
-    *store.data_mut() = ChainState::for_chain(setup, wasi)?;
+    *store.data_mut() = ChainState::for_chain(setup, wasi);
     store.data_mut().memory.grown_to(size);
     match &store.data().interrupt {
         Some(interrupt) => {
@@ -246,22 +257,22 @@ pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Resul
         }
         None => store.set_epoch_deadline(1),
     }
-    Ok(store)
+    store
 }
 
 /// The WASI context of the chain of `setup`. No env, no args, no network;
 /// stdio closed. The monty guest's files go through the `os` import; the
 /// CPython guest reads and writes the workspace directory itself,
 /// preopened as `/workspace` (WASI's capability model confines it there).
-fn wasi_for(setup: &ChainSetup<'_>) -> Result<WasiP1Ctx, String> {
+fn wasi_for(setup: &ChainSetup<'_>) -> Result<WasiP1Ctx, StoreError> {
     let mut wasi = WasiCtxBuilder::new();
     if setup.interpreter == Interpreter::Cpython {
         let dir = {
             let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
-            workspace.dir().map_err(|e| e.to_string())?
+            workspace.dir()?
         };
         wasi.preopened_dir(&dir, WORKSPACE, FsPerms::ReadWrite)
-            .map_err(|e| format!("{WORKSPACE} could not be opened: {e}"))?;
+            .map_err(StoreError::Preopen)?;
         // Denied by default already; said here so it stays structural.
         wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
         // Workspace file operations run on the chain's own thread, not
@@ -274,7 +285,7 @@ fn wasi_for(setup: &ChainSetup<'_>) -> Result<WasiP1Ctx, String> {
 impl ChainState {
     /// The state of a store for the chain of `setup`, with `wasi` (see
     /// [`wasi_for`]).
-    fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx) -> Result<ChainState, String> {
+    fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx) -> ChainState {
         let policy = setup.policy;
         let tools = setup
             .registry
@@ -300,7 +311,7 @@ impl ChainState {
         let meters = setup.meters;
         let interrupt = (setup.interpreter == Interpreter::Cpython)
             .then(|| Interrupt::new(meters.clock.clone(), std::time::Instant::now() + policy.total_timeout()));
-        let state = ChainState {
+        ChainState {
             wasi,
             session: setup.session,
             request: Some(encode(&request)),
@@ -318,8 +329,7 @@ impl ChainState {
             written: 0,
             interrupt,
             guard_page: 0,
-        };
-        Ok(state)
+        }
     }
 }
 
