@@ -9,9 +9,9 @@
 
 use super::scan::{Binding, Scan, attributes_not_values, is_dotted, missing_builtins};
 use super::tables::{
-    ATTRIBUTES_NOT_VALUES, CAUGHT_EXCEPTION_ATTRIBUTES, COROUTINE_TAKERS, EAGER_ITERATORS, EAGER_SAFE_FUNCTIONS, FILE_CONSUMING_METHODS,
-    MISSING_METHODS, MODULE_MEMBERS, MONTY_ENCODINGS, MONTY_MODULES, OS_ERRORS, PURE_ITERATORS, RE_FLAGS,
-    RE_PATTERN_TAKERS, REJECTED_KEYWORDS, SPECIAL_ATTRIBUTES, TYPE_ATTRIBUTE_VALUES, TYPE_ATTRIBUTES,
+    ATTRIBUTES_NOT_VALUES, CAUGHT_EXCEPTION_ATTRIBUTES, COROUTINE_TAKERS, EAGER_ITERATORS, EAGER_SAFE_FUNCTIONS,
+    FILE_CONSUMING_METHODS, MISSING_METHODS, MODULE_MEMBERS, MONTY_ENCODINGS, MONTY_MODULES, OS_ERRORS, PURE_ITERATORS,
+    RE_FLAGS, RE_PATTERN_TAKERS, REJECTED_KEYWORDS, SPECIAL_ATTRIBUTES, TYPE_ATTRIBUTE_VALUES, TYPE_ATTRIBUTES,
     USER_SPECIAL_METHODS, WHOLE_CONSUMER_METHODS, WHOLE_CONSUMERS,
 };
 use super::tokens::{Kind, Token};
@@ -1017,8 +1017,24 @@ fn rule_caught_exception_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> 
     if !scan.caught_uses.contains(&at) {
         return None;
     }
-    let attribute = scan.attribute_after(at + 1)?;
-    if CAUGHT_EXCEPTION_ATTRIBUTES.contains(&attribute) {
+    let attribute = match scan.attribute_after(at + 1) {
+        Some(attribute) => Some(attribute),
+        // `getattr(e, "msg", None)`, `hasattr(e, "pos")`: the attribute is
+        // the next argument (a literal, else unknown: `None`).
+        None => {
+            let open = at.checked_sub(1).filter(|&o| scan.tokens[o].text == "(")?;
+            let callee = open.checked_sub(1).map(|c| &scan.tokens[c])?;
+            if !matches!(callee.text, "getattr" | "hasattr")
+                || scan.follows_dot(open - 1)
+                || scan.bound.contains(callee.text)
+                || scan.tokens.get(at + 1).is_none_or(|t| t.text != ",")
+            {
+                return None;
+            }
+            scan.tokens.get(at + 2).and_then(|t| t.literal_text())
+        }
+    };
+    if attribute.is_some_and(|attribute| CAUGHT_EXCEPTION_ATTRIBUTES.contains(&attribute)) {
         return None;
     }
     Some(Needs::Feature {
@@ -1058,7 +1074,8 @@ fn rule_renamed_exception_shown(scan: &Scan<'_>, at: usize) -> Option<Needs> {
             // (monty's class prints with CPython's module, but a
             // FrozenInstanceError's without it).
             Some("type") => {
-                next == Some(")") && (!scan.says_frozen || (text(at + 2) == Some(".") && text(at + 3) == Some("__name__")))
+                next == Some(")")
+                    && (!scan.says_frozen || (text(at + 2) == Some(".") && text(at + 3) == Some("__name__")))
             }
             _ => whole_argument && argument_of == Some("print") && !scan.bound.contains("print"),
         },

@@ -1169,8 +1169,16 @@ pub(super) const COROUTINE_TAKERS: &[&str] = &[
 /// prints as `<class 'FrozenInstanceError'>` on monty. (A file's
 /// `io.UnsupportedOperation` is alike, but `open` is everywhere and the
 /// error rare: files are left out.)
-pub(super) const RENAMED_EXCEPTION_MODULES: &[&str] =
-    &["json", "tomllib", "re", "base64", "binascii", "csv", "decimal", "dataclasses"];
+pub(super) const RENAMED_EXCEPTION_MODULES: &[&str] = &[
+    "json",
+    "tomllib",
+    "re",
+    "base64",
+    "binascii",
+    "csv",
+    "decimal",
+    "dataclasses",
+];
 
 /// The attributes of a caught exception monty answers as CPython does:
 /// `args`, `__class__`, and an OSError's fields (vendored monty-types

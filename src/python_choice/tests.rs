@@ -1107,8 +1107,16 @@ fn attributes_of_a_caught_exception_that_monty_lacks_go_to_cpython() {
         rule,
         says,
     );
-    assert_cpython("try:\n    run()\nexcept ValueError as e:\n    e.add_note('while parsing')\n    raise", rule, says);
-    assert_cpython("try:\n    x = names[k]\nexcept NameError as e: missing = e.name", rule, says);
+    assert_cpython(
+        "try:\n    run()\nexcept ValueError as e:\n    e.add_note('while parsing')\n    raise",
+        rule,
+        says,
+    );
+    assert_cpython(
+        "try:\n    x = names[k]\nexcept NameError as e: missing = e.name",
+        rule,
+        says,
+    );
     assert_cpython(
         "try:\n    run()\nexcept (KeyError, IndexError) as e:\n    if True:\n        n = getattr(e, 'x', 0) or e.obj",
         rule,
@@ -1117,8 +1125,26 @@ fn attributes_of_a_caught_exception_that_monty_lacks_go_to_cpython() {
 }
 
 #[test]
+fn getattr_of_a_caught_exception_goes_to_cpython() {
+    // `getattr` with a default answers silently on monty.
+    let says = "reads an attribute of a caught exception that monty's standard exceptions lack";
+    let rule = "caught_exception_attribute";
+    assert_cpython(
+        "try:\n    run()\nexcept ValueError as e:\n    pos = getattr(e, 'pos', None)",
+        rule,
+        says,
+    );
+    assert_cpython(
+        "try:\n    run()\nexcept ValueError as e:\n    has = hasattr(e, 'lineno')",
+        rule,
+        says,
+    );
+}
+
+#[test]
 fn args_class_and_os_error_fields_of_a_caught_exception_stay_on_monty() {
     assert_monty("try:\n    run()\nexcept ValueError as e:\n    first = e.args[0]\n    kind = e.__class__.__name__");
+    assert_monty("try:\n    run()\nexcept ValueError as e:\n    first = getattr(e, 'args', ())");
     assert_monty("try:\n    open(p)\nexcept OSError as e:\n    n = (e.errno, e.strerror, e.filename, e.filename2)");
     // The same name outside its handler is another value.
     assert_monty("try:\n    run()\nexcept ValueError as e:\n    pass\nfor e in entries:\n    print(e.msg)");
@@ -1201,5 +1227,7 @@ fn slots_and_private_names_go_to_cpython() {
         rule,
         "uses a private name",
     );
-    assert_monty("class Account:\n    def __init__(self, token):\n        self._token = token\n    def __repr__(self):\n        return 'A'\nif __name__ == '__main__':\n    print(Account('t')._token)");
+    assert_monty(
+        "class Account:\n    def __init__(self, token):\n        self._token = token\n    def __repr__(self):\n        return 'A'\nif __name__ == '__main__':\n    print(Account('t')._token)",
+    );
 }
