@@ -270,7 +270,7 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 // file_consumed_whole
                 || scan.files.contains(token.text)
                 // caught_exception_attribute, renamed_exception_shown
-                || scan.caught_uses.contains(&at)
+                || (!scan.caught_uses.is_empty() && scan.caught_uses.contains(&at))
                 // class_rule_not_enforced
                 || token.text.starts_with("__")
                 // path_text_arguments
