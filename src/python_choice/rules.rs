@@ -236,7 +236,7 @@ pub(super) const RULES: &[Rule] = &[
     },
     // `errors.append(e)`, `repr(e)`, `f"{e!r}"` of a caught exception in a
     // script that may meet one monty names with its module
-    // (RENAMED_EXCEPTION_MODULES): monty's repr is
+    // (RENAMED_EXCEPTION_SOURCES: `json.loads`, `re`, `decimal`, …): monty's repr is
     // `json.JSONDecodeError('…')`, CPython's `JSONDecodeError('…')`. Only
     // `str(e)`, `print(e)`, `f"{e}"`, `type(e)`, `isinstance(e, …)` and
     // `raise … from e` show it alike.
@@ -1044,7 +1044,7 @@ fn rule_caught_exception_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> 
 }
 
 fn rule_renamed_exception_shown(scan: &Scan<'_>, at: usize) -> Option<Needs> {
-    if !scan.may_meet_renamed_exception || !scan.caught_uses.contains(&at) {
+    if !(scan.may_meet_renamed_exception || scan.says_frozen) || !scan.caught_uses.contains(&at) {
         return None;
     }
     let text = |i: usize| scan.tokens.get(i).map(|t| t.text);
@@ -1080,6 +1080,8 @@ fn rule_renamed_exception_shown(scan: &Scan<'_>, at: usize) -> Option<Needs> {
             _ => whole_argument && argument_of == Some("print") && !scan.bound.contains("print"),
         },
     };
+    // Without a renamed exception to meet, only a frozen dataclass's class differs.
+    let shown_alike = shown_alike || (!scan.may_meet_renamed_exception && callee != Some("type"));
     (!shown_alike).then_some(Needs::Feature {
         what: "shows a caught exception other than by `str` (its repr, or held in a value), in a script that may meet one monty names with its module (`json.JSONDecodeError(…)` for `JSONDecodeError(…)`)",
         line: scan.tokens[at].line,

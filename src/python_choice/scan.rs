@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::LOOKAHEAD;
 use super::tables::{
     ATTRIBUTES_NOT_VALUES, COROUTINE_TAKERS, KEYWORDS, MISSING_BUILTINS, MONTY_MODULES, OS_ERRORS, RE_PATTERN_TAKERS,
-    REJECTED_KEYWORDS, RENAMED_EXCEPTION_MODULES, TYPE_ATTRIBUTES,
+    REJECTED_KEYWORDS, RENAMED_EXCEPTION_SOURCES, TYPE_ATTRIBUTES,
 };
 use super::tokens::{Kind, Token, Tokenizer};
 
@@ -185,8 +185,8 @@ pub(super) struct Scan<'a> {
     /// these are the names that hold a standard exception.
     pub(super) caught_uses: FxHashSet<usize>,
     /// Whether the script may meet an exception monty names unlike CPython
-    /// (`json.JSONDecodeError` for `JSONDecodeError`): it imports one of
-    /// [`RENAMED_EXCEPTION_MODULES`].
+    /// (`json.JSONDecodeError` for `JSONDecodeError`): it uses a member of a
+    /// module that raises one ([`RENAMED_EXCEPTION_SOURCES`]).
     pub(super) may_meet_renamed_exception: bool,
     /// Whether the script says `frozen` (a frozen dataclass, whose
     /// FrozenInstanceError's class prints without its module on monty).
@@ -226,7 +226,28 @@ impl<'a> Scan<'a> {
             .filter_map(|paren| Some((paren, scan.resolve_callee(paren)?)))
             .collect();
         scan.files = scan.file_names();
+        scan.may_meet_renamed_exception = scan.uses_renamed_exception_source();
         scan
+    }
+
+    /// Whether a name bound by an import reaches a member of
+    /// [`RENAMED_EXCEPTION_SOURCES`] (`json.loads`, `loads` from json,
+    /// `re.search`).
+    fn uses_renamed_exception_source(&self) -> bool {
+        let raises = |module: &str, member: Option<&str>| {
+            RENAMED_EXCEPTION_SOURCES.iter().any(|(source, members)| {
+                *source == module && members.is_none_or(|members| member.is_some_and(|m| members.contains(&m)))
+            })
+        };
+        (0..self.tokens.len()).any(|i| {
+            let token = &self.tokens[i];
+            token.kind == Kind::Name
+                && !self.follows_dot(i)
+                && self.imports.get(token.text).is_some_and(|binding| match binding {
+                    Binding::Module(module) => raises(module, self.attribute_after(i + 1)),
+                    Binding::Member(module, member) => raises(module, Some(member)),
+                })
+        })
     }
 
     /// The names `open(...)` results are bound to: the `as` target after the
@@ -327,10 +348,6 @@ impl<'a> Scan<'a> {
             match token.text {
                 "import" | "from" => {
                     if let Some(import) = self.import_at(i) {
-                        let top = import.module.split('.').next().unwrap_or_default();
-                        if RENAMED_EXCEPTION_MODULES.contains(&top) {
-                            self.may_meet_renamed_exception = true;
-                        }
                         for (name, binding) in import.bindings {
                             self.imports.insert(name, binding);
                         }

@@ -1160,24 +1160,38 @@ pub(super) const COROUTINE_TAKERS: &[&str] = &[
 
 // --- the name lists of single rules ------------------------------------------
 
-/// The modules whose exceptions monty names unlike CPython: its `ExcType`
-/// (vendored monty-types `src/exceptions.rs`) serializes them with a module
-/// (`json.JSONDecodeError`, `re.PatternError`, `decimal.InvalidOperation`,
-/// `_csv.Error`, `binascii.Error` from `base64`, `tomllib.TOMLDecodeError`),
-/// and that name is their `repr()` and the chain's error type, where CPython
-/// says `JSONDecodeError(...)`; `dataclasses.FrozenInstanceError`'s class
-/// prints as `<class 'FrozenInstanceError'>` on monty. (A file's
+/// Where a script meets an exception monty names unlike CPython: its
+/// `ExcType` (vendored monty-types `src/exceptions.rs`) serializes these with
+/// a module (`json.JSONDecodeError`, `re.PatternError`,
+/// `decimal.InvalidOperation`, `_csv.Error`, `binascii.Error`,
+/// `tomllib.TOMLDecodeError`), and that name is their `repr()` and the
+/// chain's error type, where CPython says `JSONDecodeError(...)`. Each
+/// module with the members that raise one (`None`: every member); a
+/// script that uses none of them (`json.dumps` alone) meets none. (A file's
 /// `io.UnsupportedOperation` is alike, but `open` is everywhere and the
 /// error rare: files are left out.)
-pub(super) const RENAMED_EXCEPTION_MODULES: &[&str] = &[
-    "json",
-    "tomllib",
-    "re",
-    "base64",
-    "binascii",
-    "csv",
-    "decimal",
-    "dataclasses",
+pub(super) const RENAMED_EXCEPTION_SOURCES: &[(&str, Option<&[&str]>)] = &[
+    ("json", Some(&["loads", "load", "JSONDecodeError"])),
+    ("tomllib", None),
+    ("re", None),
+    (
+        "base64",
+        Some(&[
+            "a85decode",
+            "b16decode",
+            "b32decode",
+            "b32hexdecode",
+            "b64decode",
+            "b85decode",
+            "decodebytes",
+            "standard_b64decode",
+            "urlsafe_b64decode",
+            "z85decode",
+        ]),
+    ),
+    ("binascii", None),
+    ("csv", None),
+    ("decimal", None),
 ];
 
 /// The attributes of a caught exception monty answers as CPython does:

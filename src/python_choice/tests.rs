@@ -1193,6 +1193,10 @@ fn a_caught_exception_shown_by_str_stays_on_monty() {
     }
     // Without a module whose exceptions monty renames, a repr is CPython's.
     assert_monty("try:\n    x = rows[0]\nexcept IndexError as e:\n    errors.append(e)\n    print(repr(e))");
+    // `json.dumps` raises only builtin exceptions (TypeError, ValueError).
+    assert_monty(
+        "import json\ntry:\n    out = json.dumps(rows)\nexcept (TypeError, ValueError) as e:\n    errors.append(e)",
+    );
 }
 
 #[test]
