@@ -245,6 +245,12 @@ fn may_fire(scan: &Scan<'_>, at: usize) -> bool {
                 || (scan.follows_dot(at) && attributes_not_values().contains(token.text))
                 // file_consumed_whole
                 || scan.files.contains(token.text)
+                // caught_exception_attribute, renamed_exception_shown
+                || (!scan.caught_uses.is_empty() && scan.caught_uses.contains(&at))
+                // class_rule_not_enforced
+                || token.text.starts_with("__")
+                // path_text_arguments
+                || (scan.follows_dot(at) && matches!(token.text, "read_text" | "write_text"))
         }
         // syntax: t-strings, surrogates
         Kind::Str => token.prefix().contains(['t', 'T']) || token.writes_surrogate(),

@@ -9,9 +9,9 @@
 
 use super::scan::{Binding, Scan, attributes_not_values, is_dotted, missing_builtins};
 use super::tables::{
-    ATTRIBUTES_NOT_VALUES, COROUTINE_TAKERS, EAGER_ITERATORS, EAGER_SAFE_FUNCTIONS, FILE_CONSUMING_METHODS,
-    MISSING_METHODS, MODULE_MEMBERS, MONTY_ENCODINGS, MONTY_MODULES, OS_ERRORS, PURE_ITERATORS, RE_FLAGS,
-    RE_PATTERN_TAKERS, REJECTED_KEYWORDS, SPECIAL_ATTRIBUTES, TYPE_ATTRIBUTE_VALUES, TYPE_ATTRIBUTES,
+    ATTRIBUTES_NOT_VALUES, CAUGHT_EXCEPTION_ATTRIBUTES, COROUTINE_TAKERS, EAGER_ITERATORS, EAGER_SAFE_FUNCTIONS,
+    FILE_CONSUMING_METHODS, MISSING_METHODS, MODULE_MEMBERS, MONTY_ENCODINGS, MONTY_MODULES, OS_ERRORS, PURE_ITERATORS,
+    RE_FLAGS, RE_PATTERN_TAKERS, REJECTED_KEYWORDS, SPECIAL_ATTRIBUTES, TYPE_ATTRIBUTE_VALUES, TYPE_ATTRIBUTES,
     USER_SPECIAL_METHODS, WHOLE_CONSUMER_METHODS, WHOLE_CONSUMERS,
 };
 use super::tokens::{Kind, Token};
@@ -223,6 +223,42 @@ pub(super) const RULES: &[Rule] = &[
     Rule {
         name: "builtin_attribute_lookup",
         check: rule_builtin_attribute_lookup,
+    },
+    // `except ValueError as e: e.pos`: of a standard exception's
+    // attributes monty answers only `args`, `__class__` and an OSError's
+    // fields as CPython does (CAUGHT_EXCEPTION_ATTRIBUTES). The others are
+    // missing (`e.msg`, `e.pos` of a JSONDecodeError, `e.add_note(...)`:
+    // vendored monty's `ExcTypeExt::call` keeps only the args), so a
+    // script that reads one fails, or silently takes its `getattr` default.
+    Rule {
+        name: "caught_exception_attribute",
+        check: rule_caught_exception_attribute,
+    },
+    // `errors.append(e)`, `repr(e)`, `f"{e!r}"` of a caught exception in a
+    // script that may meet one monty names with its module
+    // (RENAMED_EXCEPTION_SOURCES: `json.loads`, `re`, `decimal`, …): monty's repr is
+    // `json.JSONDecodeError('…')`, CPython's `JSONDecodeError('…')`. Only
+    // `str(e)`, `print(e)`, `f"{e}"`, `type(e)`, `isinstance(e, …)` and
+    // `raise … from e` show it alike.
+    Rule {
+        name: "renamed_exception_shown",
+        check: rule_renamed_exception_shown,
+    },
+    // `path.read_text(encoding="utf-8")`, `path.write_text(s, encoding=…)`:
+    // monty's `Path.read_text` takes no argument and `write_text` only the
+    // text ("read_text() takes no keyword arguments"; vendored monty
+    // src/types/path.rs).
+    Rule {
+        name: "path_text_arguments",
+        check: rule_path_text_arguments,
+    },
+    // Class rules monty takes and does not enforce: `__slots__` (monty
+    // lets an instance take any attribute) and private names (`self.__token`
+    // is not mangled, so `obj.__token` outside the class reads it where
+    // CPython raises AttributeError).
+    Rule {
+        name: "class_rule_not_enforced",
+        check: rule_class_rule_not_enforced,
     },
 ];
 
@@ -975,6 +1011,115 @@ fn rule_builtin_attribute_lookup(scan: &Scan<'_>, at: usize) -> Option<Needs> {
         what: "asks `hasattr`/`getattr` about what may be a builtin's method (monty's builtins have none as attributes)",
         line: token.line,
     })
+}
+
+fn rule_caught_exception_attribute(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    if !scan.caught_uses.contains(&at) {
+        return None;
+    }
+    let attribute = match scan.attribute_after(at + 1) {
+        Some(attribute) => Some(attribute),
+        // `getattr(e, "msg", None)`, `hasattr(e, "pos")`: the attribute is
+        // the next argument (a literal, else unknown: `None`).
+        None => {
+            let open = at.checked_sub(1).filter(|&o| scan.tokens[o].text == "(")?;
+            let callee = open.checked_sub(1).map(|c| &scan.tokens[c])?;
+            if !matches!(callee.text, "getattr" | "hasattr")
+                || scan.follows_dot(open - 1)
+                || scan.bound.contains(callee.text)
+                || scan.tokens.get(at + 1).is_none_or(|t| t.text != ",")
+            {
+                return None;
+            }
+            scan.tokens.get(at + 2).and_then(|t| t.literal_text())
+        }
+    };
+    if attribute.is_some_and(|attribute| CAUGHT_EXCEPTION_ATTRIBUTES.contains(&attribute)) {
+        return None;
+    }
+    Some(Needs::Feature {
+        what: "reads an attribute of a caught exception that monty's standard exceptions lack (`msg`, `pos`, `lineno`, `add_note`, …; CAUGHT_EXCEPTION_ATTRIBUTES)",
+        line: scan.tokens[at].line,
+    })
+}
+
+fn rule_renamed_exception_shown(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    if !(scan.may_meet_renamed_exception || scan.says_frozen) || !scan.caught_uses.contains(&at) {
+        return None;
+    }
+    let text = |i: usize| scan.tokens.get(i).map(|t| t.text);
+    let next = text(at + 1);
+    if next == Some(".") {
+        // An attribute: rule_caught_exception_attribute's.
+        return None;
+    }
+    let before = at.checked_sub(1).map(|i| &scan.tokens[i]);
+    let callee = at
+        .checked_sub(2)
+        .filter(|&c| before.is_some_and(|b| b.text == "(") && !scan.follows_dot(c))
+        .map(|c| scan.tokens[c].text);
+    // The callee of the call the name is a whole argument of.
+    let argument_of = scan.enclosing_open[at]
+        .filter(|&open| scan.tokens[open].text == "(" && open > 0 && !scan.follows_dot(open - 1))
+        .map(|open| scan.tokens[open - 1].text);
+    let whole_argument = before.is_some_and(|b| matches!(b.text, "(" | ",")) && matches!(next, Some(")" | ","));
+    let shown_alike = match before.map(|b| (b.kind, b.text)) {
+        Some((Kind::Name, "raise" | "from")) => true,
+        // `f"{e}"`: str, not repr (`{e!r}`, `{e=}` are reprs).
+        Some((Kind::FieldStart, _)) => scan.text_after(at).trim_start().starts_with('}'),
+        _ => match callee {
+            Some("str") => next == Some(")"),
+            Some("isinstance") => next == Some(","),
+            // `type(e).__name__`, `type(e) is ValueError`, `str(type(e))`
+            // (monty's class prints with CPython's module, but a
+            // FrozenInstanceError's without it).
+            Some("type") => {
+                next == Some(")")
+                    && (!scan.says_frozen || (text(at + 2) == Some(".") && text(at + 3) == Some("__name__")))
+            }
+            _ => whole_argument && argument_of == Some("print") && !scan.bound.contains("print"),
+        },
+    };
+    // Without a renamed exception to meet, only a frozen dataclass's class differs.
+    let shown_alike = shown_alike || (!scan.may_meet_renamed_exception && callee != Some("type"));
+    (!shown_alike).then_some(Needs::Feature {
+        what: "shows a caught exception other than by `str` (its repr, or held in a value), in a script that may meet one monty names with its module (`json.JSONDecodeError(…)` for `JSONDecodeError(…)`)",
+        line: scan.tokens[at].line,
+    })
+}
+
+fn rule_path_text_arguments(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name
+        || !matches!(token.text, "read_text" | "write_text")
+        || !scan.follows_dot(at)
+        || scan.tokens.get(at + 1).is_none_or(|t| t.text != "(")
+        || scan.defines_attribute(token.text)
+    {
+        return None;
+    }
+    let arguments = scan.arguments(at + 1).count();
+    let keywords = scan.keyword_arguments(at + 1).next().is_some();
+    let allowed = if token.text == "read_text" { 0 } else { 1 };
+    (arguments > allowed || keywords).then_some(Needs::Feature {
+        what: "passes an encoding or other argument to `Path.read_text`/`write_text`, which monty's take none (but the text)",
+        line: token.line,
+    })
+}
+
+fn rule_class_rule_not_enforced(scan: &Scan<'_>, at: usize) -> Option<Needs> {
+    let token = scan.tokens.get(at)?;
+    if token.kind != Kind::Name || !token.text.starts_with("__") {
+        return None;
+    }
+    let what = if token.text == "__slots__" {
+        "declares `__slots__`, which monty does not enforce (its instances take any attribute)"
+    } else if !token.text.ends_with("__") && token.text.len() > 2 {
+        "uses a private name (`self.__token`), which monty does not mangle (read from outside the class, it is there)"
+    } else {
+        return None;
+    };
+    Some(Needs::Feature { what, line: token.line })
 }
 
 fn module_has(module: &str, name: &str) -> bool {

@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::LOOKAHEAD;
 use super::tables::{
     ATTRIBUTES_NOT_VALUES, COROUTINE_TAKERS, KEYWORDS, MISSING_BUILTINS, MONTY_MODULES, OS_ERRORS, RE_PATTERN_TAKERS,
-    REJECTED_KEYWORDS, TYPE_ATTRIBUTES,
+    REJECTED_KEYWORDS, RENAMED_EXCEPTION_SOURCES, TYPE_ATTRIBUTES,
 };
 use super::tokens::{Kind, Token, Tokenizer};
 
@@ -179,6 +179,21 @@ pub(super) struct Scan<'a> {
     /// Names bound to an opened file: `with open(...) as f`, `f = open(...)`
     /// (`Path.open` too).
     pub(super) files: NameSet<'a>,
+    /// The uses of a caught exception's name inside its handler (`e` in the
+    /// body of `except ValueError as e:`), by token index: every exception
+    /// monty has is a builtin one (a class with a base goes to CPython), so
+    /// these are the names that hold a standard exception.
+    pub(super) caught_uses: FxHashSet<usize>,
+    /// Whether the script may meet an exception monty names unlike CPython
+    /// (`json.JSONDecodeError` for `JSONDecodeError`): it uses a member of a
+    /// module that raises one ([`RENAMED_EXCEPTION_SOURCES`]).
+    pub(super) may_meet_renamed_exception: bool,
+    /// Whether the script says `frozen` (a frozen dataclass, whose
+    /// FrozenInstanceError's class prints without its module on monty).
+    pub(super) says_frozen: bool,
+    /// The script, for what the tokens leave out (an f-string field's
+    /// conversion and format spec).
+    source: &'a str,
 }
 
 impl<'a> Scan<'a> {
@@ -200,6 +215,10 @@ impl<'a> Scan<'a> {
             in_class_body: FxHashSet::default(),
             callees: Vec::new(),
             files: NameSet::default(),
+            caught_uses: FxHashSet::default(),
+            may_meet_renamed_exception: false,
+            says_frozen: false,
+            source: script,
         };
         let parens = scan.index();
         scan.callees = parens
@@ -207,7 +226,28 @@ impl<'a> Scan<'a> {
             .filter_map(|paren| Some((paren, scan.resolve_callee(paren)?)))
             .collect();
         scan.files = scan.file_names();
+        scan.may_meet_renamed_exception = scan.uses_renamed_exception_source();
         scan
+    }
+
+    /// Whether a name bound by an import reaches a member of
+    /// [`RENAMED_EXCEPTION_SOURCES`] (`json.loads`, `loads` from json,
+    /// `re.search`).
+    fn uses_renamed_exception_source(&self) -> bool {
+        let raises = |module: &str, member: Option<&str>| {
+            RENAMED_EXCEPTION_SOURCES.iter().any(|(source, members)| {
+                *source == module && members.is_none_or(|members| member.is_some_and(|m| members.contains(&m)))
+            })
+        };
+        (0..self.tokens.len()).any(|i| {
+            let token = &self.tokens[i];
+            token.kind == Kind::Name
+                && !self.follows_dot(i)
+                && self.imports.get(token.text).is_some_and(|binding| match binding {
+                    Binding::Module(module) => raises(module, self.attribute_after(i + 1)),
+                    Binding::Member(module, member) => raises(module, Some(member)),
+                })
+        })
     }
 
     /// The names `open(...)` results are bound to: the `as` target after the
@@ -251,6 +291,9 @@ impl<'a> Scan<'a> {
         let mut open: Vec<usize> = Vec::new();
         // (indentation, is a `class` line) of the enclosing lines.
         let mut blocks: Vec<(usize, bool)> = Vec::new();
+        // The open exception handlers: (indentation of `except`, the caught
+        // name, the index of the header's `:`).
+        let mut handlers: Vec<(usize, &'a str, usize)> = Vec::new();
         for i in 0..self.tokens.len() {
             let token = self.tokens[i];
             // Brackets are one-byte operators.
@@ -277,9 +320,28 @@ impl<'a> Scan<'a> {
                     self.in_class_body.insert(i);
                 }
                 blocks.push((token.indent, token.text == "class"));
+                while handlers.last().is_some_and(|(indent, ..)| *indent >= token.indent) {
+                    handlers.pop();
+                }
+                if token.text == "except"
+                    && let Some(handler) = self.handler_at(i)
+                {
+                    handlers.push(handler);
+                }
             }
             if token.kind != Kind::Name {
                 continue;
+            }
+            if !handlers.is_empty()
+                && !self.follows_dot(i)
+                && handlers
+                    .iter()
+                    .any(|(_, name, colon)| *name == token.text && i > *colon)
+            {
+                self.caught_uses.insert(i);
+            }
+            if token.text == "frozen" {
+                self.says_frozen = true;
             }
             let prev = i.checked_sub(1).map(|p| self.tokens[p].text);
             let next = self.tokens.get(i + 1).map(|t| t.text);
@@ -329,6 +391,37 @@ impl<'a> Scan<'a> {
             }
         }
         parens
+    }
+
+    /// The handler whose `except` is at `at`, if it names what it catches
+    /// (`except (KeyError, ValueError) as e:`): the `except`'s indentation,
+    /// the name, and the index of the header's `:`.
+    fn handler_at(&self, at: usize) -> Option<(usize, &'a str, usize)> {
+        let except = self.tokens.get(at)?;
+        let mut name = None;
+        for i in at + 1..(at + LOOKAHEAD).min(self.tokens.len()) {
+            let token = &self.tokens[i];
+            if token.starts_line {
+                return None;
+            }
+            if token.depth != except.depth {
+                continue;
+            }
+            match token.text {
+                "as" => name = self.tokens.get(i + 1).filter(|t| t.kind == Kind::Name).map(|t| t.text),
+                ":" => return name.map(|name| (except.indent, name, i)),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The source text right after the token at `at` (an f-string field's
+    /// `!r`, `:>8` or `}` after its expression, which the tokens leave out).
+    pub(super) fn text_after(&self, at: usize) -> &'a str {
+        let token = &self.tokens[at];
+        let end = (token.text.as_ptr() as usize).saturating_sub(self.source.as_ptr() as usize) + token.text.len();
+        self.source.get(end..).unwrap_or_default()
     }
 
     /// Whether the statement holding `at` assigns with a top-level `=` after it (`a, b = …`).

@@ -437,6 +437,9 @@ pub(super) const MODULE_MEMBERS: &[(&str, &[&str])] = &[
             "subn",
         ],
     ),
+    // No `setrecursionlimit`: monty has it only under its `test-hooks`
+    // feature (src/modules/sys.rs `SysFunctions`), which its own test build
+    // turns on and chainbox's guest does not.
     (
         "sys",
         &[
@@ -461,7 +464,6 @@ pub(super) const MODULE_MEMBERS: &[(&str, &[&str])] = &[
             "platlibdir",
             "prefix",
             "pycache_prefix",
-            "setrecursionlimit",
             "stderr",
             "stdout",
             "version",
@@ -1157,6 +1159,50 @@ pub(super) const COROUTINE_TAKERS: &[&str] = &[
 ];
 
 // --- the name lists of single rules ------------------------------------------
+
+/// Where a script meets an exception monty names unlike CPython: its
+/// `ExcType` (vendored monty-types `src/exceptions.rs`) serializes these with
+/// a module (`json.JSONDecodeError`, `re.PatternError`,
+/// `decimal.InvalidOperation`, `_csv.Error`, `binascii.Error`,
+/// `tomllib.TOMLDecodeError`), and that name is their `repr()` and the
+/// chain's error type, where CPython says `JSONDecodeError(...)`. Each
+/// module with the members that raise one (`None`: every member); a
+/// script that uses none of them (`json.dumps` alone) meets none. (A file's
+/// `io.UnsupportedOperation` is alike, but `open` is everywhere and the
+/// error rare: files are left out.)
+pub(super) const RENAMED_EXCEPTION_SOURCES: &[(&str, Option<&[&str]>)] = &[
+    ("json", Some(&["loads", "load", "JSONDecodeError"])),
+    ("tomllib", None),
+    ("re", None),
+    (
+        "base64",
+        Some(&[
+            "a85decode",
+            "b16decode",
+            "b32decode",
+            "b32hexdecode",
+            "b64decode",
+            "b85decode",
+            "decodebytes",
+            "standard_b64decode",
+            "urlsafe_b64decode",
+            "z85decode",
+        ]),
+    ),
+    ("binascii", None),
+    ("csv", None),
+    ("decimal", None),
+];
+
+/// The attributes of a caught exception monty answers as CPython does:
+/// `args`, `__class__`, and an OSError's fields (vendored monty-types
+/// `OsErrorData`, read back from the host's message). Every other one is
+/// missing on monty: `msg`, `doc`, `pos`, `lineno`, `colno` of a
+/// JSONDecodeError or re.PatternError, `name` of a NameError, `value` of
+/// StopIteration, `add_note`, `with_traceback` (vendored monty's
+/// `ExcTypeExt::call` keeps only the args).
+pub(super) const CAUGHT_EXCEPTION_ATTRIBUTES: &[&str] =
+    &["args", "__class__", "errno", "strerror", "filename", "filename2"];
 
 /// OSError and the subclasses monty has (the others are missing builtins).
 pub(super) const OS_ERRORS: &[&str] = &[

@@ -1097,3 +1097,141 @@ fn corpus_known_differences_and_cpython_cases_route_to_cpython() {
     }
     assert!(misses.is_empty(), "routed to monty but must run in CPython: {misses:?}");
 }
+
+#[test]
+fn attributes_of_a_caught_exception_that_monty_lacks_go_to_cpython() {
+    let says = "reads an attribute of a caught exception that monty's standard exceptions lack";
+    let rule = "caught_exception_attribute";
+    assert_cpython(
+        "import json\ntry:\n    data = json.loads(text)\nexcept json.JSONDecodeError as err:\n    where = (err.lineno, err.colno, err.msg)",
+        rule,
+        says,
+    );
+    assert_cpython(
+        "try:\n    run()\nexcept ValueError as e:\n    e.add_note('while parsing')\n    raise",
+        rule,
+        says,
+    );
+    assert_cpython(
+        "try:\n    x = names[k]\nexcept NameError as e: missing = e.name",
+        rule,
+        says,
+    );
+    assert_cpython(
+        "try:\n    run()\nexcept (KeyError, IndexError) as e:\n    if True:\n        n = getattr(e, 'x', 0) or e.obj",
+        rule,
+        says,
+    );
+}
+
+#[test]
+fn getattr_of_a_caught_exception_goes_to_cpython() {
+    // `getattr` with a default answers silently on monty.
+    let says = "reads an attribute of a caught exception that monty's standard exceptions lack";
+    let rule = "caught_exception_attribute";
+    assert_cpython(
+        "try:\n    run()\nexcept ValueError as e:\n    pos = getattr(e, 'pos', None)",
+        rule,
+        says,
+    );
+    assert_cpython(
+        "try:\n    run()\nexcept ValueError as e:\n    has = hasattr(e, 'lineno')",
+        rule,
+        says,
+    );
+}
+
+#[test]
+fn args_class_and_os_error_fields_of_a_caught_exception_stay_on_monty() {
+    assert_monty("try:\n    run()\nexcept ValueError as e:\n    first = e.args[0]\n    kind = e.__class__.__name__");
+    assert_monty("try:\n    run()\nexcept ValueError as e:\n    first = getattr(e, 'args', ())");
+    assert_monty("try:\n    open(p)\nexcept OSError as e:\n    n = (e.errno, e.strerror, e.filename, e.filename2)");
+    // The same name outside its handler is another value.
+    assert_monty("try:\n    run()\nexcept ValueError as e:\n    pass\nfor e in entries:\n    print(e.msg)");
+    assert_monty("try:\n    run()\nexcept ValueError:\n    pass\nprint(e.msg)");
+}
+
+#[test]
+fn a_caught_exception_shown_as_a_value_goes_to_cpython_where_monty_renames_it() {
+    let says = "shows a caught exception other than by `str`";
+    let rule = "renamed_exception_shown";
+    let handler = |body: &str| format!("import json\ntry:\n    json.loads(text)\nexcept ValueError as e:\n    {body}");
+    for body in [
+        "errors.append(e)",
+        "print(repr(e))",
+        "print(f'{e!r}')",
+        "print(f'{e=}')",
+        "return {'error': e}",
+        "print([e])",
+        "failed = e",
+    ] {
+        assert_cpython(&handler(body), rule, says);
+    }
+    // The class of a frozen dataclass's error prints without its module.
+    assert_cpython(
+        "from dataclasses import dataclass\n@dataclass(frozen=True)\nclass P:\n    x: int\ntry:\n    P(1).x = 2\nexcept Exception as e:\n    print(str(type(e)))",
+        rule,
+        says,
+    );
+}
+
+#[test]
+fn a_caught_exception_shown_by_str_stays_on_monty() {
+    let handler = |body: &str| format!("import json\ntry:\n    json.loads(text)\nexcept ValueError as e:\n    {body}");
+    for body in [
+        "print('not JSON:', e)",
+        "errors.append(str(e))",
+        "print(f'not JSON: {e}')",
+        "kind = type(e).__name__",
+        "same = type(e) is ValueError",
+        "ok = isinstance(e, ValueError)",
+        "raise RuntimeError('bad') from e",
+        "raise e",
+        "msg = str(e)[:80]",
+    ] {
+        assert_monty(&handler(body));
+    }
+    // Without a module whose exceptions monty renames, a repr is CPython's.
+    assert_monty("try:\n    x = rows[0]\nexcept IndexError as e:\n    errors.append(e)\n    print(repr(e))");
+    // `json.dumps` raises only builtin exceptions (TypeError, ValueError).
+    assert_monty(
+        "import json\ntry:\n    out = json.dumps(rows)\nexcept (TypeError, ValueError) as e:\n    errors.append(e)",
+    );
+}
+
+#[test]
+fn sys_setrecursionlimit_of_montys_test_build_goes_to_cpython() {
+    let says = "uses `sys.setrecursionlimit`, which monty's `sys` does not have";
+    assert_cpython("import sys\nsys.setrecursionlimit(5000)", "module_attribute", says);
+    assert_cpython("from sys import setrecursionlimit", "import", says);
+    assert_monty("import sys\nprint(sys.version_info, sys.maxsize)");
+}
+
+#[test]
+fn path_read_text_and_write_text_with_arguments_go_to_cpython() {
+    let says = "passes an encoding or other argument to `Path.read_text`/`write_text`";
+    let rule = "path_text_arguments";
+    assert_cpython("text = path.read_text(encoding='utf-8')", rule, says);
+    assert_cpython("text = path.read_text('utf-8')", rule, says);
+    assert_cpython("path.write_text(report, encoding='utf-8')", rule, says);
+    assert_cpython("path.write_text(report, 'utf-8', 'strict')", rule, says);
+    assert_monty("text = path.read_text()\npath.write_text(text.upper())");
+}
+
+#[test]
+fn slots_and_private_names_go_to_cpython() {
+    let rule = "class_rule_not_enforced";
+    assert_cpython(
+        "class Point:\n    __slots__ = ('x', 'y')\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y",
+        rule,
+        "declares `__slots__`",
+    );
+    assert_cpython(
+        "class Account:\n    def __init__(self, token):\n        self.__token = token\nprint(Account('t').__token)",
+        rule,
+        "uses a private name",
+    );
+    assert_monty(
+        "class Account:\n    def __init__(self, token):\n        self._token = token\n    def __repr__(self):\n        return 'A'\nif __name__ == '__main__':\n    print(Account('t')._token)",
+    );
+}
