@@ -93,6 +93,7 @@ same_on_both_guests! {
     the_final_expression_is_the_answer_with_key_order_and_exact_ints:
         "r = await add(a=1, b=2)\n{'z': r, 'a': 2 ** 100, 'm': [1, 2.5, None, True], 't': (1, 'x')}";
     a_string_answer_is_its_own_output_text: "await echo(text='héllo')";
+    an_uncaught_module_exception_is_named_by_its_class: "import json\njson.loads('{\"a\": ')";
     no_final_expression_answers_none: "x = await noop()";
     positional_arguments_map_onto_the_schema_order: "await add(2, 3)";
     too_many_positional_arguments_are_a_type_error: "await add(1, 2, 3)";

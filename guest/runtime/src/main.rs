@@ -376,9 +376,13 @@ fn script_error(exc: &MontyException, compile: bool) -> ScriptError {
     if traceback[last_line..].starts_with("json.JSONDecodeError: ") {
         traceback.replace_range(last_line..last_line + "json.".len(), "json.decoder.");
     }
+    // monty names some classes by their module (`json.JSONDecodeError`);
+    // the type CPython reports is the class's own name.
+    let exc_type = exc.exc_type().to_string();
+    let exc_type = exc_type.rsplit('.').next().unwrap_or(&exc_type).to_owned();
     ScriptError {
         compile: compile || exc.exc_type() == ExcType::SyntaxError,
-        exc_type: exc.exc_type().to_string(),
+        exc_type,
         message,
         line,
         traceback,
