@@ -25,7 +25,9 @@ use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
-use crate::guests::{Core, CpythonGuest, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread};
+use crate::guests::{
+    Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, RunExport,
+};
 use crate::invoker::InvokerSession;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
@@ -46,9 +48,6 @@ enum StartError {
     /// No instance could be made for it.
     #[error(transparent)]
     Instance(#[from] InstanceError),
-    /// The CPython guest could not be built.
-    #[error("the CPython guest is unavailable: {0}")]
-    CpythonUnavailable(String),
     /// No thread could run its CPython guest.
     #[error(transparent)]
     Thread(NoThread),
@@ -347,27 +346,10 @@ impl Started {
             meters: self.meters.clone(),
             interpreter,
         };
-        if interpreter == Interpreter::Cpython {
-            return self.execute_cpython(core, setup, slot).await;
-        }
-        let spare = core.housekeeper.take_spare();
-        let instance = match spare {
-            Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontyInstance {
-                store: sandbox::bind(spare.store, setup),
-                ..spare
-            },
-            unfit => {
-                if let Some(spare) = unfit {
-                    core.housekeeper.retire(Box::new(spare));
-                }
-                core.instantiate(setup).await?
-            }
+        let (mut store, memory, start) = match core.instance_for(setup).await? {
+            Instance::Monty(MontyInstance { store, memory, start }) => (store, memory, start),
+            Instance::Cpython { store, run, guest } => return self.execute_cpython(store, run, guest, slot).await,
         };
-        let MontyInstance {
-            mut store,
-            memory,
-            start,
-        } = instance;
         store.data_mut().guest_memory = memory;
         self.meters.guest_starts();
         let trap = start.call_async(&mut store, ()).await.err();
@@ -381,35 +363,16 @@ impl Started {
         })
     }
 
-    /// The CPython guest's run: the spare instance (or a fresh one), its
-    /// `run` export called with the run request, its answer the finish.
+    /// The CPython guest's run: the chain's instance's `run` export called
+    /// with the run request on a thread of the guest's, its answer the
+    /// finish.
     async fn execute_cpython(
         &self,
-        core: &Core,
-        setup: ChainSetup<'_>,
+        mut store: Store<ChainState>,
+        run: RunExport,
+        guest: Arc<CpythonGuest>,
         slot: OwnedSemaphorePermit,
     ) -> Result<Executed, StartError> {
-        let guest = (core.cpython().await).map_err(|e| StartError::CpythonUnavailable(e.to_string()))?;
-        let spare = guest.housekeeper.take_spare();
-        // The spare's `/workspace` is the directory it was made with: a
-        // chain with a directory of its own (given, or made already) needs
-        // a fresh instance.
-        let adoptable = self.workspace.lock().unwrap_or_else(|p| p.into_inner()).can_adopt();
-        let (mut store, run) = match spare {
-            Some(spare) if sandbox::fits(&spare.store, setup.policy) && adoptable => {
-                self.workspace
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .adopt(spare.workspace);
-                (sandbox::bind(spare.store, setup), spare.run)
-            }
-            unfit => {
-                if let Some(spare) = unfit {
-                    guest.housekeeper.retire(Box::new(spare));
-                }
-                guest.instantiate(setup).await?
-            }
-        };
         let request = store.data_mut().take_request();
         let interrupt = store.data().interrupt.clone();
         if let Some(interrupt) = &interrupt {

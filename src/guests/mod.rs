@@ -282,6 +282,9 @@ pub(crate) enum InstanceError {
     /// A CPython spare's warm-up run failed.
     #[error("the spare's warm-up run failed: {0}")]
     WarmUp(wasmtime::Error),
+    /// The CPython guest could not be built.
+    #[error("the CPython guest is unavailable: {0}")]
+    CpythonUnavailable(String),
 }
 
 /// The CPython guest's `run` export: the run request in, the finish out.
@@ -358,9 +361,75 @@ impl Guest for Core {
     }
 }
 
+/// A chain's instance, on either guest, ready for its script.
+pub(crate) enum Instance {
+    /// A monty instance; its `_start` runs the chain.
+    Monty(MontyInstance),
+    /// A CPython instance; its `run` export, called with the run request,
+    /// runs the chain.
+    Cpython {
+        /// Its store, bound to the chain.
+        store: wasmtime::Store<ChainState>,
+        /// Its `run` export.
+        run: RunExport,
+        /// The guest it belongs to (watchdog, threads, housekeeper).
+        guest: Arc<CpythonGuest>,
+    },
+}
+
 impl Core {
+    /// The instance for the chain of `setup` on its interpreter: the
+    /// guest's spare when it fits the chain (its memory within the chain's
+    /// limit; for CPython, a chain that can adopt the spare's workspace
+    /// directory), bound to the chain, else a fresh one (the unfit spare
+    /// retired). The one place a chain's store is made or bound.
+    pub(crate) async fn instance_for(&self, setup: sandbox::ChainSetup<'_>) -> Result<Instance, InstanceError> {
+        if setup.interpreter == Interpreter::Monty {
+            let spare = self.housekeeper.take_spare();
+            return Ok(Instance::Monty(match spare {
+                Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontyInstance {
+                    store: sandbox::bind(spare.store, setup),
+                    ..spare
+                },
+                unfit => {
+                    if let Some(spare) = unfit {
+                        self.housekeeper.retire(Box::new(spare));
+                    }
+                    self.instantiate(setup).await?
+                }
+            }));
+        }
+        let guest = (self.cpython().await).map_err(|e| InstanceError::CpythonUnavailable(e.to_string()))?;
+        let spare = guest.housekeeper.take_spare();
+        // The spare's `/workspace` is the directory it was made with: a
+        // chain with a directory of its own (given, or made already) needs
+        // a fresh instance.
+        let workspace = setup.workspace.clone();
+        let adoptable = workspace.lock().unwrap_or_else(|p| p.into_inner()).can_adopt();
+        let (store, run) = match spare {
+            Some(spare) if sandbox::fits(&spare.store, setup.policy) && adoptable => {
+                workspace
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .adopt(spare.workspace);
+                (sandbox::bind(spare.store, setup), spare.run)
+            }
+            unfit => {
+                if let Some(spare) = unfit {
+                    guest.housekeeper.retire(Box::new(spare));
+                }
+                guest.instantiate(setup).await?
+            }
+        };
+        Ok(Instance::Cpython {
+            store,
+            run,
+            guest: guest.clone(),
+        })
+    }
+
     /// A monty instance for the chain of `setup`, its hot pages mapped in.
-    pub(crate) async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, InstanceError> {
+    async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, InstanceError> {
         let mut store = sandbox::new_store(&self.engine, setup)?;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(InstanceError::Instantiate)?;
         let memory = instance.get_memory(&mut store, "memory");
