@@ -56,6 +56,28 @@ use futures::FutureExt;
 /// inside chains.
 pub const RUN_CHAIN: &str = "run_chain";
 
+/// The audit log's line for one tool call that ended (target
+/// `chainbox::audit`, level info): its record, and the size of its result
+/// when someone listens (`result_bytes`, 0 otherwise). The invoker writes
+/// one per call; a cancelled chain writes those of the calls it cut off.
+pub(crate) fn audit_call(run_id: &str, record: &ChainCallRecord, result_bytes: usize) {
+    tracing::info!(
+        target: "chainbox::audit",
+        run_id = %run_id,
+        call_id = %record.call_id,
+        tool = %record.tool,
+        args_digest = %record.args_digest,
+        status = ?record.status,
+        duration_ms = record.duration_ms,
+        result_bytes,
+        artifact_ref = record.artifact_ref.map(|r| r.to_string()).unwrap_or_default(),
+        error = record.error.as_deref().unwrap_or_default(),
+        source = record.source.as_deref().unwrap_or_default(),
+        policy = record.policy.map(PolicyDecision::as_str).unwrap_or_default(),
+        "tool call"
+    );
+}
+
 /// The call past the budget: it ends the chain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("tool call budget exhausted: call #{attempted} exceeds max_tool_calls = {limit}")]
@@ -277,20 +299,7 @@ impl InvokerSession {
             }
             _ => 0,
         };
-        tracing::info!(
-            target: "chainbox::audit",
-            run_id = %self.run_id,
-            call_id = %record.call_id,
-            tool = %record.tool,
-            args_digest = %record.args_digest,
-            status = ?record.status,
-            duration_ms = record.duration_ms,
-            result_bytes,
-            artifact_ref = record.artifact_ref.map(|r| r.to_string()).unwrap_or_default(),
-            source = record.source.as_deref().unwrap_or_default(),
-            policy = record.policy.map(PolicyDecision::as_str).unwrap_or_default(),
-            "tool call"
-        );
+        audit_call(&self.run_id, &record, result_bytes);
         self.close_slot(slot, record);
         outcome
     }

@@ -28,7 +28,7 @@ use crate::artifacts::ArtifactStore;
 use crate::guests::{
     Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, RunExport,
 };
-use crate::invoker::InvokerSession;
+use crate::invoker::{InvokerSession, audit_call};
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
 use crate::result::*;
@@ -571,19 +571,7 @@ impl Started {
             .iter()
             .filter(|r| r.error.as_deref() == Some(CANCELLED_CALL))
         {
-            tracing::info!(
-                target: "chainbox::audit",
-                run_id = %self.run_id,
-                call_id = %record.call_id,
-                tool = %record.tool,
-                args_digest = %record.args_digest,
-                status = ?record.status,
-                duration_ms = record.duration_ms,
-                error = CANCELLED_CALL,
-                source = record.source.as_deref().unwrap_or_default(),
-                policy = record.policy.map(PolicyDecision::as_str).unwrap_or_default(),
-                "tool call"
-            );
+            audit_call(&self.run_id, record, 0);
         }
         tracing::info!(
             target: "chainbox::audit",
