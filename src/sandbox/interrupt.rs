@@ -28,13 +28,11 @@
 //! its page was protected, or `mprotect` failing) is logged, and the
 //! chain is answered without its guest ([`Interrupt::abandoned`]).
 
-#[path = "../../guest/cpython/interrupt/page.rs"]
-mod page;
-
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use chainbox_guest_build::interrupt::page;
 use wasmtime::CallHook;
 use wasmtime::component::__internal::{CanonicalAbiInfo, InstanceType, InterfaceType, LiftContext};
 use wasmtime::component::{ComponentType, Lift, WasmList};
