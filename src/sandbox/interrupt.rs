@@ -3,7 +3,7 @@
 //!
 //! The CPython guest runs without wasmtime's epoch checks, which cost a
 //! CPU-bound script a quarter of its time (BENCHMARKS.md). Instead the
-//! build put a load of the guard page (`guest/cpython/interrupt`) at every
+//! build put a load of the guard page (`guest/build/src/interrupt`) at every
 //! loop header and at the entry of every function that calls, and this
 //! module's [`Watchdog`] thread looks at each running chain every
 //! [`crate::guests::EPOCH_TICK`]: over its CPU limit or past its total
