@@ -4,8 +4,21 @@
 
 use std::ops::Range;
 
-use wasm_encoder::RawSection;
-use wasmparser::{Parser, Payload};
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{RawSection, TypeSection};
+use wasmparser::{Parser, Payload, TypeSectionReader};
+
+/// One type section holding the types of `readers`, in order: a module's
+/// own, then those a pass adds (their indices follow the module's).
+pub fn type_section<'a>(readers: impl IntoIterator<Item = TypeSectionReader<'a>>) -> Result<TypeSection, String> {
+    let mut section = TypeSection::new();
+    for reader in readers {
+        RoundtripReencoder
+            .parse_type_section(&mut section, reader)
+            .map_err(|e| format!("re-encoding a type section: {e:?}"))?;
+    }
+    Ok(section)
+}
 
 /// `module` re-encoded section by section: `edit` sees each payload and
 /// writes what replaces it into the new module, returning `true`; a section
@@ -149,6 +162,34 @@ mod tests {
         let original = original.finish();
         let rewritten = rewrite_module(&original, |_, _| Ok(false)).expect("rewritten");
         assert_eq!(rewritten, original);
+    }
+
+    fn type_reader(module: &[u8]) -> TypeSectionReader<'_> {
+        Parser::new(0)
+            .parse_all(module)
+            .find_map(|payload| match payload.expect("payload") {
+                Payload::TypeSection(reader) => Some(reader),
+                _ => None,
+            })
+            .expect("a type section")
+    }
+
+    #[test]
+    fn a_type_section_from_two_readers_holds_the_first_ones_types_then_the_seconds() {
+        let types = |params: &[wasm_encoder::ValType]| {
+            let mut module = Module::new();
+            let mut section = wasm_encoder::TypeSection::new();
+            for &param in params {
+                section.ty().function([param], []);
+            }
+            module.section(&section);
+            module.finish()
+        };
+        use wasm_encoder::ValType::{F64, I32, I64};
+        let (first, second) = (types(&[I32]), types(&[I64, F64]));
+        let mut module = Module::new();
+        module.section(&type_section([type_reader(&first), type_reader(&second)]).expect("types"));
+        assert_eq!(module.finish(), types(&[I32, I64, F64]));
     }
 
     #[test]

@@ -22,12 +22,10 @@
 use std::ops::Range;
 
 use wasm_encoder::reencode::{Error as ReencodeError, Reencode, RoundtripReencoder};
-use wasm_encoder::{
-    BlockType, CodeSection, ConstExpr, Function, FunctionSection, GlobalSection, GlobalType, TypeSection, ValType,
-};
+use wasm_encoder::{BlockType, CodeSection, ConstExpr, Function, FunctionSection, GlobalSection, GlobalType, ValType};
 use wasmparser::{KnownCustom, Name, Operator, Parser, Payload, TypeRef};
 
-use crate::component::{replace_modules, rewrite_module, top_level_modules};
+use crate::component::{replace_modules, rewrite_module, top_level_modules, type_section};
 
 /// A libpython function whose hash gets the 64-bit version, the spliced
 /// function that computes it, and the prologue's shape.
@@ -399,14 +397,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
     let out = rewrite_module(module, |payload, out| {
         match payload {
             Payload::TypeSection(reader) => {
-                let mut section = TypeSection::new();
-                RoundtripReencoder
-                    .parse_type_section(&mut section, reader.clone())
-                    .map_err(|e| format!("{e:?}"))?;
-                RoundtripReencoder
-                    .parse_type_section(&mut section, hashes.types.clone())
-                    .map_err(|e| format!("{e:?}"))?;
-                out.section(&section);
+                out.section(&type_section([reader.clone(), hashes.types.clone()])?);
                 seen[0] = true;
             }
             Payload::FunctionSection(_) => {

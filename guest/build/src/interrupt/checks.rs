@@ -35,11 +35,11 @@
 //! would have been the host's, not a trap. In wasm it is a trap.
 
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
-use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, TypeSection, ValType};
+use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, ValType};
 use wasmparser::{Operator, Parser, Payload, TypeRef};
 
 use super::page::{CHECKED_BYTES, GUARD_PAGE, GUARD_SPAN};
-use crate::component::{replace_modules, rewrite_module, top_level_modules};
+use crate::component::{replace_modules, rewrite_module, top_level_modules, type_section};
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -114,10 +114,7 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
     let out = rewrite_module(module, |payload, out| {
         match payload {
             Payload::TypeSection(reader) => {
-                let mut section = TypeSection::new();
-                RoundtripReencoder
-                    .parse_type_section(&mut section, reader.clone())
-                    .map_err(|e| format!("{e:?}"))?;
+                let mut section = type_section([reader.clone()])?;
                 section.ty().function([ValType::I32; 3], []);
                 out.section(&section);
                 seen[0] = true;
@@ -390,7 +387,7 @@ mod tests {
     #[test]
     fn a_component_without_a_module_with_a_memory_is_refused() {
         let mut module = wasm_encoder::Module::new();
-        module.section(&TypeSection::new());
+        module.section(&wasm_encoder::TypeSection::new());
         let mut component = wasm_encoder::Component::new();
         component.section(&wasm_encoder::ModuleSection(&module));
         let error = with_interruption_points(&component.finish()).expect_err("no memory");
