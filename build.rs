@@ -4,9 +4,9 @@
 //! guest (`guest/cpython`), a WebAssembly component made by PyPI's
 //! `componentize-py` (pinned, installed with `python3 -m pip` into
 //! `target/guest/componentize-py`) from the WIT world and the guest module,
-//! with 64-bit CPython's numeric hashes spliced into its libpython
-//! (`guest/cpython/hashes`) and interruption points in its code
-//! (`guest/cpython/interrupt`).
+//! with 64-bit CPython's numeric hashes (`guest/cpython/hashes`) spliced
+//! into its libpython and interruption points in its code, by the passes of
+//! `guest/build` (the `chainbox-guest-build` crate).
 //! Both `.wasm` files are embedded into the library with `include_bytes!`.
 //! No prebuilt wasm is committed.
 
@@ -14,17 +14,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "guest/cpython/wasm/component.rs"]
-mod cpython_component;
-
-#[path = "guest/cpython/hashes/patch.rs"]
-mod cpython_hashes;
-
-#[path = "guest/cpython/interrupt"]
-mod cpython_interrupt {
-    pub mod checks;
-    pub mod page;
-}
+use chainbox_guest_build::{hashes, interrupt};
 
 const GUEST_TARGET: &str = "wasm32-wasip1";
 
@@ -115,8 +105,12 @@ const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// tells the library where it is (`CHAINBOX_CPYTHON_WASM_PATH`).
 fn build_cpython_guest(manifest_dir: &Path) {
     let source = manifest_dir.join("guest").join("cpython");
-    for path in ["wit", "src", "hashes", "interrupt", "wasm"] {
+    let passes = manifest_dir.join("guest").join("build");
+    for path in CPYTHON_SOURCES {
         println!("cargo:rerun-if-changed={}", source.join(path).display());
+    }
+    for path in PASSES_SOURCES {
+        println!("cargo:rerun-if-changed={}", passes.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_CPYTHON_WASM");
     println!("cargo:rerun-if-env-changed=PYTHON");
@@ -163,7 +157,7 @@ fn build_cpython_guest(manifest_dir: &Path) {
     // The dev, test and clippy builds each run this script: build the
     // component once per content of its inputs (~20-40 s each time).
     let key = guest_dir.join("chainbox-cpython.wasm.inputs");
-    let inputs = cpython_inputs(&source);
+    let inputs = cpython_inputs(&source, &passes);
     if wasm.exists() && std::fs::read(&key).is_ok_and(|k| k == inputs) {
         println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());
         return;
@@ -190,9 +184,9 @@ fn build_cpython_guest(manifest_dir: &Path) {
     }
     let hashes = build_hashes(&source.join("hashes").join("hashes.rs"), &guest_dir);
     let component = std::fs::read(&unpatched).expect("chainbox build: read the CPython guest");
-    let patched = cpython_hashes::patch_component(&component, &hashes)
+    let patched = hashes::patch_component(&component, &hashes)
         .unwrap_or_else(|e| panic!("chainbox build: splicing the numeric hashes into libpython failed: {e}"));
-    let patched = cpython_interrupt::checks::with_interruption_points(&patched)
+    let patched = interrupt::checks::with_interruption_points(&patched)
         .unwrap_or_else(|e| panic!("chainbox build: putting interruption points into the CPython guest failed: {e}"));
     std::fs::write(&wasm, patched).expect("chainbox build: write the CPython guest");
     std::fs::write(&key, &inputs).expect("chainbox build: write the CPython guest's input key");
@@ -227,13 +221,24 @@ fn build_hashes(source: &Path, guest_dir: &Path) -> Vec<u8> {
     std::fs::read(&out).expect("chainbox build: read the built hashes module")
 }
 
+/// What the CPython guest is built from in `guest/cpython`: the WIT world,
+/// the guest module and the hashes' source.
+const CPYTHON_SOURCES: [&str; 3] = ["wit", "src", "hashes"];
+
+/// What the passes over it are in `guest/build`.
+const PASSES_SOURCES: [&str; 3] = ["Cargo.toml", "src", "src/interrupt"];
+
 /// Everything the CPython guest is built from, as one byte string: the
-/// pinned componentize-py, then each file of `wit/`, `src/` and `hashes/`
-/// by name and content (sorted, so the order is stable).
-fn cpython_inputs(source: &Path) -> Vec<u8> {
+/// pinned componentize-py, then each file of [`CPYTHON_SOURCES`] (in
+/// `source`) and [`PASSES_SOURCES`] (in `passes`) by name and content
+/// (sorted, so the order is stable).
+fn cpython_inputs(source: &Path, passes: &Path) -> Vec<u8> {
     let mut files = Vec::new();
-    for dir in ["wit", "src", "hashes", "interrupt", "wasm"] {
-        if let Ok(entries) = std::fs::read_dir(source.join(dir)) {
+    let dirs = CPYTHON_SOURCES.iter().map(|dir| source.join(dir));
+    for path in dirs.chain(PASSES_SOURCES.iter().map(|path| passes.join(path))) {
+        if path.is_file() {
+            files.push(path);
+        } else if let Ok(entries) = std::fs::read_dir(&path) {
             files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
         }
     }

@@ -282,7 +282,7 @@ const CPYTHON_HOST_INTERFACE: &str = "chainbox:guest/host@0.1.0";
 
 /// Whether `component` is a CPython guest whose chains can be stopped: it
 /// imports `arm`, as the build that puts the interruption points in makes
-/// it (`guest/cpython/interrupt`). A component without them (a stale
+/// it (`guest/build/src/interrupt`). A component without them (a stale
 /// `CHAINBOX_CPYTHON_WASM`) would run a CPU-bound script past every limit.
 pub(crate) fn check_cpython_guest(
     engine: &wasmtime::Engine,

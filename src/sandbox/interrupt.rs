@@ -3,7 +3,7 @@
 //!
 //! The CPython guest runs without wasmtime's epoch checks, which cost a
 //! CPU-bound script a quarter of its time (BENCHMARKS.md). Instead the
-//! build put a load of the guard page (`guest/cpython/interrupt`) at every
+//! build put a load of the guard page (`guest/build/src/interrupt`) at every
 //! loop header and at the entry of every function that calls, and this
 //! module's [`Watchdog`] thread looks at each running chain every
 //! [`crate::guests::EPOCH_TICK`]: over its CPU limit or past its total
@@ -28,13 +28,11 @@
 //! its page was protected, or `mprotect` failing) is logged, and the
 //! chain is answered without its guest ([`Interrupt::abandoned`]).
 
-#[path = "../../guest/cpython/interrupt/page.rs"]
-mod page;
-
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use chainbox_guest_build::interrupt::page;
 use wasmtime::CallHook;
 use wasmtime::component::__internal::{CanonicalAbiInfo, InstanceType, InterfaceType, LiftContext};
 use wasmtime::component::{ComponentType, Lift, WasmList};

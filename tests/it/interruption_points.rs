@@ -1,4 +1,4 @@
-//! The CPython guest's interruption points (`guest/cpython/interrupt`), on a
+//! The CPython guest's interruption points (`guest/build`'s `interrupt`), on a
 //! small module instrumented as the build instruments the guest: a loop
 //! stops (traps) once the guard page is unreadable, a store-free loop after
 //! an earlier check too (Cranelift merges identical loads, so each check
@@ -8,18 +8,11 @@
 //! the guard span (a host page may be up to 64 KiB). The built CPython
 //! guest's checks are each their function's own.
 
-#[path = "../../guest/cpython/wasm/component.rs"]
-mod cpython_component;
-
-#[path = "../../guest/cpython/interrupt"]
-mod interrupt {
-    pub mod checks;
-    pub mod page;
-}
-
 use std::time::Duration;
 
-use interrupt::page::{CHECKED_BYTES, GUARD_PAGE, GUARD_SPAN};
+use chainbox_guest_build::component as cpython_component;
+use chainbox_guest_build::interrupt;
+use chainbox_guest_build::interrupt::page::{CHECKED_BYTES, GUARD_PAGE, GUARD_SPAN};
 use wasm_encoder::{
     CodeSection, Component, ExportKind, ExportSection, Function, FunctionSection, MemorySection, MemoryType,
     ModuleSection, TypeSection, ValType,

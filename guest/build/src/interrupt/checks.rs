@@ -1,7 +1,7 @@
 //! Interruption points for the CPython guest: a load of the guard page
 //! (`page.rs`) at every loop header and at the entry of every function that
 //! calls, in every core module of the component that uses its memory. Run
-//! by `build.rs` after the hashes are spliced.
+//! by chainbox's `build.rs` after the hashes are spliced.
 //!
 //! Each check of a function reads a different byte of the page (or the
 //! same byte with another load instruction): Cranelift's alias analysis
@@ -35,11 +35,11 @@
 //! would have been the host's, not a trap. In wasm it is a trap.
 
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
-use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, RawSection, TypeSection, ValType};
+use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, ValType};
 use wasmparser::{Operator, Parser, Payload, TypeRef};
 
-use super::super::cpython_component::{replace_modules, top_level_modules};
 use super::page::{CHECKED_BYTES, GUARD_PAGE, GUARD_SPAN};
+use crate::component::{replace_modules, rewrite_module, top_level_modules, type_section};
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -110,16 +110,11 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
         copy: imported_functions + defined_functions,
         fill: imported_functions + defined_functions + 1,
     };
-    let mut out = wasm_encoder::Module::new();
     let mut seen = [false; 3];
-    for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(parse_error)?;
-        match &payload {
+    let out = rewrite_module(module, |payload, out| {
+        match payload {
             Payload::TypeSection(reader) => {
-                let mut section = TypeSection::new();
-                RoundtripReencoder
-                    .parse_type_section(&mut section, reader.clone())
-                    .map_err(|e| format!("{e:?}"))?;
+                let mut section = type_section([reader.clone()])?;
                 section.ty().function([ValType::I32; 3], []);
                 out.section(&section);
                 seen[0] = true;
@@ -139,22 +134,14 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
                 out.section(&section);
                 seen[2] = true;
             }
-            Payload::CodeSectionEntry(_) => {}
-            Payload::End(_) => {}
-            _ => {
-                if let Some((id, range)) = payload.as_section() {
-                    out.section(&RawSection {
-                        id,
-                        data: &module[range.start as usize..range.end as usize],
-                    });
-                }
-            }
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     if seen != [true; 3] {
         return Err("a module with a memory lacks a type, function or code section".into());
     }
-    Ok(Some(out.finish()))
+    Ok(Some(out))
 }
 
 /// The function indices of the added `memory.copy` and `memory.fill`.
@@ -380,4 +367,30 @@ fn check(n: usize) -> Option<Vec<u8>> {
     // `Function::new([])` encodes an empty locals vector (one byte 0) and
     // `into_raw_body` no `end`: the instructions are what follows.
     Some(raw[1..].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_check_of_a_function_differs_from_the_others() {
+        let checks: std::collections::HashSet<Vec<u8>> = (0..MAX_CHECKS).map(|n| check(n).expect("a check")).collect();
+        assert_eq!(checks.len(), MAX_CHECKS);
+    }
+
+    #[test]
+    fn there_is_no_check_past_the_last_distinct_one() {
+        assert_eq!(check(MAX_CHECKS), None);
+    }
+
+    #[test]
+    fn a_component_without_a_module_with_a_memory_is_refused() {
+        let mut module = wasm_encoder::Module::new();
+        module.section(&wasm_encoder::TypeSection::new());
+        let mut component = wasm_encoder::Component::new();
+        component.section(&wasm_encoder::ModuleSection(&module));
+        let error = with_interruption_points(&component.finish()).expect_err("no memory");
+        assert!(error.contains("no core module with a memory"), "{error}");
+    }
 }

@@ -1,6 +1,6 @@
 //! Where the CPython guest's interruption checks read (`checks.rs`): the
-//! guard page of its linear memory. Shared by `build.rs`, which puts the
-//! checks in, and the engine, which makes the host page holding
+//! guard page of its linear memory. Shared by chainbox's `build.rs`, which
+//! puts the checks in, and the engine, which makes the host page holding
 //! [`GUARD_PAGE`] unreadable to stop the guest (`src/sandbox/interrupt.rs`).
 //!
 //! The host page's size is the host's (4 KiB on x86-64, 16 KiB on Apple
@@ -29,3 +29,19 @@ pub const CHECKED_BYTES: u32 = 4096;
 /// Bytes from [`GUARD_PAGE`] a stop may protect: the largest host page
 /// supported. `memory.copy` and `memory.fill` touching them run in wasm.
 pub const GUARD_SPAN: u32 = 0x1_0000;
+
+// Every check reads within the smallest host page.
+const _: () = assert!(CHECKED_BYTES <= 4096 && CHECKED_BYTES <= GUARD_SPAN);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_page_begins_a_host_page_of_any_supported_size() {
+        for host_page in [4096, 16384, 65536] {
+            assert!(host_page <= GUARD_SPAN);
+            assert_eq!(GUARD_PAGE % host_page, 0, "{host_page}");
+        }
+    }
+}

@@ -1,6 +1,7 @@
-//! Splices `hashes.rs` (built for wasm) into the CPython guest's libpython,
-//! so sets order numbers and tuples as 64-bit CPython does (why: the top of
-//! `hashes.rs`). Run by `build.rs` on the component componentize-py made.
+//! Splices `guest/cpython/hashes/hashes.rs` (built for wasm) into the
+//! CPython guest's libpython, so sets order numbers and tuples as 64-bit
+//! CPython does (why: the top of `hashes.rs`). Run by chainbox's `build.rs`
+//! on the component componentize-py made.
 //!
 //! Only libpython's core module changes. The spliced functions, two glue
 //! functions (`narrow`, `object_hash`), two globals and their types go after
@@ -21,13 +22,10 @@
 use std::ops::Range;
 
 use wasm_encoder::reencode::{Error as ReencodeError, Reencode, RoundtripReencoder};
-use wasm_encoder::{
-    BlockType, CodeSection, ConstExpr, Function, FunctionSection, GlobalSection, GlobalType, RawSection, TypeSection,
-    ValType,
-};
+use wasm_encoder::{BlockType, CodeSection, ConstExpr, Function, FunctionSection, GlobalSection, GlobalType, ValType};
 use wasmparser::{KnownCustom, Name, Operator, Parser, Payload, TypeRef};
 
-use crate::cpython_component::{replace_modules, top_level_modules};
+use crate::component::{replace_modules, rewrite_module, top_level_modules, type_section};
 
 /// A libpython function whose hash gets the 64-bit version, the spliced
 /// function that computes it, and the prologue's shape.
@@ -391,24 +389,15 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
         full,
         object_hash,
     };
-    let mut out = wasm_encoder::Module::new();
     let mut splice = Splice {
         type_base: types,
         functions: splice_functions,
     };
     let mut seen = [false; 3];
-    for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(parse_error)?;
-        match &payload {
+    let out = rewrite_module(module, |payload, out| {
+        match payload {
             Payload::TypeSection(reader) => {
-                let mut section = TypeSection::new();
-                RoundtripReencoder
-                    .parse_type_section(&mut section, reader.clone())
-                    .map_err(|e| format!("{e:?}"))?;
-                RoundtripReencoder
-                    .parse_type_section(&mut section, hashes.types.clone())
-                    .map_err(|e| format!("{e:?}"))?;
-                out.section(&section);
+                out.section(&type_section([reader.clone(), hashes.types.clone()])?);
                 seen[0] = true;
             }
             Payload::FunctionSection(_) => {
@@ -443,21 +432,14 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
                 out.section(&patched_code(module, range, &additions, &hashes, &mut splice)?);
                 seen[2] = true;
             }
-            Payload::CodeSectionEntry(_) => {}
-            _ => {
-                if let Some((id, range)) = payload.as_section() {
-                    out.section(&RawSection {
-                        id,
-                        data: &module[to_usize(&range)],
-                    });
-                }
-            }
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     if seen != [true; 3] {
         return Err("libpython lacks a type, global or code section".into());
     }
-    Ok(out.finish())
+    Ok(out)
 }
 
 /// Where the additions go in libpython's index spaces.
@@ -783,4 +765,17 @@ fn declared_locals(body: &wasmparser::FunctionBody<'_>) -> Result<Vec<(u32, ValT
         locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
     }
     Ok(locals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_component_without_libpython_is_refused() {
+        let mut component = wasm_encoder::Component::new();
+        component.section(&wasm_encoder::ModuleSection(&wasm_encoder::Module::new()));
+        let error = patch_component(&component.finish(), &[]).expect_err("no libpython");
+        assert!(error.contains("libpython not found"), "{error}");
+    }
 }

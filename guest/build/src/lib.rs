@@ -1,0 +1,13 @@
+//! The build passes over the CPython guest component that componentize-py
+//! makes, run by chainbox's `build.rs`: 64-bit CPython's numeric hashes
+//! spliced into its libpython ([`hashes`]), then interruption points in
+//! every core module with a memory ([`interrupt::checks`]); both put their
+//! rewritten modules back with [`component`]. [`interrupt::page`], the
+//! guard page's layout, is shared with the engine, which protects it to
+//! stop a guest (it needs no wasm libraries: the `passes` feature off).
+
+#[cfg(feature = "passes")]
+pub mod component;
+#[cfg(feature = "passes")]
+pub mod hashes;
+pub mod interrupt;
