@@ -400,9 +400,7 @@ mod tests {
     }
 
     fn fake(name: &'static str, schema: Value) -> Arc<dyn Tool> {
-        Arc::new(Fake(
-            ToolInfo::new(name, "Does a thing.", schema),
-        ))
+        Arc::new(Fake(ToolInfo::new(name, "Does a thing.", schema)))
     }
 
     fn stub_of(tool: Arc<dyn Tool>) -> String {
@@ -410,16 +408,18 @@ mod tests {
     }
 
     fn weather() -> Arc<dyn Tool> {
-        Arc::new(Fake(
-            ToolInfo::new("get_weather", "Current weather for a city.", json!({
+        Arc::new(Fake(ToolInfo::new(
+            "get_weather",
+            "Current weather for a city.",
+            json!({
                 "type": "object",
                 "properties": {
                     "city": {"type": "string", "description": "City name, e.g. Paris"},
                     "units": {"type": "string", "enum": ["c", "f"], "description": "Temperature units"}
                 },
                 "required": ["city"]
-            })),
-        ))
+            }),
+        )))
     }
 
     #[test]
@@ -492,9 +492,7 @@ mod tests {
 
     #[test]
     fn tool_without_parameters_or_description_is_a_bare_stub() {
-        let tool: Arc<dyn Tool> = Arc::new(Fake(
-            ToolInfo::new("now", "", json!({"type": "object"})),
-        ));
+        let tool: Arc<dyn Tool> = Arc::new(Fake(ToolInfo::new("now", "", json!({"type": "object"}))));
         assert_eq!(stub_of(tool), "async def now() -> Any:\n    ...\n");
     }
 
@@ -616,20 +614,23 @@ mod tests {
     #[test]
     fn stubs_are_valid_python() {
         let awkward: Arc<dyn Tool> = Arc::new(Fake(
-            ToolInfo::new("awkward", "Quotes \"\"\" and a backslash \\ and\n  a second line.", json!({
-                "type": "object",
-                "properties": {
-                    "opt": {"type": "integer", "description": "line one\nline two"},
-                    "req": {"type": ["array", "null"], "items": {"enum": ["x\"y", "\\"]}},
-                    "class": {"type": "string"},
-                    "nested": {"type": "object", "properties": {"k\"\"\"\\": {"type": "string"}}}
-                },
-                "required": ["req"]
-            })).with_risk(ToolRisk::Critical),
+            ToolInfo::new(
+                "awkward",
+                "Quotes \"\"\" and a backslash \\ and\n  a second line.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "opt": {"type": "integer", "description": "line one\nline two"},
+                        "req": {"type": ["array", "null"], "items": {"enum": ["x\"y", "\\"]}},
+                        "class": {"type": "string"},
+                        "nested": {"type": "object", "properties": {"k\"\"\"\\": {"type": "string"}}}
+                    },
+                    "required": ["req"]
+                }),
+            )
+            .with_risk(ToolRisk::Critical),
         ));
-        let quoted: Arc<dyn Tool> = Arc::new(Fake(
-            ToolInfo::new("quoted", "Says \"hi\"", json!({"type": "object"})),
-        ));
+        let quoted: Arc<dyn Tool> = Arc::new(Fake(ToolInfo::new("quoted", "Says \"hi\"", json!({"type": "object"}))));
         let mut tools = vec![awkward, quoted];
         tools.extend(
             crate::demo::demo_registry()

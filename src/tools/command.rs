@@ -121,7 +121,10 @@ impl CommandTool {
 
     fn spawn(&self) -> Result<tokio::process::Child, ToolError> {
         let Some((program, args)) = self.command.split_first() else {
-            return Err(ToolError::new(format!("tool `{}` has no command to run", self.info.name)));
+            return Err(ToolError::new(format!(
+                "tool `{}` has no command to run",
+                self.info.name
+            )));
         };
         let mut cmd = confined_command(program, args, self.working_dir.as_deref());
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
