@@ -728,6 +728,43 @@ pub fn schema_params(schema: &Value) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A tool that writes only `info` and `execute`.
+    struct Declared(ToolInfo);
+
+    #[async_trait]
+    impl Tool for Declared {
+        fn info(&self) -> &ToolInfo {
+            &self.0
+        }
+        async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::Value(Value::Null))
+        }
+    }
+
+    #[test]
+    fn a_tools_getters_read_its_one_tool_info() {
+        let schema = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let tool = Declared(
+            ToolInfo::new("wipe", "Wipes a file.", schema.clone())
+                .with_risk(ToolRisk::Critical)
+                .with_permissions([Permission::FsWrite]),
+        );
+        assert_eq!(tool.name(), "wipe");
+        assert_eq!(tool.description(), "Wipes a file.");
+        assert_eq!(tool.input_schema(), &schema);
+        assert_eq!(tool.risk(), ToolRisk::Critical);
+        assert_eq!(tool.classify(&Map::new()), ToolRisk::Critical);
+        assert_eq!(tool.permissions(), [Permission::FsWrite]);
+        assert_eq!(tool.source(), "local:wipe");
+    }
+
+    #[test]
+    fn a_new_tool_info_is_safe_and_needs_no_permissions() {
+        let info = ToolInfo::new("now", "", serde_json::json!({"type": "object"}));
+        assert_eq!(info.risk, ToolRisk::Safe);
+        assert!(info.permissions.is_empty());
+    }
+
     #[test]
     fn risk_orders_by_rank_not_by_name() {
         assert!(ToolRisk::Safe < ToolRisk::High);
