@@ -22,8 +22,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chainbox::invoker::InvokerSession;
 use chainbox::{
-    Approval, ChainPolicy, Engine, MemoryArtifactStore, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
-    ToolRisk,
+    Approval, ChainPolicy, Engine, MemoryArtifactStore, Tool, ToolContext, ToolError, ToolInfo, ToolOutput,
+    ToolRegistry, ToolRisk,
 };
 use chainbox_protocol::{CallOutcome, ToolCall};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -38,17 +38,11 @@ const FIB_25: &str = "def fib(n):\n    if n < 2:\n        return n\n    return f
 const LOOP_1E6: &str = "total = 0\nfor i in range(1000000):\n    total += i\ntotal";
 const GATHER_10: &str = "import asyncio\nr = await asyncio.gather(*[nap() for _ in range(10)])\nlen(r)";
 
-struct Noop(Value);
+struct Noop(ToolInfo);
 
 #[async_trait]
 impl Tool for Noop {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "Does nothing."
-    }
-    fn input_schema(&self) -> &Value {
+    fn info(&self) -> &ToolInfo {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -57,17 +51,11 @@ impl Tool for Noop {
 }
 
 /// Sleeps 50 ms on the host's timer.
-struct Nap(Value);
+struct Nap(ToolInfo);
 
 #[async_trait]
 impl Tool for Nap {
-    fn name(&self) -> &str {
-        "nap"
-    }
-    fn description(&self) -> &str {
-        "Sleeps 50 ms."
-    }
-    fn input_schema(&self) -> &Value {
+    fn info(&self) -> &ToolInfo {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -106,8 +94,8 @@ fn benches(c: &mut Criterion) {
     let engine = Engine::new().expect("engine");
     let empty = json!({"type": "object", "properties": {}});
     let registry = ToolRegistry::from_local([
-        Arc::new(Noop(empty.clone())) as Arc<dyn Tool>,
-        Arc::new(Nap(empty)) as Arc<dyn Tool>,
+        Arc::new(Noop(ToolInfo::new("noop", "Does nothing.", empty.clone()))) as Arc<dyn Tool>,
+        Arc::new(Nap(ToolInfo::new("nap", "Sleeps 50 ms.", empty))) as Arc<dyn Tool>,
     ])
     .expect("registry");
     let policy = ChainPolicy {
@@ -172,7 +160,9 @@ fn invoker_call(c: &mut Criterion, runtime: &tokio::runtime::Runtime) {
         "required": ["city"],
         "additionalProperties": false
     });
-    let registry = ToolRegistry::from_local([Arc::new(Noop(schema)) as Arc<dyn Tool>]).expect("registry");
+    let registry =
+        ToolRegistry::from_local([Arc::new(Noop(ToolInfo::new("noop", "Does nothing.", schema))) as Arc<dyn Tool>])
+            .expect("registry");
     let policy = Arc::new(ChainPolicy::default());
     let approval = Approval::auto(ToolRisk::Safe);
     let store = Arc::new(MemoryArtifactStore::new());

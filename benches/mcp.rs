@@ -18,24 +18,20 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chainbox::mcp::config::McpServer;
 use chainbox::mcp::upstream::McpUpstream;
-use chainbox::{Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk};
+use chainbox::{
+    Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolInfo, ToolOutput, ToolRegistry, ToolRisk,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Map, Value, json};
 
-struct Noop(Value);
+struct Noop(ToolInfo);
 
 #[async_trait]
 impl Tool for Noop {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "Does nothing."
-    }
-    fn input_schema(&self) -> &Value {
+    fn info(&self) -> &ToolInfo {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -84,7 +80,11 @@ fn benches(c: &mut Criterion) {
     };
     let upstream = runtime.block_on(McpUpstream::connect(&server)).expect("connect");
     let mut tools = upstream.into_tools();
-    tools.push(Arc::new(Noop(json!({"type": "object", "properties": {}}))));
+    tools.push(Arc::new(Noop(ToolInfo::new(
+        "noop",
+        "Does nothing.",
+        json!({"type": "object", "properties": {}}),
+    ))));
     let registry = ToolRegistry::from_local(tools).expect("registry");
 
     let direct = runtime.block_on(async {

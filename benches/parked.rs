@@ -15,29 +15,23 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::{
-    Approval, ChainPolicy, Engine, EngineConfig, PythonChoice, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
-    ToolRisk,
+    Approval, ChainPolicy, Engine, EngineConfig, PythonChoice, Tool, ToolContext, ToolError, ToolInfo, ToolOutput,
+    ToolRegistry, ToolRisk,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 /// Parks until released, counting the chains that reached it.
 struct Park {
-    schema: Value,
+    info: ToolInfo,
     arrived: AtomicUsize,
     release: Notify,
 }
 
 #[async_trait]
 impl Tool for Park {
-    fn name(&self) -> &str {
-        "park"
-    }
-    fn description(&self) -> &str {
-        "Waits until the bench releases it."
-    }
-    fn input_schema(&self) -> &Value {
-        &self.schema
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let released = self.release.notified();
@@ -78,7 +72,11 @@ async fn level(chains: usize) {
     })
     .expect("engine");
     let park = Arc::new(Park {
-        schema: json!({"type": "object", "properties": {}}),
+        info: ToolInfo::new(
+            "park",
+            "Waits until the bench releases it.",
+            json!({"type": "object", "properties": {}}),
+        ),
         arrived: AtomicUsize::new(0),
         release: Notify::new(),
     });

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::{
-    Approval, ChainPolicy, Engine, PythonChoice, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk,
+    Approval, ChainPolicy, Engine, PythonChoice, Tool, ToolContext, ToolError, ToolInfo, ToolOutput, ToolRegistry,
+    ToolRisk,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{CompileOptions, ExtFunctionResult, MontyObject, NameLookupResult, PrintWriter, ResourceTracker};
@@ -38,17 +39,11 @@ const MAX_SAMPLES: usize = 2000;
 const MIN_SAMPLES: usize = 3;
 
 /// `noop()`: returns `None` at once; measures the call path alone.
-struct Noop(Value);
+struct Noop(ToolInfo);
 
 #[async_trait]
 impl Tool for Noop {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "Does nothing."
-    }
-    fn input_schema(&self) -> &Value {
+    fn info(&self) -> &ToolInfo {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -57,17 +52,11 @@ impl Tool for Noop {
 }
 
 /// `sleep(seconds)`: an I/O-bound tool, so gathered calls show concurrency.
-struct Sleep(Value);
+struct Sleep(ToolInfo);
 
 #[async_trait]
 impl Tool for Sleep {
-    fn name(&self) -> &str {
-        "sleep"
-    }
-    fn description(&self) -> &str {
-        "Sleeps on the host."
-    }
-    fn input_schema(&self) -> &Value {
+    fn info(&self) -> &ToolInfo {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -166,10 +155,16 @@ fn main() {
         .expect("runtime");
     let engine = Engine::new().expect("engine");
     let registry = ToolRegistry::from_local([
-        Arc::new(Noop(json!({"type": "object", "properties": {}}))) as Arc<dyn Tool>,
-        Arc::new(Sleep(
+        Arc::new(Noop(ToolInfo::new(
+            "noop",
+            "Does nothing.",
+            json!({"type": "object", "properties": {}}),
+        ))) as Arc<dyn Tool>,
+        Arc::new(Sleep(ToolInfo::new(
+            "sleep",
+            "Sleeps on the host.",
             json!({"type": "object", "properties": {"seconds": {"type": "number"}}}),
-        )),
+        ))),
     ])
     .expect("registry");
     // The default policy, with room for the 100-call workload.

@@ -6,24 +6,20 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chainbox::{Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolRisk};
+use chainbox::{
+    Approval, ChainPolicy, Engine, Tool, ToolContext, ToolError, ToolInfo, ToolOutput, ToolRegistry, ToolRisk,
+};
 use serde_json::{Map, Value, json};
 
 /// A tool: the length of a word.
 struct WordLength {
-    schema: Value,
+    info: ToolInfo,
 }
 
 #[async_trait]
 impl Tool for WordLength {
-    fn name(&self) -> &str {
-        "word_length"
-    }
-    fn description(&self) -> &str {
-        "Returns the number of characters in `word`."
-    }
-    fn input_schema(&self) -> &Value {
-        &self.schema
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let word = args
@@ -38,12 +34,16 @@ impl Tool for WordLength {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::new()?;
     let tool = WordLength {
-        schema: json!({
-            "type": "object",
-            "properties": {"word": {"type": "string"}},
-            "required": ["word"],
-            "additionalProperties": false
-        }),
+        info: ToolInfo::new(
+            "word_length",
+            "Returns the number of characters in `word`.",
+            json!({
+                "type": "object",
+                "properties": {"word": {"type": "string"}},
+                "required": ["word"],
+                "additionalProperties": false
+            }),
+        ),
     };
     let registry = ToolRegistry::from_local([Arc::new(tool) as Arc<dyn Tool>])?;
     let script = r#"

@@ -29,24 +29,18 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::{
-    Approval, ChainPolicy, Engine, EngineConfig, PythonChoice, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
-    ToolRisk,
+    Approval, ChainPolicy, Engine, EngineConfig, PythonChoice, Tool, ToolContext, ToolError, ToolInfo, ToolOutput,
+    ToolRegistry, ToolRisk,
 };
 use monty::{MontyRun, RunProgress};
 use monty_types::{CompileOptions, MontyObject, NameLookupResult, PrintWriter, ResourceTracker};
 use serde_json::{Map, Value, json};
 
-struct Noop(Value);
+struct Noop(ToolInfo);
 
 #[async_trait]
 impl Tool for Noop {
-    fn name(&self) -> &str {
-        "noop"
-    }
-    fn description(&self) -> &str {
-        "Does nothing."
-    }
-    fn input_schema(&self) -> &Value {
+    fn info(&self) -> &ToolInfo {
         &self.0
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -120,7 +114,11 @@ fn main() {
         (true, true) => (new_engine(true), Some(new_engine(false))),
         (no_prefault, _) => (new_engine(!no_prefault), None),
     };
-    let noop = Noop(json!({"type": "object", "properties": {}}));
+    let noop = Noop(ToolInfo::new(
+        "noop",
+        "Does nothing.",
+        json!({"type": "object", "properties": {}}),
+    ));
     let registry = ToolRegistry::from_local([Arc::new(noop) as Arc<dyn Tool>]).expect("registry");
     let python = if args.iter().any(|a| a == "--cpython") {
         PythonChoice::Cpython

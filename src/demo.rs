@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRegistry};
+use crate::tools::{
+    ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolOutput, ToolRegistry,
+};
 
 /// The demo chain: weather for three cities at once, a price conversion,
 /// a customer's shipped orders with their details, and a chart.
@@ -71,9 +73,7 @@ enum Demo {
 /// One demo tool: its declaration plus which behaviour runs.
 struct DemoTool {
     kind: Demo,
-    name: &'static str,
-    description: &'static str,
-    schema: Value,
+    info: ToolInfo,
 }
 
 impl DemoTool {
@@ -158,29 +158,19 @@ impl DemoTool {
         };
         DemoTool {
             kind,
-            name,
-            description,
-            schema,
+            info: ToolInfo::new(name, description, schema),
         }
     }
 }
 
 #[async_trait]
 impl Tool for DemoTool {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn description(&self) -> &str {
-        self.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.schema
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
 
     fn source(&self) -> String {
-        format!("demo:{}", self.name)
+        format!("demo:{}", self.info.name)
     }
 
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::stubs::{one_line, tool_stub};
-use crate::tools::{AnyTool, RegistryError, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
+use crate::tools::{AnyTool, RegistryError, Tool, ToolContext, ToolError, ToolInfo, ToolOutput, ToolRegistry};
 
 /// The built-in tool that searches the registry.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -210,8 +210,8 @@ struct SearchTools {
     tools: Arc<Vec<Arc<dyn Tool>>>,
 }
 
-static SEARCH_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
-    json!({
+static SEARCH_INFO: std::sync::LazyLock<ToolInfo> = std::sync::LazyLock::new(|| {
+    let schema = json!({
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Words to look for in tool names and descriptions."},
@@ -219,29 +219,33 @@ static SEARCH_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
         },
         "required": ["query"],
         "additionalProperties": false
-    })
+    });
+    ToolInfo::new(
+        SEARCH_TOOLS,
+        "Find tools by what they do. Returns a list of {name, summary, stub}, best match first; \
+         the stub is the tool's Python signature and docstring. No side effects.",
+        schema,
+    )
 });
 
-static DESCRIBE_SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
-    json!({
+static DESCRIBE_INFO: std::sync::LazyLock<ToolInfo> = std::sync::LazyLock::new(|| {
+    let schema = json!({
         "type": "object",
         "properties": {"name": {"type": "string", "description": "The tool's exact name."}},
         "required": ["name"],
         "additionalProperties": false
-    })
+    });
+    ToolInfo::new(
+        DESCRIBE_TOOL,
+        "Describe one tool: {name, summary, stub, description, risk, input_schema}. No side effects.",
+        schema,
+    )
 });
 
 #[async_trait]
 impl Tool for SearchTools {
-    fn name(&self) -> &str {
-        SEARCH_TOOLS
-    }
-    fn description(&self) -> &str {
-        "Find tools by what they do. Returns a list of {name, summary, stub}, best match first; \
-         the stub is the tool's Python signature and docstring. No side effects."
-    }
-    fn input_schema(&self) -> &Value {
-        &SEARCH_SCHEMA
+    fn info(&self) -> &ToolInfo {
+        &SEARCH_INFO
     }
     fn source(&self) -> String {
         SOURCE.to_owned()
@@ -278,14 +282,8 @@ struct DescribeTool {
 
 #[async_trait]
 impl Tool for DescribeTool {
-    fn name(&self) -> &str {
-        DESCRIBE_TOOL
-    }
-    fn description(&self) -> &str {
-        "Describe one tool: {name, summary, stub, description, risk, input_schema}. No side effects."
-    }
-    fn input_schema(&self) -> &Value {
-        &DESCRIBE_SCHEMA
+    fn info(&self) -> &ToolInfo {
+        &DESCRIBE_INFO
     }
     fn source(&self) -> String {
         SOURCE.to_owned()

@@ -84,6 +84,6 @@ pub use result::{
     PolicyDecision,
 };
 pub use tools::{
-    AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolKind, ToolOutput,
-    ToolRegistry, ToolRisk,
+    AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolKind,
+    ToolOutput, ToolRegistry, ToolRisk,
 };

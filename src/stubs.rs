@@ -385,28 +385,14 @@ mod tests {
     use serde_json::{Map, json};
 
     use super::*;
-    use crate::tools::{HostedTool, ToolContext, ToolError, ToolOutput};
+    use crate::tools::{HostedTool, ToolContext, ToolError, ToolInfo, ToolOutput};
 
-    struct Fake {
-        name: &'static str,
-        description: &'static str,
-        risk: ToolRisk,
-        schema: Value,
-    }
+    struct Fake(ToolInfo);
 
     #[async_trait]
     impl Tool for Fake {
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn description(&self) -> &str {
-            self.description
-        }
-        fn input_schema(&self) -> &Value {
-            &self.schema
-        }
-        fn risk(&self) -> ToolRisk {
-            self.risk
+        fn info(&self) -> &ToolInfo {
+            &self.0
         }
         async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::Value(Value::Null))
@@ -414,12 +400,7 @@ mod tests {
     }
 
     fn fake(name: &'static str, schema: Value) -> Arc<dyn Tool> {
-        Arc::new(Fake {
-            name,
-            description: "Does a thing.",
-            risk: ToolRisk::Safe,
-            schema,
-        })
+        Arc::new(Fake(ToolInfo::new(name, "Does a thing.", schema)))
     }
 
     fn stub_of(tool: Arc<dyn Tool>) -> String {
@@ -427,11 +408,10 @@ mod tests {
     }
 
     fn weather() -> Arc<dyn Tool> {
-        Arc::new(Fake {
-            name: "get_weather",
-            description: "Current weather for a city.",
-            risk: ToolRisk::Safe,
-            schema: json!({
+        Arc::new(Fake(ToolInfo::new(
+            "get_weather",
+            "Current weather for a city.",
+            json!({
                 "type": "object",
                 "properties": {
                     "city": {"type": "string", "description": "City name, e.g. Paris"},
@@ -439,7 +419,7 @@ mod tests {
                 },
                 "required": ["city"]
             }),
-        })
+        )))
     }
 
     #[test]
@@ -504,23 +484,15 @@ mod tests {
 
     #[test]
     fn risky_tool_docstring_says_it_needs_approval() {
-        let tool: Arc<dyn Tool> = Arc::new(Fake {
-            name: "send_email",
-            description: "Sends an email.",
-            risk: ToolRisk::High,
-            schema: json!({"type": "object"}),
-        });
+        let tool: Arc<dyn Tool> = Arc::new(Fake(
+            ToolInfo::new("send_email", "Sends an email.", json!({"type": "object"})).with_risk(ToolRisk::High),
+        ));
         assert!(stub_of(tool).contains("Sends an email.\n\n    Risk: high (needs approval)\n"));
     }
 
     #[test]
     fn tool_without_parameters_or_description_is_a_bare_stub() {
-        let tool: Arc<dyn Tool> = Arc::new(Fake {
-            name: "now",
-            description: "",
-            risk: ToolRisk::Safe,
-            schema: json!({"type": "object"}),
-        });
+        let tool: Arc<dyn Tool> = Arc::new(Fake(ToolInfo::new("now", "", json!({"type": "object"}))));
         assert_eq!(stub_of(tool), "async def now() -> Any:\n    ...\n");
     }
 
@@ -641,27 +613,24 @@ mod tests {
 
     #[test]
     fn stubs_are_valid_python() {
-        let awkward: Arc<dyn Tool> = Arc::new(Fake {
-            name: "awkward",
-            description: "Quotes \"\"\" and a backslash \\ and\n  a second line.",
-            risk: ToolRisk::Critical,
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "opt": {"type": "integer", "description": "line one\nline two"},
-                    "req": {"type": ["array", "null"], "items": {"enum": ["x\"y", "\\"]}},
-                    "class": {"type": "string"},
-                    "nested": {"type": "object", "properties": {"k\"\"\"\\": {"type": "string"}}}
-                },
-                "required": ["req"]
-            }),
-        });
-        let quoted: Arc<dyn Tool> = Arc::new(Fake {
-            name: "quoted",
-            description: "Says \"hi\"",
-            risk: ToolRisk::Safe,
-            schema: json!({"type": "object"}),
-        });
+        let awkward: Arc<dyn Tool> = Arc::new(Fake(
+            ToolInfo::new(
+                "awkward",
+                "Quotes \"\"\" and a backslash \\ and\n  a second line.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "opt": {"type": "integer", "description": "line one\nline two"},
+                        "req": {"type": ["array", "null"], "items": {"enum": ["x\"y", "\\"]}},
+                        "class": {"type": "string"},
+                        "nested": {"type": "object", "properties": {"k\"\"\"\\": {"type": "string"}}}
+                    },
+                    "required": ["req"]
+                }),
+            )
+            .with_risk(ToolRisk::Critical),
+        ));
+        let quoted: Arc<dyn Tool> = Arc::new(Fake(ToolInfo::new("quoted", "Says \"hi\"", json!({"type": "object"}))));
         let mut tools = vec![awkward, quoted];
         tools.extend(
             crate::demo::demo_registry()

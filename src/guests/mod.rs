@@ -194,7 +194,11 @@ impl Placeholder {
             max_memory_bytes: MAX_MEMORY_BYTES,
             ..ChainPolicy::default()
         };
-        let warm_up = Arc::new(WarmUpTool(serde_json::json!({"type": "object"})));
+        let warm_up = Arc::new(WarmUpTool(crate::tools::ToolInfo::new(
+            "warm_up",
+            "The spare instance's warm-up call.",
+            serde_json::json!({"type": "object"}),
+        )));
         let registry =
             ToolRegistry::from_local([warm_up as Arc<dyn crate::tools::Tool>]).expect("one tool, a valid name");
         Placeholder {
@@ -233,7 +237,7 @@ impl Placeholder {
 }
 
 /// The one tool of a spare's warm-up run, `warm_up()`: returns `None`.
-struct WarmUpTool(serde_json::Value);
+struct WarmUpTool(crate::tools::ToolInfo);
 
 /// What a spare runs before any chain: one awaited tool call (the path
 /// every call takes, host and guest) and an answer.
@@ -241,13 +245,7 @@ const WARM_UP_SCRIPT: &str = "await warm_up()\n1 + 1";
 
 #[async_trait::async_trait]
 impl crate::tools::Tool for WarmUpTool {
-    fn name(&self) -> &str {
-        "warm_up"
-    }
-    fn description(&self) -> &str {
-        "The spare instance's warm-up call."
-    }
-    fn input_schema(&self) -> &serde_json::Value {
+    fn info(&self) -> &crate::tools::ToolInfo {
         &self.0
     }
     async fn execute(

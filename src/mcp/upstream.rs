@@ -96,7 +96,7 @@ use super::config::McpServer;
 use crate::result::MAX_ERROR_MESSAGE_CHARS;
 #[cfg(unix)]
 use crate::tools::command::{ProcessGroup, confined_command};
-use crate::tools::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput, ToolRisk};
+use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolOutput};
 use crate::util::truncate_chars;
 
 mod transport;
@@ -301,12 +301,10 @@ impl McpUpstream {
             remote_names.push(listed.name.to_string());
             tools.push(Arc::new(McpTool {
                 link: Arc::clone(&link),
-                name,
+                info: ToolInfo::new(name, description, Value::Object(listed.input_schema.as_ref().clone()))
+                    .with_risk(settings.risk.unwrap_or(server.risk))
+                    .with_permissions(settings.permissions.unwrap_or_else(|| server.permissions.clone())),
                 remote: listed.name.to_string(),
-                description,
-                input_schema: Value::Object(listed.input_schema.as_ref().clone()),
-                risk: settings.risk.unwrap_or(server.risk),
-                permissions: settings.permissions.unwrap_or_else(|| server.permissions.clone()),
             }));
         }
         Ok(McpUpstream {
@@ -673,34 +671,14 @@ impl StderrTail {
 /// One tool of an upstream server, as a local chainbox tool.
 struct McpTool {
     link: Arc<ServerLink>,
-    name: String,
+    info: ToolInfo,
     remote: String,
-    description: String,
-    input_schema: Value,
-    risk: ToolRisk,
-    permissions: Vec<Permission>,
 }
 
 #[async_trait]
 impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.input_schema
-    }
-
-    fn risk(&self) -> ToolRisk {
-        self.risk
-    }
-
-    fn permissions(&self) -> &[Permission] {
-        &self.permissions
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
 
     /// `mcp:SERVER/TOOL`, with the server's own tool name.

@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use super::{Permission, Tool, ToolContext, ToolError, ToolOutput, ToolRisk};
+use super::{Permission, Tool, ToolContext, ToolError, ToolInfo, ToolOutput, ToolRisk};
 use crate::result::MAX_ERROR_MESSAGE_CHARS;
 use crate::util::truncate_chars;
 
@@ -56,11 +56,7 @@ const INVALID_OUTPUT_PREVIEW_CHARS: usize = 200;
 /// needs configuration should read it from a file next to its manifest.
 #[derive(Debug, Clone)]
 pub struct CommandTool {
-    name: String,
-    description: String,
-    risk: ToolRisk,
-    permissions: Vec<Permission>,
-    input_schema: Value,
+    info: ToolInfo,
     command: Vec<String>,
     working_dir: Option<PathBuf>,
     max_output_bytes: usize,
@@ -76,11 +72,7 @@ impl CommandTool {
         command: Vec<String>,
     ) -> Self {
         CommandTool {
-            name: name.into(),
-            description: description.into(),
-            risk: ToolRisk::Safe,
-            permissions: Vec::new(),
-            input_schema,
+            info: ToolInfo::new(name, description, input_schema),
             command,
             working_dir: None,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
@@ -89,14 +81,14 @@ impl CommandTool {
 
     /// Sets the tool's risk tier.
     pub fn with_risk(mut self, risk: ToolRisk) -> Self {
-        self.risk = risk;
+        self.info.risk = risk;
         self
     }
 
     /// Declares what the program touches (`fs.read`, `net`…); the chain's
     /// policy must grant each one.
     pub fn with_permissions(mut self, permissions: impl IntoIterator<Item = Permission>) -> Self {
-        self.permissions = permissions.into_iter().collect();
+        self.info.permissions = permissions.into_iter().collect();
         self
     }
 
@@ -129,54 +121,41 @@ impl CommandTool {
 
     fn spawn(&self) -> Result<tokio::process::Child, ToolError> {
         let Some((program, args)) = self.command.split_first() else {
-            return Err(ToolError::new(format!("tool `{}` has no command to run", self.name)));
+            return Err(ToolError::new(format!(
+                "tool `{}` has no command to run",
+                self.info.name
+            )));
         };
         let mut cmd = confined_command(program, args, self.working_dir.as_deref());
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.spawn()
-            .map_err(|e| ToolError::new(format!("tool `{}`: cannot start `{program}`: {e}", self.name)))
+            .map_err(|e| ToolError::new(format!("tool `{}`: cannot start `{program}`: {e}", self.info.name)))
     }
 
     fn io_error(&self, what: &str, e: std::io::Error) -> ToolError {
-        ToolError::new(format!("tool `{}`: {what}: {e}", self.name))
+        ToolError::new(format!("tool `{}`: {what}: {e}", self.info.name))
     }
 }
 
 #[async_trait]
 impl Tool for CommandTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.input_schema
-    }
-
-    fn risk(&self) -> ToolRisk {
-        self.risk
-    }
-
-    fn permissions(&self) -> &[Permission] {
-        &self.permissions
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
 
     fn source(&self) -> String {
-        format!("command:{}", self.name)
+        format!("command:{}", self.info.name)
     }
 
     async fn execute(&self, ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
-        let request = serde_json::json!({"name": self.name, "arguments": args});
+        let request = serde_json::json!({"name": self.info.name, "arguments": args});
         let payload = serde_json::to_vec(&request).map_err(|e| ToolError::new(e.to_string()))?;
         let mut child = self.spawn()?;
         // Declared after `child`, so dropped first: however the call ends,
         // whatever the tool started in the background dies with it.
         #[cfg(unix)]
         let _group = child.id().map(ProcessGroup);
-        tracing::debug!(tool = %self.name, run_id = %ctx.run_id, call_id = ctx.call_id, pid = ?child.id(), "command tool started");
+        tracing::debug!(tool = %self.info.name, run_id = %ctx.run_id, call_id = ctx.call_id, pid = ?child.id(), "command tool started");
 
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
@@ -209,7 +188,7 @@ impl Tool for CommandTool {
             if !complete {
                 return Err(ToolError::new(format!(
                     "tool `{}`: output exceeds {max} bytes",
-                    self.name
+                    self.info.name
                 )));
             }
             Ok(bytes)
@@ -235,14 +214,14 @@ impl Tool for CommandTool {
             Ok(value) => Ok(ToolOutput::from_json(value)),
             Err(_) if out.iter().all(u8::is_ascii_whitespace) => Err(ToolError::new(format!(
                 "tool `{}` printed nothing (expected a JSON value on stdout)",
-                self.name
+                self.info.name
             ))),
             Err(e) => {
                 let text = String::from_utf8_lossy(&out);
                 let preview = truncate_chars(text.trim(), INVALID_OUTPUT_PREVIEW_CHARS);
                 Err(ToolError::new(format!(
                     "tool `{}` printed invalid JSON: {e} (output starts with {preview:?})",
-                    self.name
+                    self.info.name
                 )))
             }
         }

@@ -306,18 +306,73 @@ impl ToolOutput {
     }
 }
 
+/// What a [`Tool`] declares about itself, as plain data: the implementor
+/// builds it once (at construction, computing whatever it must) and returns
+/// it from [`Tool::info`], instead of writing one getter per field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// The exact name the script calls it by.
+    pub name: String,
+    /// What it does, shown to the model as the function's docstring.
+    pub description: String,
+    /// JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+    /// Its risk tier when the arguments don't matter; `Safe` unless set.
+    pub risk: ToolRisk,
+    /// What it touches (files, network, shell, databases); the policy must
+    /// grant each one or the call is denied. None unless set.
+    pub permissions: Vec<Permission>,
+}
+
+impl ToolInfo {
+    /// A `Safe` tool that needs no permissions.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        ToolInfo {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            risk: ToolRisk::Safe,
+            permissions: Vec::new(),
+        }
+    }
+
+    /// The same, with risk tier `risk`.
+    #[must_use]
+    pub fn with_risk(mut self, risk: ToolRisk) -> Self {
+        self.risk = risk;
+        self
+    }
+
+    /// The same, needing `permissions`.
+    #[must_use]
+    pub fn with_permissions(mut self, permissions: impl IntoIterator<Item = Permission>) -> Self {
+        self.permissions = permissions.into_iter().collect();
+        self
+    }
+}
+
 /// A LOCAL tool: schema plus async `execute(ctx, args)`, run on the host.
+/// An implementor writes [`info`](Tool::info) and [`execute`](Tool::execute);
+/// the getters read the info.
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
+    /// Its name, description, schema, risk and permissions, built once.
+    fn info(&self) -> &ToolInfo;
     /// The exact name the script calls it by.
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        &self.info().name
+    }
     /// What it does, shown to the model as the function's docstring.
-    fn description(&self) -> &str;
+    fn description(&self) -> &str {
+        &self.info().description
+    }
     /// JSON Schema of its arguments (an object schema).
-    fn input_schema(&self) -> &Value;
+    fn input_schema(&self) -> &Value {
+        &self.info().input_schema
+    }
     /// Its risk tier when the arguments don't matter.
     fn risk(&self) -> ToolRisk {
-        ToolRisk::Safe
+        self.info().risk
     }
     /// Its risk for one call; a tool may rate a call by its arguments
     /// (a `DELETE` query is riskier than a `SELECT`).
@@ -327,7 +382,7 @@ pub trait Tool: Send + Sync + 'static {
     /// What it touches (files, network, shell, databases); the policy must
     /// grant each one or the call is denied. None by default.
     fn permissions(&self) -> &[Permission] {
-        &[]
+        &self.info().permissions
     }
     /// Where its results come from, for call records: `KIND:NAME`, e.g.
     /// `command:get_weather` for a command tool or `builtin:read_file`.
@@ -672,6 +727,43 @@ pub fn schema_params(schema: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool that writes only `info` and `execute`.
+    struct Declared(ToolInfo);
+
+    #[async_trait]
+    impl Tool for Declared {
+        fn info(&self) -> &ToolInfo {
+            &self.0
+        }
+        async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::Value(Value::Null))
+        }
+    }
+
+    #[test]
+    fn a_tools_getters_read_its_one_tool_info() {
+        let schema = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let tool = Declared(
+            ToolInfo::new("wipe", "Wipes a file.", schema.clone())
+                .with_risk(ToolRisk::Critical)
+                .with_permissions([Permission::FsWrite]),
+        );
+        assert_eq!(tool.name(), "wipe");
+        assert_eq!(tool.description(), "Wipes a file.");
+        assert_eq!(tool.input_schema(), &schema);
+        assert_eq!(tool.risk(), ToolRisk::Critical);
+        assert_eq!(tool.classify(&Map::new()), ToolRisk::Critical);
+        assert_eq!(tool.permissions(), [Permission::FsWrite]);
+        assert_eq!(tool.source(), "local:wipe");
+    }
+
+    #[test]
+    fn a_new_tool_info_is_safe_and_needs_no_permissions() {
+        let info = ToolInfo::new("now", "", serde_json::json!({"type": "object"}));
+        assert_eq!(info.risk, ToolRisk::Safe);
+        assert!(info.permissions.is_empty());
+    }
 
     #[test]
     fn risk_orders_by_rank_not_by_name() {

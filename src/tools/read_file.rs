@@ -23,7 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput};
+use super::{ContentBlock, Permission, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolOutput};
 
 /// Largest file `read_file` returns by default, in bytes (1 MiB): a whole
 /// file goes into the chain, and a larger one should be offloaded by a tool
@@ -38,7 +38,7 @@ pub const READ_FILE: &str = "read_file";
 pub struct ReadFileTool {
     root: Arc<cap_std::fs::Dir>,
     root_path: PathBuf,
-    schema: Value,
+    info: ToolInfo,
     max_bytes: u64,
 }
 
@@ -73,7 +73,10 @@ impl ReadFileTool {
         Ok(ReadFileTool {
             root: Arc::new(dir),
             root_path,
-            schema: json!({
+            info: ToolInfo::new(
+                READ_FILE,
+                "Read a UTF-8 text file inside the sandbox root. Returns {text, source, observed_at, policy}.",
+                json!({
                 "type": "object",
                 "properties": {
                     "path": {
@@ -83,7 +86,9 @@ impl ReadFileTool {
                 },
                 "required": ["path"],
                 "additionalProperties": false
-            }),
+                }),
+            )
+            .with_permissions([Permission::FsRead]),
             max_bytes: DEFAULT_MAX_FILE_BYTES,
         })
     }
@@ -164,20 +169,8 @@ fn io_error(path: &str, e: std::io::Error) -> ToolError {
 
 #[async_trait]
 impl Tool for ReadFileTool {
-    fn name(&self) -> &str {
-        READ_FILE
-    }
-
-    fn description(&self) -> &str {
-        "Read a UTF-8 text file inside the sandbox root. Returns {text, source, observed_at, policy}."
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.schema
-    }
-
-    fn permissions(&self) -> &[Permission] {
-        &[Permission::FsRead]
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
 
     fn source(&self) -> String {

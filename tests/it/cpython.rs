@@ -687,15 +687,15 @@ struct Gate(tokio::sync::Barrier);
 
 #[async_trait::async_trait]
 impl chainbox::Tool for Gate {
-    fn name(&self) -> &str {
-        "gate"
-    }
-    fn description(&self) -> &str {
-        "Waits for every chain to arrive."
-    }
-    fn input_schema(&self) -> &Value {
-        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        S.get_or_init(|| json!({"type": "object", "properties": {}}))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| {
+            chainbox::ToolInfo::new(
+                "gate",
+                "Waits for every chain to arrive.",
+                json!({"type": "object", "properties": {}}),
+            )
+        })
     }
     async fn execute(
         &self,

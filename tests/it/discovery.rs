@@ -24,15 +24,12 @@ fn big_registry() -> ToolRegistry {
         for verb in verbs {
             for noun in nouns {
                 let name: &'static str = Box::leak(format!("{server}__{verb}_{noun}_records").into_boxed_str());
-                let description: &'static str = Box::leak(
-                    format!(
-                        "{verb} a {noun} in {server}. Returns the {noun} as an object with its id, \
-                         timestamps and fields; fails if the {noun} does not exist or access is denied."
-                    )
-                    .into_boxed_str(),
+                let description = format!(
+                    "{verb} a {noun} in {server}. Returns the {noun} as an object with its id, \
+                     timestamps and fields; fails if the {noun} does not exist or access is denied."
                 );
                 let mut tool = crate::fixtures::tool(name, &["id", "fields"], |a| Ok(json!({"echo": a})));
-                tool.description = description;
+                tool.info.description = description;
                 tools.push(Arc::new(tool));
             }
         }

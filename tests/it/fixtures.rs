@@ -16,8 +16,8 @@ use chainbox::invoker::InvokerSession;
 use chainbox::tools::command::CommandTool;
 use chainbox::{
     Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, CallStatus, ChainPolicy, ChainRunResult, ChainStatus,
-    ContentBlock, Engine, ErrorKind, RunOptions, Tool, ToolContext, ToolError, ToolExecutionResult, ToolOutput,
-    ToolRegistry, ToolRisk,
+    ContentBlock, Engine, ErrorKind, RunOptions, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo,
+    ToolOutput, ToolRegistry, ToolRisk,
 };
 use chainbox_protocol::ToolCall;
 use serde_json::{Map, Value, json};
@@ -206,27 +206,15 @@ pub type ToolFn = Box<dyn Fn(Map<String, Value>) -> Result<Value, String> + Send
 /// A tool defined by a closure over its arguments, optionally sleeping
 /// (asynchronously) before it answers.
 pub struct FnTool {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub schema: Value,
-    pub risk: ToolRisk,
+    pub info: ToolInfo,
     pub f: ToolFn,
     pub delay: Duration,
 }
 
 #[async_trait]
 impl Tool for FnTool {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn description(&self) -> &str {
-        self.description
-    }
-    fn input_schema(&self) -> &Value {
-        &self.schema
-    }
-    fn risk(&self) -> ToolRisk {
-        self.risk
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         if !self.delay.is_zero() {
@@ -236,18 +224,30 @@ impl Tool for FnTool {
     }
 }
 
+impl FnTool {
+    /// The same tool rated `risk`.
+    pub fn with_risk(mut self, risk: ToolRisk) -> Self {
+        self.info.risk = risk;
+        self
+    }
+
+    /// The same tool with argument schema `schema`.
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.info.input_schema = schema;
+        self
+    }
+}
+
 /// A safe [`FnTool`] with an open schema over `params` and no delay; change
-/// a field with `FnTool { risk: ToolRisk::High, ..tool(…) }`.
+/// it with `tool(…).with_risk(ToolRisk::High)` or
+/// `FnTool { delay, ..tool(…) }`.
 pub fn tool(
     name: &'static str,
     params: &[&str],
     f: impl Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static,
 ) -> FnTool {
     FnTool {
-        name,
-        description: "test tool",
-        schema: schema(params),
-        risk: ToolRisk::Safe,
+        info: ToolInfo::new(name, "test tool", schema(params)),
         f: Box::new(f),
         delay: Duration::ZERO,
     }
@@ -268,10 +268,7 @@ pub fn risky_tool(
     risk: ToolRisk,
     f: impl Fn(Map<String, Value>) -> Result<Value, String> + Send + Sync + 'static,
 ) -> Arc<dyn Tool> {
-    Arc::new(FnTool {
-        risk,
-        ..tool(name, &[], f)
-    })
+    Arc::new(tool(name, &[], f).with_risk(risk))
 }
 
 /// An object schema with each of `params` as an unconstrained property.
@@ -308,10 +305,7 @@ pub fn noop_tool() -> Arc<dyn Tool> {
 
 /// `delete(path)`: high risk, so denied unless approved.
 pub fn delete_tool() -> Arc<dyn Tool> {
-    Arc::new(FnTool {
-        risk: ToolRisk::High,
-        ..tool("delete", &["path"], |_| Ok(json!("deleted")))
-    })
+    Arc::new(tool("delete", &["path"], |_| Ok(json!("deleted"))).with_risk(ToolRisk::High))
 }
 
 /// `sleep(seconds)`: sleeps on the host (`tokio::time::sleep`, at most an
@@ -320,15 +314,15 @@ pub struct SleepTool;
 
 #[async_trait]
 impl Tool for SleepTool {
-    fn name(&self) -> &str {
-        "sleep"
-    }
-    fn description(&self) -> &str {
-        "Sleeps on the host."
-    }
-    fn input_schema(&self) -> &Value {
-        static S: OnceLock<Value> = OnceLock::new();
-        S.get_or_init(|| json!({"type": "object", "properties": {"seconds": {"type": "number"}}}))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| {
+            chainbox::ToolInfo::new(
+                "sleep",
+                "Sleeps on the host.",
+                json!({"type": "object", "properties": {"seconds": {"type": "number"}}}),
+            )
+        })
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let s = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
@@ -347,15 +341,11 @@ pub struct ChartTool;
 
 #[async_trait]
 impl Tool for ChartTool {
-    fn name(&self) -> &str {
-        "chart"
-    }
-    fn description(&self) -> &str {
-        "Renders a chart."
-    }
-    fn input_schema(&self) -> &Value {
-        static S: OnceLock<Value> = OnceLock::new();
-        S.get_or_init(|| json!({"type": "object", "properties": {}}))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| {
+            chainbox::ToolInfo::new("chart", "Renders a chart.", json!({"type": "object", "properties": {}}))
+        })
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::Result(ToolExecutionResult {
@@ -380,15 +370,9 @@ pub struct Ticker {
 
 #[async_trait]
 impl Tool for Ticker {
-    fn name(&self) -> &str {
-        "ticker"
-    }
-    fn description(&self) -> &str {
-        "ticks while it runs"
-    }
-    fn input_schema(&self) -> &Value {
-        static S: OnceLock<Value> = OnceLock::new();
-        S.get_or_init(|| schema(&["seconds"]))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| chainbox::ToolInfo::new("ticker", "ticks while it runs", schema(&["seconds"])))
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let s = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);

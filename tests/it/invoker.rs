@@ -11,19 +11,13 @@ use serde_json::{Value, json};
 use crate::fixtures::{ChartTool, FnTool, PNG_1X1, Silent, engine, tool};
 
 fn registry() -> ToolRegistry {
-    let strict = FnTool {
-        schema: json!({
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-            "required": ["city"],
-            "additionalProperties": false
-        }),
-        ..tool("forecast", &[], |a| Ok(json!({"city": a["city"], "ok": true})))
-    };
-    let send = FnTool {
-        risk: ToolRisk::High,
-        ..tool("send_email", &["to"], |a| Ok(json!({"sent_to": a["to"]})))
-    };
+    let strict = tool("forecast", &[], |a| Ok(json!({"city": a["city"], "ok": true}))).with_schema(json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+        "additionalProperties": false
+    }));
+    let send = tool("send_email", &["to"], |a| Ok(json!({"sent_to": a["to"]}))).with_risk(ToolRisk::High);
     let slow = FnTool {
         delay: Duration::from_secs(30),
         ..tool("slow", &[], |_| Ok(Value::Null))

@@ -14,7 +14,7 @@ use chainbox::policy::{ChainPolicy, ToolOverride};
 use chainbox::result::{CallStatus, ChainCallRecord};
 use chainbox::tools::{
     AnyTool, ContentBlock, HostedTool, ProviderDefinedTool, Tool, ToolContext, ToolError, ToolExecutionResult,
-    ToolOutput, ToolRegistry, ToolRisk,
+    ToolInfo, ToolOutput, ToolRegistry, ToolRisk,
 };
 use chainbox_protocol::CallOutcome;
 use serde_json::{Map, Value, json};
@@ -35,9 +35,7 @@ type Body = dyn Fn(Map<String, Value>) -> Result<ToolOutput, ToolError> + Send +
 /// A fake local tool: counts its runs, remembers the arguments and call ids
 /// it saw, optionally sleeps first, then answers with `body`.
 struct FakeTool {
-    name: String,
-    schema: Value,
-    risk: ToolRisk,
+    info: ToolInfo,
     classify: Option<Classify>,
     delay: Duration,
     body: Arc<Body>,
@@ -50,9 +48,7 @@ impl FakeTool {
     /// A safe tool with a permissive object schema that echoes its arguments.
     fn new(name: &str) -> Self {
         FakeTool {
-            name: name.to_owned(),
-            schema: json!({"type": "object"}),
-            risk: ToolRisk::Safe,
+            info: ToolInfo::new(name, "a fake tool", json!({"type": "object"})),
             classify: None,
             delay: Duration::ZERO,
             body: Arc::new(|args| Ok(ToolOutput::Value(Value::Object(args)))),
@@ -63,12 +59,12 @@ impl FakeTool {
     }
 
     fn schema(mut self, schema: Value) -> Self {
-        self.schema = schema;
+        self.info.input_schema = schema;
         self
     }
 
     fn risk(mut self, risk: ToolRisk) -> Self {
-        self.risk = risk;
+        self.info.risk = risk;
         self
     }
 
@@ -103,22 +99,13 @@ impl FakeTool {
 
 #[async_trait]
 impl Tool for FakeTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        "a fake tool"
-    }
-    fn input_schema(&self) -> &Value {
-        &self.schema
-    }
-    fn risk(&self) -> ToolRisk {
-        self.risk
+    fn info(&self) -> &ToolInfo {
+        &self.info
     }
     fn classify(&self, args: &Map<String, Value>) -> ToolRisk {
         match self.classify {
             Some(f) => f(args),
-            None => self.risk,
+            None => self.info.risk,
         }
     }
     async fn execute(&self, _ctx: ToolContext, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
@@ -985,15 +972,9 @@ async fn tool_context_carries_the_run_id_and_the_call_number_counting_refused_ca
     struct Ctx;
     #[async_trait]
     impl Tool for Ctx {
-        fn name(&self) -> &str {
-            "ctx"
-        }
-        fn description(&self) -> &str {
-            "reports its context"
-        }
-        fn input_schema(&self) -> &Value {
-            static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-            S.get_or_init(|| json!({"type": "object"}))
+        fn info(&self) -> &chainbox::ToolInfo {
+            static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+            INFO.get_or_init(|| chainbox::ToolInfo::new("ctx", "reports its context", json!({"type": "object"})))
         }
         async fn execute(&self, ctx: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
             Ok(ToolOutput::Value(json!({"run_id": ctx.run_id, "call_id": ctx.call_id})))

@@ -180,15 +180,9 @@ struct Quote;
 
 #[async_trait]
 impl Tool for Quote {
-    fn name(&self) -> &str {
-        "quote"
-    }
-    fn description(&self) -> &str {
-        "a quote with provenance"
-    }
-    fn input_schema(&self) -> &Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(|| json!({"type": "object"}))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| chainbox::ToolInfo::new("quote", "a quote with provenance", json!({"type": "object"})))
     }
     async fn execute(&self, _ctx: ToolContext, _args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::Result(

@@ -28,7 +28,7 @@ use chainbox::{
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use crate::fixtures::{ChartTool, FnTool, SleepTool, add_tool, delete_tool, echo_tool, fail_tool, fn_tool, tool};
+use crate::fixtures::{ChartTool, SleepTool, add_tool, delete_tool, echo_tool, fail_tool, fn_tool, tool};
 
 /// Chains run before the first measurement (override: `CHAINBOX_SOAK_WARMUP`),
 /// at twice the concurrency, so code pages, the allocator and the pool slots
@@ -47,10 +47,8 @@ fn registry() -> ToolRegistry {
         let n = a.get("n").and_then(Value::as_u64).unwrap_or(1000) as usize;
         Ok(json!({"tag": a.get("tag").cloned(), "data": "x".repeat(n)}))
     });
-    let strict = FnTool {
-        schema: json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}),
-        ..tool("strict", &["n"], |a| Ok(a.get("n").cloned().unwrap_or(Value::Null)))
-    };
+    let strict = tool("strict", &["n"], |a| Ok(a.get("n").cloned().unwrap_or(Value::Null)))
+        .with_schema(json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}));
     ToolRegistry::from_local([
         add_tool(),
         echo_tool(),

@@ -85,20 +85,11 @@ struct StrictLaunch(Arc<dyn chainbox::Tool>);
 
 #[async_trait]
 impl chainbox::Tool for StrictLaunch {
-    fn name(&self) -> &str {
-        "launch"
-    }
-    fn description(&self) -> &str {
-        "launches something irreversible"
-    }
-    fn input_schema(&self) -> &Value {
-        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        S.get_or_init(|| {
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| chainbox::ToolInfo::new("launch", "launches something irreversible", {
             json!({"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"], "additionalProperties": false})
-        })
-    }
-    fn risk(&self) -> ToolRisk {
-        ToolRisk::High
+        }).with_risk(ToolRisk::High))
     }
     async fn execute(
         &self,
@@ -313,15 +304,9 @@ struct PanickyClassifier;
 
 #[async_trait]
 impl chainbox::Tool for PanickyClassifier {
-    fn name(&self) -> &str {
-        "query"
-    }
-    fn description(&self) -> &str {
-        "runs SQL"
-    }
-    fn input_schema(&self) -> &Value {
-        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        S.get_or_init(|| json!({"type": "object"}))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| chainbox::ToolInfo::new("query", "runs SQL", json!({"type": "object"})))
     }
     fn classify(&self, args: &Map<String, Value>) -> ToolRisk {
         if args["sql"].as_str().unwrap_or_default().starts_with("DELETE") {

@@ -226,17 +226,11 @@ struct StrictEcho;
 
 #[async_trait::async_trait]
 impl Tool for StrictEcho {
-    fn name(&self) -> &str {
-        "strict_echo"
-    }
-    fn description(&self) -> &str {
-        "echoes text"
-    }
-    fn input_schema(&self) -> &serde_json::Value {
-        static S: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        S.get_or_init(|| {
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| chainbox::ToolInfo::new("strict_echo", "echoes text", {
             json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false})
-        })
+        }))
     }
     async fn execute(
         &self,

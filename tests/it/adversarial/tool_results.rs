@@ -235,15 +235,15 @@ struct SneakyMedia;
 
 #[async_trait]
 impl Tool for SneakyMedia {
-    fn name(&self) -> &str {
-        "sneaky"
-    }
-    fn description(&self) -> &str {
-        "returns media with a hostile media type"
-    }
-    fn input_schema(&self) -> &Value {
-        static S: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        S.get_or_init(|| json!({"type": "object"}))
+    fn info(&self) -> &chainbox::ToolInfo {
+        static INFO: std::sync::OnceLock<chainbox::ToolInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| {
+            chainbox::ToolInfo::new(
+                "sneaky",
+                "returns media with a hostile media type",
+                json!({"type": "object"}),
+            )
+        })
     }
     async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::Result(ToolExecutionResult {
