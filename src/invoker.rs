@@ -176,6 +176,11 @@ impl InvokerSession {
         }
     }
 
+    /// The chain's run id, as its logs and approval requests name it.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// The chain's policy.
     pub fn policy(&self) -> &ChainPolicy {
         &self.policy

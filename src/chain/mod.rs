@@ -156,7 +156,6 @@ pub(crate) async fn run_for_memory<R>(core: &Core, script: &str, learn: impl FnO
 
 /// A chain that has started: everything that outlives its store.
 struct Started {
-    run_id: String,
     policy: Arc<ChainPolicy>,
     session: Arc<InvokerSession>,
     workspace: Arc<Mutex<Workspace>>,
@@ -243,7 +242,7 @@ impl Started {
         let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
         let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
         let session = Arc::new(InvokerSession::with_shaper(
-            run_id.clone(),
+            run_id,
             registry.clone(),
             policy.clone(),
             approval.clone(),
@@ -251,7 +250,6 @@ impl Started {
         ));
         let meters = Meters::new(&policy);
         Started {
-            run_id,
             policy,
             session,
             workspace,
@@ -391,7 +389,6 @@ impl Started {
         let runtime = tokio::runtime::Handle::current();
         let meters = self.meters.clone();
         let threads = guest.threads.clone();
-        let guest = guest.clone();
         let started = threads.run(move || {
             meters.guest_starts();
             let outcome = runtime.block_on(async {
@@ -571,11 +568,11 @@ impl Started {
             .iter()
             .filter(|r| r.error.as_deref() == Some(CANCELLED_CALL))
         {
-            audit_call(&self.run_id, record, 0);
+            audit_call(self.session.run_id(), record, 0);
         }
         tracing::info!(
             target: "chainbox::audit",
-            run_id = %self.run_id,
+            run_id = %self.session.run_id(),
             kind = %ErrorKind::Cancelled,
             tool_calls = result.tool_calls,
             duration_ms = result.duration_ms,
