@@ -103,6 +103,17 @@ pub async fn run_tight(script: &str) -> ChainRunResult {
     run_adversarial(script, &tight()).await
 }
 
+/// [`run_tight`] on monty: for a test of monty's own handling of a limit
+/// (under `auto`, a script whose uses the allowlist does not hold all of
+/// runs on CPython, so `auto` is no longer a way to pick monty).
+pub async fn run_tight_on_monty(script: &str) -> ChainRunResult {
+    let policy = ChainPolicy {
+        python: chainbox::PythonChoice::Monty,
+        ..tight()
+    };
+    run_adversarial(script, &policy).await
+}
+
 /// Runs `script` against [`adversarial_registry`] under `policy`,
 /// auto-approving safe calls.
 pub async fn run_adversarial(script: &str, policy: &ChainPolicy) -> ChainRunResult {

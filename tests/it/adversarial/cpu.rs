@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
 
 use crate::fixtures::{
-    assert_ended, assert_next_chain_ok, assert_trace, cpu_capped, run_adversarial, run_tight, tight,
+    assert_ended, assert_next_chain_ok, assert_trace, cpu_capped, run_adversarial, run_tight, run_tight_on_monty, tight,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,7 +115,7 @@ async fn sleep_with_absurd_durations_is_a_script_error_not_a_crash() {
         let script = format!(
             "import time\ntry:\n    time.sleep({arg})\n    r = 'slept'\nexcept Exception as e:\n    r = type(e).__name__\nr"
         );
-        let r = run_tight(&script).await;
+        let r = run_tight_on_monty(&script).await;
         // inf may either be refused or sleep until the total timeout; it must never crash.
         if expected.is_empty() {
             assert!(

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::fixtures::{
     assert_ended, assert_json_lacks, assert_next_chain_ok, assert_ok, assert_trace, run_tight, run_tight_in_workspace,
+    run_tight_on_monty,
 };
 
 /// Script: tries `expr` for each of `paths` (as `p`), collecting `'read'` /
@@ -173,7 +174,7 @@ async fn file_errors_in_a_supplied_workspace_never_name_host_paths() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_environment_arguments_and_working_directory_reveal_nothing() {
-    let r = run_tight("import os\nimport sys\n[len(os.environ), os.getenv('HOME'), os.getenv('PATH'), os.environ.get('USER'), sys.argv, os.getcwd()]").await;
+    let r = run_tight_on_monty("import os\nimport sys\n[len(os.environ), os.getenv('HOME'), os.getenv('PATH'), os.environ.get('USER'), sys.argv, os.getcwd()]").await;
     assert_ok(&r);
     assert_eq!(
         r.output,
@@ -245,7 +246,7 @@ async fn huge_random_requests_end_with_memory_and_small_ones_work() {
         "import random\nrandom.getrandbits(10**10)",
         "import random\nrandom.choices(range(10), k=10**9)",
     ] {
-        let r = run_tight(script).await;
+        let r = run_tight_on_monty(script).await;
         assert_ended(&r, ChainStatus::Error, ErrorKind::Memory);
     }
     // A population beyond the 32-bit guest's reach is refused by name.
