@@ -130,8 +130,8 @@ pub(crate) enum SnapshotError {
     #[error("the guest exports no `{WARM_EXPORT}`")]
     NoWarmExport,
     /// wasmtime refused to instantiate or run it.
-    #[error("running `{WARM_EXPORT}`: {0}")]
-    Run(String),
+    #[error("running `{WARM_EXPORT}`: {0:#}")]
+    Run(wasmtime::Error),
     /// The module's layout is not one this rewriter handles.
     #[error("cannot rewrite the module: {0}")]
     Layout(String),
@@ -147,7 +147,7 @@ pub(crate) fn pre_initialise(
     if module.get_export(WARM_EXPORT).is_none() {
         return Err(SnapshotError::NoWarmExport);
     }
-    let run = |e: wasmtime::Error| SnapshotError::Run(e.to_string());
+    let run = SnapshotError::Run;
     let mut linker: Linker<WasiP1Ctx> = Linker::new(engine);
     wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |cx| cx).map_err(run)?;
     // The warm-up makes no chainbox call; if it tried, it traps.
