@@ -656,3 +656,33 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
         tracing::error!("could not start the epoch ticker: {e}; CPU limits will not fire");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_error_from_wasmtime_keeps_every_cause_in_its_message() {
+        let error = EngineError::from(wasmtime::Error::msg("the root cause").context("what failed"));
+        assert!(matches!(error, EngineError::Wasmtime(_)), "{error:?}");
+        assert_eq!(error.to_string(), "wasmtime: what failed: the root cause");
+    }
+
+    #[test]
+    fn a_failed_cpython_build_reads_the_same_to_prepare_cpython_as_it_did_when_built() {
+        let built = Arc::new(EngineError::Host(PageSizeError::Unsupported(1 << 20)));
+        let prepared = EngineError::Cpython(Arc::clone(&built));
+        assert_eq!(prepared.to_string(), built.to_string());
+        assert!(prepared.to_string().starts_with("this host cannot run the guest: "), "{prepared}");
+    }
+
+    #[test]
+    fn a_chain_that_needs_a_cpython_guest_that_failed_to_build_is_told_why() {
+        let built = Arc::new(EngineError::Unstoppable(UnstoppableGuest));
+        let error = InstanceError::CpythonUnavailable(built).to_string();
+        assert!(
+            error.starts_with("the CPython guest is unavailable: the CPython guest does not import"),
+            "{error}"
+        );
+    }
+}

@@ -160,6 +160,12 @@ mod tests {
     }
 
     #[test]
+    fn bytes_that_are_not_wasm_are_a_read_error() {
+        let refused = top_level_modules(b"not wasm at all");
+        assert!(matches!(refused, Err(Error::Read(_))), "{refused:?}");
+    }
+
+    #[test]
     fn a_module_rewritten_with_no_edit_is_the_same_module() {
         let mut original = module("kept");
         original.section(&wasm_encoder::TypeSection::new());

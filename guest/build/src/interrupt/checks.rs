@@ -415,4 +415,33 @@ mod tests {
         assert!(matches!(error, Error::Interrupt(InterruptError::NoMemory)), "{error:?}");
         assert!(error.to_string().contains("no core module with a memory"), "{error}");
     }
+
+    #[test]
+    fn a_memory_too_small_for_the_guard_page_is_refused_naming_its_size() {
+        let mut types = wasm_encoder::TypeSection::new();
+        types.ty().function([], []);
+        let mut functions = wasm_encoder::FunctionSection::new();
+        functions.function(0);
+        let mut memories = wasm_encoder::MemorySection::new();
+        memories.memory(wasm_encoder::MemoryType {
+            minimum: 1,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+        let mut code = wasm_encoder::CodeSection::new();
+        let mut body = Function::new([]);
+        body.instructions().end();
+        code.function(&body);
+        let mut module = wasm_encoder::Module::new();
+        module.section(&types).section(&functions).section(&memories).section(&code);
+        let mut component = wasm_encoder::Component::new();
+        component.section(&wasm_encoder::ModuleSection(&module));
+        let error = with_interruption_points(&component.finish()).expect_err("too small");
+        assert!(
+            matches!(error, Error::Interrupt(InterruptError::MemoryTooSmall { minimum: 1 })),
+            "{error:?}"
+        );
+    }
 }
