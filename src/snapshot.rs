@@ -190,10 +190,7 @@ fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
                 copy_raw(&mut out, &payload, wasm);
             }
             Payload::MemorySection(reader) => {
-                let memories: Vec<_> = reader
-                    .into_iter()
-                    .collect::<Result<_, _>>()
-                    ?;
+                let memories: Vec<_> = reader.into_iter().collect::<Result<_, _>>()?;
                 let [only] = memories.as_slice() else {
                     return Err(layout("more than one memory"));
                 };

@@ -476,7 +476,9 @@ impl Core {
             .cpython
             .get_or_init(|| async move {
                 let built = tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots)).await;
-                built.unwrap_or_else(|e| Err(EngineError::CpythonBuild(e))).map_err(Arc::new)
+                built
+                    .unwrap_or_else(|e| Err(EngineError::CpythonBuild(e)))
+                    .map_err(Arc::new)
             })
             .await;
         guest.as_ref()
@@ -544,8 +546,10 @@ impl CpythonGuest {
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
         });
-        Housekeeper::start(&guest, "chainbox-cpython-housekeeper")
-            .map_err(|source| EngineError::Housekeeper { guest: "CPython", source })?;
+        Housekeeper::start(&guest, "chainbox-cpython-housekeeper").map_err(|source| EngineError::Housekeeper {
+            guest: "CPython",
+            source,
+        })?;
         Ok(guest)
     }
 }
@@ -673,7 +677,10 @@ mod tests {
         let built = Arc::new(EngineError::Host(PageSizeError::Unsupported(1 << 20)));
         let prepared = EngineError::Cpython(Arc::clone(&built));
         assert_eq!(prepared.to_string(), built.to_string());
-        assert!(prepared.to_string().starts_with("this host cannot run the guest: "), "{prepared}");
+        assert!(
+            prepared.to_string().starts_with("this host cannot run the guest: "),
+            "{prepared}"
+        );
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub enum ServeError {
     },
     /// The MCP session over stdio did not start (no `initialize`, a closed stdin).
     #[error("starting the MCP session on stdio: {0}")]
-    Stdio(rmcp::service::ServerInitializeError),
+    Stdio(Box<rmcp::service::ServerInitializeError>),
     /// The MCP session over stdio failed while running (its task panicked
     /// or was cancelled).
     #[error("serving MCP: {0}")]
@@ -556,12 +556,8 @@ pub async fn serve_stdio(server: ChainServer, shutdown: CancellationToken) -> Re
     let running = server
         .serve_with_ct(transport, shutdown)
         .await
-        .map_err(ServeError::Stdio)?;
-    running
-        .waiting()
-        .await
-        .map(|_| ())
-        .map_err(ServeError::Session)
+        .map_err(|e| ServeError::Stdio(Box::new(e)))?;
+    running.waiting().await.map(|_| ()).map_err(ServeError::Session)
 }
 
 /// Binds `addr` for [`serve_http`], refusing a non-loopback address unless

@@ -139,7 +139,11 @@ fn myers(a: &[&str], b: &[&str]) -> Vec<Edit> {
         trace.push(v[(offset - d - 1) as usize..=(offset + d + 1) as usize].to_vec());
         for k in (-d..=d).step_by(2) {
             let i = (k + offset) as usize;
-            let mut x = if k == -d || (k != d && v[i - 1] < v[i + 1]) { v[i + 1] } else { v[i - 1] + 1 };
+            let mut x = if k == -d || (k != d && v[i - 1] < v[i + 1]) {
+                v[i + 1]
+            } else {
+                v[i - 1] + 1
+            };
             let mut y = x - k;
             while x < n && y < m && a[x as usize] == b[y as usize] {
                 x += 1;
@@ -287,7 +291,9 @@ fn the_vendored_monty_is_monty_1_4_0_plus_the_patches_chainbox_md_lists() {
     let mut size = Size::default();
     for rel in theirs.difference(&ours) {
         if !named(rel) {
-            problems.push(format!("src/{rel}: removed from upstream, but CHAINBOX.md does not name it"));
+            problems.push(format!(
+                "src/{rel}: removed from upstream, but CHAINBOX.md does not name it"
+            ));
         }
     }
     for rel in &ours {

@@ -252,7 +252,9 @@ fn read_hashes(wasm: &[u8]) -> Result<Hashes<'_>> {
                     }
                 }
             }
-            Payload::GlobalSection(s) if s.count() > 0 => return Err(HashesError::Unmovable("globals (a stack?)").into()),
+            Payload::GlobalSection(s) if s.count() > 0 => {
+                return Err(HashesError::Unmovable("globals (a stack?)").into());
+            }
             Payload::DataSection(s) if s.count() > 0 => return Err(HashesError::Unmovable("data").into()),
             _ => {}
         }
@@ -542,8 +544,7 @@ fn patched_code(
     } = *additions;
     let mut section = CodeSection::new();
     let reader =
-        wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(&module[to_usize(range)], range.start))
-            ?;
+        wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(&module[to_usize(range)], range.start))?;
     let mut patched = 0;
     for (i, body) in reader.into_iter().enumerate() {
         let body = body?;
@@ -643,9 +644,7 @@ fn patched_code(
     for body in &hashes.bodies {
         let mut operators = body.get_operators_reader()?;
         while !operators.eof() {
-            if let Operator::CallIndirect { .. } | Operator::ReturnCallIndirect { .. } =
-                operators.read()?
-            {
+            if let Operator::CallIndirect { .. } | Operator::ReturnCallIndirect { .. } = operators.read()? {
                 return Err(HashesError::Unsupported("an indirect call").into());
             }
         }

@@ -186,8 +186,7 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
     let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
         &module[range.clone()],
         range.start as u64,
-    ))
-    ?;
+    ))?;
     for (index, body) in reader.into_iter().enumerate() {
         let body = body?;
         let mut operators = body.get_operators_reader()?;
@@ -435,7 +434,11 @@ mod tests {
         body.instructions().end();
         code.function(&body);
         let mut module = wasm_encoder::Module::new();
-        module.section(&types).section(&functions).section(&memories).section(&code);
+        module
+            .section(&types)
+            .section(&functions)
+            .section(&memories)
+            .section(&code);
         let mut component = wasm_encoder::Component::new();
         component.section(&wasm_encoder::ModuleSection(&module));
         let error = with_interruption_points(&component.finish()).expect_err("too small");
