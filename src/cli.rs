@@ -203,7 +203,61 @@ fn init_log() {
         .try_init();
 }
 
-fn execute(cli: Cli) -> Result<ExitCode, String> {
+/// Why a command could not run (exit code 2): each names the flag or input
+/// at fault, and keeps the error that refused it.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// The script file (or stdin) could not be read.
+    #[error("reading the script {arg}: {source}")]
+    Script { arg: String, source: std::io::Error },
+    /// Stdin could not be read for `-`.
+    #[error("reading the script from stdin: {0}")]
+    Stdin(std::io::Error),
+    /// The async runtime could not start.
+    #[error("starting the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// `--policy` could not be loaded.
+    #[error("--policy {}: {source}", path.display())]
+    Policy {
+        path: PathBuf,
+        source: crate::policy::PolicyError,
+    },
+    /// `--skill` could not be loaded, or names tools the registry lacks.
+    #[error("--skill {arg}: {source}")]
+    Skill {
+        arg: String,
+        source: crate::skills::SkillError,
+    },
+    /// The tools manifest could not be loaded or its tools started.
+    #[error(transparent)]
+    Manifest(#[from] crate::manifest::ManifestError),
+    /// The registry could not be arranged for chains.
+    #[error(transparent)]
+    Registry(#[from] crate::tools::RegistryError),
+    /// The engine could not be built.
+    #[error(transparent)]
+    Engine(#[from] crate::EngineError),
+    /// `serve` could not bind, start or keep serving.
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+    /// The address `serve --http` bound could not be read back.
+    #[error("reading the bound address: {0}")]
+    BoundAddress(std::io::Error),
+    /// `--out`'s workspace could not be made.
+    #[error("creating a workspace for --out: {0}")]
+    Workspace(std::io::Error),
+    /// The workspace's files could not be copied into `--out`.
+    #[error("--out {}: {source}", path.display())]
+    Out { path: PathBuf, source: std::io::Error },
+    /// `specs --only` names no tool with a spec for the provider.
+    #[error("--only {name}: no tool of that name has a spec for {provider}")]
+    NoSpec { name: String, provider: specs::Provider },
+    /// The specs could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+fn execute(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Demo { json, out } => {
             let runtime = runtime()?;
@@ -290,9 +344,12 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
             if let Some(name) = &only
                 && wire.is_empty()
             {
-                return Err(format!("--only {name}: no tool of that name has a spec for {provider}"));
+                return Err(CliError::NoSpec {
+                    name: name.clone(),
+                    provider,
+                });
             }
-            let text = serde_json::to_string_pretty(&wire).map_err(|e| e.to_string())?;
+            let text = serde_json::to_string_pretty(&wire)?;
             println!("{text}");
             Ok(ExitCode::SUCCESS)
         }
@@ -306,7 +363,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
         } => {
             // Refuse a bad address before anything slow starts.
             let listener = match http {
-                Some(addr) => Some(serve::bind_http(addr, allow_remote).map_err(|e| e.to_string())?),
+                Some(addr) => Some(serve::bind_http(addr, allow_remote)?),
                 None => None,
             };
             let runtime = runtime()?;
@@ -326,7 +383,7 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
             };
-            let engine = Engine::new().map_err(|e| e.to_string())?;
+            let engine = Engine::new()?;
             if policy.python != PythonChoice::Monty {
                 // A server lives for many chains: load (or compile) the CPython
                 // guest and its first spare now, in the background, so the
@@ -359,9 +416,12 @@ fn execute(cli: Cli) -> Result<ExitCode, String> {
     }
 }
 
-fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, String> {
+fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, CliError> {
     match path {
-        Some(path) => ChainPolicy::load(path).map_err(|e| format!("--policy {}: {e}", path.display())),
+        Some(path) => ChainPolicy::load(path).map_err(|source| CliError::Policy {
+            path: path.to_path_buf(),
+            source,
+        }),
         None => Ok(ChainPolicy::default()),
     }
 }
@@ -377,7 +437,7 @@ async fn serve(
     listener: Option<std::net::TcpListener>,
     allow_remote: bool,
     shutdown: CancellationToken,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     if shutdown.is_cancelled() {
         // Stopped while it started.
         return Ok(());
@@ -390,15 +450,11 @@ async fn serve(
         on_shutdown.cancel_all();
     });
     let Some(listener) = listener else {
-        return serve::serve_stdio(server, shutdown).await.map_err(|e| e.to_string());
+        return Ok(serve::serve_stdio(server, shutdown).await?);
     };
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("reading the bound address: {e}"))?;
+    let bound = listener.local_addr().map_err(CliError::BoundAddress)?;
     eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
-    serve::serve_http(server, listener, allow_remote, shutdown)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(serve::serve_http(server, listener, allow_remote, shutdown).await?)
 }
 
 /// Listens for SIGTERM and SIGINT from now on (the listeners are made
@@ -481,29 +537,30 @@ fn end_children() {
     }
 }
 
-fn read_script(arg: &str) -> Result<String, String> {
+fn read_script(arg: &str) -> Result<String, CliError> {
     if arg == "-" {
         let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("reading the script from stdin: {e}"))?;
+        std::io::stdin().read_to_string(&mut s).map_err(CliError::Stdin)?;
         Ok(s)
     } else {
-        std::fs::read_to_string(arg).map_err(|e| format!("reading the script {arg}: {e}"))
+        std::fs::read_to_string(arg).map_err(|source| CliError::Script {
+            arg: arg.to_owned(),
+            source,
+        })
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))
+        .map_err(CliError::Runtime)
 }
 
 /// The skill `--skill` names, its tools checked against `registry`: a path
 /// (containing `/`) is the skill's folder; a name is looked up under
 /// `skills/` beside the tools manifest, or in the current folder without one.
-fn load_skill(arg: &str, manifest: Option<&Path>, registry: &ToolRegistry) -> Result<Skill, String> {
+fn load_skill(arg: &str, manifest: Option<&Path>, registry: &ToolRegistry) -> Result<Skill, CliError> {
     let dir = if arg.contains('/') {
         PathBuf::from(arg)
     } else {
@@ -513,16 +570,20 @@ fn load_skill(arg: &str, manifest: Option<&Path>, registry: &ToolRegistry) -> Re
             .unwrap_or_else(|| PathBuf::from("."));
         base.join("skills").join(arg)
     };
-    let skill = Skill::load(&dir).map_err(|e| format!("--skill {arg}: {e}"))?;
-    skill.check_tools(registry).map_err(|e| format!("--skill {arg}: {e}"))?;
+    let failed = |source| CliError::Skill {
+        arg: arg.to_owned(),
+        source,
+    };
+    let skill = Skill::load(&dir).map_err(failed)?;
+    skill.check_tools(registry).map_err(failed)?;
     Ok(skill)
 }
 
-fn load_registry(runtime: &tokio::runtime::Runtime, path: &Path) -> Result<ToolRegistry, String> {
-    let manifest = Manifest::load(path).map_err(|e| e.to_string())?;
-    let registry = runtime.block_on(manifest.registry()).map_err(|e| e.to_string())?;
+fn load_registry(runtime: &tokio::runtime::Runtime, path: &Path) -> Result<ToolRegistry, CliError> {
+    let manifest = Manifest::load(path)?;
+    let registry = runtime.block_on(manifest.registry())?;
     // Above a few dozen tools the model sees an index and looks tools up.
-    discovery::for_chains(registry).map_err(|e| e.to_string())
+    Ok(discovery::for_chains(registry)?)
 }
 
 /// A workspace file copied out by `--out`: where the script saw it, and
@@ -544,10 +605,10 @@ fn run_chain(
     policy: &ChainPolicy,
     approval: &Approval,
     out: Option<&Path>,
-) -> Result<(ChainRunResult, Vec<SavedFile>), String> {
-    let engine = Engine::new().map_err(|e| e.to_string())?;
+) -> Result<(ChainRunResult, Vec<SavedFile>), CliError> {
+    let engine = Engine::new()?;
     let workspace = match out {
-        Some(_) => Some(tempfile::tempdir().map_err(|e| format!("creating a workspace for --out: {e}"))?),
+        Some(_) => Some(tempfile::tempdir().map_err(CliError::Workspace)?),
         None => None,
     };
     let options = RunOptions {
@@ -556,9 +617,10 @@ fn run_chain(
     };
     let result = runtime.block_on(engine.run_with(script, registry, policy, approval, options));
     let saved = match (out, &workspace) {
-        (Some(out), Some(workspace)) => {
-            copy_out(workspace.path(), out).map_err(|e| format!("--out {}: {e}", out.display()))?
-        }
+        (Some(out), Some(workspace)) => copy_out(workspace.path(), out).map_err(|source| CliError::Out {
+            path: out.to_path_buf(),
+            source,
+        })?,
         _ => Vec::new(),
     };
     Ok((result, saved))

@@ -13,6 +13,7 @@ pub use crate::guests::EngineError;
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
 use crate::result::ChainRunResult;
+pub use crate::sandbox::{PageSizeError, UnstoppableGuest};
 use crate::tools::ToolRegistry;
 
 /// Settings of an [`Engine`].
@@ -80,7 +81,7 @@ impl Engine {
                 guest.housekeeper.request_spare();
                 Ok(())
             }
-            Err(e) => Err(EngineError::Wasmtime(e.to_string())),
+            Err(e) => Err(EngineError::Cpython(Arc::clone(e))),
         }
     }
 

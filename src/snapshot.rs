@@ -130,11 +130,14 @@ pub(crate) enum SnapshotError {
     #[error("the guest exports no `{WARM_EXPORT}`")]
     NoWarmExport,
     /// wasmtime refused to instantiate or run it.
-    #[error("running `{WARM_EXPORT}`: {0}")]
-    Run(String),
+    #[error("running `{WARM_EXPORT}`: {0:#}")]
+    Run(wasmtime::Error),
     /// The module's layout is not one this rewriter handles.
     #[error("cannot rewrite the module: {0}")]
-    Layout(String),
+    Layout(&'static str),
+    /// The module could not be parsed.
+    #[error("cannot rewrite the module: reading wasm: {0}")]
+    Read(#[from] wasmparser::BinaryReaderError),
 }
 
 /// Runs `module`'s warm-up export and returns `wasm` with its memory
@@ -147,7 +150,7 @@ pub(crate) fn pre_initialise(
     if module.get_export(WARM_EXPORT).is_none() {
         return Err(SnapshotError::NoWarmExport);
     }
-    let run = |e: wasmtime::Error| SnapshotError::Run(e.to_string());
+    let run = SnapshotError::Run;
     let mut linker: Linker<WasiP1Ctx> = Linker::new(engine);
     wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |cx| cx).map_err(run)?;
     // The warm-up makes no chainbox call; if it tried, it traps.
@@ -162,24 +165,24 @@ pub(crate) fn pre_initialise(
     warm.call(&mut store, ()).map_err(run)?;
     let memory = instance
         .get_memory(&mut store, "memory")
-        .ok_or_else(|| SnapshotError::Layout("no exported `memory`".into()))?;
+        .ok_or(SnapshotError::Layout("no exported `memory`"))?;
     rewrite(wasm, memory.data(&store))
 }
 
 /// `wasm` with its data segments replaced by the non-zero parts of
 /// `memory` and its memory's minimum raised to `memory`'s size.
 fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
-    let layout = |m: &str| SnapshotError::Layout(m.to_string());
+    let layout = SnapshotError::Layout;
     let segments = segments(memory);
     let pages = u64::try_from(memory.len() / 65536).map_err(|_| layout("memory size"))?;
     let mut out = wasm_encoder::Module::new();
     let mut data_written = false;
     for payload in Parser::new(0).parse_all(wasm) {
-        let payload = payload.map_err(|e| layout(&e.to_string()))?;
+        let payload = payload?;
         match payload {
             Payload::ImportSection(ref imports) => {
                 for import in imports.clone().into_imports() {
-                    let import = import.map_err(|e| layout(&e.to_string()))?;
+                    let import = import?;
                     if matches!(import.ty, wasmparser::TypeRef::Memory(_)) {
                         return Err(layout("the memory is imported"));
                     }
@@ -187,10 +190,7 @@ fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
                 copy_raw(&mut out, &payload, wasm);
             }
             Payload::MemorySection(reader) => {
-                let memories: Vec<_> = reader
-                    .into_iter()
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| layout(&e.to_string()))?;
+                let memories: Vec<_> = reader.into_iter().collect::<Result<_, _>>()?;
                 let [only] = memories.as_slice() else {
                     return Err(layout("more than one memory"));
                 };
@@ -214,7 +214,7 @@ fn rewrite(wasm: &[u8], memory: &[u8]) -> Result<Vec<u8>, SnapshotError> {
             }
             Payload::DataSection(reader) => {
                 for segment in reader {
-                    let segment = segment.map_err(|e| layout(&e.to_string()))?;
+                    let segment = segment?;
                     if !matches!(segment.kind, wasmparser::DataKind::Active { memory_index: 0, .. }) {
                         return Err(layout("a passive data segment"));
                     }

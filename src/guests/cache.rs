@@ -9,7 +9,7 @@ use std::path::Path;
 use wasmtime::Module;
 use wasmtime::component::Component;
 
-use super::{EngineError, GUEST_WASM, wasmtime_err};
+use super::{EngineError, GUEST_WASM};
 use crate::digest::sha256_hex;
 
 /// SAFETY (of the call inside): only ever given cache files named by
@@ -34,7 +34,7 @@ pub(super) fn load_module(engine: &wasmtime::Engine, dir: Option<&Path>) -> Resu
     let warm = format!("chainbox-guest-warm-{key}.cwasm");
     cached_or_compiled(dir, &warm, load, || {
         let compile = |name: &str, wasm: &[u8]| {
-            let compiled = engine.precompile_module(wasm).map_err(wasmtime_err)?;
+            let compiled = engine.precompile_module(wasm)?;
             cache(dir, name, &compiled, load, || {
                 // SAFETY: `compiled` was produced just now by this engine.
                 unsafe { Module::deserialize(engine, &compiled) }
@@ -137,14 +137,14 @@ pub(super) fn cache<T>(
     from_memory: impl FnOnce() -> wasmtime::Result<T>,
 ) -> Result<T, EngineError> {
     let Some(dir) = dir else {
-        return from_memory().map_err(wasmtime_err);
+        return from_memory().map_err(EngineError::Wasmtime);
     };
     let path = dir.join(name);
     if let Err(e) = write_atomic(dir, &path, compiled) {
         tracing::warn!("could not cache the compiled guest: {e}");
-        return from_memory().map_err(wasmtime_err);
+        return from_memory().map_err(EngineError::Wasmtime);
     }
-    load(&path).map_err(wasmtime_err)
+    load(&path).map_err(EngineError::Wasmtime)
 }
 
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), EngineError> {

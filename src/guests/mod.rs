@@ -29,7 +29,7 @@ use crate::housekeeper::{Guest, Housekeeper};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
 use crate::python_choice::Interpreter;
-use crate::sandbox::{self, ChainState, Watchdog};
+use crate::sandbox::{self, ChainState, PageSizeError, UnstoppableGuest, Watchdog};
 use crate::tools::ToolRegistry;
 use cache::{cache, cache_key, cached_or_compiled, deserialize_component_file, load_module};
 pub(crate) use threads::{GuestThreads, NoThread};
@@ -91,13 +91,34 @@ fn decommit_backlog() -> u32 {
 /// Errors creating an engine.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// wasmtime rejected the configuration or the module.
-    #[error("wasmtime: {0}")]
-    Wasmtime(String),
+    /// wasmtime rejected the configuration or the module. The message
+    /// carries wasmtime's whole chain of causes (`{:#}`): `wasmtime::Error`
+    /// is not a `std::error::Error`, so it cannot be this error's `source`.
+    #[error("wasmtime: {0:#}")]
+    Wasmtime(wasmtime::Error),
     /// This host cannot run a guest (the CPython guest's guard page needs
     /// memory pages of 4 to 64 KiB).
     #[error("this host cannot run the guest: {0}")]
-    Host(String),
+    Host(PageSizeError),
+    /// The CPython guest was built without interruption points, so its
+    /// chains could not be stopped.
+    #[error(transparent)]
+    Unstoppable(#[from] UnstoppableGuest),
+    /// The thread of a guest's housekeeper could not be started.
+    #[error("could not start the {guest} housekeeper: {source}")]
+    Housekeeper {
+        /// Which guest's (`monty`, `CPython`).
+        guest: &'static str,
+        /// Why the thread was refused.
+        source: std::io::Error,
+    },
+    /// Building the CPython guest panicked (or its task was cancelled).
+    #[error("building the CPython guest failed: {0}")]
+    CpythonBuild(tokio::task::JoinError),
+    /// The CPython guest could not be built: the error its first build
+    /// gave, which every later chain that needs it shares.
+    #[error(transparent)]
+    Cpython(Arc<EngineError>),
     /// The module cache could not be written (the engine still works, but
     /// every process recompiles).
     #[error("module cache at {path}: {source}")]
@@ -109,8 +130,10 @@ pub enum EngineError {
     },
 }
 
-fn wasmtime_err(e: impl std::fmt::Display) -> EngineError {
-    EngineError::Wasmtime(e.to_string())
+impl From<wasmtime::Error> for EngineError {
+    fn from(e: wasmtime::Error) -> Self {
+        EngineError::Wasmtime(e)
+    }
 }
 
 /// What every chain of an engine runs on, built once.
@@ -126,7 +149,7 @@ pub(crate) struct Core {
     /// The CPython guest, compiled (or loaded from the cache) on the first
     /// chain that needs it, so engines whose chains all run on monty never
     /// pay for it.
-    cpython: OnceCell<Result<Arc<CpythonGuest>, EngineError>>,
+    cpython: OnceCell<Result<Arc<CpythonGuest>, Arc<EngineError>>>,
     /// CPython chains that may run at once (its pool's size).
     cpython_slots: u32,
     /// Where compiled guests are cached; `None` if the directory is not
@@ -264,10 +287,10 @@ pub(crate) enum InstanceError {
     #[error(transparent)]
     Store(#[from] sandbox::StoreError),
     /// wasmtime could not instantiate the guest.
-    #[error("could not start the sandbox: {0}")]
+    #[error("could not start the sandbox: {0:#}")]
     Instantiate(wasmtime::Error),
     /// The guest lacks the export a chain starts it by.
-    #[error("the guest has no `{name}` export: {source}")]
+    #[error("the guest has no `{name}` export: {source:#}")]
     NoEntryPoint {
         /// The export (`_start`, `run`).
         name: &'static str,
@@ -278,11 +301,11 @@ pub(crate) enum InstanceError {
     #[error("no workspace directory for a spare: {0}")]
     SpareWorkspace(std::io::Error),
     /// A CPython spare's warm-up run failed.
-    #[error("the spare's warm-up run failed: {0}")]
+    #[error("the spare's warm-up run failed: {0:#}")]
     WarmUp(wasmtime::Error),
     /// The CPython guest could not be built.
     #[error("the CPython guest is unavailable: {0}")]
-    CpythonUnavailable(String),
+    CpythonUnavailable(Arc<EngineError>),
 }
 
 /// The CPython guest's `run` export: the run request in, the finish out.
@@ -397,7 +420,7 @@ impl Core {
                 }
             }));
         }
-        let guest = (self.cpython().await).map_err(|e| InstanceError::CpythonUnavailable(e.to_string()))?;
+        let guest = (self.cpython().await).map_err(|e| InstanceError::CpythonUnavailable(Arc::clone(e)))?;
         let spare = guest.housekeeper.take_spare();
         // The spare's `/workspace` is the directory it was made with: a
         // chain with a directory of its own (given, or made already) needs
@@ -442,7 +465,7 @@ impl Core {
     }
 
     /// The CPython guest, built on first use.
-    pub(crate) async fn cpython(&self) -> Result<&Arc<CpythonGuest>, &EngineError> {
+    pub(crate) async fn cpython(&self) -> Result<&Arc<CpythonGuest>, &Arc<EngineError>> {
         if let Some(built) = self.cpython.get() {
             return built.as_ref();
         }
@@ -452,9 +475,10 @@ impl Core {
         let guest = self
             .cpython
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots))
-                    .await
-                    .unwrap_or_else(|e| Err(EngineError::Wasmtime(format!("building the CPython guest failed: {e}"))))
+                let built = tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots)).await;
+                built
+                    .unwrap_or_else(|e| Err(EngineError::CpythonBuild(e)))
+                    .map_err(Arc::new)
             })
             .await;
         guest.as_ref()
@@ -465,7 +489,7 @@ impl CpythonGuest {
     fn new(cache_dir: Option<PathBuf>, stop_ticker: Arc<AtomicBool>, chains: u32) -> Result<Arc<Self>, EngineError> {
         // Its chains are stopped through a page of the host's size: a host
         // whose pages the guest's guard span does not cover is refused.
-        sandbox::guard_page_len().map_err(|e| EngineError::Host(e.to_string()))?;
+        sandbox::guard_page_len().map_err(EngineError::Host)?;
         // One more instance than chains: the spare. (A finished chain's
         // store, dropped on another thread, keeps its chain's slot permit.)
         let slots = chains.saturating_add(1);
@@ -499,21 +523,21 @@ impl CpythonGuest {
             // libpython's function table there is cheaper than each first
             // indirect call of a chain faulting its entry in.
             .table_lazy_init(false);
-        let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
+        let engine = wasmtime::Engine::new(&wasm)?;
         let name = format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM));
         let load = |p: &Path| deserialize_component_file(&engine, p);
         let dir = cache_dir.as_deref();
         let component = cached_or_compiled(dir, &name, load, || {
-            let compiled = engine.precompile_component(CPYTHON_WASM).map_err(wasmtime_err)?;
+            let compiled = engine.precompile_component(CPYTHON_WASM)?;
             cache(dir, &name, &compiled, load, || {
                 // SAFETY: `compiled` was produced just now by this engine.
                 unsafe { Component::deserialize(&engine, &compiled) }
             })
         })?;
-        sandbox::check_cpython_guest(&engine, &component).map_err(wasmtime_err)?;
+        sandbox::check_cpython_guest(&engine, &component)?;
         let mut linker = wasmtime::component::Linker::new(&engine);
-        sandbox::add_to_component_linker(&mut linker).map_err(wasmtime_err)?;
-        let pre = linker.instantiate_pre(&component).map_err(wasmtime_err)?;
+        sandbox::add_to_component_linker(&mut linker)?;
+        let pre = linker.instantiate_pre(&component)?;
         let guest = Arc::new(CpythonGuest {
             engine,
             pre,
@@ -522,8 +546,10 @@ impl CpythonGuest {
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
         });
-        Housekeeper::start(&guest, "chainbox-cpython-housekeeper")
-            .map_err(|e| EngineError::Wasmtime(format!("could not start the CPython housekeeper: {e}")))?;
+        Housekeeper::start(&guest, "chainbox-cpython-housekeeper").map_err(|source| EngineError::Housekeeper {
+            guest: "CPython",
+            source,
+        })?;
         Ok(guest)
     }
 }
@@ -580,7 +606,7 @@ impl Core {
             .async_stack_size(MAX_WASM_STACK + (1 << 20))
             .cranelift_opt_level(wasmtime::OptLevel::Speed)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = wasmtime::Engine::new(&wasm).map_err(wasmtime_err)?;
+        let engine = wasmtime::Engine::new(&wasm)?;
         let cache_dir = cache_dir.unwrap_or_else(crate::snapshot::default_cache_dir);
         let cache_dir = match crate::snapshot::private_cache_dir(&cache_dir) {
             Ok(()) => Some(cache_dir),
@@ -591,8 +617,8 @@ impl Core {
         };
         let module = load_module(&engine, cache_dir.as_deref())?;
         let mut linker: Linker<ChainState> = Linker::new(&engine);
-        sandbox::add_to_linker(&mut linker).map_err(wasmtime_err)?;
-        let pre = linker.instantiate_pre(&module).map_err(wasmtime_err)?;
+        sandbox::add_to_linker(&mut linker)?;
+        let pre = linker.instantiate_pre(&module)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         spawn_ticker(engine.clone(), stop_ticker.clone());
         Ok(Core {
@@ -614,7 +640,7 @@ impl Core {
     pub(crate) fn start(self) -> Result<Arc<Core>, EngineError> {
         let core = Arc::new(self);
         Housekeeper::start(&core, "chainbox-monty-housekeeper")
-            .map_err(|e| EngineError::Wasmtime(format!("could not start the monty housekeeper: {e}")))?;
+            .map_err(|source| EngineError::Housekeeper { guest: "monty", source })?;
         core.housekeeper.request_spare();
         Ok(core)
     }
@@ -632,5 +658,38 @@ fn spawn_ticker(engine: wasmtime::Engine, stop: Arc<AtomicBool>) {
         });
     if let Err(e) = spawned {
         tracing::error!("could not start the epoch ticker: {e}; CPU limits will not fire");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_error_from_wasmtime_keeps_every_cause_in_its_message() {
+        let error = EngineError::from(wasmtime::Error::msg("the root cause").context("what failed"));
+        assert!(matches!(error, EngineError::Wasmtime(_)), "{error:?}");
+        assert_eq!(error.to_string(), "wasmtime: what failed: the root cause");
+    }
+
+    #[test]
+    fn a_failed_cpython_build_reads_the_same_to_prepare_cpython_as_it_did_when_built() {
+        let built = Arc::new(EngineError::Host(PageSizeError::Unsupported(1 << 20)));
+        let prepared = EngineError::Cpython(Arc::clone(&built));
+        assert_eq!(prepared.to_string(), built.to_string());
+        assert!(
+            prepared.to_string().starts_with("this host cannot run the guest: "),
+            "{prepared}"
+        );
+    }
+
+    #[test]
+    fn a_chain_that_needs_a_cpython_guest_that_failed_to_build_is_told_why() {
+        let built = Arc::new(EngineError::Unstoppable(UnstoppableGuest));
+        let error = InstanceError::CpythonUnavailable(built).to_string();
+        assert!(
+            error.starts_with("the CPython guest is unavailable: the CPython guest does not import"),
+            "{error}"
+        );
     }
 }

@@ -90,10 +90,14 @@ pub enum ServeError {
     },
     /// The MCP session over stdio did not start (no `initialize`, a closed stdin).
     #[error("starting the MCP session on stdio: {0}")]
-    Stdio(String),
-    /// The MCP session or the HTTP server failed while running.
+    Stdio(Box<rmcp::service::ServerInitializeError>),
+    /// The MCP session over stdio failed while running (its task panicked
+    /// or was cancelled).
     #[error("serving MCP: {0}")]
-    Serve(String),
+    Session(tokio::task::JoinError),
+    /// The HTTP server could not take its listener, or failed while running.
+    #[error("serving MCP: {0}")]
+    Http(std::io::Error),
 }
 
 /// The MCP server: one `run_chain` tool over a registry, under a policy.
@@ -552,12 +556,8 @@ pub async fn serve_stdio(server: ChainServer, shutdown: CancellationToken) -> Re
     let running = server
         .serve_with_ct(transport, shutdown)
         .await
-        .map_err(|e| ServeError::Stdio(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map(|_| ())
-        .map_err(|e| ServeError::Serve(e.to_string()))
+        .map_err(|e| ServeError::Stdio(Box::new(e)))?;
+    running.waiting().await.map(|_| ()).map_err(ServeError::Session)
 }
 
 /// Binds `addr` for [`serve_http`], refusing a non-loopback address unless
@@ -608,7 +608,7 @@ pub async fn serve_http(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let listener = TcpListener::from_std(listener)
-        .map_err(|e| ServeError::Serve(e.to_string()))?
+        .map_err(ServeError::Http)?
         .tap_io(|stream| {
             if let Err(e) = stream.set_nodelay(true) {
                 tracing::warn!("setting TCP_NODELAY on a connection: {e}");
@@ -639,7 +639,7 @@ pub async fn serve_http(
     let grace = shutdown.clone();
     let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned());
     tokio::select! {
-        served = serving => served.map_err(|e| ServeError::Serve(e.to_string())),
+        served = serving => served.map_err(ServeError::Http),
         () = async move {
             grace.cancelled().await;
             tokio::time::sleep(HTTP_SHUTDOWN_GRACE).await;

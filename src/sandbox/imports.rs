@@ -304,7 +304,7 @@ pub(crate) fn check_cpython_guest(
     "the CPython guest does not import `{CPYTHON_HOST_INTERFACE}#arm`: it was built without interruption points, so \
      its chains could not be stopped (rebuild it, or unset CHAINBOX_CPYTHON_WASM)"
 )]
-pub(crate) struct UnstoppableGuest;
+pub struct UnstoppableGuest;
 
 /// Decodes a message the CPython guest passed as a string, in place in its
 /// memory (a script can call the `host` bridge directly, with a string of

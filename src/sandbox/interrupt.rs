@@ -45,7 +45,7 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Why the guard page cannot be used on this host.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PageSizeError {
+pub enum PageSizeError {
     /// The host's page size could not be read.
     #[error("the host's page size could not be read")]
     Unknown,

@@ -27,7 +27,9 @@ mod interrupt;
 mod meters;
 mod quota;
 
+pub use imports::UnstoppableGuest;
 pub(crate) use imports::{add_to_component_linker, add_to_linker, check_cpython_guest};
+pub use interrupt::PageSizeError;
 pub(crate) use interrupt::{Interrupt, Reason, Stopped, Watchdog, guard_page_len};
 pub(crate) use meters::Meters;
 use meters::{MemoryLimiter, Tick};
@@ -187,7 +189,7 @@ pub(crate) enum StoreError {
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
     /// WASI could not preopen it as `/workspace`.
-    #[error("{WORKSPACE} could not be opened: {0}")]
+    #[error("{WORKSPACE} could not be opened: {0:#}")]
     Preopen(wasmtime::Error),
 }
 

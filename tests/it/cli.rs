@@ -237,6 +237,30 @@ fn policy_with_approval_timeout_not_below_call_timeout_exits_2_naming_the_field(
 }
 
 #[test]
+fn a_script_file_that_cannot_be_read_exits_2_naming_it_and_why() {
+    let out = chainbox(&["run", "no/such/script.py"], None);
+
+    assert_eq!(out.code, Some(2), "{out:#?}");
+    assert!(
+        out.stderr
+            .starts_with("chainbox: reading the script no/such/script.py: "),
+        "{out:#?}"
+    );
+}
+
+#[test]
+fn specs_only_a_tool_without_a_spec_exits_2_naming_the_flag_and_the_provider() {
+    let out = chainbox(&["specs", "--provider", "anthropic", "--only", "no_such_tool"], None);
+
+    assert_eq!(out.code, Some(2), "{out:#?}");
+    assert!(
+        out.stderr
+            .contains("--only no_such_tool: no tool of that name has a spec for"),
+        "{out:#?}"
+    );
+}
+
+#[test]
 fn policy_with_an_unknown_field_exits_2_naming_the_field() {
     let out = run_with_policy("max_tool_calls = 5\nmax_coffee_breaks = 3\n");
 

@@ -29,3 +29,4 @@ mod skills;
 mod soak;
 mod specs;
 mod tool_kinds;
+mod vendored_monty;

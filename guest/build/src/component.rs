@@ -8,14 +8,14 @@ use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{RawSection, TypeSection};
 use wasmparser::{Parser, Payload, TypeSectionReader};
 
+use crate::Error;
+
 /// One type section holding the types of `readers`, in order: a module's
 /// own, then those a pass adds (their indices follow the module's).
-pub fn type_section<'a>(readers: impl IntoIterator<Item = TypeSectionReader<'a>>) -> Result<TypeSection, String> {
+pub fn type_section<'a>(readers: impl IntoIterator<Item = TypeSectionReader<'a>>) -> Result<TypeSection, Error> {
     let mut section = TypeSection::new();
     for reader in readers {
-        RoundtripReencoder
-            .parse_type_section(&mut section, reader)
-            .map_err(|e| format!("re-encoding a type section: {e:?}"))?;
+        RoundtripReencoder.parse_type_section(&mut section, reader)?;
     }
     Ok(section)
 }
@@ -27,11 +27,11 @@ pub fn type_section<'a>(readers: impl IntoIterator<Item = TypeSectionReader<'a>>
 /// writes them: a pass that rewrites the code section writes it whole.
 pub fn rewrite_module(
     module: &[u8],
-    mut edit: impl FnMut(&Payload<'_>, &mut wasm_encoder::Module) -> Result<bool, String>,
-) -> Result<Vec<u8>, String> {
+    mut edit: impl FnMut(&Payload<'_>, &mut wasm_encoder::Module) -> Result<bool, Error>,
+) -> Result<Vec<u8>, Error> {
     let mut out = wasm_encoder::Module::new();
     for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(|e| format!("reading wasm: {e}"))?;
+        let payload = payload?;
         if edit(&payload, &mut out)? {
             continue;
         }
@@ -47,11 +47,11 @@ pub fn rewrite_module(
 
 /// The byte ranges of the component's own core modules (not those of
 /// nested components), in order.
-pub fn top_level_modules(component: &[u8]) -> Result<Vec<Range<usize>>, String> {
+pub fn top_level_modules(component: &[u8]) -> Result<Vec<Range<usize>>, Error> {
     let mut modules = Vec::new();
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(component) {
-        match payload.map_err(|e| format!("reading wasm: {e}"))? {
+        match payload? {
             Payload::ModuleSection { unchecked_range, .. } => {
                 if depth == 0 {
                     modules.push(unchecked_range.start as usize..unchecked_range.end as usize);
@@ -68,7 +68,7 @@ pub fn top_level_modules(component: &[u8]) -> Result<Vec<Range<usize>>, String> 
 
 /// `component` with each module of `replacements` (a range from
 /// [`top_level_modules`], in order, and the new module) in place of the old.
-pub fn replace_modules(component: &[u8], replacements: Vec<(Range<usize>, Vec<u8>)>) -> Result<Vec<u8>, String> {
+pub fn replace_modules(component: &[u8], replacements: Vec<(Range<usize>, Vec<u8>)>) -> Result<Vec<u8>, Error> {
     let mut out = Vec::with_capacity(component.len() + (1 << 20));
     let mut from = 0;
     for (range, module) in replacements {
@@ -78,7 +78,7 @@ pub fn replace_modules(component: &[u8], replacements: Vec<(Range<usize>, Vec<u8
             .start
             .checked_sub(1 + size.len())
             .filter(|&h| h >= from && component[h] == 1 && component[h + 1..range.start] == size[..])
-            .ok_or("unexpected encoding of a core module section")?;
+            .ok_or(Error::ModuleSection { offset: range.start })?;
         out.extend_from_slice(&component[from..header]);
         out.push(1);
         out.extend(leb128(module.len() as u64));
@@ -152,7 +152,17 @@ mod tests {
         let component = component();
         let modules = top_level_modules(&component).expect("modules");
         let inside = modules[0].start + 1..modules[0].end;
-        assert!(replace_modules(&component, vec![(inside, Vec::new())]).is_err());
+        let refused = replace_modules(&component, vec![(inside.clone(), Vec::new())]);
+        assert!(
+            matches!(refused, Err(Error::ModuleSection { offset }) if offset == inside.start),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_not_wasm_are_a_read_error() {
+        let refused = top_level_modules(b"not wasm at all");
+        assert!(matches!(refused, Err(Error::Read(_))), "{refused:?}");
     }
 
     #[test]

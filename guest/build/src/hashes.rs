@@ -25,6 +25,7 @@ use wasm_encoder::reencode::{Error as ReencodeError, Reencode, RoundtripReencode
 use wasm_encoder::{BlockType, CodeSection, ConstExpr, Function, FunctionSection, GlobalSection, GlobalType, ValType};
 use wasmparser::{KnownCustom, Name, Operator, Parser, Payload, TypeRef};
 
+use crate::Error;
 use crate::component::{replace_modules, rewrite_module, top_level_modules, type_section};
 
 /// A libpython function whose hash gets the 64-bit version, the spliced
@@ -103,10 +104,71 @@ const INLINED_FROZENSET_HASH: (&[&str], &str) = (
 /// with this call, which is redirected to `chainbox_hash_of_int`.
 const SLOT_HASH: (&str, &str, &str) = ("slot_tp_hash", "PyLong_AsSsize_t", "chainbox_hash_of_int");
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, Error>;
 
-fn parse_error(e: wasmparser::BinaryReaderError) -> String {
-    format!("reading wasm: {e}")
+/// What the hash splice found in libpython or `hashes.wasm` that it does not
+/// expect: a function it patches is missing or has changed shape (a new
+/// CPython or compiler), or `hashes.wasm` uses what the splice cannot move.
+#[derive(Debug, thiserror::Error)]
+pub enum HashesError {
+    /// No core module defines `tuple_hash`.
+    #[error("no core module defines `tuple_hash` (libpython not found)")]
+    NoLibpython,
+    /// Two core modules define `tuple_hash`.
+    #[error("two core modules define `tuple_hash`")]
+    TwoLibpythons,
+    /// libpython's name section has no function of this name.
+    #[error("libpython has no `{0}`")]
+    NoFunction(String),
+    /// The function is libpython's import, not one of its own.
+    #[error("libpython's `{0}` is not a defined function")]
+    NotDefined(&'static str),
+    /// The function's parameters are not the ones its patch expects.
+    #[error("libpython's `{0}` takes other parameters than expected")]
+    OtherParameters(&'static str),
+    /// libpython lacks a section the splice rewrites.
+    #[error("libpython lacks a type, global or code section")]
+    MissingSection,
+    /// A function to patch was not met in the code section.
+    #[error("not every patched function was found in the code section")]
+    NotAllPatched,
+    /// A set-probing function does not shift its `perturb` as expected.
+    #[error("a set-probing function has no `perturb >>= 5`")]
+    NoPerturbShift,
+    /// A function with `frozenset_hash_impl` inlined writes the key it hashes.
+    #[error("a function with `frozenset_hash_impl` inlined writes its key parameter")]
+    KeyWritten,
+    /// A function has other than one inlined `frozenset_hash_impl`.
+    #[error("expected one inlined `frozenset_hash_impl`, found {0}")]
+    InlinedHashes(usize),
+    /// `slot_tp_hash` has other than one call to redirect.
+    #[error("expected one call to redirect, found {0}")]
+    Redirects(usize),
+    /// `hashes.wasm` imports something other than a function.
+    #[error("hashes.wasm imports a non-function `{0}`")]
+    NonFunctionImport(String),
+    /// `hashes.wasm` imports a function the splice does not provide.
+    #[error("hashes.wasm imports an unknown `{0}`")]
+    UnknownImport(String),
+    /// `hashes.wasm` does not import a glue function the splice provides.
+    #[error("hashes.wasm imports no `{0}`")]
+    NoImport(&'static str),
+    /// `hashes.wasm` does not export a function the splice calls.
+    #[error("hashes.wasm exports no `{0}`")]
+    NoExport(&'static str),
+    /// `hashes.wasm` has no type section.
+    #[error("hashes.wasm has no types")]
+    NoTypes,
+    /// `hashes.wasm` defines globals (a stack?) or data, which the splice
+    /// does not move.
+    #[error("hashes.wasm has {0}")]
+    Unmovable(&'static str),
+    /// `hashes.wasm` calls a function outside its index space.
+    #[error("hashes.wasm calls function {0}")]
+    UnknownCall(u32),
+    /// `hashes.wasm` uses a global, a table or an indirect call.
+    #[error("hashes.wasm uses {0}")]
+    Unsupported(&'static str),
 }
 
 /// Returns `component` with its libpython module patched by `hashes` (the
@@ -117,12 +179,12 @@ pub fn patch_component(component: &[u8], hashes: &[u8]) -> Result<Vec<u8>> {
         let names = function_names(&component[range.clone()])?;
         if names.iter().any(|(_, name)| name == "tuple_hash") {
             if libpython.is_some() {
-                return Err("two core modules define `tuple_hash`".into());
+                return Err(HashesError::TwoLibpythons.into());
             }
             libpython = Some((range, names));
         }
     }
-    let (range, names) = libpython.ok_or("no core module defines `tuple_hash` (libpython not found)")?;
+    let (range, names) = libpython.ok_or(HashesError::NoLibpython)?;
     let patched = patch_module(&component[range.clone()], &names, hashes)?;
     replace_modules(component, vec![(range, patched)])
 }
@@ -135,13 +197,13 @@ fn to_usize(range: &Range<u64>) -> Range<usize> {
 fn function_names(module: &[u8]) -> Result<Vec<(u32, String)>> {
     let mut names = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
-        if let Payload::CustomSection(section) = payload.map_err(parse_error)?
+        if let Payload::CustomSection(section) = payload?
             && let KnownCustom::Name(reader) = section.as_known()
         {
             for name in reader {
-                if let Name::Function(map) = name.map_err(parse_error)? {
+                if let Name::Function(map) = name? {
                     for naming in map {
-                        let naming = naming.map_err(parse_error)?;
+                        let naming = naming?;
                         names.push((naming.index, naming.name.to_string()));
                     }
                 }
@@ -165,37 +227,39 @@ fn read_hashes(wasm: &[u8]) -> Result<Hashes<'_>> {
     let mut types = None;
     let (mut imports, mut functions, mut bodies, mut exports) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for payload in Parser::new(0).parse_all(wasm) {
-        match payload.map_err(parse_error)? {
+        match payload? {
             Payload::TypeSection(reader) => types = Some(reader),
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
-                    let import = import.map_err(parse_error)?;
+                    let import = import?;
                     match import.ty {
                         TypeRef::Func(ty) => imports.push((format!("{}.{}", import.module, import.name), ty)),
-                        _ => return Err(format!("hashes.wasm imports a non-function `{}`", import.name)),
+                        _ => return Err(HashesError::NonFunctionImport(import.name.to_string()).into()),
                     }
                 }
             }
             Payload::FunctionSection(reader) => {
                 for ty in reader {
-                    functions.push(ty.map_err(parse_error)?);
+                    functions.push(ty?);
                 }
             }
             Payload::CodeSectionEntry(body) => bodies.push(body),
             Payload::ExportSection(reader) => {
                 for export in reader {
-                    let export = export.map_err(parse_error)?;
+                    let export = export?;
                     if export.kind == wasmparser::ExternalKind::Func {
                         exports.push((export.name.to_string(), export.index));
                     }
                 }
             }
-            Payload::GlobalSection(s) if s.count() > 0 => return Err("hashes.wasm has globals (a stack?)".into()),
-            Payload::DataSection(s) if s.count() > 0 => return Err("hashes.wasm has data".into()),
+            Payload::GlobalSection(s) if s.count() > 0 => {
+                return Err(HashesError::Unmovable("globals (a stack?)").into());
+            }
+            Payload::DataSection(s) if s.count() > 0 => return Err(HashesError::Unmovable("data").into()),
             _ => {}
         }
     }
-    let types = types.ok_or("hashes.wasm has no types")?;
+    let types = types.ok_or(HashesError::NoTypes)?;
     Ok(Hashes {
         types,
         imports,
@@ -213,25 +277,25 @@ struct Splice {
 }
 
 impl Reencode for Splice {
-    type Error = String;
+    type Error = HashesError;
 
-    fn type_index(&mut self, ty: u32) -> std::result::Result<u32, ReencodeError<String>> {
+    fn type_index(&mut self, ty: u32) -> std::result::Result<u32, ReencodeError<HashesError>> {
         Ok(self.type_base + ty)
     }
 
-    fn function_index(&mut self, func: u32) -> std::result::Result<u32, ReencodeError<String>> {
+    fn function_index(&mut self, func: u32) -> std::result::Result<u32, ReencodeError<HashesError>> {
         self.functions
             .get(func as usize)
             .copied()
-            .ok_or_else(|| ReencodeError::UserError(format!("hashes.wasm calls function {func}")))
+            .ok_or(ReencodeError::UserError(HashesError::UnknownCall(func)))
     }
 
-    fn global_index(&mut self, _: u32) -> std::result::Result<u32, ReencodeError<String>> {
-        Err(ReencodeError::UserError("hashes.wasm uses a global".into()))
+    fn global_index(&mut self, _: u32) -> std::result::Result<u32, ReencodeError<HashesError>> {
+        Err(ReencodeError::UserError(HashesError::Unsupported("a global")))
     }
 
-    fn table_index(&mut self, _: u32) -> std::result::Result<u32, ReencodeError<String>> {
-        Err(ReencodeError::UserError("hashes.wasm uses a table".into()))
+    fn table_index(&mut self, _: u32) -> std::result::Result<u32, ReencodeError<HashesError>> {
+        Err(ReencodeError::UserError(HashesError::Unsupported("a table")))
     }
 }
 
@@ -242,7 +306,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
             .iter()
             .find(|(_, n)| n == name)
             .map(|(i, _)| *i)
-            .ok_or(format!("libpython has no `{name}`"))
+            .ok_or_else(|| HashesError::NoFunction(name.to_string()))
     };
     let object_hash = index_of("PyObject_Hash")?;
 
@@ -251,22 +315,22 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
     let mut function_types = Vec::new();
     let mut type_params: Vec<Vec<ValType>> = Vec::new();
     for payload in Parser::new(0).parse_all(module) {
-        match payload.map_err(parse_error)? {
+        match payload? {
             Payload::TypeSection(reader) => {
                 types = reader.count();
                 for ty in reader.into_iter_err_on_gc_types() {
-                    let ty = ty.map_err(parse_error)?;
+                    let ty = ty?;
                     let params = ty
                         .params()
                         .iter()
                         .map(|p| RoundtripReencoder.val_type(*p))
                         .collect::<std::result::Result<_, _>>();
-                    type_params.push(params.map_err(|e| format!("{e:?}"))?);
+                    type_params.push(params?);
                 }
             }
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
-                    match import.map_err(parse_error)?.ty {
+                    match import?.ty {
                         TypeRef::Func(_) => imported_functions += 1,
                         TypeRef::Global(_) => imported_globals += 1,
                         _ => {}
@@ -275,7 +339,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
             }
             Payload::FunctionSection(reader) => {
                 for ty in reader {
-                    function_types.push(ty.map_err(parse_error)?);
+                    function_types.push(ty?);
                 }
             }
             Payload::GlobalSection(reader) => defined_globals = reader.count(),
@@ -294,45 +358,42 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
         splice_functions.push(match name.as_str() {
             "chainbox.narrow" => narrow,
             "chainbox.object_hash" => widen,
-            other => return Err(format!("hashes.wasm imports an unknown `{other}`")),
+            other => return Err(HashesError::UnknownImport(other.to_string()).into()),
         });
     }
     for i in 0..hashes.functions.len() as u32 {
         splice_functions.push(all_functions + 2 + i);
     }
-    let spliced = |export: &str| {
+    let spliced = |export: &'static str| {
         hashes
             .exports
             .iter()
             .find(|(n, _)| n == export)
             .map(|(_, i)| splice_functions[*i as usize])
-            .ok_or(format!("hashes.wasm exports no `{export}`"))
+            .ok_or(HashesError::NoExport(export))
     };
-    let import_type = |name: &str| {
+    let import_type = |name: &'static str| {
         hashes
             .imports
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, t)| types + t)
-            .ok_or(format!("hashes.wasm imports no `{name}`"))
+            .ok_or(HashesError::NoImport(name))
     };
     let mut prologues = Vec::new();
     // A defined function's index and parameter types, by name.
-    let defined = |name: &str| {
+    let defined = |name: &'static str| {
         let index = index_of(name)?;
         let ty = index
             .checked_sub(imported_functions)
             .and_then(|i| function_types.get(i as usize))
-            .ok_or(format!("libpython's `{name}` is not a defined function"))?;
-        Ok::<_, String>((index, &type_params[*ty as usize]))
+            .ok_or(HashesError::NotDefined(name))?;
+        Ok::<_, HashesError>((index, &type_params[*ty as usize]))
     };
     for target in TARGETS {
         let (index, params) = defined(target.name)?;
         if params != target.params {
-            return Err(format!(
-                "libpython's `{}` takes other parameters than expected",
-                target.name
-            ));
+            return Err(HashesError::OtherParameters(target.name).into());
         }
         let mut code = Vec::new();
         let mut sink = Function::new([]);
@@ -372,7 +433,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
     for name in INLINED_FROZENSET_HASH.0 {
         let (index, params) = defined(name)?;
         if params.len() != 2 {
-            return Err(format!("libpython's `{name}` takes other parameters than expected"));
+            return Err(HashesError::OtherParameters(name).into());
         }
         inlined.push(index);
     }
@@ -414,9 +475,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
             }
             Payload::GlobalSection(reader) => {
                 let mut section = GlobalSection::new();
-                RoundtripReencoder
-                    .parse_global_section(&mut section, reader.clone())
-                    .map_err(|e| format!("{e:?}"))?;
+                RoundtripReencoder.parse_global_section(&mut section, reader.clone())?;
                 let global = |val_type| GlobalType {
                     val_type,
                     mutable: true,
@@ -437,7 +496,7 @@ fn patch_module(module: &[u8], names: &[(u32, String)], hashes_wasm: &[u8]) -> R
         Ok(true)
     })?;
     if seen != [true; 3] {
-        return Err("libpython lacks a type, global or code section".into());
+        return Err(HashesError::MissingSection.into());
     }
     Ok(out)
 }
@@ -485,11 +544,10 @@ fn patched_code(
     } = *additions;
     let mut section = CodeSection::new();
     let reader =
-        wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(&module[to_usize(range)], range.start))
-            .map_err(parse_error)?;
+        wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(&module[to_usize(range)], range.start))?;
     let mut patched = 0;
     for (i, body) in reader.into_iter().enumerate() {
-        let body = body.map_err(parse_error)?;
+        let body = body?;
         let index = imported_functions + i as u32;
         if index == slot_hash.0 {
             section.function(&redirect_call(&body, slot_hash.1, slot_hash.2)?);
@@ -511,7 +569,7 @@ fn patched_code(
                 section.raw(body.as_bytes());
             }
             Some((_, prologue)) => {
-                let operators = body.get_operators_reader().map_err(parse_error)?.original_position() as usize;
+                let operators = body.get_operators_reader()?.original_position() as usize;
                 let locals = &module[body.range().start as usize..operators];
                 let ops = &module[operators..body.range().end as usize];
                 let mut bytes = locals.to_vec();
@@ -523,7 +581,7 @@ fn patched_code(
         }
     }
     if patched != prologues.len() + probing.len() + inlined.len() + 1 {
-        return Err("not every patched function was found in the code section".into());
+        return Err(HashesError::NotAllPatched.into());
     }
 
     // narrow(hash: i64) -> i32: -1 stays the error; else the low half is
@@ -584,17 +642,13 @@ fn patched_code(
     section.function(&widen);
 
     for body in &hashes.bodies {
-        let mut operators = body.get_operators_reader().map_err(parse_error)?;
+        let mut operators = body.get_operators_reader()?;
         while !operators.eof() {
-            if let Operator::CallIndirect { .. } | Operator::ReturnCallIndirect { .. } =
-                operators.read().map_err(parse_error)?
-            {
-                return Err("hashes.wasm makes an indirect call".into());
+            if let Operator::CallIndirect { .. } | Operator::ReturnCallIndirect { .. } = operators.read()? {
+                return Err(HashesError::Unsupported("an indirect call").into());
             }
         }
-        splice
-            .parse_function_body(&mut section, body.clone())
-            .map_err(|e| format!("{e:?}"))?;
+        splice.parse_function_body(&mut section, body.clone())?;
     }
     Ok(section)
 }
@@ -627,7 +681,7 @@ fn perturb_in_64_bits(body: &wasmparser::FunctionBody<'_>, params: u32) -> Resul
         }
     }
     if perturbs.is_empty() {
-        return Err("a set-probing function has no `perturb >>= 5`".into());
+        return Err(HashesError::NoPerturbShift.into());
     }
     let wide = |p: u32| count + perturbs.iter().position(|&x| x == p).unwrap_or(0) as u32;
     locals.push((perturbs.len() as u32, ValType::I64));
@@ -695,7 +749,7 @@ fn rehash_inlined_frozenset(body: &wasmparser::FunctionBody<'_>, key: u32, to: u
         if let Operator::LocalSet { local_index } | Operator::LocalTee { local_index } = operator
             && *local_index == key
         {
-            return Err("a function with `frozenset_hash_impl` inlined writes its key parameter".into());
+            return Err(HashesError::KeyWritten.into());
         }
         copy(&mut function, operator)?;
         if let [
@@ -714,7 +768,7 @@ fn rehash_inlined_frozenset(body: &wasmparser::FunctionBody<'_>, key: u32, to: u
         }
     }
     if replaced != 1 {
-        return Err(format!("expected one inlined `frozenset_hash_impl`, found {replaced}"));
+        return Err(HashesError::InlinedHashes(replaced).into());
     }
     Ok(function)
 }
@@ -733,7 +787,7 @@ fn redirect_call(body: &wasmparser::FunctionBody<'_>, from: u32, to: u32) -> Res
         }
     }
     if redirected != 1 {
-        return Err(format!("expected one call to redirect, found {redirected}"));
+        return Err(HashesError::Redirects(redirected).into());
     }
     Ok(function)
 }
@@ -741,18 +795,16 @@ fn redirect_call(body: &wasmparser::FunctionBody<'_>, from: u32, to: u32) -> Res
 /// A function body's instructions.
 fn operators<'a>(body: &wasmparser::FunctionBody<'a>) -> Result<Vec<Operator<'a>>> {
     let mut operators = Vec::new();
-    let mut reader = body.get_operators_reader().map_err(parse_error)?;
+    let mut reader = body.get_operators_reader()?;
     while !reader.eof() {
-        operators.push(reader.read().map_err(parse_error)?);
+        operators.push(reader.read()?);
     }
     Ok(operators)
 }
 
 /// Appends `operator` to `function` unchanged.
 fn copy(function: &mut Function, operator: &Operator<'_>) -> Result<()> {
-    let instruction = RoundtripReencoder
-        .instruction(operator.clone())
-        .map_err(|e| format!("{e:?}"))?;
+    let instruction = RoundtripReencoder.instruction(operator.clone())?;
     function.instruction(&instruction);
     Ok(())
 }
@@ -760,9 +812,9 @@ fn copy(function: &mut Function, operator: &Operator<'_>) -> Result<()> {
 /// A function body's local declarations, as wasm-encoder takes them.
 fn declared_locals(body: &wasmparser::FunctionBody<'_>) -> Result<Vec<(u32, ValType)>> {
     let mut locals = Vec::new();
-    for local in body.get_locals_reader().map_err(parse_error)? {
-        let (n, ty) = local.map_err(parse_error)?;
-        locals.push((n, RoundtripReencoder.val_type(ty).map_err(|e| format!("{e:?}"))?));
+    for local in body.get_locals_reader()? {
+        let (n, ty) = local?;
+        locals.push((n, RoundtripReencoder.val_type(ty)?));
     }
     Ok(locals)
 }
@@ -776,6 +828,7 @@ mod tests {
         let mut component = wasm_encoder::Component::new();
         component.section(&wasm_encoder::ModuleSection(&wasm_encoder::Module::new()));
         let error = patch_component(&component.finish(), &[]).expect_err("no libpython");
-        assert!(error.contains("libpython not found"), "{error}");
+        assert!(matches!(error, Error::Hashes(HashesError::NoLibpython)), "{error:?}");
+        assert!(error.to_string().contains("libpython not found"), "{error}");
     }
 }

@@ -9,5 +9,10 @@
 #[cfg(feature = "passes")]
 pub mod component;
 #[cfg(feature = "passes")]
+mod error;
+#[cfg(feature = "passes")]
 pub mod hashes;
 pub mod interrupt;
+
+#[cfg(feature = "passes")]
+pub use error::Error;

@@ -39,12 +39,38 @@ use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, MemArg, Va
 use wasmparser::{Operator, Parser, Payload, TypeRef};
 
 use super::page::{CHECKED_BYTES, GUARD_PAGE, GUARD_SPAN};
+use crate::Error;
 use crate::component::{replace_modules, rewrite_module, top_level_modules, type_section};
 
-type Result<T> = std::result::Result<T, String>;
+type Result<T> = std::result::Result<T, Error>;
 
-fn parse_error(e: wasmparser::BinaryReaderError) -> String {
-    format!("reading wasm: {e}")
+/// What the interruption points pass found in the component that it cannot
+/// instrument.
+#[derive(Debug, thiserror::Error)]
+pub enum InterruptError {
+    /// No core module has a memory: there is nothing to stop.
+    #[error("no core module with a memory")]
+    NoMemory,
+    /// The module that defines the memory starts it too small to hold the
+    /// guard page.
+    #[error("the memory starts at {minimum} pages, too small for the guard page at {GUARD_PAGE:#x}")]
+    MemoryTooSmall {
+        /// Its declared minimum, in 64 KiB pages.
+        minimum: u64,
+    },
+    /// A module with a memory lacks a section the pass rewrites.
+    #[error("a module with a memory lacks a type, function or code section")]
+    MissingSection,
+    /// A function has more loops than there are distinct checks.
+    #[error("defined function {function} has over {} loops", MAX_CHECKS - 1)]
+    TooManyLoops {
+        /// Its index among the module's defined functions.
+        function: usize,
+    },
+    /// A bulk-memory instruction on another memory, or `memory.init`,
+    /// which the pass does not reroute.
+    #[error("unexpected bulk-memory instruction {0}")]
+    BulkMemory(String),
 }
 
 /// `component` with interruption points in each top-level core module that
@@ -59,7 +85,7 @@ pub fn with_interruption_points(component: &[u8]) -> Result<Vec<u8>> {
         }
     }
     if replacements.is_empty() {
-        return Err("no core module with a memory".into());
+        return Err(InterruptError::NoMemory.into());
     }
     replace_modules(component, replacements)
 }
@@ -72,10 +98,10 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
     let (mut types, mut imported_functions, mut defined_functions) = (0, 0, 0);
     let mut code = false;
     for payload in Parser::new(0).parse_all(module) {
-        match payload.map_err(parse_error)? {
+        match payload? {
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
-                    match import.map_err(parse_error)?.ty {
+                    match import?.ty {
                         TypeRef::Memory(m) => {
                             memory.get_or_insert((m.initial, false));
                         }
@@ -86,7 +112,7 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
             }
             Payload::MemorySection(reader) => {
                 for m in reader {
-                    memory.get_or_insert((m.map_err(parse_error)?.initial, true));
+                    memory.get_or_insert((m?.initial, true));
                 }
             }
             Payload::TypeSection(reader) => types = reader.count(),
@@ -102,9 +128,7 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
     // main module's declaration makes the shared memory, so it must hold
     // the page from instantiation on.
     if defined && u64::from(GUARD_PAGE) + u64::from(GUARD_SPAN) > minimum * 65536 {
-        return Err(format!(
-            "the memory starts at {minimum} pages, too small for the guard page at {GUARD_PAGE:#x}"
-        ));
+        return Err(InterruptError::MemoryTooSmall { minimum }.into());
     }
     let bulk = Bulk {
         copy: imported_functions + defined_functions,
@@ -121,9 +145,7 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
             }
             Payload::FunctionSection(reader) => {
                 let mut section = FunctionSection::new();
-                RoundtripReencoder
-                    .parse_function_section(&mut section, reader.clone())
-                    .map_err(|e| format!("{e:?}"))?;
+                RoundtripReencoder.parse_function_section(&mut section, reader.clone())?;
                 section.function(types).function(types);
                 out.section(&section);
                 seen[1] = true;
@@ -139,7 +161,7 @@ fn instrumented_module(module: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(true)
     })?;
     if seen != [true; 3] {
-        return Err("a module with a memory lacks a type, function or code section".into());
+        return Err(InterruptError::MissingSection.into());
     }
     Ok(Some(out))
 }
@@ -164,11 +186,10 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
     let reader = wasmparser::CodeSectionReader::new(wasmparser::BinaryReader::new(
         &module[range.clone()],
         range.start as u64,
-    ))
-    .map_err(parse_error)?;
+    ))?;
     for (index, body) in reader.into_iter().enumerate() {
-        let body = body.map_err(parse_error)?;
-        let mut operators = body.get_operators_reader().map_err(parse_error)?;
+        let body = body?;
+        let mut operators = body.get_operators_reader()?;
         let start = operators.original_position() as usize;
         // Byte ranges to replace (empty for an insertion) and what with.
         // Check 0 is the entry's (if the function calls), loops count on.
@@ -177,19 +198,18 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
         let mut calls = false;
         while !operators.eof() {
             let at = operators.original_position() as usize;
-            let operator = operators.read().map_err(parse_error)?;
+            let operator = operators.read()?;
             let end = operators.original_position() as usize;
             match operator {
                 Operator::Loop { .. } => {
-                    let check = check(checks)
-                        .ok_or_else(|| format!("defined function {index} has over {} loops", MAX_CHECKS - 1))?;
+                    let check = check(checks).ok_or(InterruptError::TooManyLoops { function: index })?;
                     edits.push((end, end, check));
                     checks += 1;
                 }
                 Operator::MemoryCopy { dst_mem: 0, src_mem: 0 } => edits.push((at, end, copy.clone())),
                 Operator::MemoryFill { mem: 0 } => edits.push((at, end, fill.clone())),
                 Operator::MemoryCopy { .. } | Operator::MemoryFill { .. } | Operator::MemoryInit { .. } => {
-                    return Err(format!("unexpected bulk-memory instruction {operator:?}"));
+                    return Err(InterruptError::BulkMemory(format!("{operator:?}")).into());
                 }
                 Operator::Call { .. }
                 | Operator::CallIndirect { .. }
@@ -203,7 +223,7 @@ fn checked_code(module: &[u8], range: std::ops::Range<usize>, bulk: &Bulk) -> Re
         let end = body.range().end as usize;
         let mut bytes = module[body.range().start as usize..start].to_vec();
         if calls {
-            bytes.extend(check(0).ok_or("no first check")?);
+            bytes.extend(check(0).expect("check 0, a load of the page's first byte, always exists"));
         }
         let mut from = start;
         for (at, to, with) in edits {
@@ -391,6 +411,40 @@ mod tests {
         let mut component = wasm_encoder::Component::new();
         component.section(&wasm_encoder::ModuleSection(&module));
         let error = with_interruption_points(&component.finish()).expect_err("no memory");
-        assert!(error.contains("no core module with a memory"), "{error}");
+        assert!(matches!(error, Error::Interrupt(InterruptError::NoMemory)), "{error:?}");
+        assert!(error.to_string().contains("no core module with a memory"), "{error}");
+    }
+
+    #[test]
+    fn a_memory_too_small_for_the_guard_page_is_refused_naming_its_size() {
+        let mut types = wasm_encoder::TypeSection::new();
+        types.ty().function([], []);
+        let mut functions = wasm_encoder::FunctionSection::new();
+        functions.function(0);
+        let mut memories = wasm_encoder::MemorySection::new();
+        memories.memory(wasm_encoder::MemoryType {
+            minimum: 1,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+        let mut code = wasm_encoder::CodeSection::new();
+        let mut body = Function::new([]);
+        body.instructions().end();
+        code.function(&body);
+        let mut module = wasm_encoder::Module::new();
+        module
+            .section(&types)
+            .section(&functions)
+            .section(&memories)
+            .section(&code);
+        let mut component = wasm_encoder::Component::new();
+        component.section(&wasm_encoder::ModuleSection(&module));
+        let error = with_interruption_points(&component.finish()).expect_err("too small");
+        assert!(
+            matches!(error, Error::Interrupt(InterruptError::MemoryTooSmall { minimum: 1 })),
+            "{error:?}"
+        );
     }
 }

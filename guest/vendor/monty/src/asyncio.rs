@@ -324,6 +324,7 @@ impl GatherFuture {
     ///
     /// # Arguments
     /// * `items` - Heap ids of awaitables (coroutines or external futures)
+    // chainbox patch (CHAINBOX.md)
     /// * `return_exceptions` - Whether failed children's exceptions become results
     pub fn new(items: Vec<HeapId>, return_exceptions: bool) -> Self {
         Self {

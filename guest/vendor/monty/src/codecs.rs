@@ -80,6 +80,7 @@ impl Codec {
             "utf_32" | "u32" | "utf32" => Some(Self::Utf32(None)),
             "utf_32_le" | "utf_32le" => Some(Self::Utf32(Some(Endian::Little))),
             "utf_32_be" | "utf_32be" => Some(Self::Utf32(Some(Endian::Big))),
+            // chainbox patch (CHAINBOX.md)
             "latin_1" | "latin1" | "latin" | "l1" | "iso8859_1" | "iso_8859_1" | "iso8859" | "8859" | "cp819"
             | "ibm819" | "csisolatin1" | "iso_ir_100" | "iso_8859_1_1987" => Some(Self::Latin1),
             _ => None,
@@ -101,6 +102,7 @@ impl Codec {
         match self {
             Self::Utf8 => Ok(s.as_bytes().to_vec()),
             Self::Ascii => encode_ascii(s, errors, tracker),
+            // chainbox patch (CHAINBOX.md)
             Self::Latin1 => encode_latin1(s, errors, tracker),
             // Bare utf-16/utf-32 write a BOM and use little-endian (CPython
             // uses the platform's native order — identical on all LE hosts).
@@ -120,6 +122,7 @@ impl Codec {
         match self {
             Self::Utf8 => decode_utf8(bytes, errors),
             Self::Ascii => decode_ascii(bytes, errors),
+            // chainbox patch (CHAINBOX.md)
             // Every byte is a character: no error is possible.
             Self::Latin1 => Ok(bytes.iter().map(|&b| char::from(b)).collect()),
             Self::Utf16(Some(endian)) => decode_utf16(bytes, 0, endian, errors),

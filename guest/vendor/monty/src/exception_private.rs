@@ -1,6 +1,7 @@
 use std::{
     borrow::Cow,
     fmt::{self, Display, Write},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     mem,
 };
 
@@ -322,6 +323,7 @@ pub(crate) trait ExcTypeExt: Sized {
             .into()
         } else {
             // CPython: "insert expected 2 arguments, got 1"
+            // chainbox patch (CHAINBOX.md)
             let name = unqualified(name);
             SimpleException::new_msg(
                 ExcType::TypeError,
@@ -359,6 +361,7 @@ pub(crate) trait ExcTypeExt: Sized {
     #[must_use]
     fn type_error_at_least(name: &str, min: usize, actual: usize) -> RunError {
         // CPython: "get expected at least 1 argument, got 0"
+        // chainbox patch (CHAINBOX.md)
         let name = unqualified(name);
         let plural = if min == 1 { "" } else { "s" };
         SimpleException::new_msg(
@@ -380,6 +383,7 @@ pub(crate) trait ExcTypeExt: Sized {
     /// * `actual` - Number of arguments actually provided
     #[must_use]
     fn type_error_at_most(name: &str, max: usize, actual: usize) -> RunError {
+        // chainbox patch (CHAINBOX.md)
         let name = unqualified(name);
         let plural = if max == 1 { "" } else { "s" };
         SimpleException::new_msg(
@@ -796,6 +800,7 @@ pub(crate) trait ExcTypeExt: Sized {
     /// as raised by `os.chdir('')` without consulting the host.
     #[must_use]
     fn file_not_found_error(path: &str) -> RunError {
+        // chainbox patch (CHAINBOX.md)
         SimpleException::os_error(
             ExcType::FileNotFoundError,
             2,
@@ -885,6 +890,7 @@ pub(crate) trait ExcTypeExt: Sized {
     /// the call does (`os.stat(fd)` does, `os.listdir(fd)` does not). Every
     /// fd is closed in the sandbox, so this is what an int path fails with.
     #[must_use]
+    // chainbox patch (CHAINBOX.md)
     fn bad_file_descriptor(fd: Option<OsFilename>) -> RunError {
         SimpleException::os_error(ExcType::OSError, 9, "Bad file descriptor", fd).into()
     }
@@ -2054,6 +2060,7 @@ pub(crate) trait ExcTypeExt: Sized {
         SimpleException::new_msg(ExcType::ValueError, "pow() 3rd argument cannot be 0").into()
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// Creates CPython's ValueError for a negative exponent in modular `pow`
     /// when the base has no inverse modulo the modulus.
     #[must_use]
@@ -3274,6 +3281,7 @@ impl ExceptionRaise {
             traceback.push(*frame);
         }
 
+        // chainbox patch (CHAINBOX.md)
         let message = match self.exc.arg {
             ExcArg::Msg(message) => Some(message),
             ExcArg::None | ExcArg::Tuple(_) => None,

@@ -366,6 +366,7 @@ pub enum ParseFormatSpecReason {
 impl ParseFormatSpecReason {
     /// Whether CPython appends the formatted value's type to this error.
     pub(crate) fn needs_type_suffix(&self) -> bool {
+        // chainbox patch (CHAINBOX.md)
         matches!(self, Self::Malformed | Self::UnknownFormatCode(_))
     }
 
@@ -378,6 +379,7 @@ impl ParseFormatSpecReason {
         let msg = if (c == ',' || c == '_') && c != g.separator() {
             "Cannot specify both ',' and '_'.".to_owned()
         } else {
+            // chainbox patch (CHAINBOX.md)
             format!("Cannot specify '{}' with '{}'.", g.separator(), format_code_text(c))
         };
         Self::GroupingConflict(msg)
@@ -512,6 +514,7 @@ impl ParsedFormatSpec {
         // legal for the chosen presentation type can't be decided here (the
         // value type isn't known until format time for type-less specs), so
         // it's validated in `format_with_spec`.
+        // chainbox patch (CHAINBOX.md)
         result.grouping = consume_grouping(&mut chars)?;
 
         // Parse precision and an optional fractional grouping option:

@@ -3,6 +3,7 @@ use std::{
     fmt::{self, Write},
 };
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use crate::{
     args::Signature,
     bytecode::Code,
@@ -49,6 +50,7 @@ pub(crate) struct Function {
     /// The function name (used for error messages and repr).
     #[serde(rename = "N")]
     pub name: Identifier,
+    // chainbox patch (CHAINBOX.md)
     /// The function's `__qualname__` (`f.<locals>.g`, `C.m`), which CPython's
     /// argument errors name; set by the compiler from the enclosing scopes.
     #[serde(rename = "Q")]
@@ -111,6 +113,7 @@ impl Function {
     ///
     /// # Arguments
     /// * `name` - The function name identifier
+    // chainbox patch (CHAINBOX.md)
     /// * `qualname` - The function's `__qualname__`
     /// * `signature` - The function signature with parameter names and defaults
     /// * `namespace_size` - Number of local variable slots needed
@@ -124,6 +127,7 @@ impl Function {
     #[expect(clippy::too_many_arguments)]
     pub fn new(
         name: Identifier,
+        // chainbox patch (CHAINBOX.md)
         qualname: StringId,
         signature: Signature,
         namespace_size: usize,
@@ -137,6 +141,7 @@ impl Function {
     ) -> Self {
         Self {
             name,
+            // chainbox patch (CHAINBOX.md)
             qualname,
             signature,
             namespace_size,
@@ -151,6 +156,7 @@ impl Function {
         }
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// The name argument errors give the function: its identifier (for the
     /// error's position) carrying the `__qualname__`, as CPython words them.
     pub(crate) fn qualified_name(&self) -> Identifier {

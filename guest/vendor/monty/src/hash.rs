@@ -30,6 +30,7 @@ use std::{
 };
 
 use num_bigint::BigInt;
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use num_traits::ToPrimitive;
 
 use crate::heap::HeapId;
@@ -325,6 +326,7 @@ pub(crate) fn hash_python_str(s: &str) -> HashValue {
 /// and the interned bytes table.
 #[inline]
 pub(crate) fn hash_python_bytes(b: &[u8]) -> HashValue {
+    // chainbox patch (CHAINBOX.md)
     if b.is_empty() {
         return HashValue::new(0);
     }

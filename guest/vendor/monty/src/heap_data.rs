@@ -307,6 +307,7 @@ impl HeapData {
             | Self::Decimal(_)
             | Self::DecimalContext(_)
             | Self::DecimalSignalDict(_)
+            // chainbox patch (CHAINBOX.md)
             | Self::DecimalContextManager(_)
             | Self::PlainObject(_) => false,
         }
@@ -406,6 +407,7 @@ impl HeapData {
             Self::DecimalContext(_) => Type::DecimalContext,
             Self::DecimalSignalDict(_) => Type::DecimalSignalDict,
             Self::DecimalContextManager(_) => Type::DecimalContextManager,
+            // chainbox patch (CHAINBOX.md)
             Self::PlainObject(_) => Type::Object,
         }
     }
@@ -551,6 +553,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Closure> {
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _: &mut LazyHeapSet) -> RunResult<()> {
         let func_id = self.get(vm.heap).func_id;
+        // chainbox patch (CHAINBOX.md)
         let address = crate::identity::Identity::from_heap_id(self.id()).encoded();
         Ok(vm.interns.get_function(func_id).py_repr_fmt(f, vm.interns, address)?)
     }
@@ -593,6 +596,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, FunctionDefaults> {
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, _: &mut LazyHeapSet) -> RunResult<()> {
         let func_id = self.get(vm.heap).func_id;
+        // chainbox patch (CHAINBOX.md)
         let address = crate::identity::Identity::from_heap_id(self.id()).encoded();
         Ok(vm.interns.get_function(func_id).py_repr_fmt(f, vm.interns, address)?)
     }
@@ -760,6 +764,7 @@ macro_rules! heap_read_output_py_trait_forward {
             Self::DecimalContext($value) => $body,
             Self::DecimalSignalDict($value) => $body,
             Self::DecimalContextManager($value) => $body,
+            // chainbox patch (CHAINBOX.md)
             Self::PlainObject($value) => $body,
             $($custom)*
         }
@@ -914,6 +919,7 @@ impl<'h> PyTrait<'h> for HeapReadOutput<'h> {
         heap_read_output_py_trait_forward!(self, |value| value.py_ior_impl(other, vm), else Ok(false))
     }
 
+    // chainbox patch (CHAINBOX.md)
     fn py_imul_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
         heap_read_output_py_trait_forward!(self, |value| value.py_imul_impl(other, vm), else Ok(false))
     }
@@ -940,6 +946,7 @@ impl<'h> PyTrait<'h> for HeapReadOutput<'h> {
         )
     }
 
+    // chainbox patch (CHAINBOX.md)
     fn py_delitem(&mut self, key: Value, vm: &mut VM<'h>) -> RunResult<()> {
         heap_read_output_py_trait_forward!(
             self,
@@ -1051,6 +1058,7 @@ impl<'h> PyTrait<'h> for HeapReadOutput<'h> {
             Self::Decimal(_)
             | Self::DecimalContext(_)
             | Self::DecimalContextManager(_)
+            // chainbox patch (CHAINBOX.md)
             | Self::PlainObject(_)
             | Self::NamedTupleClass(_)
             | Self::Closure(_)

@@ -952,6 +952,7 @@ pub enum StaticStrings {
     DictWriter,
     /// `set.difference()` method.
     Difference,
+    // chainbox patch (CHAINBOX.md)
     /// `set.difference_update()` method.
     DifferenceUpdate,
     /// `sys.float_info.dig` field.
@@ -1411,6 +1412,7 @@ pub enum StaticStrings {
     Interactive,
     /// `set.intersection()` method.
     Intersection,
+    // chainbox patch (CHAINBOX.md)
     /// `set.intersection_update()` method.
     IntersectionUpdate,
     /// `decimal.InvalidContext` condition.
@@ -1893,6 +1895,7 @@ pub enum StaticStrings {
     PathClass,
     /// Module name for `import pathlib`.
     Pathlib,
+    // chainbox patch (CHAINBOX.md)
     /// Kwarg name `path_pattern` — `PurePath.match(path_pattern)`.
     PathPattern,
     /// Kwarg name `paths` — `os.path.commonpath(paths=...)`.
@@ -2350,6 +2353,7 @@ pub enum StaticStrings {
     Swapcase,
     /// `set.symmetric_difference()` method.
     SymmetricDifference,
+    // chainbox patch (CHAINBOX.md)
     /// `set.symmetric_difference_update()` method.
     SymmetricDifferenceUpdate,
     /// Module name for `import sys`.

@@ -8,6 +8,7 @@ mod args;
 mod asyncio;
 mod builtins;
 mod bytecode;
+// chainbox patch (CHAINBOX.md)
 mod c_math;
 mod codecs;
 mod dump_format;

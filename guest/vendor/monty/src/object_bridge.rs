@@ -12,6 +12,7 @@ use std::mem;
 use ahash::{AHashMap, AHashSet};
 use monty_types::{
     CallArgs, InvalidInputError, MontyComplex, MontyDate, MontyDateTime, MontyFileHandle, MontyObject, MontyTime,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     MontyTimeDelta, MontyTimeZone, MontyType, MontyUuid, ResourceError,
     unstable::{self, ClassTypeNode, MontyGraph, MontyNode, NodeId},
 };
@@ -57,6 +58,7 @@ pub(crate) trait MontyObjectExt: Sized {
     fn to_value(self, vm: &mut VM<'_>) -> Result<Value, InvalidInputError>;
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Exports a script's final value, or the `RecursionError` CPython would
 /// raise writing it: a `<deeply nested>` leaf would be a different answer
 /// the caller cannot tell from a real one.
@@ -141,6 +143,7 @@ pub(crate) struct GraphExporter {
     /// a user `__repr__` run by [`repr_node`] can free an exported object
     /// mid-message, and a new object in the reused slot would inherit its node.
     pinned: Vec<Value>,
+    // chainbox patch (CHAINBOX.md)
     /// Whether a value nested past the data-traversal depth was cut short as
     /// a `<deeply nested>` leaf (see [`export_answer`]).
     too_deep: bool,
@@ -187,6 +190,7 @@ impl GraphExporter {
     pub(crate) fn push(&mut self, value: &Value, vm: &mut VM<'_>) -> NodeId {
         // Check depth limit before processing
         let Ok(mut guard) = vm.recursion_guard() else {
+            // chainbox patch (CHAINBOX.md)
             self.too_deep = true;
             return self.push_node(MontyNode::Repr("<deeply nested>".to_owned()));
         };

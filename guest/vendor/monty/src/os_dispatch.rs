@@ -23,6 +23,7 @@ use std::{borrow::Cow, mem};
 
 use ahash::AHashSet;
 use monty_types::{
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     ExcType, MkdirCallArgs, MontyObject, MontyPath, OsErrorData, OsFilename, OsFunctionCall, PathBytesDataArgs,
     PathStringDataArgs, RenameCallArgs, ResourceTracker, normalize_virtual_path,
     unstable::{self, MontyNode},

@@ -3094,6 +3094,7 @@ fn collect_cell_vars_from_node(
             collect_cell_vars_from_expr(object, our_locals, cell_vars, interner);
             collect_cell_vars_from_expr(value, our_locals, cell_vars, interner);
         }
+        // chainbox patch (CHAINBOX.md)
         Node::Delete { targets } => {
             for target in targets {
                 collect_cell_vars_from_assign_target(target, our_locals, cell_vars, interner);
@@ -3508,6 +3509,7 @@ fn collect_referenced_names_from_node(
         Node::AttrAssign { object, value, .. } => {
             collect_referenced_names_from_expr(object, referenced, interner);
             collect_referenced_names_from_expr(value, referenced, interner);
+        // chainbox patch (CHAINBOX.md)
         }
         Node::Delete { targets } => {
             for target in targets {

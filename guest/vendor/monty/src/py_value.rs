@@ -23,6 +23,7 @@ use crate::{
     intern::{FunctionId, StaticStrings},
     modules::{ModuleFunctions, collections::defaultdict::defaultdict_missing},
     types::{
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         GenericAlias, LazyHeapSet, LongInt, Property, PyTrait, Type, Union,
         bytes::PyBytes,
         long_int::{PyInt, arithmetic::float_binary},
@@ -193,6 +194,7 @@ impl<'h> PyValue<'h> {
             Self::Marker(value) => Ok(value.py_repr_fmt(f)?),
             Self::Property(value) => Ok(write!(f, "<property {value:?}>")?),
             Self::Cell(cell) => Ok(write!(f, "<cell: {} object>", cell.get(vm.heap).0.py_type_name(vm))?),
+            // chainbox patch (CHAINBOX.md)
             Self::Exception(e) => e.py_repr_fmt_vm(f, vm, heap_ids),
             Self::Module(m) => Ok(write!(f, "<module '{}'>", m.get(vm.heap).name_str(vm.interns))?),
             Self::Coroutine(coro) => {

@@ -19,6 +19,7 @@ use crate::{
     intern::{CompileInterns, Interns, StringId},
     name_map::NameMap,
     namespace::NamespaceId,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     object_bridge::{MontyObjectExt, export_answer},
     parse::{CodeRange, parse_with_interner, source_nesting_exception},
     prepare::prepare_with_existing_names,
@@ -797,6 +798,7 @@ pub(crate) fn frame_exit_to_object(frame_exit_result: RunResult<FrameExit>, vm: 
     // so one `drop_with` releases whatever the exit owns, fields added later
     // included.
     let exit = match answer_unserved_lookups(frame_exit_result, vm)? {
+        // chainbox patch (CHAINBOX.md)
         FrameExit::Return(return_value) => return export_answer(return_value, vm),
         exit => exit,
     };

@@ -19,6 +19,7 @@ use crate::{
     exception_private::{ExcTypeExt, ExceptionRaise, RunError, RunResult, SimpleException},
     heap::{DropWithContext, Heap, HeapReader},
     intern::{Interns, StringId},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     object_bridge::{MontyObjectExt, export_answer},
     os_dispatch::{PendingEffect, PostConversionEffect, release_pending_effect},
     run::Executor,
@@ -1116,6 +1117,7 @@ pub(crate) fn convert_frame_exit(result: RunResult<FrameExit>, vm: &mut VM<'_>) 
     // `instruction_ip` still names the opcode that suspended, so the current
     // position is the suspending expression for every exit but `ResolveFutures`.
     match result {
+        // chainbox patch (CHAINBOX.md)
         Ok(FrameExit::Return(value)) => match export_answer(value, vm) {
             Ok(answer) => ConvertedExit::Complete(answer),
             Err(err) => ConvertedExit::Error(err),

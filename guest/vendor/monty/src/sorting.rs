@@ -8,6 +8,7 @@
 //! This module provides [`sort_indices`] for the comparison step and
 //! [`apply_permutation`] for the in-place rearrangement step.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use crate::{
     args::{ArgValues, FromArgs, LaxBool},
     bytecode::VM,
@@ -52,6 +53,7 @@ pub fn parse_and_sort(items: &mut [Value], args: ArgValues, vm: &mut VM<'_>) -> 
 
 /// Sorts a vector of values, with optional key function.
 pub fn sort_values(values: &mut [Value], key_fn: Option<&Value>, reverse: bool, vm: &mut VM<'_>) -> RunResult<()> {
+    // chainbox patch (CHAINBOX.md)
     let mut indices = (0..values.len()).collect::<Vec<_>>();
     let result = if let Some(f) = key_fn {
         // Sort by key function: compute all the keys, sort an index buffer, then
@@ -305,4 +307,5 @@ pub fn apply_permutation<T>(items: &mut [T], indices: &mut [usize]) {
             current = target;
         }
     }
+// chainbox patch (CHAINBOX.md)
 }

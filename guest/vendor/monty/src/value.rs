@@ -17,6 +17,7 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     expressions::CmpOperator,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     hash::{HashValue, hash_f64, hash_i64, hash_named, hash_none, hash_one, identity_hash},
     heap::{ContainsHeap, DropWithContext, Heap, HeapData, HeapId, HeapReadOutput},
     heap_data::{Closure, FunctionDefaults},
@@ -33,6 +34,7 @@ use crate::{
             PyInt, bigint_cmp_f64, bigint_cmp_i64, bigint_divmod_tuple, bigint_eq_f64, bigint_eq_i64, i64_cmp_f64,
         },
         namedtuple::cmp_item_seqs,
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         number_methods,
         str::{PyStr, allocate_string},
         tuple::allocate_tuple,
@@ -503,6 +505,7 @@ impl<'h> PyTrait<'h> for Value {
         }
     }
 
+    // chainbox patch (CHAINBOX.md)
     fn py_imul_impl(&mut self, other: &Self, vm: &mut VM<'_>) -> RunResult<bool> {
         if let Self::Ref(id) = self {
             vm.heap.read(*id).py_imul_impl(other, vm)
@@ -1234,6 +1237,7 @@ impl Value {
             Self::InternLongInt(long_int_id) => Ok(Some(vm.interns.long_int_hash(*long_int_id))),
             // Bool and int hash directly as their value, and are equivalent
             Self::Bool(b) => Ok(Some(HashValue::new((*b).into()))),
+            // chainbox patch (CHAINBOX.md)
             Self::Int(i) => Ok(Some(hash_i64(*i))),
             Self::Float(f) => Ok(Some(hash_f64(*f))),
             // For heap-allocated values, dispatch to the per-type `py_hash`
@@ -1888,6 +1892,7 @@ impl Value {
         } else {
             let lhs_type = self.py_type(vm);
             let lhs_name = self.py_type_name(vm);
+            // chainbox patch (CHAINBOX.md)
             let repeat = operator == "*" || operator == "*=";
             if repeat && lhs_type.has_sequence_repeat() {
                 Err(ExcType::type_error_sequence_repeat(other.py_type_name(vm)))
@@ -2450,6 +2455,7 @@ pub(crate) fn float_pow(base: f64, exp: f64) -> RunResult<f64> {
     if base == 0.0 && exp.is_finite() && exp < 0.0 {
         Err(ExcType::zero_negative_power())
     } else {
+        // chainbox patch (CHAINBOX.md)
         let result = crate::c_math::pow(base, exp);
         if result.is_infinite() && base.is_finite() && exp.is_finite() {
             Err(ExcType::overflow_float_pow())

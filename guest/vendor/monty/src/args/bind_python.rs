@@ -398,6 +398,7 @@ impl Signature {
                 return Err(ExcType::type_error("keywords must be strings"));
             };
 
+            // chainbox patch (CHAINBOX.md)
             // Try positional-or-keyword params
             if let Some(args) = &self.args {
                 for (i, &param_id) in args.iter().enumerate() {

@@ -106,6 +106,7 @@ impl ArgValues {
     pub fn get_two_args(self, name: &str, heap: &mut Heap) -> RunResult<(Value, Value)> {
         match self {
             Self::Two(a1, a2) => Ok((a1, a2)),
+            // chainbox patch (CHAINBOX.md)
             other if other.has_kwargs() => {
                 other.drop_with(heap);
                 Err(ExcType::type_error_no_kwargs(name))
@@ -125,6 +126,7 @@ impl ArgValues {
         match self {
             Self::One(a) => Ok((a, None)),
             Self::Two(a1, a2) => Ok((a1, Some(a2))),
+            // chainbox patch (CHAINBOX.md)
             other if other.has_kwargs() => {
                 other.drop_with(heap);
                 Err(ExcType::type_error_no_kwargs(name))
@@ -148,6 +150,7 @@ impl ArgValues {
         match self {
             Self::Empty => Ok(None),
             Self::One(a) => Ok(Some(a)),
+            // chainbox patch (CHAINBOX.md)
             other if other.has_kwargs() => {
                 other.drop_with(heap);
                 Err(ExcType::type_error_no_kwargs(name))

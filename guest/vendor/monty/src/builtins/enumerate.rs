@@ -1,5 +1,6 @@
 //! Implementation of the enumerate() builtin function.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use num_bigint::BigInt;
 use smallvec::smallvec;
 

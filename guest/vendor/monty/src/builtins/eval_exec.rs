@@ -172,6 +172,7 @@ fn compile_and_push(
         start_byte: 0,
         end_byte: u32::try_from(source.len()).unwrap_or(u32::MAX),
     };
+    // chainbox patch (CHAINBOX.md)
     let module_name = overlay.intern_static(StaticStrings::Module);
     let function = Function::new(
         Identifier::new(module_name, position),

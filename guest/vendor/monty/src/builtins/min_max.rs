@@ -1,5 +1,6 @@
 //! Implementation of the min() and max() builtin functions.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::mem;
 
 use crate::{
@@ -212,6 +213,7 @@ fn evaluate_key(item: Value, key_fn: &Value, vm: &mut VM<'_>) -> RunResult<Value
 /// while `max()` replaces it when the new candidate compares larger. Equal values
 /// keep the existing winner so ties preserve the first-seen item, matching CPython.
 pub(crate) fn candidate_wins(current: &Value, candidate: &Value, is_min: bool, vm: &mut VM<'_>) -> RunResult<bool> {
+    // chainbox patch (CHAINBOX.md)
     // CPython's `candidate < current` (`>` for max): a `NaN` is neither, so
     // it never displaces the incumbent, and the operator names the error.
     let op = if is_min { CmpOperator::Lt } else { CmpOperator::Gt };

@@ -48,6 +48,7 @@ use crate::{
     bytecode::{CallResult, VM},
     exception_private::{ExcType, ExcTypeExt, RunResult},
     modules::csv,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     types::{Type, file::load_unread_files_then_call},
     value::Value,
 };

@@ -8,6 +8,7 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunResult},
     heap::{DropWithContext, HeapData},
     intern::StaticStrings,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     types::{Class, Dict, PyTrait, Type},
     value::Value,
 };

@@ -16,6 +16,7 @@ use super::{
     RESERVED_MODULE_DUNDERS,
     builder::{CodeBuilder, JumpLabel, JumpTarget, Offset},
     code::{Code, HandlerKind},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     folding::folds_to_constant,
     op::{
         FORMAT_VALUE_HAS_SPEC, FORMAT_VALUE_STATIC_SPEC, NAME_CALLABLE, NAME_GLOBAL_ONLY, NO_CALL_NAME, Opcode,
@@ -533,6 +534,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
     /// Creates a compiler for a module or function.
     /// `frame_locals` is zero at module scope or the function namespace size;
     /// comprehension slots follow it on the operand stack.
+    // chainbox patch (CHAINBOX.md)
     fn new(
         interns: &'a mut CompileInterns<'i>,
         is_module_scope: bool,
@@ -551,6 +553,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             frame_locals,
             comp_slots: Vec::new(),
             flags,
+            // chainbox patch (CHAINBOX.md)
             qualname_prefix,
             iterating_set_display: false,
         }
@@ -596,6 +599,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             assert_message_annotations: options.assert_message_annotations.enabled(),
             globals_by_name: snippet.unwrap_or(false),
             forbid_await: snippet.is_some(),
+            // chainbox patch (CHAINBOX.md)
             answer_repr: options.answer_repr && snippet.is_none(),
         };
         let mut compiler = Compiler::new(interns, true, 0, flags, String::new());
@@ -622,6 +626,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         interns: &mut CompileInterns<'_>,
         num_locals: u16,
         flags: ScopeFlags,
+        // chainbox patch (CHAINBOX.md)
         qualname_prefix: String,
     ) -> Result<Code, CompileError> {
         // Function frames have `locals_count = num_locals` at runtime, so
@@ -900,6 +905,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
     /// variables are captured, the pushed cells are consumed by `MakeClosure`.
     fn emit_make_function(&mut self, func_def: &PreparedFunctionDef, what: &'static str) -> Result<(), CompileError> {
         let flags = self.flags;
+        // chainbox patch (CHAINBOX.md)
         self.emit_make_callable(func_def, what, |interns, namespace_size, qualname_prefix| {
             Self::compile_function_body(func_def, interns, namespace_size, flags, qualname_prefix)
         })
@@ -922,6 +928,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         &mut self,
         func_def: &PreparedFunctionDef,
         what: &'static str,
+        // chainbox patch (CHAINBOX.md)
         compile_body: impl FnOnce(&mut CompileInterns<'_>, u16, String) -> Result<Code, CompileError>,
     ) -> Result<(), CompileError> {
         let func_pos = func_def.name.position;
@@ -963,6 +970,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             .collect();
         let function = Function::new(
             func_def.name,
+            // chainbox patch (CHAINBOX.md)
             qualname,
             func_def.signature.clone(),
             func_def.namespace_size,
@@ -1065,6 +1073,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         position: CodeRange,
     ) -> Result<(), CompileError> {
         let flags = self.flags;
+        // chainbox patch (CHAINBOX.md)
         self.emit_make_callable(body, "class body", |interns, namespace_size, qualname_prefix| {
             Self::compile_class_body(
                 &body.body,
@@ -1099,6 +1108,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         interns: &mut CompileInterns<'_>,
         num_locals: u16,
         flags: ScopeFlags,
+        // chainbox patch (CHAINBOX.md)
         qualname_prefix: String,
     ) -> Result<Code, CompileError> {
         let mut compiler = Compiler::new(interns, false, num_locals, flags, qualname_prefix);
@@ -1343,6 +1353,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             }
 
             Expr::Set(elements) => {
+                // chainbox patch (CHAINBOX.md)
                 let iterated = std::mem::take(&mut self.iterating_set_display);
                 if has_unpack_seq(elements) {
                     // Generalized path: build incrementally for PEP 448 *unpacks
@@ -2154,6 +2165,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
             }
             ArgExprs::GeneralizedCall { args, kwargs } => {
                 // PEP 448: generalized unpacking — callable is already on the stack.
+                // chainbox patch (CHAINBOX.md)
                 // Use NO_CALL_NAME as func_name_id since we don't know the callee name here.
                 self.compile_generalized_call_body(args, kwargs, NO_CALL_NAME, call_pos)?;
             }
@@ -2175,6 +2187,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         var_kwargs: Option<&ExprLoc>,
         call_pos: CodeRange,
     ) -> Result<(), CompileError> {
+        // chainbox patch (CHAINBOX.md)
         // 1. The positional arguments
         self.compile_positional_pack(args, var_args, call_pos)?;
 
@@ -2317,6 +2330,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // so duplicate-kwargs errors from **unpacking match CPython.
         let func_name_id = self.get_callable_name_id(callable)?;
 
+        // chainbox patch (CHAINBOX.md)
         // 1. The positional arguments
         self.compile_positional_pack(args, var_args, call_pos)?;
 
@@ -2361,6 +2375,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
     fn get_callable_name_id(&self, callable: &Callable) -> Result<u16, CompileError> {
         match callable {
             Callable::Name(ident) => check_name_index_u16(ident.name_id, ident.position),
+            // chainbox patch (CHAINBOX.md)
             Callable::Builtin(builtin) => Ok(self.get_builtin_name_id(*builtin).unwrap_or(NO_CALL_NAME)),
         }
     }
@@ -2515,6 +2530,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
                 let func_name_id = name_idx;
                 let has_kwargs = !kwargs.is_empty();
 
+                // chainbox patch (CHAINBOX.md)
                 // 1. The positional arguments
                 self.compile_generalized_positional_pack(args)?;
 
@@ -2564,6 +2580,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         // once and both `DictMerge` (for error messages) and `CallAttrExtended`
         // can reuse the converted value.
         let name_idx = check_name_index_u16(name_id, call_pos)?;
+        // chainbox patch (CHAINBOX.md)
         // 1. The positional arguments
         self.compile_positional_pack(args, var_args, call_pos)?;
 
@@ -2608,6 +2625,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
     ///   2. `BuildDict(0)` + per-item `BuildDict(1)+DictMerge`/`DictMerge` for kwargs (if any).
     ///   3. `CallFunctionExtended(flags)`.
     ///
+    // chainbox patch (CHAINBOX.md)
     /// `func_name_id` is used in `DictMerge` error messages; pass [`NO_CALL_NAME`] when unknown.
     ///
     /// Stack transition (callable already on stack):
@@ -2620,6 +2638,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         func_name_id: u16,
         call_pos: CodeRange,
     ) -> Result<(), CompileError> {
+        // chainbox patch (CHAINBOX.md)
         // 1. The positional arguments
         self.compile_generalized_positional_pack(args)?;
 
@@ -2663,6 +2682,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         or_else: &'a [PreparedNode],
     ) -> Result<(), CompileError> {
         // Compile iterator expression
+        // chainbox patch (CHAINBOX.md)
         self.iterating_set_display = matches!(iter.expr, Expr::Set(_));
         self.compile_expr(iter)?;
         // Convert to iterator
@@ -3154,6 +3174,7 @@ impl<'a, 'i> Compiler<'a, 'i> {
         let generator = &generators[index];
 
         // Compile iterator expression
+        // chainbox patch (CHAINBOX.md)
         self.iterating_set_display = matches!(generator.iter.expr, Expr::Set(_));
         self.compile_expr(&generator.iter)?;
         self.code.emit(Opcode::GetIter)?;

@@ -15,6 +15,7 @@
 mod builder;
 mod code;
 mod compiler;
+// chainbox patch (CHAINBOX.md)
 mod folding;
 mod op;
 mod pattern;
@@ -27,6 +28,7 @@ pub use compiler::Compiler;
 pub(crate) use op::opcode_fingerprint;
 pub(crate) use op::{NAME_CALLABLE, NAME_GLOBAL_ONLY, Opcode};
 pub(crate) use vm::{
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     CallResult, ContainsVM, FrameNamespace, MAX_DATA_DEPTH, PendingLookupEffect, RecursionToken, RunReentryGuard, unpack_exact,
 };
 pub use vm::{FrameExit, VM, VMSnapshot};

@@ -708,6 +708,7 @@ impl Opcode {
             | Self::ListToTuple
             | Self::BinarySubscr
             | Self::StoreSubscr
+            // chainbox patch (CHAINBOX.md)
             | Self::DeleteSubscr
             | Self::AnswerRepr
             | Self::GetIter
@@ -762,6 +763,7 @@ impl Opcode {
             | Self::StoreAttr
             | Self::DeleteGlobal
             | Self::RaiseUnboundLocal
+            // chainbox patch (CHAINBOX.md)
             | Self::MethodDictMerge
             | Self::DeleteAttr => OperandShape::U16,
             Self::Jump
@@ -975,6 +977,7 @@ impl Opcode {
             ) => -1,
             (BuildSlice, Operand::None) => -2,
             (ListExtend, Operand::None) => -1,
+            // chainbox patch (CHAINBOX.md)
             (ListToTuple | AnswerRepr, Operand::None) => 0,
             (BinarySubscr, Operand::None) => -1,
             (StoreSubscr, Operand::None) => -3,
@@ -1032,6 +1035,7 @@ impl Opcode {
             (DeleteGlobal | DeleteCell, Operand::U16(_)) => 0,
             (LoadAttr | LoadAttrImport, Operand::U16(_)) => 0,
             (StoreAttr, Operand::U16(_)) => -2,
+            // chainbox patch (CHAINBOX.md)
             (DeleteAttr, Operand::U16(_)) => -1,
             // `DictMerge` takes a u16 operand carrying the func_name_id for
             // the duplicate-key TypeError message. `MethodDictMerge` shares

@@ -2331,6 +2331,7 @@ fn py_dec_ref_ids_for_data(data: &mut HeapData, stack: &mut Vec<HeapId>) {
         // Release the shared subject reference (mirrors `for_each_child_id`).
         HeapData::ReMatch(m) => m.py_dec_ref_ids(stack),
         // Release the owned decimal context references (mirrors `for_each_child_id`).
+        // chainbox patch (CHAINBOX.md)
         HeapData::Exception(exc) => exc.py_dec_ref_ids(stack),
         HeapData::DecimalSignalDict(dict) => dict.py_dec_ref_ids(stack),
         HeapData::DecimalContextManager(manager) => manager.py_dec_ref_ids(stack),

@@ -2,6 +2,7 @@
 //!
 //! Provides a minimal implementation of Python's `asyncio` module with:
 //! - `run(coro)`: Runs a coroutine to completion, equivalent to `await coro`
+// chainbox patch (CHAINBOX.md)
 //! - `gather(*awaitables, return_exceptions=False)`: Collects coroutines for concurrent execution
 //! - `sleep(delay, result=None)`: An awaitable governed by the session's `SleepMode`
 //!
@@ -25,6 +26,7 @@ use crate::{
         time::{HostSleep, host_sleep},
     },
     os_dispatch::PostConversionEffect,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     types::{Module, PyTrait},
     value::Value,
 };
@@ -154,6 +156,7 @@ fn run(heap: &mut Heap, args: ArgValues) -> RunResult<CallResult> {
 /// 2. External futures are tracked for resolution by the host
 /// 3. The current task blocks until all items complete
 /// 4. Results are collected in order and returned as a list
+// chainbox patch (CHAINBOX.md)
 /// 5. On any task failure, sibling tasks are cancelled and the exception propagates,
 ///    unless `return_exceptions` is true: then the exception is that item's result
 ///

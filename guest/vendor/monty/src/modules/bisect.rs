@@ -196,6 +196,7 @@ fn search(vm: &mut VM<'_>, a: &Value, x: &Value, bounds: (i64, i64), key: &Value
         };
         defer_drop!(item, vm);
         let less = if left {
+            // chainbox patch (CHAINBOX.md)
             vm.cmp_values(CmpOperator::Lt, item, x)?
         } else {
             vm.cmp_values(CmpOperator::Lt, x, item)?

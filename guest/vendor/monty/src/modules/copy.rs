@@ -159,6 +159,7 @@ fn shallow_copy(value: &Value, vm: &mut VM<'_>) -> RunResult<Value> {
             // A second generator at the same point in the same sequence, which is
             // what CPython's `__getstate__`/`__setstate__` pair produces.
             HeapReadOutput::Random(random) => Ok(random.allocate_like(vm)),
+            // chainbox patch (CHAINBOX.md)
             // `copyreg.__newobj__(object)`: another featureless object.
             HeapReadOutput::PlainObject(_) => Ok(crate::types::plain_object::allocate(vm)),
             // `Context.__copy__`: the same settings and flags in a new object.
@@ -238,6 +239,7 @@ pub(crate) fn deep_copy(source: &Value, memo: &mut Memo, vm: &mut VM<'_>) -> Run
             HeapReadOutput::BoundMethod(bound) => bound.py_deep_copy(source, memo, vm),
             HeapReadOutput::Partial(partial) => partial.py_deep_copy(source, memo, vm),
             HeapReadOutput::Random(random) => random.py_deep_copy(source, memo, vm),
+            // chainbox patch (CHAINBOX.md)
             HeapReadOutput::PlainObject(_) => Ok(crate::types::plain_object::allocate(vm)),
             // A context holds no references, so its deep copy is its shallow one.
             HeapReadOutput::DecimalContext(context) => {
@@ -296,6 +298,7 @@ fn classify(output: &HeapReadOutput<'_>) -> Copyability {
         | HeapReadOutput::BoundMethod(_)
         | HeapReadOutput::Partial(_)
         | HeapReadOutput::Random(_)
+        // chainbox patch (CHAINBOX.md)
         | HeapReadOutput::PlainObject(_)
         | HeapReadOutput::DecimalContext(_) => Copyability::Rebuilt,
         // A shallow copy of an immutable container holds the same items, so

@@ -118,6 +118,7 @@ pub fn create_module(vm: &mut VM<'_>) -> HeapId {
         allocate_string("4.0.1", vm.heap),
         vm,
     );
+    // chainbox patch (CHAINBOX.md)
     let decimal_tuple = Value::Ref(decimal_tuple_class(vm));
     module.set_attr(StaticStrings::DecimalTuple, decimal_tuple, vm);
     vm.heap.allocate(HeapData::Module(Box::new(module)))

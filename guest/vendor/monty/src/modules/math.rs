@@ -34,6 +34,7 @@ use smallvec::smallvec;
 use crate::{
     args::{ArgValues, FromArgs},
     bytecode::VM,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     c_math, defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     heap::{HeapData, HeapId},
@@ -80,6 +81,7 @@ fn require_unit_range(f: f64) -> RunResult<()> {
     if !f.is_nan() && !(-1.0..=1.0).contains(&f) {
         Err(SimpleException::new_msg(
             ExcType::ValueError,
+            // chainbox patch (CHAINBOX.md)
             format!(
                 "expected a number in range from -1 up to 1, got {}",
                 crate::fstring::FormatFloat(f)
@@ -104,6 +106,7 @@ fn check_gamma_pole(f: f64) -> RunResult<()> {
     if f <= 0.0 && f == f.floor() && f.is_finite() {
         Err(SimpleException::new_msg(
             ExcType::ValueError,
+            // chainbox patch (CHAINBOX.md)
             format!(
                 "expected a noninteger or positive integer, got {}",
                 crate::fstring::FormatFloat(f)
@@ -428,6 +431,7 @@ fn math_sqrt(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     if f < 0.0 {
+        // chainbox patch (CHAINBOX.md)
         Err(SimpleException::new_msg(
             ExcType::ValueError,
             format!("expected a nonnegative input, got {}", crate::fstring::FormatFloat(f)),
@@ -490,6 +494,7 @@ fn math_cbrt(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
+    // chainbox patch (CHAINBOX.md)
     Ok(Value::Float(c_math::cbrt(f)))
 }
 
@@ -505,6 +510,7 @@ fn math_pow(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let x = value_to_float(x_val, vm)?;
     let y = value_to_float(y_val, vm)?;
+    // chainbox patch (CHAINBOX.md)
     let result = c_math::pow(x, y);
     // CPython raises ValueError for domain errors: 0**negative, negative**non-integer
     if result.is_nan() && !x.is_nan() && !y.is_nan() {
@@ -526,6 +532,7 @@ fn math_exp(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
+    // chainbox patch (CHAINBOX.md)
     let result = c_math::exp(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
@@ -550,6 +557,7 @@ fn math_expm1(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
+    // chainbox patch (CHAINBOX.md)
     let result = c_math::expm1(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
@@ -564,6 +572,7 @@ fn math_expm1(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 /// With one argument, returns the natural logarithm (base e).
 /// With two arguments, returns `log(x) / log(base)`.
 fn math_log(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
+    // chainbox patch (CHAINBOX.md)
     // CPython's arity errors name the bare function: `log expected at most 2 arguments, got 3`;
     // 3.13+'s keyword error names the module (`math.log() takes no keyword arguments`).
     let args = args.reject_kwargs("math.log", vm.heap)?;
@@ -611,6 +620,7 @@ fn log_arg(value: &Value, log: fn(f64) -> f64, vm: &VM<'_>) -> RunResult<f64> {
             None => {
                 let x = value_to_float(value, vm)?;
                 if x <= 0.0 {
+                    // chainbox patch (CHAINBOX.md)
                     Err(SimpleException::new_msg(
                         ExcType::ValueError,
                         format!("expected a positive input, got {}", crate::fstring::FormatFloat(x)),
@@ -660,6 +670,7 @@ fn math_log1p(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     if f <= -1.0 {
+        // chainbox patch (CHAINBOX.md)
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
             format!("expected argument value > -1, got {}", crate::fstring::FormatFloat(f)),
@@ -930,6 +941,7 @@ fn math_sin(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_finite(f)?;
+    // chainbox patch (CHAINBOX.md)
     Ok(Value::Float(c_math::sin(f)))
 }
 
@@ -962,6 +974,7 @@ fn math_asin(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_unit_range(f)?;
+    // chainbox patch (CHAINBOX.md)
     Ok(Value::Float(c_math::asin(f)))
 }
 
@@ -974,6 +987,7 @@ fn math_acos(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let f = value_to_float(value, vm)?;
     require_unit_range(f)?;
+    // chainbox patch (CHAINBOX.md)
     Ok(Value::Float(c_math::acos(f)))
 }
 
@@ -995,6 +1009,7 @@ fn math_atan2(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
 
     let y = value_to_float(y_val, vm)?;
     let x = value_to_float(x_val, vm)?;
+    // chainbox patch (CHAINBOX.md)
     Ok(Value::Float(c_math::atan2(y, x)))
 }
 
@@ -1008,6 +1023,7 @@ fn math_sinh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(value, vm);
 
     let f = value_to_float(value, vm)?;
+    // chainbox patch (CHAINBOX.md)
     let result = c_math::sinh(f);
     check_range_error(result, f)?;
     Ok(Value::Float(result))
@@ -1053,6 +1069,7 @@ fn math_acosh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f < 1.0 {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
+            // chainbox patch (CHAINBOX.md)
             format!(
                 "expected argument value not less than 1, got {}",
                 crate::fstring::FormatFloat(f)
@@ -1074,6 +1091,7 @@ fn math_atanh(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f <= -1.0 || f >= 1.0 {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
+            // chainbox patch (CHAINBOX.md)
             format!(
                 "expected a number between -1 and 1, got {}",
                 crate::fstring::FormatFloat(f)
@@ -1447,6 +1465,7 @@ fn math_gamma(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     if f == f64::NEG_INFINITY {
         return Err(SimpleException::new_msg(
             ExcType::ValueError,
+            // chainbox patch (CHAINBOX.md)
             format!(
                 "expected a noninteger or positive integer, got {}",
                 crate::fstring::FormatFloat(f)
@@ -1740,6 +1759,7 @@ fn not_an_integer_error(value: &Value, vm: &VM<'_>) -> RunError {
 /// CPython 3.14 uses "expected a finite input, got inf" for trig functions.
 fn require_finite(f: f64) -> RunResult<()> {
     if f.is_infinite() {
+        // chainbox patch (CHAINBOX.md)
         Err(SimpleException::new_msg(
             ExcType::ValueError,
             format!("expected a finite input, got {}", crate::fstring::FormatFloat(f)),

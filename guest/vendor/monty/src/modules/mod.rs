@@ -12,6 +12,7 @@ use crate::{
     frozen::{self, FrozenFunctions},
     heap::HeapId,
     intern::StaticStrings,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     types::file::load_unread_files_then_call,
     value::Value,
 };
@@ -229,6 +230,7 @@ pub(crate) enum ModuleFunctions {
     Sys(sys::SysFunctions),
 }
 
+// chainbox patch (CHAINBOX.md)
 impl ModuleFunctions {
     /// The `__module__` CPython gives this function, with the class for
     /// `random`'s (they are methods of a hidden `Random`), as call errors

@@ -19,6 +19,7 @@
 //! where CPython accepts an fd as the path is a closed fd here, so it fails
 //! as one would there (see [`PathArgError`]).
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use monty_types::{
     GetenvArgs, MkdirCallArgs, MontyObject, MontyPath, OsFilename, OsFunctionCall, RenameCallArgs, UrandomArgs,
 };
@@ -675,6 +676,7 @@ pub(crate) enum PathArgError {
     Type { accepted: String, type_name: String },
     /// An fd, which is always closed in the sandbox: `EBADF`, naming the fd
     /// as the argument spelled it unless the call reports none.
+    // chainbox patch (CHAINBOX.md)
     BadFd { fd: Option<OsFilename> },
     /// An int outside C `int`: `_fd_converter`'s OverflowError.
     FdOverflow { above: bool },
@@ -697,6 +699,7 @@ impl PathArgError {
 fn fd_argument(value: &Value, vm: &VM<'_>) -> Option<PathArgError> {
     match value {
         Value::Bool(fd) => Some(PathArgError::BadFd {
+            // chainbox patch (CHAINBOX.md)
             fd: Some(OsFilename::Bool(*fd)),
         }),
         Value::Int(fd) => Some(match i32::try_from(*fd) {

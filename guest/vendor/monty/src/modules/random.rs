@@ -13,6 +13,7 @@
 //! See `limitations/random.md` for divergences.
 
 use std::{
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     f64::consts::{E, PI, TAU},
     iter::once,
     mem,
@@ -605,6 +606,7 @@ struct RandrangeArgs {
 }
 
 /// `randrange(start, stop=None, step=1)`: a random member of the range.
+// chainbox patch (CHAINBOX.md)
 /// Python ints of any size, as `Lib/random.py` (`randrange(2**65)` draws
 /// from the whole range).
 fn randrange(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResult<Value> {
@@ -841,6 +843,7 @@ fn sample(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResult<V
         let indices = sample_indices(target, n, k, vm)?;
         collect_items(population, indices.into_iter(), vm)?
     } else {
+        // chainbox patch (CHAINBOX.md)
         let cum_counts = cumulative_counts(counts, n, vm)?;
         let total = cum_counts.last().copied().unwrap_or(0);
         if total < 0 {
@@ -869,6 +872,7 @@ fn sample_indices(target: RandomTarget, n: usize, k: i64, vm: &mut VM<'_>) -> Ru
     // `k` can be a `range` length near `i64::MAX`, so the arithmetic here must
     // not overflow before `check_allocation` refuses the request.
     let setsize: usize = if k > 5 {
+        // chainbox patch (CHAINBOX.md)
         let exponent = c_math::log(k.saturating_mul(3) as f64) / c_math::log(4.0);
         #[expect(
             clippy::cast_possible_truncation,
@@ -922,6 +926,7 @@ fn sample_indices(target: RandomTarget, n: usize, k: i64, vm: &mut VM<'_>) -> Ru
     })
 }
 
+// chainbox patch (CHAINBOX.md)
 /// `list(accumulate(counts))` for `sample(counts=...)`, which must be ints,
 /// one per member of the population: CPython checks the length first.
 fn cumulative_counts(counts: &Value, n: usize, vm: &mut VM<'_>) -> RunResult<Vec<i128>> {
@@ -1238,6 +1243,7 @@ fn normalvariate(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunR
 /// One standard normal deviate by `normalvariate`'s rejection loop.
 fn normal_deviate(rng: &mut Mt19937, tracker: &ResourceTracker) -> RunResult<f64> {
     // `NV_MAGICCONST = 4 * exp(-0.5) / sqrt(2.0)`, evaluated the same way.
+    // chainbox patch (CHAINBOX.md)
     let nv_magicconst = 4.0 * c_math::exp(-0.5) / 2f64.sqrt();
     let mut attempts = 0usize;
     loop {
@@ -1276,6 +1282,7 @@ fn gauss(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunResult<Va
         } else {
             let rng = random.rng();
             let x2pi = rng.random() * TAU;
+            // chainbox patch (CHAINBOX.md)
             let g2rad = (-2.0 * c_math::log(1.0 - rng.random())).sqrt();
             random.set_gauss_next(Some(c_math::sin(x2pi) * g2rad));
             c_math::cos(x2pi) * g2rad
@@ -1300,6 +1307,7 @@ fn lognormvariate(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> Run
     let (mu, sigma) = (to_float(mu, vm)?, to_float(sigma, vm)?);
     let z = target.with_generator(vm, |random, vm| normal_deviate(random.rng(), &vm.heap.tracker))?;
     let exponent = mu + z * sigma;
+    // chainbox patch (CHAINBOX.md)
     let result = c_math::exp(exponent);
     if result.is_infinite() && exponent.is_finite() {
         Err(ExcType::overflow_math_range())
@@ -1322,6 +1330,7 @@ fn expovariate(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunRes
     defer_drop!(lambd, vm);
     let lambd = to_float(lambd, vm)?;
     let r = target.with_generator(vm, |random, _| random.rng().random());
+    // chainbox patch (CHAINBOX.md)
     let numerator = -c_math::log(1.0 - r);
     Ok(Value::Float(float_div(numerator, lambd)?))
 }
@@ -1356,6 +1365,7 @@ fn vonmisesvariate(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> Ru
             vm.heap.tracker.check_time_every(attempts)?;
             attempts = attempts.wrapping_add(1);
             let u1 = rng.random();
+            // chainbox patch (CHAINBOX.md)
             let z = c_math::cos(PI * u1);
             let d = z / (r + z);
             let u2 = rng.random();
@@ -1406,6 +1416,7 @@ fn gammavariate(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> RunRe
     reason = "`alpha == 1.0` is the exact branch condition in random.py"
 )]
 fn gamma_deviate(rng: &mut Mt19937, alpha: f64, beta: f64, tracker: &ResourceTracker) -> RunResult<f64> {
+    // chainbox patch (CHAINBOX.md)
     let log4 = c_math::log(4.0);
     let sg_magicconst = 1.0 + c_math::log(4.5);
     let mut attempts = 0usize;
@@ -1421,6 +1432,7 @@ fn gamma_deviate(rng: &mut Mt19937, alpha: f64, beta: f64, tracker: &ResourceTra
                 continue;
             }
             let u2 = 1.0 - rng.random();
+            // chainbox patch (CHAINBOX.md)
             let v = c_math::log(u1 / (1.0 - u1)) / ainv;
             let x = alpha * c_math::exp(v);
             let z = u1 * u1 * u2;
@@ -1521,6 +1533,7 @@ fn weibullvariate(target: RandomTarget, args: ArgValues, vm: &mut VM<'_>) -> Run
     defer_drop!(beta, vm);
     let (alpha, beta) = (to_float(alpha, vm)?, to_float(beta, vm)?);
     let u = 1.0 - target.with_generator(vm, |random, _| random.rng().random());
+    // chainbox patch (CHAINBOX.md)
     Ok(Value::Float(alpha * float_pow(-c_math::log(u), float_div(1.0, beta)?)?))
 }
 
@@ -1584,6 +1597,7 @@ fn binomial_deviate(rng: &mut Mt19937, n: i64, p: f64, tracker: &ResourceTracker
         // BG: Devroye's geometric method, O(np).
         let mut x: i64 = 0;
         let mut y: i64 = 0;
+        // chainbox patch (CHAINBOX.md)
         let c = c_math::log2(1.0 - p);
         if c == 0.0 {
             return Ok(x);
@@ -1596,6 +1610,7 @@ fn binomial_deviate(rng: &mut Mt19937, n: i64, p: f64, tracker: &ResourceTracker
                 // Retry zero draws before taking their logarithm.
                 continue;
             }
+            // chainbox patch (CHAINBOX.md)
             y = y.saturating_add((c_math::log2(r) / c).floor() as i64).saturating_add(1);
             if y > n {
                 return Ok(x);
@@ -1635,6 +1650,7 @@ fn binomial_deviate(rng: &mut Mt19937, n: i64, p: f64, tracker: &ResourceTracker
         }
         let (alpha, lpq, m, h) = *setup.get_or_insert_with(|| {
             let alpha = (2.83 + 5.1 / b) * spq;
+            // chainbox patch (CHAINBOX.md)
             let lpq = c_math::log(p / (1.0 - p));
             let m = ((n_f + 1.0) * p).floor();
             let h = lgamma(m + 1.0) + lgamma(n_f - m + 1.0);

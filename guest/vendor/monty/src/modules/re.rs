@@ -28,6 +28,7 @@
 //! - `re.MULTILINE` / `re.M` — `^`/`$` match at line boundaries (value: 8)
 //! - `re.DOTALL` / `re.S` — `.` matches newlines (value: 16)
 //! - `re.ASCII` / `re.A` — ASCII-only matching for `\w`, `\d`, `\s` (value: 256)
+// chainbox patch (CHAINBOX.md)
 //! - `re.VERBOSE` / `re.X` — whitespace and comments ignored (value: 64)
 //! - `re.UNICODE` / `re.U` — Unicode matching, the default (value: 32)
 //! - `re.PatternError` / `re.error` — exception type for invalid patterns
@@ -47,6 +48,7 @@ use crate::{
     modules::ModuleFunctions,
     types::{
         BoundedCompileError, Module, RePattern, Type,
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         re_pattern::{Window, extract_count, extract_maxsplit, replacement_str, sub_calling, sub_result},
         str::allocate_string,
     },
@@ -63,6 +65,7 @@ pub(crate) const MULTILINE: u16 = 8;
 pub(crate) const DOTALL: u16 = 16;
 /// Python regex flag: ASCII-only matching for `\w`, `\b`, `\d`, `\s`.
 pub(crate) const ASCII: u16 = 256;
+// chainbox patch (CHAINBOX.md)
 /// Python regex flag: locale-dependent matching, which a str pattern cannot use.
 pub(crate) const LOCALE: u16 = 4;
 /// Python regex flag: Unicode matching, the default for str patterns.
@@ -136,6 +139,7 @@ pub fn create_module(vm: &mut VM<'_>) -> HeapId {
         vm,
     );
     module.set_attr(
+        // chainbox patch (CHAINBOX.md)
         StaticStrings::Subn,
         Value::ModuleFunction(ModuleFunctions::Re(ReFunctions::Subn)),
         vm,
@@ -210,6 +214,7 @@ pub(super) fn call(vm: &mut VM<'_>, function: ReFunctions, args: ArgValues) -> R
         ReFunctions::Match => call_match(vm, args).map(CallResult::Value),
         ReFunctions::Fullmatch => call_fullmatch(vm, args).map(CallResult::Value),
         ReFunctions::Findall => call_findall(vm, args).map(CallResult::Value),
+        // chainbox patch (CHAINBOX.md)
         ReFunctions::Sub => call_sub(vm, args, false).map(CallResult::Value),
         ReFunctions::Subn => call_sub(vm, args, true).map(CallResult::Value),
         ReFunctions::Split => call_split(vm, args).map(CallResult::Value),
@@ -242,6 +247,7 @@ fn call_search(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(string, vm);
     let resolved = resolve_pattern(pattern, flags, vm)?;
     defer_drop!(resolved, vm);
+    // chainbox patch (CHAINBOX.md)
     resolved
         .get(vm.heap)
         .search(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
@@ -256,6 +262,7 @@ fn call_match(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(resolved, vm);
     resolved
         .get(vm.heap)
+        // chainbox patch (CHAINBOX.md)
         .match_start(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 
@@ -388,6 +395,7 @@ struct ReSubArgs {
     flags: Value,
 }
 
+// chainbox patch (CHAINBOX.md)
 /// `re.subn`'s arguments: `re.sub`'s, named `subn` in errors.
 #[derive(FromArgs)]
 #[from_args(name = "subn", style = def)]
@@ -805,6 +813,7 @@ fn call_finditer(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     defer_drop!(resolved, vm);
     resolved
         .get(vm.heap)
+        // chainbox patch (CHAINBOX.md)
         .finditer(string, subject_str(string, vm)?, Window::WHOLE, vm.heap)
 }
 

@@ -810,6 +810,7 @@ fn time_fields(value: &Value, name: &str, vm: &mut VM<'_>) -> RunResult<TimeFiel
     })
 }
 
+// chainbox patch (CHAINBOX.md)
 /// The nine core integers of a time tuple, plus the zone a `struct_time`
 /// carries by name. Rejects anything else with CPython's wording.
 fn time_tuple_parts(value: &Value, name: &str, vm: &VM<'_>) -> RunResult<([i64; 9], Option<MontyTimeZone>)> {
@@ -835,6 +836,7 @@ fn time_tuple_parts(value: &Value, name: &str, vm: &VM<'_>) -> RunResult<([i64; 
             }
         };
     }
+    // chainbox patch (CHAINBOX.md)
     // Only a `struct_time` has the two zone fields; a zone-less one
     // (from `strptime`) leaves them `None` and falls back to the session zone.
     let zone = match hidden {

@@ -78,6 +78,7 @@ use crate::{
     bytecode::{CallResult, VM},
     codecs::Codec,
     defer_drop,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException},
     hash::{HashValue, hash_python_bytes},
     heap::{
@@ -808,6 +809,7 @@ fn count_non_overlapping(haystack: &[u8], needle: &[u8], heap: &Heap) -> Result<
 fn bytes_count<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.count", len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Ok(Value::Int(0));
     }
@@ -830,6 +832,7 @@ fn bytes_count<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM
 fn bytes_find<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.find", len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Ok(Value::Int(-1));
     }
@@ -855,6 +858,7 @@ fn bytes_find<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<
 fn bytes_index<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.index", len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Err(ExcType::value_error_subsequence_not_found());
     }
@@ -885,6 +889,7 @@ fn bytes_startswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &m
     let len = bytes.get(vm.heap).len();
     let (prefix_arg, start, end) = parse_bytes_prefix_suffix_args("bytes.startswith", len, args, vm)?;
 
+    // chainbox patch (CHAINBOX.md)
     let window = start <= end;
     let slice = &bytes.get(vm.heap)[start.min(end)..end];
     let result = match prefix_arg {
@@ -905,6 +910,7 @@ fn bytes_endswith<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut
     let len = bytes.get(vm.heap).len();
     let (suffix_arg, start, end) = parse_bytes_prefix_suffix_args("bytes.endswith", len, args, vm)?;
 
+    // chainbox patch (CHAINBOX.md)
     let window = start <= end;
     let slice = &bytes.get(vm.heap)[start.min(end)..end];
     let result = match suffix_arg {
@@ -1278,6 +1284,7 @@ fn bytes_istitle(bytes: &[u8]) -> bool {
 fn bytes_rfind<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.rfind", len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Ok(Value::Int(-1));
     }
@@ -1303,6 +1310,7 @@ fn bytes_rfind<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM
 fn bytes_rindex<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let len = bytes.get(vm.heap).len();
     let (sub, start, end) = parse_bytes_sub_args("bytes.rindex", len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Err(ExcType::value_error_subsequence_not_found());
     }
@@ -1906,6 +1914,7 @@ fn bytes_replace<'h>(bytes: &impl HeapView<'h, [u8]>, args: ArgValues, vm: &mut 
 }
 
 /// Parses arguments for bytes.replace method.
+// chainbox patch (CHAINBOX.md)
 fn parse_bytes_replace_args(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResult<(Vec<u8>, Vec<u8>, i64)> {
     let args = args.reject_kwargs(method, vm.heap)?;
     let BytesReplaceArgs { old, new, count } = BytesReplaceArgs::from_args(args, vm)?;

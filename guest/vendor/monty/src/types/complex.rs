@@ -12,6 +12,7 @@ use std::fmt::Write;
 use monty_types::FormatComplex;
 
 use crate::{
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     c_math,
     args::{ArgValues, FromArgs, FromValue, FromValueFail},
     bytecode::{CallResult, VM},
@@ -92,6 +93,7 @@ impl Complex {
         } else if self.real.is_nan() || self.imag.is_nan() {
             Ok(f64::NAN)
         } else {
+            // chainbox patch (CHAINBOX.md)
             let result = c_math::hypot(self.real, self.imag);
             if result.is_infinite() {
                 Err(ExcType::overflow_error("absolute value too large"))
@@ -282,6 +284,7 @@ impl Complex {
                 Some(Self::new(0.0, 0.0))
             }
         } else {
+            // chainbox patch (CHAINBOX.md)
             let vabs = c_math::hypot(self.real, self.imag);
             let mut len = c_math::pow(vabs, exp.real);
             let at = c_math::atan2(self.imag, self.real);

@@ -23,6 +23,7 @@ use crate::{
     intern::{Interns, StaticStrings},
     string_builder::StringBuilder,
     types::{
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         CmpOrder, LazyHeapSet, PyTrait, TimeDelta, Type, datetime, isoformat,
         str::{allocate_string, allocate_string_no_interning},
         timedelta,
@@ -73,6 +74,7 @@ pub(crate) fn year_out_of_range(year: i32) -> RunError {
 /// Produces a CPython-compatible error for an invalid day value.
 ///
 /// Format: `"day {day} must be in range 1..{max_day} for month {month} in year {year}"`
+// chainbox patch (CHAINBOX.md)
 pub(crate) fn day_out_of_range_error(day: i32, month: i32, year: i32) -> RunError {
     let max_day = max_day_for_month(year, month);
     SimpleException::new_msg(
@@ -244,6 +246,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Date> {
         let Some(HeapReadOutput::TimeDelta(other)) = other.read_heap(vm) else {
             return Ok(None);
         };
+        // chainbox patch (CHAINBOX.md)
         datetime::in_range(py_add(*self.get(vm.heap), *other.get(vm.heap), vm.heap))
     }
 

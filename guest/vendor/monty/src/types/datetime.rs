@@ -28,6 +28,7 @@ use crate::{
     types::{
         CmpOrder, LazyHeapSet, PyTrait, TimeDelta, TimeZone, Type,
         date::{self, StrftimeArgs},
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         isoformat,
         str::{StringRepr, allocate_string, allocate_string_no_interning},
         strptime_re,
@@ -137,6 +138,7 @@ pub(crate) fn from_components(
         .into());
     }
 
+    // chainbox patch (CHAINBOX.md)
     let time = NaiveTime::from_hms_micro_opt(
         u32::try_from(hour).expect("hour validated to 0..=23"),
         u32::try_from(minute).expect("minute validated to 0..=59"),
@@ -160,6 +162,7 @@ pub(crate) fn from_components(
         offset_seconds,
         timezone_name,
         tzinfo_ref: None,
+        // chainbox patch (CHAINBOX.md)
         fold: 0,
     };
 
@@ -273,6 +276,7 @@ pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
     // before `attach_or_allocate_tzinfo_ref` takes its own reference.
     defer_drop_mut!(tzinfo, vm);
 
+    // chainbox patch (CHAINBOX.md)
     let (tz, tz_ref) = tzinfo_from_value(tzinfo, vm.heap, vm.interns)?;
     // `fold` after the date and time fields, as CPython's `check_time_args`.
     let dt =
@@ -447,6 +451,7 @@ pub(crate) fn class_strptime(heap: &mut Heap, args: ArgValues, interns: &Interns
     // Python's `%f` accepts 1..=6 digits and right-pads with zeros, while chrono
     // requires an explicit width. Try all valid `%f` widths before reporting a
     // mismatch so `datetime.strptime(..., '%f')` matches CPython.
+    // chainbox patch (CHAINBOX.md)
     if let Some(fields) = strptime_re::parse(&date_string, &fmt)? {
         return datetime_from_strptime(fields, heap);
     }
@@ -467,6 +472,7 @@ pub(crate) fn class_strptime(heap: &mut Heap, args: ArgValues, interns: &Interns
         offset_seconds,
         timezone_name: None,
         tzinfo_ref: None,
+        // chainbox patch (CHAINBOX.md)
         fold: 0,
     };
     Ok(Value::Ref(heap.allocate(HeapData::DateTime(dt))))
@@ -588,6 +594,7 @@ fn combine_allocate(
     (tz, tz_ref): (Option<TimeZone>, Option<HeapId>),
 ) -> RunResult<Value> {
     let (hour, minute, second, microsecond) = time.components_i32();
+    // chainbox patch (CHAINBOX.md)
     let combined = from_components(year, month, day, hour, minute, second, microsecond, tz, tz_ref, vm.heap)?
         .with_fold(i32::from(time.to_components().4))?;
     Ok(Value::Ref(vm.heap.allocate(HeapData::DateTime(combined))))
@@ -947,6 +954,7 @@ fn colon_pair(bytes: &[u8], at: usize) -> Option<(u32, usize)> {
 /// Parses a `datetime.strptime()` input using chrono format strings expanded for
 /// Python's variable-width `%f` semantics.
 fn parse_strptime_naive(date_string: &str, fmt: &str) -> Option<NaiveDateTime> {
+    // chainbox patch (CHAINBOX.md)
     chrono_strptime_formats(fmt).into_iter().find_map(|chrono_fmt| {
         let mut parsed = Parsed::new();
         chrono_parse(&mut parsed, date_string, StrftimeItems::new(&chrono_fmt)).ok()?;
@@ -1163,6 +1171,7 @@ fn from_local_naive(naive: NaiveDateTime) -> Option<DateTime> {
         offset_seconds: None,
         timezone_name: None,
         tzinfo_ref: None,
+        // chainbox patch (CHAINBOX.md)
         fold: 0,
     })
 }
@@ -1187,6 +1196,7 @@ fn from_utc_naive_with_timezone_parts(
         offset_seconds: Some(offset_seconds),
         timezone_name,
         tzinfo_ref: None,
+        // chainbox patch (CHAINBOX.md)
         fold: 0,
     })
 }
@@ -1397,6 +1407,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
         if microsecond != 0 {
             write!(f, ", {microsecond}")?;
         }
+        // chainbox patch (CHAINBOX.md)
         if dt.fold != 0 {
             write!(f, ", fold={}", dt.fold)?;
         }
@@ -1524,6 +1535,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
                     i32::try_from(naive.minute()).expect("minute is always in 0..=59"),
                     i32::try_from(naive.second()).expect("second is always in 0..=59"),
                     micros,
+                    // chainbox patch (CHAINBOX.md)
                     i32::from(dt.fold),
                     tzinfo,
                 )?))
@@ -1570,6 +1582,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DateTime> {
             Some(StaticStrings::Second) => int_attr(self.get(vm.heap).naive.time().second()),
             Some(StaticStrings::Microsecond) => int_attr(self.get(vm.heap).naive.and_utc().timestamp_subsec_micros()),
             Some(StaticStrings::Tzinfo) => Ok(Some(CallResult::Value(self.tzinfo_value(vm)))),
+            // chainbox patch (CHAINBOX.md)
             Some(StaticStrings::Fold) => int_attr(u32::from(self.get(vm.heap).fold)),
             _ => Ok(None),
         }
@@ -1615,6 +1628,7 @@ impl<'h> HeapObjectRead<'h, DateTime> {
         // `tzinfo_ref` is borrowed, kept valid by this read handle until
         // `from_components` takes its own reference.
         let dt = self.get(vm.heap);
+        // chainbox patch (CHAINBOX.md)
         let (naive, current_fold) = (dt.naive, dt.fold);
         let (current_tz, current_tz_ref) = (timezone_info(dt), dt.tzinfo_ref);
 
@@ -1627,6 +1641,7 @@ impl<'h> HeapObjectRead<'h, DateTime> {
             second,
             microsecond,
             tzinfo,
+            // chainbox patch (CHAINBOX.md)
             fold,
         } = DatetimeReplaceArgs::from_args(args, vm)?;
 

@@ -540,6 +540,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Deque> {
 
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
         f.write_str("deque(")?;
+        // chainbox patch (CHAINBOX.md)
         {
             let mut guard = vm.recursion_guard()?;
             let vm = &mut *guard;

@@ -1154,6 +1154,7 @@ impl<'h> HeapRead<'h, Dict> {
         }
 
         // Check depth limit before recursing
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
@@ -1191,6 +1192,7 @@ impl<'h> HeapRead<'h, Dict> {
     /// Writes the `{k: v, ...}` body for a Counter repr, ordered by count
     /// descending (`most_common` order) rather than insertion order.
     fn write_counter_map_repr(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
@@ -1515,6 +1517,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Dict> {
             }
             StaticStrings::Get => {
                 // dict.get() accepts 1 or 2 arguments
+                // chainbox patch (CHAINBOX.md)
                 let (key, default) = args.get_one_two_args("dict.get", vm.heap)?;
                 defer_drop!(key, vm);
                 let default = default.unwrap_or(Value::None);
@@ -1548,6 +1551,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Dict> {
             }
             StaticStrings::Pop => {
                 // dict.pop() accepts 1 or 2 arguments (key, optional default)
+                // chainbox patch (CHAINBOX.md)
                 let (key, default) = args.get_one_two_args("dict.pop", vm.heap)?;
                 defer_drop!(key, vm);
                 let mut default_guard = DropGuard::new(default, vm);
@@ -1948,6 +1952,7 @@ fn dict_merge_from_kwargs(dict: &mut Dict, kwargs: KwargsValues, vm: &mut VM<'_>
 /// If key is in the dict, return its value.
 /// If not, insert key with a value of default (or None) and return default.
 fn dict_setdefault<'h>(dict: &HeapReadMut<'h, Dict>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
+    // chainbox patch (CHAINBOX.md)
     let (key, default) = args.get_one_two_args("dict.setdefault", vm.heap)?;
     let default = default.unwrap_or(Value::None);
     let mut key_guard = DropGuard::new(key, vm);
@@ -2031,6 +2036,7 @@ impl<'de> serde::Deserialize<'de> for Dict {
 pub fn dict_fromkeys(args: ArgValues, kind: DictKind, vm: &mut VM<'_>) -> RunResult<Value> {
     // CPython names the bare method (`fromkeys expected …`), not `dict.fromkeys`,
     // for both `dict` and the inherited `defaultdict.fromkeys`.
+    // chainbox patch (CHAINBOX.md)
     let (iterable, default) = args.get_one_two_args("dict.fromkeys", vm.heap)?;
     let default = default.unwrap_or(Value::None);
     defer_drop!(default, vm);

@@ -7,6 +7,7 @@ use crate::{
     bytecode::{CallResult, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     expressions::CmpOperator,
     heap::{
         ContainsHeap, DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead,
@@ -93,6 +94,7 @@ impl<'h> HeapRead<'h, DictKeysView> {
         )
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// The view's keys, in the dict's order.
     fn members(&self, vm: &mut VM<'h>) -> RunResult<ViewMembers> {
         let dict = Value::Ref(self.get(vm.heap).dict_id).clone_with_heap(vm.heap);
@@ -121,6 +123,7 @@ impl<'h> HeapRead<'h, DictKeysView> {
         Ok(result_guard.into_inner())
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// Implements `dict_keys.isdisjoint(iterable)` with CPython's iterable semantics.
     pub(crate) fn isdisjoint_from_value(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
         let self_set = self.to_set(vm)?;
@@ -306,6 +309,7 @@ impl<'h> HeapRead<'h, DictItemsView> {
         )
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// The view's `(key, value)` pairs, in the dict's order.
     fn members(&self, vm: &mut VM<'h>) -> RunResult<ViewMembers> {
         let dict = self.dict(vm);
@@ -340,6 +344,7 @@ impl<'h> HeapRead<'h, DictItemsView> {
         Ok(result_guard.into_inner())
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// Implements `dict_items.isdisjoint(iterable)` with CPython's iterable semantics.
     pub(crate) fn isdisjoint_from_value(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
         let self_set = self.to_set(vm)?;

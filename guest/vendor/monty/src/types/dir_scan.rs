@@ -25,6 +25,7 @@ use crate::{
     args::{ArgValues, FromArgs, LaxBool},
     bytecode::{CallResult, VM},
     defer_drop,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult, SimpleException, exception_value},
     hash::{HashValue, identity_hash},
     heap::{ContainsHeap, HeapData, HeapId, HeapItem, HeapObjectRead},
@@ -445,6 +446,7 @@ fn walk_step<'h>(this: &mut HeapObjectRead<'h, DirScan>, vm: &mut VM<'h>) -> Run
                     let RunError::Exc(raise) = error else {
                         return Err(error);
                     };
+                    // chainbox patch (CHAINBOX.md)
                     let exc = exception_value(raise.exc, vm);
                     let result = vm.evaluate_function(onerror, ArgValues::One(exc))?;
                     result.drop_with(vm);

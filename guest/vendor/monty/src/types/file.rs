@@ -69,6 +69,7 @@
 //!   cookie. Round-trips through `seek()` correctly.
 //! - `seek(N)` in text mode accepts any char-index offset, where CPython
 //!   restricts it to `seek(0)`, `seek(0, 2)`, or a cookie from `tell()`.
+// chainbox patch (CHAINBOX.md)
 //! - Iterating an unread file works from `for` loops, `next()` and (chainbox
 //!   patch) the builtins and `itertools` functions that consume an iterable
 //!   (`list(f)`, `enumerate(f)`; [`load_unread_files_then_call`]); a method
@@ -1569,6 +1570,7 @@ fn resolve_seek_target(offset: i64, whence: i64, position: i64, buffer_len: i64)
     };
     if target < 0 {
         // CPython's `BufferedReader.seek(-1)` raises `OSError(22, 'Invalid argument')`
+        // chainbox patch (CHAINBOX.md)
         // which `__str__`s as "[Errno 22] Invalid argument".
         return Err(SimpleException::os_error(ExcType::OSError, 22, "Invalid argument", None).into());
     }

@@ -165,6 +165,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, GenericAlias> {
     /// Takes a recursion level like the container reprs: an argument can be
     /// a list that holds this alias, and that cycle prints as `...`.
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
         let (origin, args) = self.parts(vm);

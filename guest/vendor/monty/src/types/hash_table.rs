@@ -174,6 +174,7 @@ impl<E: TableEntry> PyHashTable<E> {
         }
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// The live entries, in insertion order.
     ///
     /// The borrow is what makes this safe: nothing can mutate the table while

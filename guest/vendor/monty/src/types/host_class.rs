@@ -327,6 +327,7 @@ pub(crate) fn write_dataclass_repr<'h>(
     heap_ids: &mut LazyHeapSet,
     field: impl Fn(usize, &mut VM<'h>) -> RunResult<(String, Option<Value>)>,
 ) -> RunResult<()> {
+    // chainbox patch (CHAINBOX.md)
     let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
     f.write_str(name)?;

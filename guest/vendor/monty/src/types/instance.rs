@@ -2,6 +2,7 @@ use std::{borrow::Cow, fmt::Write};
 
 use monty_types::MontyUuid;
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use super::{Dict, LazyHeapSet, PyTrait, Type, attribute_name_value, py_trait::PyObjectIdentity};
 use crate::{
     args::{ArgValues, KwargsValues},

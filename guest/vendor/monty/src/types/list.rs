@@ -882,6 +882,7 @@ fn call_list_method<'h>(
 
 /// Implements Python's `list.insert(index, item)` method.
 fn list_insert<'h>(list: &HeapReadMut<'h, List>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
+    // chainbox patch (CHAINBOX.md)
     let (index_obj, item) = args.get_two_args("list.insert", vm.heap)?;
     defer_drop!(index_obj, vm);
     let mut item_guard = DropGuard::new(item, vm);
@@ -980,6 +981,7 @@ fn list_remove<'h>(list: &HeapReadMut<'h, List>, args: ArgValues, vm: &mut VM<'h
 /// Implements Python's `list.clear()` method.
 ///
 /// Removes all items from the list.
+// chainbox patch (CHAINBOX.md)
 /// The list's items `count` times over (`xs * count`), checked against the
 /// memory and time limits as they grow.
 fn repeated_items(list: &List, count: usize, vm: &VM<'_>) -> RunResult<Vec<Value>> {
@@ -1155,6 +1157,7 @@ pub(crate) fn repr_sequence_fmt<'h>(
     heap_ids: &mut LazyHeapSet,
 ) -> RunResult<()> {
     // Check depth limit before recursing
+    // chainbox patch (CHAINBOX.md)
     let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
 

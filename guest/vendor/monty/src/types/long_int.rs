@@ -26,6 +26,7 @@ use smallvec::smallvec;
 
 use self::arithmetic::IntArithmetic;
 use crate::{
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     args::ArgValues,
     bytecode::{CallResult, VM},
     exception_private::{ExcType, ExcTypeExt, RunResult},

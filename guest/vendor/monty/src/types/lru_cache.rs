@@ -22,6 +22,7 @@ use crate::{
     intern::StaticStrings,
     modules::ModuleFunctions,
     types::{
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         Dict, LazyHeapSet, NamedTuple, NamedTupleClass, PyTrait, Type,
         hash_table::{PyHashTable, Slot, TableEntry, TableProbe, TableSource},
         tuple::{TupleVec, allocate_tuple},

@@ -24,6 +24,7 @@ pub mod hash_table;
 pub mod hashlib;
 pub mod host_class;
 pub mod instance;
+// chainbox patch (CHAINBOX.md)
 pub mod isoformat;
 pub mod iter;
 pub mod itertools;
@@ -81,6 +82,7 @@ pub(crate) use module::Module;
 pub(crate) use namedtuple::{NamedTuple, NamedTupleClass};
 pub(crate) use partial::Partial;
 pub(crate) use path::Path;
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 pub(crate) use plain_object::PlainObject;
 pub(crate) use property::Property;
 pub(crate) use py_trait::{CmpOrder, LazyHeapSet, PyTrait, attribute_name_value};

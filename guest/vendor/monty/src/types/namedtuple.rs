@@ -1,3 +1,4 @@
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::{borrow::Cow, cell::Cell, cmp::Ordering, fmt::Write, iter::once, mem};
 
 /// Python named tuple type, combining tuple-like indexing with named attribute access.
@@ -25,6 +26,7 @@ use crate::{
     bytecode::{CallResult, ContainsVM, RecursionToken, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     hash::{HashValue, TupleHasher, identity_hash},
     heap::{DropWithContext, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::{Interns, StaticStrings},
@@ -141,6 +143,7 @@ impl NamedTuple {
             field_names,
             items,
             class_id,
+            // chainbox patch (CHAINBOX.md)
             hidden: Vec::new(),
             contains_refs,
             cached_hash: Cell::new(None),
@@ -226,6 +229,7 @@ impl NamedTuple {
             .iter()
             .position(|field_name| field_name.as_str(interns) == name_str)
             .map(|idx| &self.items[idx])
+            // chainbox patch (CHAINBOX.md)
             .or_else(|| {
                 self.hidden
                     .iter()
@@ -250,6 +254,7 @@ impl<'h> HeapRead<'h, NamedTuple> {
         if let Some(class_id) = class_id {
             vm.heap.inc_ref(class_id);
         }
+        // chainbox patch (CHAINBOX.md)
         let mut named = NamedTuple::with_class(name, field_names, items, class_id);
         let hidden: Vec<(EitherStr, Value)> = (self.get(vm.heap).hidden.iter())
             .map(|(name, value)| (name.clone(), value.clone_with_heap(vm.heap)))
@@ -666,6 +671,7 @@ impl HeapItem for NamedTuple {
         if !self.contains_refs {
             return;
         }
+        // chainbox patch (CHAINBOX.md)
         for obj in self
             .items
             .iter_mut()

@@ -4,6 +4,7 @@ use num_bigint::BigInt;
 use num_integer::Integer;
 use num_traits::Pow;
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use crate::{
     bytecode::VM,
     exception_private::{ExcType, ExcTypeExt, RunResult},
@@ -67,6 +68,7 @@ pub(crate) fn round_bigint(n: &BigInt, k: u64, heap: &Heap) -> Value {
 /// Rounds a float, returning an integer only when precision is omitted or `None`.
 pub(crate) fn round_float(value: f64, digits: Option<i64>, heap: &Heap) -> RunResult<Value> {
     if let Some(digits) = digits {
+        // chainbox patch (CHAINBOX.md)
         Ok(Value::Float(round_float_to_digits(value, digits)?))
     } else {
         LongInt::value_from_f64(bankers_round(value), heap)

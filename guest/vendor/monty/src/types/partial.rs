@@ -355,6 +355,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Partial> {
     /// Takes a recursion level like the container reprs: a bound argument can
     /// hold a list that holds this partial, and that cycle prints as `...`.
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 

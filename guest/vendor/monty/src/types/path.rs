@@ -11,6 +11,7 @@ use std::{
     hash::{Hash, Hasher},
 };
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use monty_types::{MontyPath, StringRepr, scan::SegmentPattern};
 use smallvec::SmallVec;
 
@@ -23,6 +24,7 @@ use crate::{
     hash::HashValue,
     heap::{DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapReadOutput},
     intern::{Interns, StaticStrings},
+    // chainbox patch (CHAINBOX.md)
     modules::os_path::posix,
     os_dispatch::{build_path_os_call, is_path_os_method, value_as_path_str},
     types::{
@@ -252,6 +254,7 @@ impl Path {
             }
             [single] => {
                 // Single argument, just convert to Path
+                // chainbox patch (CHAINBOX.md)
                 Self::new(path_segment(single, vm)?.to_owned())
             }
             [first_arg, rest @ ..] => {
@@ -488,6 +491,7 @@ impl Path {
     pub(crate) fn getattr_by_static(&self, ss: StaticStrings, heap: &Heap) -> Option<Value> {
         let v = match ss {
             StaticStrings::Name => allocate_string(self.name(), heap),
+            // chainbox patch (CHAINBOX.md)
             StaticStrings::Parent => Value::Ref(heap.allocate(HeapData::Path(Self::new(self.parent())))),
             StaticStrings::Stem => allocate_string(self.stem(), heap),
             StaticStrings::Suffix => allocate_string(self.suffix(), heap),
@@ -618,6 +622,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Path> {
                 let top = self.get(vm.heap).as_str().to_owned();
                 return walk_call(top, true, top_down.bool(), on_error, follow_symlinks.bool(), vm);
             }
+            // chainbox patch (CHAINBOX.md)
             StaticStrings::Match => {
                 let PathMatchArgs {
                     path_pattern,

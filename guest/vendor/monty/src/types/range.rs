@@ -3,6 +3,7 @@
 //! Provides a range object that supports iteration over a sequence of integers
 //! with configurable start, stop, and step values.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::{fmt::Write, hash::Hash};
 
 use num_integer::div_ceil;

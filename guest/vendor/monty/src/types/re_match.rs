@@ -16,6 +16,7 @@ use smallvec::smallvec;
 use crate::{
     args::{ArgValues, FromArgs},
     bytecode::{CallResult, VM},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunResult},
     heap::{DropGuard, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead},

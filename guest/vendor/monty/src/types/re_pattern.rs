@@ -9,6 +9,7 @@
 //! Custom serde serializes only the pattern string and flags, recompiling the regex
 //! on deserialization. This supports Monty's snapshot/restore feature.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::{cell::OnceCell, cmp::Ordering, fmt::Write, mem, str};
 
 use fancy_regex::{CompileError, Error as RegexError, Regex, RegexBuilder};
@@ -119,6 +120,7 @@ impl RePattern {
     ///
     /// Returns `re.PatternError` if the pattern is invalid.
     pub fn compile(pattern: String, flags: u16) -> RunResult<Self> {
+        // chainbox patch (CHAINBOX.md)
         Self::compile_inner(pattern, flags, None).map_err(|failure| match failure {
             CompileFailure::Syntax(err) => err,
             CompileFailure::Regex(err) => ExcType::re_pattern_error(err),
@@ -135,6 +137,7 @@ impl RePattern {
         flags: u16,
         delegate_size_limit: usize,
     ) -> Result<Self, BoundedCompileError> {
+        // chainbox patch (CHAINBOX.md)
         Self::compile_inner(pattern, flags, Some(delegate_size_limit)).map_err(|failure| match failure {
             CompileFailure::Syntax(err) => BoundedCompileError::Invalid(err),
             CompileFailure::Regex(err) if is_size_limit_error(&err) => BoundedCompileError::TooBig,
@@ -152,6 +155,7 @@ impl RePattern {
     }
 
     /// Shared constructor for [`RePattern::compile`] / [`RePattern::compile_bounded`].
+    // chainbox patch (CHAINBOX.md)
     fn compile_inner(pattern: String, flags: u16, delegate_size_limit: Option<usize>) -> Result<Self, CompileFailure> {
         let translation = re_syntax::translate(&pattern, flags).map_err(CompileFailure::Syntax)?;
         let compiled = compile_regex_limited(&translation.source, translation.flags, delegate_size_limit)
@@ -180,6 +184,7 @@ impl RePattern {
             return Ok(regex);
         }
         let compiled = compile_regex_limited(
+            // chainbox patch (CHAINBOX.md)
             &anchored_source(&self.source, ""),
             self.source_flags,
             self.delegate_size_limit,
@@ -1056,6 +1061,7 @@ struct PatternSubArgs {
     count: Option<Value>,
 }
 
+// chainbox patch (CHAINBOX.md)
 /// `Pattern.subn`'s arguments: `Pattern.sub`'s, named `subn` in errors.
 #[derive(FromArgs)]
 #[from_args(name = "subn", style = c_named, at_most_total)]
@@ -1127,6 +1133,7 @@ pub(crate) fn extract_count(val: Option<Value>, vm: &mut VM<'_>) -> RunResult<Op
     }
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Returns `\A(?:source)` followed by `suffix`: the anchored source for `match()` and `fullmatch()`.
 ///
 /// `source` is already in `fancy_regex`'s syntax, without comments or verbose mode (`re_syntax` resolves both).
@@ -1168,6 +1175,7 @@ fn compile_regex_limited(pattern: &str, flags: u16, delegate_size_limit: Option<
     if flags & DOTALL != 0 {
         prefix.push('s');
     }
+    // chainbox patch (CHAINBOX.md)
     // re.ASCII (256) and VERBOSE (64) are already resolved in the source (`re_syntax`).
 
     let full_pattern = if prefix.is_empty() {
@@ -1193,6 +1201,7 @@ fn is_size_limit_error(err: &RegexError) -> bool {
         },
         _ => false,
     }
+// chainbox patch (CHAINBOX.md)
 }
 
 impl Serialize for RePattern {

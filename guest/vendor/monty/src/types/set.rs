@@ -2,6 +2,7 @@ use std::{cell::Cell, fmt::Write, mem};
 
 use monty_types::{ResourceError, ResourceTracker};
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use super::{
     PyTrait,
     iter::{checked_preallocation_hint, collect_owned_iterable},
@@ -272,6 +273,7 @@ impl SetStorage {
             Ok(false)
         } else {
             let (value, vm) = value_guard.into_parts();
+            // chainbox patch (CHAINBOX.md)
             if let Err(err) = self.check_growth(&vm.heap.tracker) {
                 value.drop_with(vm);
                 return Err(err.into());
@@ -288,6 +290,7 @@ impl<'h> HeapReadMut<'h, SetStorage> {
     /// Returns `Ok(true)` if the element was removed, `Ok(false)` if not found.
     /// Returns `Err` if the key is unhashable.
     fn remove(&self, value: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
+        // chainbox patch (CHAINBOX.md)
         let hash = set_lookup_hash(value, vm)?;
 
         let Some(slot) = self.find_index(value, hash, vm)? else {
@@ -484,6 +487,7 @@ impl<'h> HeapRead<'h, SetStorage> {
                     return Ok(Some(true));
                 }
 
+                // chainbox patch (CHAINBOX.md)
                 let Some(storage) = set_operand_storage(other, vm)? else {
                     return Ok(None);
                 };
@@ -887,6 +891,7 @@ impl<'h> HeapRead<'h, SetStorage> {
         }
 
         // Check depth limit before recursing
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
 
@@ -1340,6 +1345,7 @@ impl<'h> HeapRead<'h, FrozenSet> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
+        // chainbox patch (CHAINBOX.md)
         Ok(Some(FrozenSet::wrap(self.storage().difference(other_storage, vm)?)))
     }
 
@@ -1502,6 +1508,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Set> {
         Ok(Some(Value::Ref(result_id)))
     }
 
+    // chainbox patch (CHAINBOX.md)
     fn py_isub_impl(&mut self, other: &Value, vm: &mut VM<'h>) -> RunResult<bool> {
         if !is_set_or_frozenset(other, vm) {
             return Ok(false);
@@ -1661,6 +1668,7 @@ impl<'h> HeapRead<'h, Set> {
             return Ok(None);
         };
         defer_drop!(other_storage, vm);
+        // chainbox patch (CHAINBOX.md)
         Ok(Some(Set(self.storage().difference(other_storage, vm)?)))
     }
 
@@ -1883,6 +1891,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, FrozenSet> {
                 let heap_id = vm.heap.allocate(HeapData::FrozenSet(FrozenSet::wrap(cloned)));
                 Ok(Value::Ref(heap_id))
             }
+            // chainbox patch (CHAINBOX.md)
             Some(StaticStrings::Union) => self.set_algebra(args, SetAlgebra::Union, vm),
             Some(StaticStrings::Intersection) => self.set_algebra(args, SetAlgebra::Intersection, vm),
             Some(StaticStrings::Difference) => self.set_algebra(args, SetAlgebra::Difference, vm),
@@ -1955,6 +1964,7 @@ fn set_operand_storage(value: &Value, vm: &mut VM<'_>) -> RunResult<Option<SetSt
     }
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Whether `other` is the very set `this` reads (`s & s`, `s -= s`), which
 /// CPython's set code tells apart.
 fn is_same_set(other: &Value, this: &SetStorage, heap: &Heap) -> bool {
@@ -1979,6 +1989,7 @@ impl serde::Serialize for SetStorage {
 
 impl<'de> serde::Deserialize<'de> for SetStorage {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // chainbox patch (CHAINBOX.md)
         // The slots come back as they were dumped; `fill` counts the
         // non-vacant ones, and `pop` restarts from the table's start.
         let table: PyHashTable<SetEntry> = PyHashTable::deserialize(deserializer)?;

@@ -27,6 +27,7 @@ use crate::{
         LazyHeapSet, Type,
         long_int::repeat_count,
         py_trait::PyObjectIdentity,
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         slice::{optional_sequence_bound, search_start, slice_collect_iterator},
     },
     value::{EitherStr, Value, eq_str},
@@ -666,6 +667,7 @@ fn call_str_method_impl<'h>(
         }
         // Existing method
         StaticStrings::Join => {
+            // chainbox patch (CHAINBOX.md)
             let iterable = args.reject_kwargs("str.join", vm.heap)?.get_one_arg("str.join", vm.heap)?;
             str_join(s, iterable, vm)
         }
@@ -918,6 +920,7 @@ fn str_isdecimal(s: &str) -> bool {
 fn str_find<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.find", str_len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Ok(Value::Int(-1));
     }
@@ -941,6 +944,7 @@ fn str_find<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) ->
 fn str_rfind<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.rfind", str_len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Ok(Value::Int(-1));
     }
@@ -963,6 +967,7 @@ fn str_rfind<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -
 fn str_index<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.index", str_len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Err(ExcType::value_error_substring_not_found());
     }
@@ -984,6 +989,7 @@ fn str_index<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -
 fn str_rindex<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.rindex", str_len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Err(ExcType::value_error_substring_not_found());
     }
@@ -1006,6 +1012,7 @@ fn str_rindex<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) 
 fn str_count<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
     let str_len = s.get(vm.heap).chars().count();
     let (sub, start, end) = parse_search_args("str.count", str_len, args, vm)?;
+    // chainbox patch (CHAINBOX.md)
     if start > end {
         return Ok(Value::Int(0));
     }
@@ -1291,6 +1298,7 @@ fn str_rstrip<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) 
 ///
 /// Accepts None as a value meaning "use default whitespace stripping".
 fn parse_strip_arg(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResult<Option<String>> {
+    // chainbox patch (CHAINBOX.md)
     let name = short_name(method);
     let value = args.reject_kwargs(method, vm.heap)?.get_zero_one_arg(name, vm.heap)?;
     match value {
@@ -1327,6 +1335,7 @@ fn str_removeprefix<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM
 /// If the string ends with the suffix string, return string[:-len(suffix)].
 /// Otherwise, return a copy of the original string.
 fn str_removesuffix<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
+    // chainbox patch (CHAINBOX.md)
     let suffix_value = args
         .reject_kwargs("str.removesuffix", vm.heap)?
         .get_one_arg("str.removesuffix", vm.heap)?;
@@ -1636,6 +1645,7 @@ fn value_is_truthy(v: &Value) -> bool {
 /// Splits the string at the first occurrence of sep, and returns a 3-tuple
 /// containing the part before the separator, the separator itself, and the part after.
 fn str_partition<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
+    // chainbox patch (CHAINBOX.md)
     let sep_value = args
         .reject_kwargs("str.partition", vm.heap)?
         .get_one_arg("str.partition", vm.heap)?;
@@ -1667,6 +1677,7 @@ fn str_partition<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h
 /// Splits the string at the last occurrence of sep, and returns a 3-tuple
 /// containing the part before the separator, the separator itself, and the part after.
 fn str_rpartition<'h>(s: &impl HeapView<'h, str>, args: ArgValues, vm: &mut VM<'h>) -> RunResult<Value> {
+    // chainbox patch (CHAINBOX.md)
     let sep_value = args
         .reject_kwargs("str.rpartition", vm.heap)?
         .get_one_arg("str.rpartition", vm.heap)?;
@@ -1727,6 +1738,7 @@ fn parse_replace_args(_method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunRes
     defer_drop!(new, vm);
     defer_drop!(count, vm);
 
+    // chainbox patch (CHAINBOX.md)
     let old_s = extract_string_arg(old, vm, must_be_str("replace", 1))?;
     let new_s = extract_string_arg(new, vm, must_be_str("replace", 2))?;
     let count_i = extract_int_arg(count, vm)?;
@@ -1849,6 +1861,7 @@ fn parse_justify_args(method: &str, args: ArgValues, vm: &mut VM<'_>) -> RunResu
             } else {
                 usize::try_from(w).unwrap_or(usize::MAX)
             };
+            // chainbox patch (CHAINBOX.md)
             let fill_str = extract_string_arg(fillchar_value, vm, |t| {
                 format!("The fill character must be a unicode character, not {t}")
             })?;

@@ -33,6 +33,7 @@ use crate::{
         CmpOrder, LazyHeapSet, PyTrait, TimeZone, Type,
         date::{self, StrftimeArgs},
         datetime::{allocate_tzinfo_ref, tzinfo_from_value},
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         isoformat,
         str::{StringRepr, allocate_string, allocate_string_no_interning},
         timezone,

@@ -4,6 +4,7 @@
 //! normalized `(days, seconds, microseconds)` semantics for constructors, arithmetic,
 //! and formatting.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::{cmp::Ordering, fmt::Write, hash::Hash};
 
 use chrono::TimeDelta as ChronoTimeDelta;
@@ -288,6 +289,7 @@ pub(crate) fn allocate_micros(total_microseconds: i128, heap: &Heap) -> Value {
 
 /// Creates a `timedelta` from constructor arguments.
 ///
+// chainbox patch (CHAINBOX.md)
 /// Takes `days`, `seconds`, `microseconds`, `milliseconds`, `minutes`,
 /// `hours`, `weeks`, by position or by name.
 pub(crate) fn init(vm: &mut VM<'_>, args: ArgValues) -> RunResult<Value> {
@@ -633,6 +635,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
     fn py_truediv_impl(&self, other: &Value, vm: &mut VM<'h>) -> RunResult<Option<Value>> {
         // `td / td` is a plain ratio, so it yields a float rather than a duration.
         if let Some(rhs) = rhs_microseconds(other, vm)? {
+            // chainbox patch (CHAINBOX.md)
             let ratio = microseconds_ratio(total_microseconds(self.get(vm.heap)), rhs, vm.heap)?;
             return Ok(Some(Value::Float(ratio)));
         }
@@ -698,6 +701,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, TimeDelta> {
             // Copy the TimeDelta to release the HeapRead borrow before checking args
             let td = *self.get(vm.heap);
             args.check_zero_args("timedelta.total_seconds", vm.heap)?;
+            // chainbox patch (CHAINBOX.md)
             return Ok(CallResult::Value(Value::Float(total_seconds(&td, vm.heap)?)));
         }
         Err(ExcType::attribute_error_method(Type::TimeDelta, attr, args, vm))

@@ -1,3 +1,4 @@
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::{cell::Cell, cmp::Ordering, fmt::Write, mem};
 
 /// Python tuple type using `SmallVec` for inline storage of small tuples.
@@ -24,6 +25,7 @@ use crate::{
     bytecode::{CallResult, ContainsVM, RecursionToken, VM},
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunResult},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     hash::{HashValue, TupleHasher},
     heap::{DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapItem, HeapObjectRead, HeapRead, HeapReadOutput},
     intern::StaticStrings,
@@ -484,6 +486,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Tuple> {
             //
             // Match `repr_sequence_fmt`'s depth handling so nested one-element
             // tuples can't bypass `max_recursion_depth` and overflow the stack.
+            // chainbox patch (CHAINBOX.md)
             let mut guard = vm.recursion_guard()?;
             let vm = &mut *guard;
             write!(f, "(")?;

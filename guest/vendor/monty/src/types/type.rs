@@ -22,6 +22,7 @@ use crate::{
         Str, TimeZone, Tuple,
         bytes::{bytes_fromhex, bytes_repr},
         complex, date, datetime, decimal,
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         file::load_unread_files_then_call,
         dict::{DictKind, dict_fromkeys},
         instance::class_name,
@@ -880,6 +881,7 @@ impl Type {
             | Self::ItertoolsTee
             | Self::ItertoolsTeeDataObject => itertools::construct(self, vm, args),
 
+            // chainbox patch (CHAINBOX.md)
             Self::Object => crate::types::plain_object::init(vm, args),
             Self::Complex => complex::init(vm, args),
             Self::CsvDictReader => csv::dict_reader_init(vm, args),

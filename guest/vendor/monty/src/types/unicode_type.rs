@@ -71,6 +71,7 @@ pub(super) fn decimal_value(c: char) -> Option<u32> {
     }
 }
 
+// chainbox patch (CHAINBOX.md)
 /// The text as `int()` and `float()` read a `str`: each Unicode decimal digit
 /// as its ASCII digit and each whitespace character as a space (CPython's
 /// `_PyUnicode_TransformDecimalAndSpaceToASCII`), so `int('١٢٣')` is 123.

@@ -347,6 +347,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, Union> {
     /// Members render as in a generic alias, except that `NoneType` prints
     /// as `None`.
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
         let args = self.get(vm.heap).args(vm.heap);

@@ -225,6 +225,7 @@ impl<'h> VM<'h> {
             panic!("gather commit frame id is not a GatherFuture")
         };
         let gather_id = frame.gather;
+        // chainbox patch (CHAINBOX.md)
         let return_exceptions = gather.get(self.heap).return_exceptions;
 
         while frame.next < frame.results.len() {
@@ -239,6 +240,7 @@ impl<'h> VM<'h> {
                 continue;
             }
 
+            // chainbox patch (CHAINBOX.md)
             let polled = match self.heap.read(item_id) {
                 HeapReadOutput::Coroutine(coro) => {
                     // Reject reuse up-front: either the coroutine is no longer
@@ -422,6 +424,7 @@ impl<'h> VM<'h> {
             self.activate_task(next_task_id)?;
             Ok(AwaitResult::FramePushed)
         } else {
+            // chainbox patch (CHAINBOX.md)
             Ok(AwaitResult::Yield(self.scheduler.pending_call_ids(self.heap)))
         }
     }
@@ -461,6 +464,7 @@ impl<'h> VM<'h> {
         if self.resume_after_task_exit(delivery)? {
             Ok(AwaitResult::FramePushed)
         } else {
+            // chainbox patch (CHAINBOX.md)
             Ok(AwaitResult::Yield(self.scheduler.pending_call_ids(self.heap)))
         }
     }
@@ -965,6 +969,7 @@ impl<'h> VM<'h> {
             return self.run_external();
         }
 
+        // chainbox patch (CHAINBOX.md)
         let pending_call_ids = self.scheduler.pending_call_ids(self.heap);
 
         if pending_call_ids.is_empty() {

@@ -6,6 +6,7 @@ use crate::{
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     heap::DropGuard,
     types::PyTrait,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     value::{AugmentedOp, Value},
 };
 

@@ -8,6 +8,7 @@ use std::mem;
 
 use monty_types::{MontyUuid, OsFunctionCall};
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use super::{
     CallFrame, VM, attr::PendingLookupEffect, collections::star_not_iterable, function_namespace,
     recursion::RunReentryGuard,
@@ -27,6 +28,7 @@ use crate::{
     modules::dataclasses,
     os_dispatch::{PendingEffect, release_pending_effect},
     resource_checks::check_estimated_size,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     types::{Dict, Instance, PyTrait, Type, collect_iterable, instance::class_name},
     value::{EitherStr, VALUE_SIZE, Value, callee_display, method_callee_display},
 };
@@ -589,6 +591,7 @@ impl<'h> VM<'h> {
         let (pending, this) = pending_kwargs.as_parts_mut();
 
         // Extract positional args from tuple
+        // chainbox patch (CHAINBOX.md)
         let copied_args = this.star_args(args_tuple, |vm| callee_display(callable, vm))?;
 
         // Build ArgValues from positional args and optional kwargs
@@ -621,6 +624,7 @@ impl<'h> VM<'h> {
         let (pending_values, this) = pending.as_parts_mut();
 
         // Extract positional args from tuple
+        // chainbox patch (CHAINBOX.md)
         let receiver = &pending_values.0;
         let copied_args = this.star_args(args_tuple, |vm| {
             let name = vm.interns.get_str(name_id);
@@ -711,6 +715,7 @@ impl<'h> VM<'h> {
         }
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// Builds `ArgValues` with kwargs for `CallAttrExtended`.
     ///
     /// # Panics
@@ -910,6 +915,7 @@ impl<'h> VM<'h> {
         let (namespace, this) = namespace_guard.as_parts_mut();
 
         // 2. Bind arguments to parameters
+        // chainbox patch (CHAINBOX.md)
         func.signature
             .bind(args, defaults, this, func.qualified_name(), namespace)?;
 
@@ -996,6 +1002,7 @@ impl<'h> VM<'h> {
 
         // 2. Bind arguments to parameters
         {
+            // chainbox patch (CHAINBOX.md)
             let bind_result = func
                 .signature
                 .bind(args, defaults, this, func.qualified_name(), namespace);

@@ -1,6 +1,7 @@
 //! Collection building and unpacking helpers for the VM.
 
 use super::VM;
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use crate::bytecode::op::NO_CALL_NAME;
 use crate::{
     defer_drop, defer_drop_mut,
@@ -113,6 +114,7 @@ impl VM<'_> {
     /// Pops the iterable, extends the list in place, leaves list on stack.
     ///
     /// Raises `TypeError("Value after * must be an iterable, not {type}")` for non-iterables,
+    // chainbox patch (CHAINBOX.md)
     /// matching CPython's message for list/tuple literal unpacking (`[*x]`, `(*x,)`) and
     /// for a call's `*x` that is not its lone positional argument (`f(1, *x)`).
     ///
@@ -128,6 +130,7 @@ impl VM<'_> {
         let (list_ref, this) = list_ref_guard.as_parts();
 
         if !iterable.py_is_iterable(this) {
+            // chainbox patch (CHAINBOX.md)
             return Err(star_not_iterable(iterable, None, this));
         }
 
@@ -217,6 +220,7 @@ impl VM<'_> {
     /// Uses `defer_drop!` for `mapping` (always dropped) and `DropGuard` for
     /// `dict_ref` (pushed back on success, dropped on error).
     pub(super) fn dict_merge(&mut self, func_name_id: u16) -> Result<(), RunError> {
+        // chainbox patch (CHAINBOX.md)
         // The callee sits under `[args_tuple, kwargs_dict, mapping]`; naming
         // it at run time gives CPython's `__main__.f` for any callable
         // expression, where the call site knows only a name, if that.
@@ -627,6 +631,7 @@ impl VM<'_> {
 }
 
 /// Resolves the function-name string used by `DictMerge` error wording.
+// chainbox patch (CHAINBOX.md)
 /// [`NO_CALL_NAME`] is the compiler sentinel for "unknown caller".
 fn func_name_for_dict_merge(func_name_id: u16, vm: &VM<'_>) -> String {
     if func_name_id == NO_CALL_NAME {

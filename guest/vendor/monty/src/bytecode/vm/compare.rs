@@ -5,6 +5,7 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     expressions::CmpOperator,
+    // chainbox patch (CHAINBOX.md)
     heap::HeapData,
     types::{CmpOrder, PyTrait},
     value::Value,
@@ -104,6 +105,7 @@ impl VM<'_> {
             return Ok(result);
         }
 
+        // chainbox patch (CHAINBOX.md)
         if let Some(kind) = sequence_kind(lhs, self)
             && sequence_kind(rhs, self) == Some(kind)
         {

@@ -6,6 +6,7 @@ use super::VM;
 use crate::{
     builtins::Builtins,
     defer_drop,
+    // chainbox patch (CHAINBOX.md)
     exception_private::{
         ExcType, ExcTypeExt, ExceptionRaise, RawStackFrame, RunError, RunResult, SimpleException, exception_value,
         raised_copy,
@@ -59,6 +60,7 @@ enum ExceptionHandlingResult {
 
 impl VM<'_> {
     /// Returns the current function name, or `<module>` outside a function.
+    // chainbox patch (CHAINBOX.md)
     pub(super) fn current_frame_name(&self) -> StringId {
         match self.current_frame().function_id {
             Some(func_id) => self.interns.get_function(func_id).name.name_id,

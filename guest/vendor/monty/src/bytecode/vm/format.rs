@@ -83,6 +83,7 @@ impl VM<'_> {
                         unreachable!("FORMAT_VALUE_STATIC_SPEC flag without Value::Int on stack");
                     };
                     let spec = decode_format_spec(*encoded);
+                    // chainbox patch (CHAINBOX.md)
                     this.format_static_spec(value, conversion, &spec)?
                 } else {
                     let spec = str_value_into_string(spec_value.py_str(this)?, this)?;
@@ -311,6 +312,7 @@ impl VM<'_> {
                 message.push_str(spec)?;
                 message.push('\'')?;
             }
+            // chainbox patch (CHAINBOX.md)
             ParseFormatSpecReason::NumberOverflow => message.push_str(crate::fstring::TOO_MANY_DIGITS)?,
             ParseFormatSpecReason::MissingPrecision => {
                 message.push_str("Format specifier missing precision")?;

@@ -26,6 +26,7 @@ use exceptions::CaughtException;
 use monty_types::{InvalidInputError, MontyObject, MontyUuid, OsFunctionCall, PrintWriter, SourceRange};
 pub(crate) use namespace::{FrameNamespace, function_namespace};
 use recursion::frame_recursion_depth;
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 pub(crate) use recursion::{ContainsVM, MAX_DATA_DEPTH, RecursionToken, RunReentryGuard};
 use scheduler::Scheduler;
 
@@ -52,6 +53,7 @@ use crate::{
     name_map::NameMap,
     object_bridge::MontyObjectExt,
     os_dispatch::{
+        // chainbox patch: imports for this file's patches (CHAINBOX.md)
         PendingEffect, PostConversionEffect, PreConversionEffect, Reshaped, empty_path_error, release_pending_effect,
         resolve_call_paths, urandom_reply_error,
     },
@@ -907,6 +909,7 @@ impl<'h> VM<'h> {
             module_code: &program.module_code,
             json_string_cache: JsonStringCache::default(),
             pending_effect: None,
+            // chainbox patch (CHAINBOX.md)
             os_call_spelled: Vec::new(),
             pending_lookup_effect: None,
             recursion_depth: 0,
@@ -979,6 +982,7 @@ impl<'h> VM<'h> {
             ext_function_load_ip: None,
             json_string_cache: JsonStringCache::default(),
             pending_effect: snapshot.pending_effect,
+            // chainbox patch (CHAINBOX.md)
             os_call_spelled: snapshot.os_call_spelled,
             pending_lookup_effect: snapshot.pending_lookup_effect,
             recursion_depth: current_frame_depth,
@@ -1039,6 +1043,7 @@ impl<'h> VM<'h> {
             instruction_ip: self.instruction_ip,
             scheduler: mem::take(&mut self.scheduler),
             pending_effect: self.pending_effect.take(),
+            // chainbox patch (CHAINBOX.md)
             os_call_spelled: mem::take(&mut self.os_call_spelled),
             pending_lookup_effect: self.pending_lookup_effect.take(),
             // Reset to the starting directory rather than `take` (an empty
@@ -1082,6 +1087,7 @@ impl<'h> VM<'h> {
         mut call: OsFunctionCall,
         effect: Option<PendingEffect>,
     ) -> RunResult<Option<FrameExit>> {
+        // chainbox patch (CHAINBOX.md)
         // A rename's error names both paths (`'a' -> 'b'`); the host names
         // the source only. An empty "joined" path marks the second name.
         let destination = match &call {
@@ -1417,6 +1423,7 @@ impl<'h> VM<'h> {
                 }
                 Opcode::DeleteLocal => {
                     let slot = u16::from(self.current_frame.fetch_u8());
+                    // chainbox patch (CHAINBOX.md)
                     try_catch!(self, self.delete_local(slot));
                 }
                 Opcode::DeleteGlobal => {
@@ -1461,6 +1468,7 @@ impl<'h> VM<'h> {
                 }
                 Opcode::DeleteCell => {
                     let slot = self.current_frame.fetch_u16();
+                    // chainbox patch (CHAINBOX.md)
                     try_catch!(self, self.delete_cell(slot));
                 }
                 // Binary Operations - route through exception handling for tracebacks
@@ -1513,6 +1521,7 @@ impl<'h> VM<'h> {
                 // Monty's other types have no distinct in-place form.
                 Opcode::InplaceAdd => try_catch!(self, self.inplace_add()),
                 Opcode::InplaceSub => try_catch!(self, self.inplace_sub()),
+                // chainbox patch (CHAINBOX.md)
                 Opcode::InplaceMul => try_catch!(self, self.inplace_mul()),
                 Opcode::InplaceDiv => try_catch!(self, self.inplace_binary(AugmentedOp::TrueDiv)),
                 Opcode::InplaceFloorDiv => try_catch!(self, self.inplace_binary(AugmentedOp::FloorDiv)),
@@ -2138,6 +2147,7 @@ impl<'h> VM<'h> {
     /// through the corresponding helper (file-state update or `os.listdir`
     /// name reduction) before it is pushed back to Python.
     pub fn resume(&mut self, obj: MontyObject) -> Result<FrameExit, RunError> {
+        // chainbox patch (CHAINBOX.md)
         self.os_call_spelled.clear();
         // Pre-conversion effects reshape the raw host object; a post-conversion
         // effect waits in the slot until the value exists to apply it to.
@@ -2328,6 +2338,7 @@ impl<'h> VM<'h> {
     ///
     /// Also clears any pending file effect so user code that catches a
     /// host-side OS exception can retry without stale in-flight state.
+    // chainbox patch (CHAINBOX.md)
     pub fn resume_with_exception(&mut self, mut error: RunError) -> Result<FrameExit, RunError> {
         let spelled = mem::take(&mut self.os_call_spelled);
         if !spelled.is_empty()
@@ -2559,6 +2570,7 @@ impl<'h> VM<'h> {
     /// With no pending calls, report the stall now: resuming cannot progress
     /// and would obscure the discarded task that caused it.
     pub(super) fn pending_futures_exit(&self) -> Result<FrameExit, RunError> {
+        // chainbox patch (CHAINBOX.md)
         let pending_call_ids = self.scheduler.pending_call_ids(self.heap);
         if pending_call_ids.is_empty() {
             Err(RunError::internal(

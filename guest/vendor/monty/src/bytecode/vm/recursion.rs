@@ -1,5 +1,6 @@
 //! Recursion-depth tracking for the [`VM`].
 //!
+// chainbox patch (CHAINBOX.md)
 //! The counters live on the `VM` (not the heap) because every site that
 //! charges depth has a `&mut VM` in scope. Non-frozen call frames charge the
 //! Python recursion limit ([`VM::incr_recursion`]); nested data traversals —
@@ -51,6 +52,7 @@ impl<'h> VM<'h> {
     ///
     /// Returns `Err(ResourceError::Recursion)` if the limit would be exceeded.
     pub(crate) fn recursion_guard(&mut self) -> Result<RecursionGuard<'_, 'h>, ResourceError> {
+        // chainbox patch (CHAINBOX.md)
         self.incr_data_depth()?;
         Ok(RecursionGuard { vm: self })
     }
@@ -84,6 +86,7 @@ impl<'h> VM<'h> {
     }
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Backstop on nested data traversals (`repr`, `==`, `<`, `hash`, json,
 /// `deepcopy`, `isinstance` tuples), counted apart from Python frames.
 ///
@@ -208,6 +211,7 @@ impl VM<'_> {
     /// not a user-configurable limit.
     #[inline]
     pub(crate) fn enter_run_reentry(&mut self) -> Result<(), ResourceError> {
+        // chainbox patch (CHAINBOX.md)
         if let Some(new_value) = self.run_reentry_depth.checked_sub(1)
             && !stack_nearly_exhausted()
         {
@@ -312,6 +316,7 @@ impl<'h> ContainsVM<'h> for VM<'h> {
 /// for different `Self` types.
 impl<'h, C: ContainsVM<'h>> DropWithContext<C> for RecursionToken {
     fn drop_with(self, ctx: &mut C) {
+        // chainbox patch (CHAINBOX.md)
         ctx.vm().decr_data_depth();
     }
 }

@@ -12,6 +12,7 @@ use smallvec::{SmallVec, smallvec};
 
 use super::{FrameNamespace, exceptions::CaughtException};
 use crate::{
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     asyncio::{Awaiter, CallId, ExternalFutureState, TaskId},
     exception_private::RunResult,
     heap::{ContainsHeap, DropWithContext, Heap, HeapId, HeapReadOutput, HeapReader},

@@ -20,6 +20,7 @@ use crate::{
     heap::{DropGuard, DropWithContext, HeapData, HeapObjectRead, HeapReadOutput},
     py_value::PyValue,
     resource_checks::check_repeat_size,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     sorting::sort_indices,
     types::{Dict, List, PyTrait, allocate_tuple, iter::collect_owned_iterable, py_trait::CmpOrder},
     value::{VALUE_SIZE, Value},
@@ -96,6 +97,7 @@ fn count_holds(lhs: &Value, rhs: &Value, op: CountCmp, vm: &mut VM<'_>) -> RunRe
     }
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Whether a count is strictly greater than zero (the `Counter` algebra keeps
 /// only positive results). CPython's `_keep_positive` filters with `count > 0`,
 /// so an unorderable count reports `>` and a `NaN` count is not positive.
@@ -322,6 +324,7 @@ pub(crate) fn counter_total<'h>(counter: &HeapObjectRead<'h, Dict>, vm: &mut VM<
 /// live on the heap), which callers cannot hold alongside a `Dict` borrow.
 /// Consumes `counts`.
 pub(crate) fn counter_order(counts: Vec<Value>, vm: &mut VM<'_>) -> RunResult<Vec<usize>> {
+    // chainbox patch (CHAINBOX.md)
     // CPython's `sorted(self.items(), key=itemgetter(1), reverse=True)`.
     let mut order: Vec<usize> = (0..counts.len()).collect();
     let sorted = sort_indices(&mut order, &counts, true, vm);

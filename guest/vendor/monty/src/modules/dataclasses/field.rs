@@ -282,6 +282,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DataclassField> {
     /// CPython's `Field.__repr__`, attribute for attribute. `type` is annotation
     /// text, the one spelling Monty cannot reproduce (a documented divergence).
     fn py_repr_fmt(&self, f: &mut impl Write, vm: &mut VM<'h>, heap_ids: &mut LazyHeapSet) -> RunResult<()> {
+        // chainbox patch (CHAINBOX.md)
         let mut guard = vm.recursion_guard()?;
         let vm = &mut *guard;
         // Cloned out first: recursing into `py_repr_fmt` needs the heap mutably.

@@ -9,6 +9,7 @@
 //! nothing, as in CPython. The VM's dunder paths recognise these objects and call
 //! the native code directly; explicit calls (`C.__eq__(a, b)`) go through `py_call`.
 
+// chainbox patch: imports for this file's patches (CHAINBOX.md)
 use std::{fmt::Write, mem};
 
 use crate::{
@@ -273,6 +274,7 @@ impl<'h> PyTrait<'h> for HeapObjectRead<'h, DataclassMethod> {
         let qualname = self.get(vm.heap).qualname();
         Ok(write!(
             f,
+            // chainbox patch (CHAINBOX.md)
             "<function {qualname} at 0x{:x}>",
             self.py_identity().encoded()
         )?)
@@ -738,6 +740,7 @@ pub(crate) fn dataclass_hash(self_id: HeapId, field_names: &[StringId], vm: &mut
     let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
     // Same walk as `Tuple::py_hash`, so `hash(Point(1, 2)) == hash((1, 2))`.
+    // chainbox patch (CHAINBOX.md)
     let mut hasher = TupleHasher::new();
     for name_id in field_names {
         let field_name = vm.interns.get_str(*name_id).to_owned();

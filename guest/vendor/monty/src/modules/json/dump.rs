@@ -14,6 +14,7 @@ use crate::{
     defer_drop, defer_drop_mut,
     exception_private::{ExcType, ExcTypeExt, RunError, RunResult},
     heap::{ContainsHeap, DropGuard, DropWithContext, Heap, HeapData, HeapId, HeapRead},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     identity::Identity,
     py_value::PyValue,
     sorting::{apply_permutation, sort_indices},
@@ -217,6 +218,7 @@ pub(super) fn call_dump(vm: &mut VM<'_>, args: ArgValues) -> RunResult<CallResul
         allow_nan,
         separators,
         skipkeys,
+        // chainbox patch (CHAINBOX.md)
         default,
     } = JsonDumpArgs::from_args(args, vm)?;
     defer_drop!(obj, vm);
@@ -311,6 +313,7 @@ struct JsonDumpsArgs {
     separators: Value,
     #[from_args(kw_only, default = Value::Bool(false))]
     skipkeys: Value,
+    // chainbox patch (CHAINBOX.md)
     #[from_args(kw_only, default = Value::None)]
     default: Value,
 }
@@ -334,6 +337,7 @@ struct JsonDumpArgs {
     separators: Value,
     #[from_args(kw_only, default = Value::Bool(false))]
     skipkeys: Value,
+    // chainbox patch (CHAINBOX.md)
     #[from_args(kw_only, default = Value::None)]
     default: Value,
 }
@@ -567,6 +571,7 @@ impl<'h> Encoder<'_, 'h> {
                 defer_drop!(token, this);
                 this.with_entered_container(dict.id(), |enc| enc.serialize_dict(entries, depth))
             }
+            // chainbox patch (CHAINBOX.md)
             _ if self.default.is_some() => self.serialize_with_default(value, depth),
             _ => {
                 // CPython names the class by `__name__`: `Decimal`, not `decimal.Decimal`.

@@ -50,6 +50,7 @@ impl From<RunError> for JsonLoadError {
 /// Result type used internally while streaming JSON from `jiter`.
 type ParseResult<T> = Result<T, JsonLoadError>;
 
+// chainbox patch (CHAINBOX.md)
 /// Nesting depth past which [`cpython_syntax_error`] gives up finding where
 /// CPython's scanner stops (the parse itself is bounded by the stack left,
 /// through the VM's data-traversal depth).
@@ -202,6 +203,7 @@ fn parse_json_bytes(bytes: &[u8], hooks: &NumberHooks<'_>, vm: &mut VM<'_>) -> R
     // Take the cache out of the VM so we can pass it alongside &mut VM
     // without conflicting borrows. `mem::take` leaves `Default` in its place.
     let mut cache = mem::take(&mut vm.json_string_cache);
+    // chainbox patch (CHAINBOX.md)
     let result = parse_json_value(&mut jiter, &mut cache, hooks, vm);
     // Always restore the cache before returning, regardless of success/failure.
     vm.json_string_cache = cache;
@@ -225,6 +227,7 @@ fn parse_json_bytes(bytes: &[u8], hooks: &NumberHooks<'_>, vm: &mut VM<'_>) -> R
 /// tape buffer on the next parser step.
 fn parse_json_value(
     jiter: &mut Jiter<'_>,
+    // chainbox patch (CHAINBOX.md)
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
@@ -251,6 +254,7 @@ fn parse_json_value_from_peek(
         }
         Peek::True | Peek::False => jiter.known_bool(peek).map(Value::Bool).map_err(Into::into),
         Peek::String => Ok(allocate_cached_string(parse_json_string(jiter)?, cache, vm.heap)),
+        // chainbox patch (CHAINBOX.md)
         // Each level of nesting charges a data-traversal level: deep JSON
         // ends in `RecursionError` where the stack runs short, as in CPython.
         Peek::Array => parse_json_array(jiter, cache, hooks, &mut *vm.recursion_guard().map_err(RunError::from)?),
@@ -324,6 +328,7 @@ fn parse_json_number(
 /// intermediate `JsonValue` tree.
 fn parse_json_array(
     jiter: &mut Jiter<'_>,
+    // chainbox patch (CHAINBOX.md)
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
@@ -343,6 +348,7 @@ fn parse_json_array(
             .tracker
             .check_memory_time_every(values.len())
             .map_err(RunError::from)?;
+        // chainbox patch (CHAINBOX.md)
         let value = parse_json_value_from_peek(next, jiter, cache, hooks, vm)?;
         // The whole parse runs inside one native call, so this doubling is the only
         // thing between a graceful `MemoryError` and an allocation past the allocator's
@@ -381,6 +387,7 @@ fn parse_json_string(jiter: &mut Jiter<'_>) -> ParseResult<String> {
 /// temporary string storage on the next parser step.
 fn parse_json_object(
     jiter: &mut Jiter<'_>,
+    // chainbox patch (CHAINBOX.md)
     cache: &mut JsonStringCache,
     hooks: &NumberHooks<'_>,
     vm: &mut VM<'_>,
@@ -427,6 +434,7 @@ fn parse_next_object_key(jiter: &mut Jiter<'_>) -> ParseResult<Option<String>> {
     Ok(jiter.next_key().map(|key| key.map(ToOwned::to_owned))?)
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Converts `jiter`'s oversized-integer parse error into CPython's digit-limit
 /// `ValueError` when the offending token is a decimal integer literal.
 fn json_number_out_of_range_to_run_error(error: &JiterError, bytes: &[u8]) -> Option<RunError> {

@@ -47,6 +47,7 @@ fn strip_trailing_slashes(head: &[u8]) -> &[u8] {
 
 /// `os.path.splitext`: `(root, ext)` where `ext` starts at the last `.` of
 /// the final component, unless that component is nothing but leading dots.
+// chainbox patch (CHAINBOX.md)
 pub(crate) fn splitext(path: &[u8]) -> (&[u8], &[u8]) {
     let sep_index = path.iter().rposition(|&c| c == b'/');
     let dot_index = path.iter().rposition(|&c| c == b'.');

@@ -213,6 +213,7 @@ impl Coeff {
         !self.is_zero() && self.trailing_zeros() == self.digits() - 1 && self.digit_at(self.digits() - 1) == 1
     }
 
+    // chainbox patch (CHAINBOX.md)
     /// The value modulo `modulus` (for the hash, modulo `2**61 - 1`).
     pub(crate) fn rem_u64(&self, modulus: u64) -> u64 {
         let (radix, modulus) = (u128::from(RADIX), u128::from(modulus));

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     exception_private::{ExcType, ExcTypeExt, RunResult},
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     types::{
         number_methods::float_as_ratio,
         unicode_type::{decimal_value, is_space},
@@ -147,6 +148,7 @@ pub(crate) fn from_float(value: f64) -> Decimal {
         let (numerator, k) = float_as_ratio(value.abs());
         let coeff = numerator * num_traits::Pow::pow(BigInt::from(5u8), k);
         Decimal::from_bigint_triple(sign, &coeff, -i64::from(k))
+    // chainbox patch (CHAINBOX.md)
     }
 }
 

@@ -10,6 +10,7 @@
 use std::{borrow::Cow, cmp::Ordering, fmt::Write, mem};
 
 use num_bigint::BigInt;
+// chainbox patch (CHAINBOX.md)
 use smallvec::smallvec;
 use strum::{EnumString, IntoStaticStr};
 
@@ -26,6 +27,7 @@ use crate::{
     defer_drop,
     exception_private::{ExcType, ExcTypeExt, RunResult},
     expressions::CmpOperator,
+    // chainbox patch: imports for this file's patches (CHAINBOX.md)
     hash::{HASH_MODULUS, HashValue, hash_f64, identity_hash},
     heap::{DropWithContext, HeapData, HeapId, HeapObjectRead},
     intern::StaticStrings,
@@ -445,6 +447,7 @@ fn update_flags(vm: &mut VM<'_>, id: HeapId, settings: DecContext) {
     *context.get_mut(vm.heap) = settings;
 }
 
+// chainbox patch (CHAINBOX.md)
 /// Hashes as CPython's `Decimal.__hash__`: the value modulo `2**61 - 1`
 /// (`coefficient * 10**exponent`, a negative exponent through the inverse of
 /// 10), so a `Decimal` equal to an `int` or `float` hashes like it and a set

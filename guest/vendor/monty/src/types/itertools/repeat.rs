@@ -86,6 +86,7 @@ pub(super) fn repr_fmt<'h>(
 ) -> RunResult<()> {
     // Bound the Rust stack the same way `repr_sequence_fmt` does: cycles are
     // caught by `heap_ids`, but a deeply nested chain of repeats is not.
+    // chainbox patch (CHAINBOX.md)
     let mut guard = vm.recursion_guard()?;
     let vm = &mut *guard;
 
