@@ -333,7 +333,7 @@ mod tests {
     #[test]
     fn the_cpython_guest_numbers_the_c_math_functions_alike() {
         // Its module is Python, so the list is read from its source.
-        let guest = include_str!("../../cpython/src/chainbox_guest.py");
+        let guest = include_str!("../../cpython/src/chainbox_guest/protocol.py");
         let start = guest
             .find("C_MATH_FUNCTIONS = (")
             .expect("the guest lists C_MATH_FUNCTIONS");
