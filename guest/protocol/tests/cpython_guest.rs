@@ -21,20 +21,21 @@ enum Value {
     Strs(&'static [&'static str]),
 }
 
-/// Every constant the CPython guest shares with this crate: its Python
-/// name, where it is defined here, and its value.
-fn shared_constants() -> [(&'static str, &'static str, Value); 5] {
+/// Every constant the CPython guest shares with this crate, by its path
+/// here (its Python name is the last segment), and its value.
+fn shared_constants() -> [(&'static str, Value); 5] {
     [
-        ("PROTOCOL_VERSION", "PROTOCOL_VERSION", Value::Int(u64::from(PROTOCOL_VERSION))),
-        ("WORKSPACE", "WORKSPACE", Value::Str(WORKSPACE)),
-        ("MAX_VALUE_DEPTH", "MAX_VALUE_DEPTH", Value::Int(MAX_VALUE_DEPTH as u64)),
-        ("LOAD_ARTIFACT_FN", "LOAD_ARTIFACT_FN", Value::Str(LOAD_ARTIFACT_FN)),
-        (
-            "C_MATH_FUNCTIONS",
-            "imports::C_MATH_FUNCTIONS",
-            Value::Strs(&imports::C_MATH_FUNCTIONS),
-        ),
+        ("PROTOCOL_VERSION", Value::Int(u64::from(PROTOCOL_VERSION))),
+        ("WORKSPACE", Value::Str(WORKSPACE)),
+        ("MAX_VALUE_DEPTH", Value::Int(MAX_VALUE_DEPTH as u64)),
+        ("LOAD_ARTIFACT_FN", Value::Str(LOAD_ARTIFACT_FN)),
+        ("imports::C_MATH_FUNCTIONS", Value::Strs(&imports::C_MATH_FUNCTIONS)),
     ]
+}
+
+/// The Python name of the constant at `path`.
+fn python_name(path: &str) -> &str {
+    path.rsplit("::").next().unwrap_or(path)
 }
 
 /// A Python string literal (these are ASCII: JSON's quoting is Python's).
@@ -72,7 +73,8 @@ fn python_module() -> String {
          \x20   CHAINBOX_BLESS=1 cargo test -p chainbox-protocol\n\
          \"\"\"\n",
     );
-    for (name, rust, value) in shared_constants() {
+    for (rust, value) in shared_constants() {
+        let name = python_name(rust);
         let value = match value {
             Value::Int(n) => n.to_string(),
             Value::Str(s) => python_str(s),
@@ -111,7 +113,8 @@ fn no_other_module_of_the_cpython_guest_defines_a_protocol_constant() {
         }
         let source = std::fs::read_to_string(&path).expect("a guest module is UTF-8");
         for (number, line) in source.lines().enumerate() {
-            for (name, _, _) in shared_constants() {
+            for (rust, _) in shared_constants() {
+                let name = python_name(rust);
                 let defines = line
                     .trim_start()
                     .strip_prefix(name)
