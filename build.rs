@@ -14,7 +14,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chainbox_guest_build::{hashes, interrupt};
+use chainbox_guest_build::{hashes, inputs, interrupt};
 
 const GUEST_TARGET: &str = "wasm32-wasip1";
 
@@ -228,40 +228,16 @@ const CPYTHON_SOURCES: [&str; 3] = ["wit", "src", "hashes"];
 /// What the passes over it are in `guest/build`.
 const PASSES_SOURCES: [&str; 2] = ["Cargo.toml", "src"];
 
-/// Everything the CPython guest is built from, as one byte string: the
-/// pinned componentize-py, then each file of [`CPYTHON_SOURCES`] (in
-/// `source`) and [`PASSES_SOURCES`] (in `passes`), and of the directories
-/// below them (the guest is a package), by name and content (sorted, so
-/// the order is stable).
+/// Everything the CPython guest is built from, as one key (see
+/// [`inputs::build_key`]): the pinned componentize-py, then every file of
+/// [`CPYTHON_SOURCES`] (in `source`) and [`PASSES_SOURCES`] (in `passes`).
 fn cpython_inputs(source: &Path, passes: &Path) -> Vec<u8> {
-    let mut files = Vec::new();
-    let dirs = CPYTHON_SOURCES.iter().map(|dir| source.join(dir));
-    for path in dirs.chain(PASSES_SOURCES.iter().map(|path| passes.join(path))) {
-        collect_files(&path, &mut files);
-    }
-    files.sort();
-    let mut inputs = COMPONENTIZE_PY.as_bytes().to_vec();
-    for file in files {
-        inputs.extend_from_slice(file.to_string_lossy().as_bytes());
-        inputs.push(0);
-        inputs.extend(std::fs::read(&file).unwrap_or_default());
-        inputs.push(0);
-    }
-    inputs
-}
-
-/// `path` if it is a file, else every file below it, skipping Python's
-/// bytecode caches (a native test run writes them; they are not sources).
-fn collect_files(path: &Path, files: &mut Vec<PathBuf>) {
-    if path.is_file() {
-        files.push(path.to_path_buf());
-    } else if path.file_name().is_some_and(|name| name != "__pycache__")
-        && let Ok(entries) = std::fs::read_dir(path)
-    {
-        for entry in entries.flatten() {
-            collect_files(&entry.path(), files);
-        }
-    }
+    let roots: Vec<PathBuf> = CPYTHON_SOURCES
+        .iter()
+        .map(|dir| source.join(dir))
+        .chain(PASSES_SOURCES.iter().map(|path| passes.join(path)))
+        .collect();
+    inputs::build_key(COMPONENTIZE_PY, &roots)
 }
 
 /// Adds the wasm target with rustup when the active toolchain lacks it.
