@@ -6,6 +6,7 @@ They run the guest package in this machine's CPython with a fake host that
 answers tool calls in-process, and check the `Finish` it returns and the
 host calls it makes. (the built component is tested through the engine by `tests/it`.)
 """
+import ast
 import json
 import os
 import sys
@@ -523,6 +524,42 @@ class LinuxErrno(unittest.TestCase):
 
     def test_nothing_is_renumbered_on_linux(self):
         self.assertEqual(linux_errno._linux_errno_for_wasi(), {})
+
+
+class Package(unittest.TestCase):
+    def test_its_modules_import_each_other_without_a_cycle(self):
+        # The package is layered (its `__init__` lists the modules in
+        # order): a module never imports one that imports it back.
+        package = os.path.dirname(chainbox_guest.__file__)
+        imports = {}
+        for name in sorted(os.listdir(package)):
+            if name.endswith(".py") and name != "__init__.py":
+                with open(os.path.join(package, name), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                imports[name[:-3]] = {
+                    target
+                    for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.level == 1
+                    for target in ([node.module] if node.module else [a.name for a in node.names])
+                }
+        done = set()
+
+        def visit(module, path):
+            self.assertNotIn(module, path, f"import cycle: {' -> '.join(path + [module])}")
+            if module not in done:
+                for target in sorted(imports.get(module, ())):
+                    visit(target, path + [module])
+                done.add(module)
+
+        for module in imports:
+            visit(module, [])
+
+    def test_every_module_is_imported_by_the_package(self):
+        # What the package does not import is not in the snapshot.
+        package = os.path.dirname(chainbox_guest.__file__)
+        modules = {n[:-3] for n in os.listdir(package) if n.endswith(".py") and n != "__init__.py"}
+        missing = {m for m in modules if f"chainbox_guest.{m}" not in sys.modules}
+        self.assertEqual(missing, set())
 
 
 def errno_name(number):

@@ -11,8 +11,9 @@ _GMTIME = time.gmtime
 
 
 def _gmtime_as_glibc(*args):
-    """`time.gmtime`, its zone named `GMT` (see `_patch_interpreter`); the
-    C function checks the arguments, so its errors are its own."""
+    """`time.gmtime`, its zone named `GMT` (see
+    `interpreter._patch_interpreter`); the C function checks the arguments,
+    so its errors are its own."""
     tm = _GMTIME(*args)
     return time.struct_time(tuple(tm), {"tm_zone": "GMT", "tm_gmtoff": 0})
 
