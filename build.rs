@@ -3,7 +3,7 @@
 //! own target dir (`target/guest`), profile and lock file; and the CPython
 //! guest (`guest/cpython`), a WebAssembly component made by PyPI's
 //! `componentize-py` (pinned, installed with `python3 -m pip` into
-//! `target/guest/componentize-py`) from the WIT world and the guest module,
+//! `target/guest/componentize-py`) from the WIT world and the guest package,
 //! with 64-bit CPython's numeric hashes (`guest/cpython/hashes`) spliced
 //! into its libpython and interruption points in its code, by the passes of
 //! `guest/build` (the `chainbox-guest-build` crate).
@@ -14,7 +14,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chainbox_guest_build::{hashes, interrupt};
+use chainbox_guest_build::{hashes, inputs, interrupt};
 
 const GUEST_TARGET: &str = "wasm32-wasip1";
 
@@ -222,35 +222,22 @@ fn build_hashes(source: &Path, guest_dir: &Path) -> Vec<u8> {
 }
 
 /// What the CPython guest is built from in `guest/cpython`: the WIT world,
-/// the guest module and the hashes' source.
+/// the guest package (`src/chainbox_guest/`) and the hashes' source.
 const CPYTHON_SOURCES: [&str; 3] = ["wit", "src", "hashes"];
 
 /// What the passes over it are in `guest/build`.
-const PASSES_SOURCES: [&str; 3] = ["Cargo.toml", "src", "src/interrupt"];
+const PASSES_SOURCES: [&str; 2] = ["Cargo.toml", "src"];
 
-/// Everything the CPython guest is built from, as one byte string: the
-/// pinned componentize-py, then each file of [`CPYTHON_SOURCES`] (in
-/// `source`) and [`PASSES_SOURCES`] (in `passes`) by name and content
-/// (sorted, so the order is stable).
+/// Everything the CPython guest is built from, as one key (see
+/// [`inputs::build_key`]): the pinned componentize-py, then every file of
+/// [`CPYTHON_SOURCES`] (in `source`) and [`PASSES_SOURCES`] (in `passes`).
 fn cpython_inputs(source: &Path, passes: &Path) -> Vec<u8> {
-    let mut files = Vec::new();
-    let dirs = CPYTHON_SOURCES.iter().map(|dir| source.join(dir));
-    for path in dirs.chain(PASSES_SOURCES.iter().map(|path| passes.join(path))) {
-        if path.is_file() {
-            files.push(path);
-        } else if let Ok(entries) = std::fs::read_dir(&path) {
-            files.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_file()));
-        }
-    }
-    files.sort();
-    let mut inputs = COMPONENTIZE_PY.as_bytes().to_vec();
-    for file in files {
-        inputs.extend_from_slice(file.to_string_lossy().as_bytes());
-        inputs.push(0);
-        inputs.extend(std::fs::read(&file).unwrap_or_default());
-        inputs.push(0);
-    }
-    inputs
+    let roots: Vec<PathBuf> = CPYTHON_SOURCES
+        .iter()
+        .map(|dir| source.join(dir))
+        .chain(PASSES_SOURCES.iter().map(|path| passes.join(path)))
+        .collect();
+    inputs::build_key(COMPONENTIZE_PY, &roots)
 }
 
 /// Adds the wasm target with rustup when the active toolchain lacks it.

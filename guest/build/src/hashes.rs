@@ -16,8 +16,8 @@
 //! (`rehash_inlined_frozenset`); and `slot_tp_hash` converts a Python
 //! `__hash__`'s int with `chainbox_hash_of_int` (`redirect_call`). The
 //! snapshot componentize-py took of the initialised interpreter keeps the
-//! 32-bit hashes: the guest module rehashes its containers (see
-//! `_STALE_CONTAINERS` in chainbox_guest.py).
+//! 32-bit hashes: the guest rehashes its containers (see
+//! `_STALE_CONTAINERS` in the guest package's `stale.py`).
 
 use std::ops::Range;
 

@@ -1,0 +1,62 @@
+"""The export: one chain, a `RunRequest` in and a `Finish` out."""
+
+import traceback
+import warnings
+
+from .messages import _JSON_DECODE, _JSON_ENCODE, _internal_error, _script_error, _wire
+from .protocol import PROTOCOL_VERSION, WORKSPACE
+from .reports import _head, _head_tail, _safe_str
+from .script import compile_script
+from .session import _Session
+from .stale import _STALE_CONTAINERS, _rehash_stale_containers
+
+
+def run_chain(request, host, workspace=WORKSPACE):
+    """Runs one chain: a `RunRequest` (JSON text) in, a `Finish` (JSON text)
+    out. `host` has the four imports of the `host` interface: `start`,
+    `wait`, `load_artifact`, `stdout`. Never raises: an exception escaping
+    `run` would trap the whole instance."""
+    try:
+        finish = _run(request, host, workspace)
+    except BaseException as exc:
+        try:
+            finish = _internal_error(f"the guest failed: {type(exc).__name__}: {_head(_safe_str(exc), 2000)}")
+        except BaseException:
+            finish = _internal_error("the guest failed")
+    try:
+        return _wire(_JSON_ENCODE(finish))
+    except BaseException:
+        try:
+            return _JSON_ENCODE(_internal_error("the guest could not encode the chain's result"))
+        except BaseException:
+            return '{"result":{"status":"error","compile":false,"exc_type":"InternalError","message":"the guest failed","line":null,"traceback":"","memory_limit":false},"warnings":[]}'
+
+
+def _run(request, host, workspace):
+    if _STALE_CONTAINERS:
+        _rehash_stale_containers()
+    try:
+        req = _JSON_DECODE(request)
+        version = req["version"]
+        if version != PROTOCOL_VERSION:
+            return _internal_error(f"protocol version mismatch: host {version}, guest {PROTOCOL_VERSION}")
+        script = req["script"]
+        tools = [(t["name"], list(t["params"])) for t in req["tools"]]
+        limits = dict(req["limits"])
+        if not isinstance(script, str) or not all(isinstance(n, str) for n, _ in tools):
+            raise TypeError("script and tool names must be strings")
+    except (ValueError, KeyError, TypeError) as exc:
+        return _internal_error(f"malformed run request message: {exc}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning: CPython would print it to stderr
+            code = compile_script(script)
+    except Exception as exc:
+        # SyntaxError (and IndentationError...), or the parser's own limits
+        # (RecursionError, MemoryError, ValueError for NUL bytes).
+        line = exc.lineno if isinstance(exc, SyntaxError) else None
+        message = exc.msg if isinstance(exc, SyntaxError) and exc.msg else _safe_str(exc)
+        tb = "".join(traceback.format_exception_only(type(exc), exc))
+        error = _script_error(type(exc).__name__, _head(message), compile=True, line=line, tb=_head_tail(tb))
+        return {"result": error, "warnings": []}
+    return _Session(host, tools, limits).run(code, script, workspace)
