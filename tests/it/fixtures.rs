@@ -103,14 +103,11 @@ pub async fn run_tight(script: &str) -> ChainRunResult {
     run_adversarial(script, &tight()).await
 }
 
-/// [`run_tight`] on monty: for a test of monty's own handling of a limit
-/// (under `auto`, a script whose uses the allowlist does not hold all of
-/// runs on CPython, so `auto` is no longer a way to pick monty).
-pub async fn run_tight_on_monty(script: &str) -> ChainRunResult {
-    let policy = ChainPolicy {
-        python: chainbox::PythonChoice::Monty,
-        ..tight()
-    };
+/// [`run_tight`] on one guest: for a test of a guest's own handling of a
+/// limit (under `auto`, a script whose uses the allowlist does not all hold
+/// runs on CPython, so `auto` is not a way to pick monty).
+pub async fn run_tight_on(python: chainbox::PythonChoice, script: &str) -> ChainRunResult {
+    let policy = ChainPolicy { python, ..tight() };
     run_adversarial(script, &policy).await
 }
 

@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
+use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind, PythonChoice};
 
 use crate::fixtures::{
-    assert_ended, assert_next_chain_ok, assert_trace, cpu_capped, run_adversarial, run_tight, run_tight_on_monty, tight,
+    assert_ended, assert_next_chain_ok, assert_trace, cpu_capped, run_adversarial, run_tight, run_tight_on, tight,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -115,17 +115,19 @@ async fn sleep_with_absurd_durations_is_a_script_error_not_a_crash() {
         let script = format!(
             "import time\ntry:\n    time.sleep({arg})\n    r = 'slept'\nexcept Exception as e:\n    r = type(e).__name__\nr"
         );
-        let r = run_tight_on_monty(&script).await;
-        // inf may either be refused or sleep until the total timeout; it must never crash.
-        if expected.is_empty() {
-            assert!(
-                matches!(r.status, ChainStatus::Ok | ChainStatus::Timeout),
-                "{arg}: {r:#?}"
-            );
-            assert_ne!(r.error_kind(), Some(ErrorKind::Crash), "{arg}: {r:#?}");
-        } else {
-            assert_eq!(r.status, ChainStatus::Ok, "{arg}: {r:#?}");
-            assert_eq!(r.output, serde_json::json!(expected), "{arg}");
+        for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+            let r = run_tight_on(python, &script).await;
+            // inf may either be refused or sleep until the total timeout; it must never crash.
+            if expected.is_empty() {
+                assert!(
+                    matches!(r.status, ChainStatus::Ok | ChainStatus::Timeout),
+                    "{arg}: {r:#?}"
+                );
+                assert_ne!(r.error_kind(), Some(ErrorKind::Crash), "{arg}: {r:#?}");
+            } else {
+                assert_eq!(r.status, ChainStatus::Ok, "{arg}: {r:#?}");
+                assert_eq!(r.output, serde_json::json!(expected), "{arg} on {python:?}");
+            }
         }
     }
     assert_next_chain_ok().await;

@@ -108,6 +108,9 @@ def _guest_asyncio_run(main, *, debug=None, loop_factory=None):
             loop.close()
 
 
+_PY_TIME_MAX = (1 << 63) - 1
+
+
 def _host_sleep(seconds):
     """`time.sleep` for a chain: parks it on the host."""
     if not isinstance(seconds, (int, float)):
@@ -116,4 +119,7 @@ def _host_sleep(seconds):
         raise ValueError("Invalid value NaN (not a number)")
     if seconds < 0:
         raise ValueError("sleep length must be non-negative")
+    # CPython converts the length to int64 nanoseconds (`PyTime_t`) first.
+    if seconds * 1_000_000_000 > _PY_TIME_MAX:
+        raise OverflowError("timestamp too large to convert to C PyTime_t")
     _current_session().sleep_on_host(seconds)

@@ -264,6 +264,9 @@ class _Sandbox:
         # Output: stdout to the host, flushed last (callbacks run in reverse).
         stack.callback(session.stdout.flush)
         _patch(stack, sys, "stdout", session.stdout)
+        # `sys.argv` as `python main.py` has it (the component's WASI
+        # start-up leaves it empty, whatever the snapshot held).
+        _patch(stack, sys, "argv", [SCRIPT_FILENAME])
 
         # The script's module, and its source for tracebacks and inspect.
         old_main = sys.modules.get("__main__")
