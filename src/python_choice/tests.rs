@@ -1322,12 +1322,20 @@ fn copy_with_an_argument_is_paths_copy_and_goes_to_cpython() {
 #[test]
 #[ignore = "a tool: CHAINBOX_KEYS_DIR=dir cargo test --lib python_choice::tests::findings -- --ignored --nocapture"]
 fn findings_of_each_script() {
-    let Ok(dir) = std::env::var("CHAINBOX_KEYS_DIR") else { return };
-    let mut paths: Vec<_> = std::fs::read_dir(dir).expect("a directory").map(|e| e.expect("an entry").path()).collect();
+    let Ok(dir) = std::env::var("CHAINBOX_KEYS_DIR") else {
+        return;
+    };
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("a directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
     paths.sort();
     for path in paths {
         let script = std::fs::read_to_string(&path).expect("a script");
         let found = needs_cpython(&script).map_or_else(|| "monty".to_owned(), |needs| needs.to_string());
-        println!("{}: {found}", path.file_stem().and_then(|s| s.to_str()).unwrap_or_default());
+        println!(
+            "{}: {found}",
+            path.file_stem().and_then(|s| s.to_str()).unwrap_or_default()
+        );
     }
 }
