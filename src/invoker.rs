@@ -44,6 +44,7 @@ use serde_json::{Map, Value};
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::digest::{canonical_args, sha256_hex};
+use crate::journal::{Journal, JournalEntry, ReplayDiverged};
 use crate::policy::ChainPolicy;
 use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PolicyDecision};
 use crate::shaping::Shaper;
@@ -76,6 +77,17 @@ pub(crate) fn audit_call(run_id: &str, record: &ChainCallRecord, result_bytes: u
         policy = record.policy.map(PolicyDecision::as_str).unwrap_or_default(),
         "tool call"
     );
+}
+
+/// Why a call ends the chain before it starts.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refused {
+    /// The call past the budget.
+    #[error(transparent)]
+    Budget(#[from] BudgetExceeded),
+    /// A resumed chain asked for another call than its journal holds.
+    #[error(transparent)]
+    Diverged(#[from] ReplayDiverged),
 }
 
 /// The call past the budget: it ends the chain.
@@ -118,6 +130,11 @@ pub struct InvokerSession {
     shaper: Shaper,
     calls: AtomicU32,
     trace: Mutex<Vec<Slot>>,
+    /// Where each finished call is recorded, for a durable chain.
+    journal: Option<Arc<dyn Journal>>,
+    /// The calls a resumed chain is answered from (its journal when the
+    /// session began), by `seq - 1`.
+    replay: Vec<JournalEntry>,
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -173,7 +190,21 @@ impl InvokerSession {
             shaper,
             calls: AtomicU32::new(0),
             trace: Mutex::new(Vec::new()),
+            journal: None,
+            replay: Vec::new(),
         }
+    }
+
+    /// The session records every finished call in `journal`, and answers
+    /// the calls it already holds from it: call number `n` gets the outcome
+    /// of its `n`th entry, without running the tool, provided the script
+    /// asks for the same tool with the same arguments (else the chain ends,
+    /// [`Refused::Diverged`]). The first call past its end runs for real.
+    #[must_use]
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.replay = journal.recorded();
+        self.journal = Some(journal);
+        self
     }
 
     /// The chain's run id, as its logs and approval requests name it.
@@ -202,14 +233,14 @@ impl InvokerSession {
     }
 
     /// Runs one call through every gate and says how the script should see it.
-    pub async fn invoke(&self, call: ToolCall) -> Result<CallOutcome, BudgetExceeded> {
+    pub async fn invoke(&self, call: ToolCall) -> Result<CallOutcome, Refused> {
         let admitted = self.admit(call)?;
         Ok(self.run(admitted).await)
     }
 
     /// Runs a [`ToolCallRequest`] through every gate; its `call_id` is the
     /// one in the call's record.
-    pub async fn call(&self, request: ToolCallRequest) -> Result<CallOutcome, BudgetExceeded> {
+    pub async fn call(&self, request: ToolCallRequest) -> Result<CallOutcome, Refused> {
         let ToolCallRequest {
             call_id,
             name,
@@ -234,20 +265,33 @@ impl InvokerSession {
     /// Gate 1, the budget, and the call's trace record opened under a fresh
     /// `call_id`. Synchronous, so concurrent calls are counted in the order
     /// the script made them.
-    pub fn admit(&self, call: ToolCall) -> Result<Admitted, BudgetExceeded> {
+    pub fn admit(&self, call: ToolCall) -> Result<Admitted, Refused> {
         self.admit_with_id(call, new_call_id())
     }
 
-    fn admit_with_id(&self, call: ToolCall, call_id: String) -> Result<Admitted, BudgetExceeded> {
+    fn admit_with_id(&self, call: ToolCall, call_id: String) -> Result<Admitted, Refused> {
         let attempted = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         if attempted > self.policy.max_tool_calls {
             return Err(BudgetExceeded {
                 attempted,
                 limit: self.policy.max_tool_calls,
-            });
+            }
+            .into());
         }
         let canonical = canonical_args(&call.args);
         let args_digest = sha256_hex(&canonical);
+        if let Some(entry) = self.journaled(attempted)
+            && (entry.tool != call.tool || entry.args_digest != args_digest)
+        {
+            return Err(ReplayDiverged {
+                seq: attempted,
+                journaled_tool: entry.tool.clone(),
+                journaled_digest: entry.args_digest.clone(),
+                tool: call.tool,
+                args_digest,
+            }
+            .into());
+        }
         let started = Instant::now();
         let slot = self.open_slot(&call_id, &call.tool, &args_digest, started);
         Ok(Admitted {
@@ -275,9 +319,20 @@ impl InvokerSession {
         // Raw arguments may hold secrets: only at debug level.
         tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
         let mut verdict = Verdict::default();
-        let (status, outcome, artifact_ref) = self
-            .gates(number, slot, &call.tool, call.args, arg_bytes, &mut verdict)
-            .await;
+        let journaled = self.journaled(number);
+        let (status, outcome, artifact_ref) = match journaled {
+            // Answered from the journal: the tool ran when the chain first
+            // made this call, and does not run again.
+            Some(entry) => {
+                verdict.source.clone_from(&entry.source);
+                verdict.policy = entry.policy;
+                (entry.status, entry.outcome.clone(), entry.artifact_ref)
+            }
+            None => {
+                self.gates(number, slot, &call.tool, call.args, arg_bytes, &mut verdict)
+                    .await
+            }
+        };
         let record = ChainCallRecord {
             call_id,
             tool: call.tool,
@@ -294,9 +349,23 @@ impl InvokerSession {
                 | CallOutcome::NotFound { message } => Some(message.clone()),
             },
             source: verdict.source,
-            observed_at: utc_now_rfc3339(),
+            observed_at: journaled.map_or_else(utc_now_rfc3339, |entry| entry.observed_at.clone()),
             policy: verdict.policy,
+            replayed: journaled.is_some(),
         };
+        if let (None, Some(journal)) = (journaled, &self.journal) {
+            journal.append(JournalEntry {
+                seq: number,
+                tool: record.tool.clone(),
+                args_digest: record.args_digest.clone(),
+                status: record.status,
+                outcome: outcome.clone(),
+                artifact_ref: record.artifact_ref,
+                source: record.source.clone(),
+                policy: record.policy,
+                observed_at: record.observed_at.clone(),
+            });
+        }
         // Measured only when someone listens: it costs a serialisation.
         let result_bytes = match &outcome {
             CallOutcome::Ok { value } if tracing::enabled!(target: "chainbox::audit", tracing::Level::INFO) => {
@@ -497,6 +566,13 @@ impl InvokerSession {
         }
     }
 
+    /// The journal's entry for call number `seq`, when the chain is being
+    /// resumed and the journal reaches that far.
+    fn journaled(&self, seq: u32) -> Option<&JournalEntry> {
+        let index = usize::try_from(seq).ok()?.checked_sub(1)?;
+        self.replay.get(index)
+    }
+
     /// The trace so far, in call order. Calls still running are reported
     /// with `interrupted` as their status and `why` as their error: the chain
     /// ended while they ran, so their side effects are unknown.
@@ -547,6 +623,7 @@ impl InvokerSession {
                 .or_else(|| self.registry.get(tool).map(AnyTool::source)),
             observed_at: utc_now_rfc3339(),
             policy: passed.as_ref().and_then(|v| v.policy),
+            replayed: false,
         }
     }
 }

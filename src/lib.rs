@@ -46,6 +46,7 @@ pub mod engine;
 mod guests;
 mod housekeeper;
 pub mod invoker;
+pub mod journal;
 pub mod manifest;
 pub mod mcp;
 pub mod policy;

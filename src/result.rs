@@ -51,6 +51,9 @@ pub enum ErrorKind {
     /// The [`ChainPolicy`](crate::ChainPolicy) given to the run is invalid
     /// (the message names the field); nothing ran.
     Policy,
+    /// A resumed chain asked for another tool call than its journal holds
+    /// at that point (the message names the call); no tool ran for it.
+    ReplayDiverged,
 }
 
 /// `as_str` (the name the JSON contract uses) and `Display` for a
@@ -90,6 +93,7 @@ contract_names!(ErrorKind {
     Cancelled => "cancelled",
     Crash => "crash",
     Policy => "policy",
+    ReplayDiverged => "replay_diverged",
 });
 
 /// The error part of a [`ChainRunResult`].
@@ -260,6 +264,11 @@ pub struct ChainCallRecord {
     /// when the call ended before any (unknown tool, bad arguments, or the
     /// chain ended while it waited for approval).
     pub policy: Option<PolicyDecision>,
+    /// The call was answered from the chain's journal (a resumed chain):
+    /// its tool ran when the chain first made it, not again. Left out of
+    /// the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// A file the chain produced in its workspace (a media result).

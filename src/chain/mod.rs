@@ -29,6 +29,7 @@ use crate::guests::{
     Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, RunExport,
 };
 use crate::invoker::{InvokerSession, audit_call};
+use crate::journal::Journal;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
 use crate::result::*;
@@ -75,6 +76,11 @@ pub struct RunOptions {
     /// and the result is `error` of kind `cancelled` with the trace so far
     /// (the calls in flight closed as `error`, [`CANCELLED_CALL`]).
     pub cancel: Option<CancellationToken>,
+    /// The chain's journal ([`crate::journal`]): every finished tool call is
+    /// recorded in it, and the calls it already holds are answered from it
+    /// (a resumed chain re-runs its script from the start, its tools do not
+    /// run again). `None`: nothing is recorded.
+    pub journal: Option<Arc<dyn Journal>>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -241,13 +247,11 @@ impl Started {
         let workspace = Arc::new(Mutex::new(Workspace::new(options.workspace.clone())));
         let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
         let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
-        let session = Arc::new(InvokerSession::with_shaper(
-            run_id,
-            registry.clone(),
-            policy.clone(),
-            approval.clone(),
-            shaper,
-        ));
+        let session = InvokerSession::with_shaper(run_id, registry.clone(), policy.clone(), approval.clone(), shaper);
+        let session = Arc::new(match options.journal.clone() {
+            Some(journal) => session.with_journal(journal),
+            None => session,
+        });
         let meters = Meters::new(&policy);
         Started {
             policy,

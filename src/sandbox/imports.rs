@@ -358,7 +358,9 @@ fn cancel(state: &mut ChainState, id: u32) {
 /// spent): the session to run it on, and the admitted call.
 fn admit(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<(Arc<InvokerSession>, Admitted)> {
     let session = state.session.clone();
-    let admitted = session.admit(call).map_err(|b| state.fail(Fatal::Budget(b)))?;
+    let admitted = session
+        .admit(call)
+        .map_err(|refused| state.fail(Fatal::Refused(refused)))?;
     Ok((session, admitted))
 }
 

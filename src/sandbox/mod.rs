@@ -45,7 +45,7 @@ use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::invoker::{BudgetExceeded, InvokerSession};
+use crate::invoker::{InvokerSession, Refused};
 use crate::policy::ChainPolicy;
 use crate::python_choice::Interpreter;
 use crate::result::{ChainError, ErrorKind, Usage};
@@ -113,7 +113,7 @@ pub(crate) struct ChainState {
 /// A reason the host ended the chain from inside a host call.
 #[derive(Debug, Clone)]
 pub(crate) enum Fatal {
-    Budget(BudgetExceeded),
+    Refused(Refused),
     Protocol(String),
 }
 
@@ -162,7 +162,7 @@ impl ChainState {
 
     fn fail(&mut self, fatal: Fatal) -> wasmtime::Error {
         let message = match &fatal {
-            Fatal::Budget(b) => b.to_string(),
+            Fatal::Refused(refused) => refused.to_string(),
             Fatal::Protocol(m) => m.clone(),
         };
         self.fatal.get_or_insert(fatal);
@@ -389,7 +389,12 @@ const HOSTCALL_FUEL_EXHAUSTED: &str = "too much data is being copied between the
 fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
     if let Some(fatal) = &state.fatal {
         return match fatal {
-            Fatal::Budget(b) => ChainError::new(ErrorKind::ToolBudget, "ToolBudgetExceeded", b.to_string()),
+            Fatal::Refused(Refused::Budget(b)) => {
+                ChainError::new(ErrorKind::ToolBudget, "ToolBudgetExceeded", b.to_string())
+            }
+            Fatal::Refused(Refused::Diverged(d)) => {
+                ChainError::new(ErrorKind::ReplayDiverged, "ReplayDiverged", d.to_string())
+            }
             Fatal::Protocol(m) => ChainError::new(ErrorKind::Crash, "ProtocolError", m.clone()),
         };
     }

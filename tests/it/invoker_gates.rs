@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chainbox::approval::{Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest};
 use chainbox::digest::args_digest;
-use chainbox::invoker::{BudgetExceeded, InvokerSession, RUN_CHAIN};
+use chainbox::invoker::{BudgetExceeded, InvokerSession, RUN_CHAIN, Refused};
 use chainbox::policy::{ChainPolicy, ToolOverride};
 use chainbox::result::{CallStatus, ChainCallRecord};
 use chainbox::tools::{
@@ -314,7 +314,7 @@ async fn unknown_tool_spends_the_budget() {
     let first = s.invoke(call("nope", json!({}))).await.expect("within budget");
     not_found_message(first);
     let second = s.invoke(call("add", json!({}))).await;
-    assert_eq!(second, Err(BudgetExceeded { attempted: 2, limit: 1 }));
+    assert_eq!(second, Err(Refused::Budget(BudgetExceeded { attempted: 2, limit: 1 })));
     assert_eq!(probe.runs(), 0, "the call past the budget never ran");
 }
 
@@ -330,7 +330,7 @@ async fn call_past_the_budget_is_budget_exceeded_and_adds_no_record() {
     ok_value(s.invoke(call("add", json!({"a": 1}))).await.unwrap());
     ok_value(s.invoke(call("add", json!({"a": 2}))).await.unwrap());
     let err = s.invoke(call("add", json!({"a": 3}))).await.unwrap_err();
-    assert_eq!(err, BudgetExceeded { attempted: 3, limit: 2 });
+    assert_eq!(err, Refused::Budget(BudgetExceeded { attempted: 3, limit: 2 }));
     assert!(err.to_string().contains("max_tool_calls = 2"), "{err}");
     assert_eq!(probe.runs(), 2);
     let trace = s.trace(CallStatus::Error, "interrupted");
@@ -348,7 +348,7 @@ async fn zero_budget_refuses_the_first_call() {
     };
     let s = session(vec![add.any()], policy, Approval::deny_all());
     let err = s.invoke(call("add", json!({}))).await.unwrap_err();
-    assert_eq!(err, BudgetExceeded { attempted: 1, limit: 0 });
+    assert_eq!(err, Refused::Budget(BudgetExceeded { attempted: 1, limit: 0 }));
     assert_eq!(probe.runs(), 0);
     assert!(s.trace(CallStatus::Error, "interrupted").is_empty());
 }

@@ -16,8 +16,8 @@ const FLOORS: &[&[&str]] = &[
     // Content-addressed artifacts, then the result contract that names them.
     &["artifacts"],
     &["result"],
-    // What a chain may call, and the chain's files.
-    &["tools", "workspace"],
+    // What a chain may call, the chain's files, and its journal.
+    &["tools", "workspace", "journal"],
     // The rules a chain runs under.
     &["policy", "approval"],
     // The gates of one tool call.

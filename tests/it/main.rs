@@ -18,6 +18,7 @@ mod generated;
 mod interruption_points;
 mod invoker;
 mod invoker_gates;
+mod journal;
 mod layers;
 mod mcp_serve;
 mod mcp_upstream;
