@@ -77,6 +77,10 @@ pub enum ApprovalDecision {
     },
     /// Don't run it, and say so: also a `PermissionError`, with status `denied`.
     Skipped,
+    /// No decision yet, and the chain is durable: suspend it at this call
+    /// (status `suspended`), to be resumed once a decision is recorded. A
+    /// chain that is not durable cannot suspend: this denies its call.
+    Suspend,
 }
 
 /// An approval handler that could not reach a decision (its terminal,

@@ -46,7 +46,7 @@ use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::journal::{Journal, JournalEntry, ReplayDiverged};
 use crate::policy::ChainPolicy;
-use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PolicyDecision};
+use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
 use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, new_call_id};
 use crate::util::{millis, truncate_chars, utc_now_rfc3339};
@@ -135,6 +135,8 @@ pub struct InvokerSession {
     /// The calls a resumed chain is answered from (its journal when the
     /// session began), by `seq - 1`.
     replay: Vec<JournalEntry>,
+    /// The call a durable chain suspended at, waiting on a decision.
+    suspended: Mutex<Option<PendingCall>>,
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -142,6 +144,8 @@ pub struct InvokerSession {
 enum Slot {
     Running(Running),
     Done(ChainCallRecord),
+    /// The call the chain suspended at: not in the trace.
+    Pending,
 }
 
 /// A call that has not finished: what its record will say if it ends early.
@@ -192,6 +196,7 @@ impl InvokerSession {
             trace: Mutex::new(Vec::new()),
             journal: None,
             replay: Vec::new(),
+            suspended: Mutex::new(None),
         }
     }
 
@@ -333,6 +338,12 @@ impl InvokerSession {
                     .await
             }
         };
+        // The call the chain suspends at has no outcome yet: it is the
+        // result's `pending`, not a record, and the journal does not hold it.
+        if self.lock_suspended().as_ref().is_some_and(|p| p.seq == number) {
+            self.drop_slot(slot);
+            return outcome;
+        }
         let record = ChainCallRecord {
             call_id,
             tool: call.tool,
@@ -484,6 +495,25 @@ impl InvokerSession {
                     return Err(denied(name, risk, reason.as_deref().unwrap_or("denied")));
                 }
                 ApprovalDecision::Skipped => return Err(denied(name, risk, "skipped")),
+                ApprovalDecision::Suspend if self.journal.is_some() => {
+                    verdict.policy = None;
+                    self.lock_suspended().get_or_insert(PendingCall {
+                        seq: number,
+                        tool: name.to_owned(),
+                        arguments: args,
+                        risk,
+                        requested_at: request.requested_at,
+                    });
+                    let why = "suspended: the call waits on a decision".to_owned();
+                    return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
+                }
+                ApprovalDecision::Suspend => {
+                    return Err(denied(
+                        name,
+                        risk,
+                        "no decision, and the chain is not durable (it cannot suspend)",
+                    ));
+                }
             }
         }
         // Gate 6: execution under the call timeout; a panic is contained.
@@ -566,6 +596,24 @@ impl InvokerSession {
         }
     }
 
+    /// Takes a call out of the trace (the call a chain suspends at).
+    fn drop_slot(&self, slot: usize) {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(entry) = trace.get_mut(slot) {
+            *entry = Slot::Pending;
+        }
+    }
+
+    /// The call the chain suspended at, if it did: the chain must end now,
+    /// once the calls still running have finished (and been journaled).
+    pub fn suspended(&self) -> Option<PendingCall> {
+        self.lock_suspended().clone()
+    }
+
+    fn lock_suspended(&self) -> std::sync::MutexGuard<'_, Option<PendingCall>> {
+        self.suspended.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The journal's entry for call number `seq`, when the chain is being
     /// resumed and the journal reaches that far.
     fn journaled(&self, seq: u32) -> Option<&JournalEntry> {
@@ -580,9 +628,10 @@ impl InvokerSession {
         let trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
         trace
             .iter()
-            .map(|slot| match slot {
-                Slot::Done(record) => record.clone(),
-                Slot::Running(running) => self.ended_early(running, interrupted, why),
+            .filter_map(|slot| match slot {
+                Slot::Done(record) => Some(record.clone()),
+                Slot::Running(running) => Some(self.ended_early(running, interrupted, why)),
+                Slot::Pending => None,
             })
             .collect()
     }

@@ -56,6 +56,7 @@ pub mod result;
 pub mod run_chain;
 mod sandbox;
 pub mod skills;
+pub mod store;
 // Internal parts the fuzz targets drive directly: public only with the
 // `fuzzing` feature, never a stable API.
 #[cfg(feature = "fuzzing")]

@@ -24,6 +24,54 @@ pub enum ChainStatus {
     Error,
     /// The chain's total time limit expired.
     Timeout,
+    /// A durable chain stopped at a call that needs a human's decision; see
+    /// `pending` and `chain_id`. Nothing of it is running: a decision and a
+    /// resume continue it, in this process or another.
+    Suspended,
+}
+
+/// How dangerous a tool call is. Ordered by rank, `Safe < High < Critical`;
+/// never compare the names as strings (alphabetically "critical" < "high" <
+/// "safe", a bug the seed framework once shipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolRisk {
+    /// Reads or computes; no side effects worth asking about.
+    #[default]
+    Safe,
+    /// Side effects a human may want to approve.
+    High,
+    /// Irreversible or costly side effects.
+    Critical,
+}
+
+impl ToolRisk {
+    /// The lowercase name used in manifests, policies and stubs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolRisk::Safe => "safe",
+            ToolRisk::High => "high",
+            ToolRisk::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for ToolRisk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ToolRisk {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "safe" => Ok(ToolRisk::Safe),
+            "high" => Ok(ToolRisk::High),
+            "critical" => Ok(ToolRisk::Critical),
+            other => Err(format!("unknown risk {other:?} (expected safe, high or critical)")),
+        }
+    }
 }
 
 /// Why a chain did not complete, in one word a program can branch on.
@@ -80,7 +128,7 @@ macro_rules! contract_names {
     };
 }
 
-contract_names!(ChainStatus { Ok => "ok", Error => "error", Timeout => "timeout" });
+contract_names!(ChainStatus { Ok => "ok", Error => "error", Timeout => "timeout", Suspended => "suspended" });
 
 contract_names!(ErrorKind {
     Compile => "compile",
@@ -337,6 +385,28 @@ pub struct ChainRunResult {
     /// before anything ran (see [`crate::python_choice`]).
     #[serde(default)]
     pub interpreter: Interpreter,
+    /// A durable chain's id: what `decide` and `resume` name it by. Left
+    /// out of the JSON for a chain that is not durable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_id: Option<String>,
+    /// The call a suspended chain waits on a decision for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingCall>,
+}
+
+/// A tool call a suspended chain waits on a human's decision for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// The call's number in the chain (1 for its first call).
+    pub seq: u32,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as the script passed them.
+    pub arguments: serde_json::Map<String, Value>,
+    /// Why it needs a decision.
+    pub risk: ToolRisk,
+    /// When the chain asked (UTC, RFC 3339).
+    pub requested_at: String,
 }
 
 impl ChainRunResult {
@@ -418,6 +488,8 @@ mod tests {
             files: vec![],
             usage: Usage::default(),
             interpreter: Interpreter::Cpython,
+            chain_id: None,
+            pending: None,
         };
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["interpreter"], "cpython");

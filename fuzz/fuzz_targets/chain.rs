@@ -140,6 +140,8 @@ fn check_result(r: &ChainRunResult, policy: &ChainPolicy, elapsed: Duration) {
     match (r.status, &r.error) {
         (ChainStatus::Ok, None) => {}
         (ChainStatus::Ok, Some(e)) => panic!("ok result with an error: {e:?}"),
+        // No chain the fuzzer runs is durable.
+        (ChainStatus::Suspended, _) => panic!("a chain without a journal suspended: {r:?}"),
         (_, None) => panic!("{:?} result without an error", r.status),
         (ChainStatus::Timeout, Some(e)) => assert_eq!(e.kind, ErrorKind::Timeout, "{e:?}"),
         (ChainStatus::Error, Some(e)) => assert_ne!(e.kind, ErrorKind::Timeout, "{e:?}"),

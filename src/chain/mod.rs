@@ -170,6 +170,8 @@ struct Started {
     meters: Arc<Meters>,
     /// Its caller's cancellation ([`RunOptions::cancel`]).
     cancel: Option<CancellationToken>,
+    /// It has a journal: its result names it (`chain_id`) and it may suspend.
+    durable: bool,
 }
 
 /// The guest has returned from `_start` (or trapped).
@@ -259,6 +261,7 @@ impl Started {
             workspace,
             meters,
             cancel: options.cancel,
+            durable: options.journal.is_some(),
         }
     }
 
@@ -324,6 +327,18 @@ impl Started {
             Err(why) => self.crash(&why.to_string()),
         };
         result.interpreter = interpreter;
+        // A durable chain that suspended at a call: whatever the guest did
+        // as it was stopped, the chain waits on a decision.
+        if let Some(pending) = self.session.suspended() {
+            result.status = ChainStatus::Suspended;
+            result.error = None;
+            result.output = Value::Null;
+            result.output_text = String::new();
+            result.pending = Some(pending);
+        }
+        if self.durable {
+            result.chain_id = Some(self.session.run_id().to_owned());
+        }
         result
     }
 
@@ -620,6 +635,8 @@ fn empty_result(status: ChainStatus) -> ChainRunResult {
         files: Vec::new(),
         usage: Usage::default(),
         interpreter: Interpreter::Monty,
+        chain_id: None,
+        pending: None,
     }
 }
 

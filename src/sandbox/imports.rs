@@ -126,7 +126,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
         |mut caller: Caller<'_, ChainState>, (ptr, len): (i32, i32)| {
             Box::new(async move {
                 let wait: Wait = decode_guest(&mut caller, "wait", ptr, len)?;
-                let completions = wait_for(caller.data_mut(), wait, None).await;
+                let completions = wait_for(caller.data_mut(), wait, None).await?;
                 Ok(caller.data_mut().stage(completions))
             })
         },
@@ -243,7 +243,7 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
         |mut store: StoreContextMut<'_, ChainState>, (wait, timeout_ns): (WasmStr, Option<u64>)| {
             Box::new(async move {
                 let wait: Wait = decode_component(&mut store, "wait", &wait)?;
-                let completions = wait_for(store.data_mut(), wait, timeout_ns.map(Duration::from_nanos)).await;
+                let completions = wait_for(store.data_mut(), wait, timeout_ns.map(Duration::from_nanos)).await?;
                 Ok((String::from_utf8_lossy(&completions).into_owned(),))
             })
         },
@@ -377,13 +377,27 @@ async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Ve
     let host = clock.enter_host();
     let outcome = session.run(admitted).await;
     clock.leave_host(host);
+    suspend_if_asked(state).await?;
     Ok(encode(&outcome))
+}
+
+/// Ends the chain if a call suspended it (a durable chain's call that waits
+/// on a decision): first the calls still running finish, so each is
+/// journaled and none runs again when the chain resumes.
+async fn suspend_if_asked(state: &mut ChainState) -> wasmtime::Result<()> {
+    if state.session.suspended().is_none() {
+        return Ok(());
+    }
+    while let Some(joined) = state.running.join_next().await {
+        let _ = joined;
+    }
+    Err(state.fail(Fatal::Suspended))
 }
 
 /// Answers a `wait` with the encoded [`Completions`]: the named calls that
 /// have finished (at least one, unless `timeout` passes first). The CPU
 /// clock stops meanwhile: waiting is not the script's CPU.
-async fn wait_for(state: &mut ChainState, Wait { ids }: Wait, timeout: Option<Duration>) -> Vec<u8> {
+async fn wait_for(state: &mut ChainState, Wait { ids }: Wait, timeout: Option<Duration>) -> wasmtime::Result<Vec<u8>> {
     let clock = state.meters.clock.clone();
     clock.pause();
     let done = match (timeout, ids.is_empty()) {
@@ -398,7 +412,8 @@ async fn wait_for(state: &mut ChainState, Wait { ids }: Wait, timeout: Option<Du
             .unwrap_or_default(),
     };
     clock.resume();
-    encode(&Completions { done })
+    suspend_if_asked(state).await?;
+    Ok(encode(&Completions { done }))
 }
 
 /// Answers a `load_artifact` with the encoded [`CallOutcome`].

@@ -115,6 +115,8 @@ pub(crate) struct ChainState {
 pub(crate) enum Fatal {
     Refused(Refused),
     Protocol(String),
+    /// A durable chain suspended at a call (the session's `suspended`).
+    Suspended,
 }
 
 /// The CPython guest's WASI preview 2 view of the same context the monty
@@ -164,6 +166,7 @@ impl ChainState {
         let message = match &fatal {
             Fatal::Refused(refused) => refused.to_string(),
             Fatal::Protocol(m) => m.clone(),
+            Fatal::Suspended => "the chain suspended at a call that waits on a decision".to_owned(),
         };
         self.fatal.get_or_insert(fatal);
         wasmtime::Error::msg(message)
@@ -396,6 +399,9 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
                 ChainError::new(ErrorKind::ReplayDiverged, "ReplayDiverged", d.to_string())
             }
             Fatal::Protocol(m) => ChainError::new(ErrorKind::Crash, "ProtocolError", m.clone()),
+            // The chain's result says `suspended` (the session's pending
+            // call); this error is never shown.
+            Fatal::Suspended => ChainError::new(ErrorKind::Crash, "Suspended", "suspended"),
         };
     }
     if state.meters.clock.exceeded() {

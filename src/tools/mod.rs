@@ -21,49 +21,7 @@ use serde_json::{Map, Value};
 pub mod command;
 pub mod read_file;
 
-/// How dangerous a tool call is. Ordered by rank, `Safe < High < Critical`;
-/// never compare the names as strings (alphabetically "critical" < "high" <
-/// "safe", a bug the seed framework once shipped).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolRisk {
-    /// Reads or computes; no side effects worth asking about.
-    #[default]
-    Safe,
-    /// Side effects a human may want to approve.
-    High,
-    /// Irreversible or costly side effects.
-    Critical,
-}
-
-impl ToolRisk {
-    /// The lowercase name used in manifests, policies and stubs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolRisk::Safe => "safe",
-            ToolRisk::High => "high",
-            ToolRisk::Critical => "critical",
-        }
-    }
-}
-
-impl fmt::Display for ToolRisk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ToolRisk {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "safe" => Ok(ToolRisk::Safe),
-            "high" => Ok(ToolRisk::High),
-            "critical" => Ok(ToolRisk::Critical),
-            other => Err(format!("unknown risk {other:?} (expected safe, high or critical)")),
-        }
-    }
-}
+pub use crate::result::ToolRisk;
 
 /// Something a tool touches outside itself, declared by the tool and granted
 /// (or not) by the chain's policy (the second seed: "file, shell and network

@@ -20,8 +20,8 @@ const FLOORS: &[&[&str]] = &[
     &["tools", "workspace", "journal"],
     // The rules a chain runs under.
     &["policy", "approval"],
-    // The gates of one tool call.
-    &["shaping"],
+    // The gates of one tool call, and where durable chains live.
+    &["shaping", "store"],
     &["invoker"],
     // Inside the sandbox: which Python, and the store's host side.
     &["python_choice"],

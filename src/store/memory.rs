@@ -1,0 +1,161 @@
+//! [`MemoryStore`]: a [`ChainStore`] in one process's memory.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::{ChainStore, Claim, Decision, StoreError, StoredChain};
+use crate::journal::JournalEntry;
+use crate::result::PendingCall;
+
+/// A [`ChainStore`] in memory: for tests, and for one process that only
+/// needs chains to outlive a human's wait, not itself.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    chains: Mutex<BTreeMap<String, Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    chain: StoredChain,
+    journal: Vec<JournalEntry>,
+    pending: Option<PendingCall>,
+    decisions: Vec<Decision>,
+    claimed_by: Option<String>,
+    finished: Option<Value>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.chains.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn entry<'a>(chains: &'a mut BTreeMap<String, Entry>, chain_id: &str) -> Result<&'a mut Entry, StoreError> {
+    chains
+        .get_mut(chain_id)
+        .ok_or_else(|| StoreError::NoChain(chain_id.to_owned()))
+}
+
+#[async_trait]
+impl ChainStore for MemoryStore {
+    async fn create(&self, chain: &StoredChain) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        if chains.contains_key(&chain.chain_id) {
+            return Err(StoreError::Exists(format!("chain {:?}", chain.chain_id)));
+        }
+        chains.insert(
+            chain.chain_id.clone(),
+            Entry {
+                chain: chain.clone(),
+                journal: Vec::new(),
+                pending: None,
+                decisions: Vec::new(),
+                claimed_by: None,
+                finished: None,
+            },
+        );
+        Ok(())
+    }
+
+    async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError> {
+        Ok(self.lock().get(chain_id).map(|e| e.chain.clone()))
+    }
+
+    async fn append(&self, chain_id: &str, journal_entry: &JournalEntry) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        if entry.journal.iter().any(|e| e.seq == journal_entry.seq) {
+            return Err(StoreError::Exists(format!(
+                "journal entry #{} of chain {chain_id:?}",
+                journal_entry.seq
+            )));
+        }
+        entry.journal.push(journal_entry.clone());
+        entry.journal.sort_by_key(|e| e.seq);
+        Ok(())
+    }
+
+    async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        let mut chains = self.lock();
+        Ok(entry(&mut chains, chain_id)?.journal.clone())
+    }
+
+    async fn suspend(&self, chain_id: &str, pending: &PendingCall) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        entry(&mut chains, chain_id)?.pending = Some(pending.clone());
+        Ok(())
+    }
+
+    async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError> {
+        let chains = self.lock();
+        let mut pending: Vec<(String, PendingCall)> = chains
+            .iter()
+            .filter_map(|(id, e)| e.pending.clone().map(|p| (id.clone(), p)))
+            .collect();
+        pending.sort_by(|a, b| a.1.requested_at.cmp(&b.1.requested_at));
+        Ok(pending)
+    }
+
+    async fn decide(&self, chain_id: &str, decision: &Decision) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        match &entry.pending {
+            Some(pending) if pending.seq == decision.seq => {
+                entry.pending = None;
+                entry.decisions.push(decision.clone());
+                Ok(())
+            }
+            _ => Err(StoreError::NotPending {
+                chain_id: chain_id.to_owned(),
+                seq: Some(decision.seq),
+            }),
+        }
+    }
+
+    async fn decisions(&self, chain_id: &str) -> Result<Vec<Decision>, StoreError> {
+        let mut chains = self.lock();
+        Ok(entry(&mut chains, chain_id)?.decisions.clone())
+    }
+
+    async fn claim(&self, chain_id: &str, claimant: &str) -> Result<Claim, StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        if let Some(result) = &entry.finished {
+            return Ok(Claim::Finished(result.clone()));
+        }
+        match &entry.claimed_by {
+            Some(holder) if holder != claimant => Ok(Claim::HeldBy(holder.clone())),
+            _ => {
+                entry.claimed_by = Some(claimant.to_owned());
+                Ok(Claim::Won)
+            }
+        }
+    }
+
+    async fn release(&self, chain_id: &str, claimant: &str) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        if entry.claimed_by.as_deref() == Some(claimant) {
+            entry.claimed_by = None;
+        }
+        Ok(())
+    }
+
+    async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        entry.finished = Some(result.clone());
+        entry.claimed_by = None;
+        entry.pending = None;
+        Ok(())
+    }
+}

@@ -1,0 +1,136 @@
+//! Where durable chains live between runs: their scripts and policies,
+//! their journals, the call each suspended chain waits on, the decisions
+//! humans record, and the claims that make a resume run once.
+//!
+//! A durable chain (see [`crate::durable`]) is created in a [`ChainStore`]
+//! before it runs, journals every finished tool call into it, and, when a
+//! call needs a decision nobody has recorded, suspends: the store keeps the
+//! pending call until `decide` records a decision, and `resume` runs the
+//! chain again from the start, answered from its journal. Any process that
+//! reaches the store can decide or resume, so a chain outlives the process
+//! that started it. [`ChainStore::claim`] is how two processes resuming one
+//! chain at once agree that only one runs it.
+//!
+//! [`MemoryStore`] keeps all of it in memory (tests, one process); the SQL
+//! stores (SQLite for one machine, PostgreSQL for many) keep it in a
+//! database.
+
+mod memory;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approval::ApprovalDecision;
+use crate::journal::JournalEntry;
+use crate::result::PendingCall;
+
+pub use memory::MemoryStore;
+
+/// A durable chain as the store keeps it: what is needed to run it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredChain {
+    /// Its id (unique, chosen by the engine).
+    pub chain_id: String,
+    /// The script.
+    pub script: String,
+    /// Its [`crate::ChainPolicy`], as JSON.
+    pub policy: Value,
+    /// The seed of its randomness, so a replay sees the same values.
+    pub seed: u64,
+    /// When it was created (UTC, RFC 3339).
+    pub created_at: String,
+}
+
+/// A human's decision on a suspended chain's pending call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The call it decides (its number in the chain).
+    pub seq: u32,
+    /// Approve, approve with other arguments, or deny.
+    pub decision: ApprovalDecision,
+    /// Who decided (free text: a user name, `cli`).
+    pub decided_by: String,
+    /// When (UTC, RFC 3339).
+    pub decided_at: String,
+}
+
+/// How a claim to resume a chain went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// This caller holds the chain until it [`ChainStore::release`]s or
+    /// [`ChainStore::finish`]es it.
+    Won,
+    /// Another caller holds it (named as it claimed).
+    HeldBy(String),
+    /// The chain has ended; its final result, as JSON.
+    Finished(Value),
+}
+
+/// What a store failed at.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No chain has this id.
+    #[error("no durable chain {0:?}")]
+    NoChain(String),
+    /// The chain waits on no decision (it is running, finished or never
+    /// suspended), or the decision names another call.
+    #[error("chain {chain_id:?} has no pending call{}", match seq { Some(seq) => format!(" #{seq}"), None => String::new() })]
+    NotPending {
+        /// The chain.
+        chain_id: String,
+        /// The call the decision named.
+        seq: Option<u32>,
+    },
+    /// A chain with this id exists already, or a journal entry with this
+    /// number was written already.
+    #[error("{0} exists already")]
+    Exists(String),
+    /// The backend failed (its error's text).
+    #[error("chain store: {0}")]
+    Backend(String),
+}
+
+/// Where durable chains live. Every method is one short transaction: a
+/// store shared by many processes keeps them consistent with each other.
+#[async_trait]
+pub trait ChainStore: Send + Sync {
+    /// Records a new chain ([`StoreError::Exists`] if its id is taken).
+    async fn create(&self, chain: &StoredChain) -> Result<(), StoreError>;
+
+    /// The chain, if there is one with this id.
+    async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError>;
+
+    /// Appends a finished call to the chain's journal ([`StoreError::Exists`]
+    /// if an entry with its `seq` is there already).
+    async fn append(&self, chain_id: &str, entry: &JournalEntry) -> Result<(), StoreError>;
+
+    /// The chain's journal, in order of `seq`.
+    async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
+
+    /// The chain suspended at `pending`: it waits on a decision. Replaces a
+    /// pending call it had before.
+    async fn suspend(&self, chain_id: &str, pending: &PendingCall) -> Result<(), StoreError>;
+
+    /// Every chain waiting on a decision, with its pending call, oldest first.
+    async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError>;
+
+    /// Records a decision on the chain's pending call
+    /// ([`StoreError::NotPending`] if it waits on none, or on another call).
+    /// The chain then waits to be resumed.
+    async fn decide(&self, chain_id: &str, decision: &Decision) -> Result<(), StoreError>;
+
+    /// Every decision recorded for the chain.
+    async fn decisions(&self, chain_id: &str) -> Result<Vec<Decision>, StoreError>;
+
+    /// Claims the chain to run it (a resume): at most one caller holds a
+    /// chain at a time, and a finished chain is not run again.
+    async fn claim(&self, chain_id: &str, claimant: &str) -> Result<Claim, StoreError>;
+
+    /// Gives up a claim (the run suspended again, or failed to start).
+    async fn release(&self, chain_id: &str, claimant: &str) -> Result<(), StoreError>;
+
+    /// The chain ended with `result` (JSON): kept for a late claimant, and
+    /// the claim and any pending call are cleared.
+    async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError>;
+}
