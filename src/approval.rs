@@ -133,6 +133,13 @@ impl Approval {
         Approval::new(DenyAll)
     }
 
+    /// Decides nothing now (`--approve defer`): a durable chain suspends at
+    /// every call that needs approval until a decision is recorded; any
+    /// other chain's call is denied.
+    pub fn defer() -> Self {
+        Approval::new(Defer)
+    }
+
     /// Asks at the terminal (`--approve ask`); see [`TerminalApproval`].
     pub fn terminal() -> Self {
         Approval::new(TerminalApproval::new())
@@ -182,6 +189,17 @@ impl ApprovalHandler for DenyAll {
         Ok(ApprovalDecision::Denied {
             reason: Some("approvals are denied".into()),
         })
+    }
+}
+
+/// Suspends: see [`Approval::defer`].
+#[derive(Debug, Clone, Copy)]
+pub struct Defer;
+
+#[async_trait]
+impl ApprovalHandler for Defer {
+    async fn request(&self, _req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
+        Ok(ApprovalDecision::Suspend)
     }
 }
 

@@ -44,7 +44,7 @@ use serde_json::{Map, Value};
 use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::digest::{canonical_args, sha256_hex};
-use crate::journal::{Journal, JournalEntry, ReplayDiverged};
+use crate::journal::{Journal, JournalEntry, JournalError, ReplayDiverged};
 use crate::policy::ChainPolicy;
 use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
 use crate::shaping::Shaper;
@@ -137,6 +137,8 @@ pub struct InvokerSession {
     replay: Vec<JournalEntry>,
     /// The call a durable chain suspended at, waiting on a decision.
     suspended: Mutex<Option<PendingCall>>,
+    /// The first call the journal failed to record: the chain must end.
+    journal_failure: Mutex<Option<JournalError>>,
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -197,6 +199,7 @@ impl InvokerSession {
             journal: None,
             replay: Vec::new(),
             suspended: Mutex::new(None),
+            journal_failure: Mutex::new(None),
         }
     }
 
@@ -365,7 +368,7 @@ impl InvokerSession {
             replayed: journaled.is_some(),
         };
         if let (None, Some(journal)) = (journaled, &self.journal) {
-            journal.append(JournalEntry {
+            let appended = journal.append(JournalEntry {
                 seq: number,
                 tool: record.tool.clone(),
                 args_digest: record.args_digest.clone(),
@@ -376,6 +379,10 @@ impl InvokerSession {
                 policy: record.policy,
                 observed_at: record.observed_at.clone(),
             });
+            if let Err(e) = appended.await {
+                tracing::error!(run_id = %self.run_id, error = %e, "journal write failed");
+                self.lock_journal_failure().get_or_insert(e);
+            }
         }
         // Measured only when someone listens: it costs a serialisation.
         let result_bytes = match &outcome {
@@ -608,6 +615,18 @@ impl InvokerSession {
     /// once the calls still running have finished (and been journaled).
     pub fn suspended(&self) -> Option<PendingCall> {
         self.lock_suspended().clone()
+    }
+
+    /// The first call the journal failed to record, if one: the chain must
+    /// end now (a resume would run that call again).
+    pub fn journal_failure(&self) -> Option<JournalError> {
+        self.lock_journal_failure().clone()
+    }
+
+    fn lock_journal_failure(&self) -> std::sync::MutexGuard<'_, Option<JournalError>> {
+        self.journal_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn lock_suspended(&self) -> std::sync::MutexGuard<'_, Option<PendingCall>> {

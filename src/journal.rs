@@ -15,6 +15,7 @@
 
 use std::sync::Mutex;
 
+use async_trait::async_trait;
 use chainbox_protocol::CallOutcome;
 use serde::{Deserialize, Serialize};
 
@@ -47,13 +48,25 @@ pub struct JournalEntry {
 }
 
 /// Where a chain's journal lives.
+#[async_trait]
 pub trait Journal: Send + Sync {
     /// The calls recorded so far, in order of `seq` (1, 2, ...): the prefix
     /// a resumed chain is answered from.
     fn recorded(&self) -> Vec<JournalEntry>;
 
-    /// Records one more finished call (the next `seq`).
-    fn append(&self, entry: JournalEntry);
+    /// Records one more finished call. An error ends the chain (a call
+    /// that ran but is not journaled could run again on a resume).
+    async fn append(&self, entry: JournalEntry) -> Result<(), JournalError>;
+}
+
+/// A journal could not record a call (its store's failure, as text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the journal could not record call #{seq}: {why}")]
+pub struct JournalError {
+    /// The call.
+    pub seq: u32,
+    /// What failed.
+    pub why: String,
 }
 
 /// A journal in memory.
@@ -78,6 +91,7 @@ impl MemoryJournal {
     }
 }
 
+#[async_trait]
 impl Journal for MemoryJournal {
     fn recorded(&self) -> Vec<JournalEntry> {
         self.entries
@@ -86,11 +100,12 @@ impl Journal for MemoryJournal {
             .clone()
     }
 
-    fn append(&self, entry: JournalEntry) {
+    async fn append(&self, entry: JournalEntry) -> Result<(), JournalError> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(entry);
+        Ok(())
     }
 }
 

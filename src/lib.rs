@@ -42,6 +42,7 @@ pub mod cli;
 pub mod demo;
 pub mod digest;
 pub mod discovery;
+pub mod durable;
 pub mod engine;
 mod guests;
 mod housekeeper;

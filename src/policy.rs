@@ -35,6 +35,10 @@ pub struct ChainPolicy {
     /// Seconds a human has to approve a call; silence means `denied`.
     /// Kept below `call_timeout_s` so a slow human never blocks the sandbox.
     pub approval_timeout_s: f64,
+    /// Seconds a durable chain's pending call waits for a human's decision
+    /// (`chainbox decide`): a decision recorded later counts as a denial.
+    /// A chain that is not durable waits `approval_timeout_s` instead.
+    pub approval_expires_s: f64,
     /// Seconds the whole chain may take, tool calls included.
     pub total_timeout_s: f64,
     /// Results whose JSON is larger than this are offloaded to the artifact store.
@@ -111,6 +115,7 @@ impl Default for ChainPolicy {
             max_tool_calls: 50,
             call_timeout_s: 60.0,
             approval_timeout_s: 55.0,
+            approval_expires_s: 86_400.0,
             total_timeout_s: 300.0,
             max_inline_result_bytes: 4096,
             max_risk_unapproved: ToolRisk::Safe,
@@ -231,6 +236,7 @@ impl ChainPolicy {
         for (field, value) in [
             ("call_timeout_s", self.call_timeout_s),
             ("approval_timeout_s", self.approval_timeout_s),
+            ("approval_expires_s", self.approval_expires_s),
             ("total_timeout_s", self.total_timeout_s),
             ("max_cpu_s", self.max_cpu_s),
         ] {

@@ -385,6 +385,9 @@ async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Ve
 /// on a decision): first the calls still running finish, so each is
 /// journaled and none runs again when the chain resumes.
 async fn suspend_if_asked(state: &mut ChainState) -> wasmtime::Result<()> {
+    if let Some(failure) = state.session.journal_failure() {
+        return Err(state.fail(Fatal::Protocol(failure.to_string())));
+    }
     if state.session.suspended().is_none() {
         return Ok(());
     }

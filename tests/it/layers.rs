@@ -33,7 +33,7 @@ const FLOORS: &[&[&str]] = &[
     &["chain"],
     &["engine"],
     // What the model is shown.
-    &["stubs", "demo", "specs"],
+    &["stubs", "demo", "specs", "durable"],
     &["discovery", "skills"],
     &["run_chain"],
     // MCP both ways, and the manifest that starts upstream servers.

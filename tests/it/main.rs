@@ -13,6 +13,7 @@ mod cli;
 mod corpus;
 mod cpython;
 mod discovery;
+mod durable;
 mod fuzz_regressions;
 mod generated;
 mod interruption_points;

@@ -1,0 +1,341 @@
+//! Durable chains: a chain whose state lives in a [`ChainStore`], so that it
+//! can wait for a human for hours, outlive the process that started it, and
+//! be resumed by any process that reaches the store.
+//!
+//! [`Durable::run`] creates the chain in the store and runs it with a
+//! journal there ([`crate::journal`]). A call that needs approval is asked
+//! of the recorded decisions first, then of the caller's [`Approval`];
+//! [`Approval::defer`] answers "suspend", and the chain stops with status
+//! `suspended` and its pending call in the store, holding no instance.
+//! [`Durable::decide`] records a human's decision (a decision after the
+//! policy's `approval_expires_s` counts as a denial), and [`Durable::resume`]
+//! runs the script again from the start: every call up to the journal's end
+//! is answered from it (its tool does not run again), the pending call gets
+//! its decision, and the chain goes on to its end or its next suspension.
+//! A resume first claims the chain in the store, so two processes resuming
+//! it at once do not both run it: the loser is told who holds it, or gets
+//! the finished chain's result.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
+use crate::chain::RunOptions;
+use crate::engine::Engine;
+use crate::journal::{Journal, JournalEntry, JournalError};
+use crate::policy::ChainPolicy;
+use crate::result::{ChainRunResult, ChainStatus};
+use crate::store::{ChainStore, Claim, Decision, StoreError, StoredChain};
+use crate::tools::ToolRegistry;
+use crate::util::utc_now_rfc3339;
+
+/// Why a durable chain could not be run, decided or resumed.
+#[derive(Debug, thiserror::Error)]
+pub enum DurableError {
+    /// The store failed, or refused (no such chain, no pending call).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Another process is resuming the chain now.
+    #[error("chain {chain_id:?} is being resumed elsewhere (by {holder})")]
+    BeingResumed {
+        /// The chain.
+        chain_id: String,
+        /// Who holds it, as it named itself.
+        holder: String,
+    },
+    /// The stored chain cannot be read back (its policy or result).
+    #[error("chain {chain_id:?} is stored in a form this chainbox cannot read: {why}")]
+    Corrupt {
+        /// The chain.
+        chain_id: String,
+        /// What failed.
+        why: String,
+    },
+}
+
+/// Durable chains on one engine and one store.
+pub struct Durable {
+    engine: Engine,
+    store: Arc<dyn ChainStore>,
+    /// How this process names itself; each run or resume claims a chain
+    /// under this name and a fresh id, so two resumes in one process
+    /// exclude each other as two processes do.
+    process: String,
+}
+
+impl Durable {
+    /// Durable chains run on `engine`, kept in `store`.
+    pub fn new(engine: Engine, store: Arc<dyn ChainStore>) -> Self {
+        let process = format!("pid {}", std::process::id());
+        Self { engine, store, process }
+    }
+
+    /// A name for one run's claim: this process, and an id of the run.
+    fn claimant(&self) -> String {
+        format!("{} run {}", self.process, uuid::Uuid::new_v4().simple())
+    }
+
+    /// The store the chains live in.
+    pub fn store(&self) -> &Arc<dyn ChainStore> {
+        &self.store
+    }
+
+    /// Creates a durable chain and runs it: to its end, or to its first
+    /// call that waits on a decision (status `suspended`; its `chain_id`
+    /// names it to [`Self::decide`] and [`Self::resume`]).
+    pub async fn run(
+        &self,
+        script: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+    ) -> Result<ChainRunResult, DurableError> {
+        let chain_id = format!("chain_{}", uuid::Uuid::new_v4().simple());
+        let policy_json = serde_json::to_value(policy).map_err(|e| DurableError::Corrupt {
+            chain_id: chain_id.clone(),
+            why: e.to_string(),
+        })?;
+        let chain = StoredChain {
+            chain_id: chain_id.clone(),
+            script: script.to_owned(),
+            policy: policy_json,
+            seed: rand_seed(),
+            created_at: utc_now_rfc3339(),
+        };
+        self.store.create(&chain).await?;
+        let claimant = self.claimant();
+        match self.store.claim(&chain_id, &claimant).await? {
+            Claim::Won => {}
+            Claim::HeldBy(holder) => return Err(DurableError::BeingResumed { chain_id, holder }),
+            Claim::Finished(result) => return finished(&chain_id, result),
+        }
+        self.run_claimed(&chain, &claimant, registry, policy, approval, History::default())
+            .await
+    }
+
+    /// Records a human's decision on the chain's pending call (`seq`). A
+    /// decision after the policy's `approval_expires_s` is recorded as a
+    /// denial saying so.
+    pub async fn decide(
+        &self,
+        chain_id: &str,
+        decision: ApprovalDecision,
+        decided_by: &str,
+    ) -> Result<Decision, DurableError> {
+        let chain = self
+            .store
+            .chain(chain_id)
+            .await?
+            .ok_or_else(|| StoreError::NoChain(chain_id.to_owned()))?;
+        let policy = policy_of(&chain)?;
+        let pending = self
+            .store
+            .pending()
+            .await?
+            .into_iter()
+            .find(|(id, _)| id == chain_id)
+            .map(|(_, pending)| pending)
+            .ok_or_else(|| StoreError::NotPending {
+                chain_id: chain_id.to_owned(),
+                seq: None,
+            })?;
+        let decided_at = utc_now_rfc3339();
+        let waited = seconds_between(&pending.requested_at, &decided_at);
+        let decision = match waited {
+            Some(waited) if waited > policy.approval_expires_s => ApprovalDecision::Denied {
+                reason: Some(format!(
+                    "the decision came {waited:.0}s after the request, past approval_expires_s = {}",
+                    policy.approval_expires_s
+                )),
+            },
+            _ => decision,
+        };
+        let decision = Decision {
+            seq: pending.seq,
+            decision,
+            decided_by: decided_by.to_owned(),
+            decided_at,
+        };
+        self.store.decide(chain_id, &decision).await?;
+        Ok(decision)
+    }
+
+    /// Continues a chain from the start, answered from its journal: to its
+    /// end or its next suspension. Its result's trace covers the whole
+    /// chain (the journaled calls say `replayed: true`). A finished chain
+    /// gives its result again; one another process is resuming is
+    /// [`DurableError::BeingResumed`].
+    pub async fn resume(
+        &self,
+        chain_id: &str,
+        registry: &ToolRegistry,
+        approval: &Approval,
+    ) -> Result<ChainRunResult, DurableError> {
+        let chain = self
+            .store
+            .chain(chain_id)
+            .await?
+            .ok_or_else(|| StoreError::NoChain(chain_id.to_owned()))?;
+        let claimant = self.claimant();
+        match self.store.claim(chain_id, &claimant).await? {
+            Claim::Won => {}
+            Claim::HeldBy(holder) => {
+                return Err(DurableError::BeingResumed {
+                    chain_id: chain_id.to_owned(),
+                    holder,
+                });
+            }
+            Claim::Finished(result) => return finished(chain_id, result),
+        }
+        let policy = match policy_of(&chain) {
+            Ok(policy) => policy,
+            Err(e) => {
+                self.store.release(chain_id, &claimant).await?;
+                return Err(e);
+            }
+        };
+        let (journal, decisions) = match (self.store.journal(chain_id).await, self.store.decisions(chain_id).await) {
+            (Ok(journal), Ok(decisions)) => (journal, decisions),
+            (Err(e), _) | (_, Err(e)) => {
+                self.store.release(chain_id, &claimant).await?;
+                return Err(e.into());
+            }
+        };
+        self.run_claimed(
+            &chain,
+            &claimant,
+            registry,
+            &policy,
+            approval,
+            History { journal, decisions },
+        )
+        .await
+    }
+
+    /// Runs a chain this process has claimed, and leaves the store as it
+    /// ended: suspended (its pending call, the claim released) or finished.
+    async fn run_claimed(
+        &self,
+        chain: &StoredChain,
+        claimant: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+        History { journal, decisions }: History,
+    ) -> Result<ChainRunResult, DurableError> {
+        let chain_id = chain.chain_id.clone();
+        let journal = Arc::new(StoreJournal {
+            store: self.store.clone(),
+            chain_id: chain_id.clone(),
+            recorded: journal,
+        });
+        let approval = Approval::new(Recorded {
+            decisions: decisions.into_iter().map(|d| (d.seq, d.decision)).collect(),
+            otherwise: approval.clone(),
+        });
+        let options = RunOptions {
+            run_id: Some(chain_id.clone()),
+            journal: Some(journal as Arc<dyn Journal>),
+            ..RunOptions::default()
+        };
+        let result = self
+            .engine
+            .run_with(&chain.script, registry, policy, &approval, options)
+            .await;
+        match (&result.status, &result.pending) {
+            (ChainStatus::Suspended, Some(pending)) => {
+                self.store.suspend(&chain_id, pending).await?;
+                self.store.release(&chain_id, claimant).await?;
+            }
+            _ => {
+                let json = serde_json::to_value(&result).map_err(|e| DurableError::Corrupt {
+                    chain_id: chain_id.clone(),
+                    why: e.to_string(),
+                })?;
+                self.store.finish(&chain_id, &json).await?;
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// What a chain has done so far: its journal and the decisions on its calls.
+#[derive(Default)]
+struct History {
+    journal: Vec<JournalEntry>,
+    decisions: Vec<Decision>,
+}
+
+/// A chain's journal in its store.
+struct StoreJournal {
+    store: Arc<dyn ChainStore>,
+    chain_id: String,
+    recorded: Vec<JournalEntry>,
+}
+
+#[async_trait]
+impl Journal for StoreJournal {
+    fn recorded(&self) -> Vec<JournalEntry> {
+        self.recorded.clone()
+    }
+
+    async fn append(&self, entry: JournalEntry) -> Result<(), JournalError> {
+        let seq = entry.seq;
+        self.store
+            .append(&self.chain_id, &entry)
+            .await
+            .map_err(|e| JournalError {
+                seq,
+                why: e.to_string(),
+            })
+    }
+}
+
+/// The decisions recorded for a chain's calls, by call number; a call
+/// without one is asked of `otherwise`.
+struct Recorded {
+    decisions: BTreeMap<u32, ApprovalDecision>,
+    otherwise: Approval,
+}
+
+#[async_trait]
+impl ApprovalHandler for Recorded {
+    async fn request(&self, req: &ApprovalRequest) -> Result<ApprovalDecision, ApprovalError> {
+        let seq = u32::try_from(req.call_id).unwrap_or(u32::MAX);
+        match self.decisions.get(&seq) {
+            Some(decision) => Ok(decision.clone()),
+            None => self.otherwise.0.request(req).await,
+        }
+    }
+}
+
+fn policy_of(chain: &StoredChain) -> Result<ChainPolicy, DurableError> {
+    serde_json::from_value(chain.policy.clone()).map_err(|e| DurableError::Corrupt {
+        chain_id: chain.chain_id.clone(),
+        why: format!("its policy: {e}"),
+    })
+}
+
+fn finished(chain_id: &str, result: serde_json::Value) -> Result<ChainRunResult, DurableError> {
+    serde_json::from_value(result).map_err(|e| DurableError::Corrupt {
+        chain_id: chain_id.to_owned(),
+        why: format!("its result: {e}"),
+    })
+}
+
+/// Seconds from one RFC 3339 time to another, if both parse.
+fn seconds_between(from: &str, to: &str) -> Option<f64> {
+    let from: jiff::Timestamp = from.parse().ok()?;
+    let to: jiff::Timestamp = to.parse().ok()?;
+    Some((to.as_nanosecond() - from.as_nanosecond()) as f64 / 1e9)
+}
+
+/// A fresh seed for a chain's randomness.
+fn rand_seed() -> u64 {
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    u64::from_le_bytes([
+        bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+    ])
+}

@@ -1,0 +1,241 @@
+//! Durable chains ([`chainbox::durable`]) on the in-memory store: a chain
+//! suspends at a call that waits on a decision, holding nothing; a decision
+//! and a resume finish it without running any tool twice; an expired
+//! decision denies; two resumes at once run the call once. On both guests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use chainbox::approval::ApprovalDecision;
+use chainbox::durable::{Durable, DurableError};
+use chainbox::store::{ChainStore, MemoryStore};
+use chainbox::{Approval, ChainPolicy, ChainStatus, ErrorKind, PythonChoice, ToolRegistry, ToolRisk};
+use serde_json::{Value, json};
+
+use crate::fixtures::{assert_ok, engine, tool};
+
+/// `bump(n)` (safe) and `wire(amount)` (critical), each counting its runs.
+fn registry(bumps: &Arc<AtomicU32>, wires: &Arc<AtomicU32>) -> ToolRegistry {
+    let (bumps, wires) = (bumps.clone(), wires.clone());
+    ToolRegistry::from_local([
+        Arc::new(tool("bump", &["n"], move |args| {
+            bumps.fetch_add(1, Ordering::SeqCst);
+            Ok(json!(10 * args.get("n").and_then(Value::as_i64).unwrap_or(0)))
+        })) as Arc<dyn chainbox::tools::Tool>,
+        Arc::new(
+            tool("wire", &["amount"], move |args| {
+                wires.fetch_add(1, Ordering::SeqCst);
+                Ok(json!(format!(
+                    "sent {}",
+                    args.get("amount").and_then(Value::as_i64).unwrap_or(0)
+                )))
+            })
+            .with_risk(ToolRisk::Critical),
+        ),
+    ])
+    .expect("registry")
+}
+
+const SCRIPT: &str = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await bump(n=2)\n[a, r, b]";
+
+struct Setup {
+    durable: Durable,
+    store: Arc<MemoryStore>,
+    registry: ToolRegistry,
+    bumps: Arc<AtomicU32>,
+    wires: Arc<AtomicU32>,
+    policy: ChainPolicy,
+}
+
+fn setup(python: PythonChoice) -> Setup {
+    let (bumps, wires) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let store = Arc::new(MemoryStore::new());
+    Setup {
+        durable: Durable::new(engine().clone(), store.clone() as Arc<dyn ChainStore>),
+        store,
+        registry: registry(&bumps, &wires),
+        bumps,
+        wires,
+        policy: ChainPolicy {
+            python,
+            ..ChainPolicy::default()
+        },
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_chain_suspends_at_a_call_that_waits_on_a_decision_and_a_resume_finishes_it() {
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let s = setup(python);
+        let r = s
+            .durable
+            .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
+            .await
+            .expect("runs");
+        assert_eq!(r.status, ChainStatus::Suspended, "{python:?}: {r:#?}");
+        assert_eq!(r.error, None);
+        let chain_id = r.chain_id.clone().expect("a chain id");
+        let pending = r.pending.clone().expect("a pending call");
+        assert_eq!(
+            (pending.seq, pending.tool.as_str(), pending.risk),
+            (2, "wire", ToolRisk::Critical)
+        );
+        assert_eq!(pending.arguments.get("amount"), Some(&json!(5)));
+        assert_eq!(
+            r.call_trace.len(),
+            1,
+            "{python:?}: only the finished call is in the trace"
+        );
+        assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (1, 0));
+        let listed = s.store.pending().await.expect("pending");
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].0, chain_id);
+
+        s.durable
+            .decide(&chain_id, ApprovalDecision::Approved, "test")
+            .await
+            .expect("decided");
+        let r = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("resumes");
+        assert_ok(&r);
+        assert_eq!(r.output, json!([10, "sent 5", 20]), "{python:?}");
+        assert_eq!(
+            (s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)),
+            (2, 1),
+            "{python:?}"
+        );
+        let replayed: Vec<bool> = r.call_trace.iter().map(|c| c.replayed).collect();
+        assert_eq!(
+            replayed,
+            [true, false, false],
+            "{python:?}: the trace covers the whole chain"
+        );
+        assert!(s.store.pending().await.expect("pending").is_empty());
+
+        // A finished chain resumed again gives its result, running nothing.
+        let again = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("the result");
+        assert_eq!(again.output, r.output);
+        assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (2, 1));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_decision_is_the_scripts_permission_error_and_modified_arguments_are_used() {
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let s = setup(python);
+        let script = "try:\n    r = await wire(amount=5)\nexcept PermissionError as e:\n    r = 'refused'\nr";
+        let r = s
+            .durable
+            .run(script, &s.registry, &s.policy, &Approval::defer())
+            .await
+            .expect("runs");
+        let chain_id = r.chain_id.expect("a chain id");
+        let deny = ApprovalDecision::Denied {
+            reason: Some("not today".into()),
+        };
+        s.durable.decide(&chain_id, deny, "test").await.expect("decided");
+        let r = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("resumes");
+        assert_eq!(r.output, json!("refused"), "{python:?}: {r:#?}");
+        assert_eq!(s.wires.load(Ordering::SeqCst), 0);
+
+        let r = s
+            .durable
+            .run(script, &s.registry, &s.policy, &Approval::defer())
+            .await
+            .expect("runs");
+        let chain_id = r.chain_id.expect("a chain id");
+        let arguments = json!({"amount": 7}).as_object().cloned().expect("an object");
+        s.durable
+            .decide(&chain_id, ApprovalDecision::Modified { arguments }, "test")
+            .await
+            .expect("decided");
+        let r = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("resumes");
+        assert_eq!(r.output, json!("sent 7"), "{python:?}: {r:#?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_after_approval_expires_s_denies() {
+    let mut s = setup(PythonChoice::Monty);
+    s.policy.approval_expires_s = 0.05;
+    let r = s
+        .durable
+        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    let chain_id = r.chain_id.expect("a chain id");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let decision = s
+        .durable
+        .decide(&chain_id, ApprovalDecision::Approved, "late")
+        .await
+        .expect("recorded");
+    assert!(
+        matches!(decision.decision, ApprovalDecision::Denied { .. }),
+        "{decision:?}"
+    );
+    let r = s
+        .durable
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumes");
+    assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Script), "{r:#?}");
+    assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("PermissionError"));
+    assert_eq!(s.wires.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_resumes_at_once_run_the_approved_call_once() {
+    let s = setup(PythonChoice::Monty);
+    let r = s
+        .durable
+        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    let chain_id = r.chain_id.expect("a chain id");
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "test")
+        .await
+        .expect("decided");
+    let defer = Approval::defer();
+    let (a, b) = tokio::join!(
+        s.durable.resume(&chain_id, &s.registry, &defer),
+        s.durable.resume(&chain_id, &s.registry, &defer),
+    );
+    let finished = [&a, &b]
+        .iter()
+        .filter(|r| matches!(r, Ok(r) if r.status == ChainStatus::Ok))
+        .count();
+    let refused = [&a, &b]
+        .iter()
+        .filter(|r| matches!(r, Err(DurableError::BeingResumed { .. })))
+        .count();
+    assert!(finished >= 1 && finished + refused == 2, "{a:?}\n{b:?}");
+    assert_eq!(s.wires.load(Ordering::SeqCst), 1, "the approved call ran once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_that_is_not_durable_is_denied_where_a_durable_one_would_suspend() {
+    let s = setup(PythonChoice::Monty);
+    let r = engine()
+        .run("await wire(amount=5)", &s.registry, &s.policy, &Approval::defer())
+        .await;
+    assert_eq!(r.status, ChainStatus::Error, "{r:#?}");
+    assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("PermissionError"));
+    assert_eq!(s.wires.load(Ordering::SeqCst), 0);
+}
