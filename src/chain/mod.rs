@@ -75,6 +75,17 @@ pub struct RunOptions {
     /// and the result is `error` of kind `cancelled` with the trace so far
     /// (the calls in flight closed as `error`, [`CANCELLED_CALL`]).
     pub cancel: Option<CancellationToken>,
+    /// The chain's randomness: everything its guest draws from its
+    /// entropy (Python's `random` without an explicit seed, `random.Random()`,
+    /// `os.urandom`, `uuid.uuid4`, `secrets`, `tempfile`'s names) comes from
+    /// a generator (ChaCha20) keyed from this seed, so a replay of the chain
+    /// with the same seed (and script, guest and tool answers) sees the same
+    /// values. `None`: a fresh key from the OS per chain.
+    ///
+    /// A seed makes the chain's randomness, `secrets` tokens included,
+    /// predictable to whoever holds it (and a `u64` holds at most 64 bits of
+    /// entropy): keep it as secret as the journal that stores it.
+    pub seed: Option<u64>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -164,6 +175,8 @@ struct Started {
     meters: Arc<Meters>,
     /// Its caller's cancellation ([`RunOptions::cancel`]).
     cancel: Option<CancellationToken>,
+    /// Its randomness's seed ([`RunOptions::seed`]).
+    seed: Option<u64>,
 }
 
 /// The guest has returned from `_start` (or trapped).
@@ -255,6 +268,7 @@ impl Started {
             workspace,
             meters,
             cancel: options.cancel,
+            seed: options.seed,
         }
     }
 
@@ -343,6 +357,7 @@ impl Started {
             workspace: self.workspace.clone(),
             meters: self.meters.clone(),
             interpreter,
+            seed: self.seed,
         };
         let (mut store, memory, start) = match core.instance_for(setup).await? {
             Instance::Monty(MontyInstance { store, memory, start }) => (store, memory, start),
