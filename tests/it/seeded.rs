@@ -17,11 +17,12 @@ await add(a=1, b=2)
 drawn + [random.Random().random(), random.randrange(10**12), random.random()]";
 
 /// What the CPython guest can draw besides: `uuid.uuid4`, `os.urandom`,
-/// `secrets`.
-const CPYTHON_DRAWS: &str = "import os, random, secrets, uuid
+/// `secrets`, `tempfile`'s names.
+const CPYTHON_DRAWS: &str = "import os, random, secrets, tempfile, uuid
 drawn = [random.random(), random.randint(1, 10**9)]
 await add(a=1, b=2)
-drawn + [str(uuid.uuid4()), os.urandom(8).hex(), secrets.token_hex(8), random.Random().random(), random.random()]";
+temp = os.path.basename(tempfile.mkstemp(dir='.')[1])
+drawn + [str(uuid.uuid4()), os.urandom(8).hex(), secrets.token_hex(8), random.Random().random(), temp, random.random()]";
 
 const GUESTS: [PythonChoice; 2] = [PythonChoice::Monty, PythonChoice::Cpython];
 
