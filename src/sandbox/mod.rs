@@ -30,7 +30,7 @@ mod interrupt;
 mod meters;
 mod quota;
 
-use entropy::Entropy;
+use entropy::{Entropy, Source};
 pub use imports::UnstoppableGuest;
 pub(crate) use imports::{add_to_component_linker, add_to_linker, check_cpython_guest};
 pub use interrupt::PageSizeError;
@@ -79,8 +79,8 @@ const TICKS_PER_YIELD: u64 = 5;
 /// Per-chain state held by the wasmtime `Store`.
 pub(crate) struct ChainState {
     wasi: WasiP1Ctx,
-    /// The generator `wasi` draws randomness from, started for the chain
-    /// by [`start_randomness`].
+    /// Restarts the generator `wasi` draws randomness from, for the chain
+    /// ([`start_randomness`]).
     entropy: Entropy,
     session: Arc<InvokerSession>,
     /// The run request, handed to the guest once.
@@ -204,8 +204,8 @@ pub(crate) enum StoreError {
 
 /// Builds the store for one chain, with its limits armed.
 pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, StoreError> {
-    let entropy = Entropy::new();
-    let wasi = wasi_for(&setup, &entropy)?;
+    let (entropy, source) = Entropy::new();
+    let wasi = wasi_for(&setup, source)?;
     let cpython = setup.interpreter == Interpreter::Cpython;
     let mut store = Store::new(engine, ChainState::for_chain(setup, wasi, entropy));
     store.limiter(|s| &mut s.memory);
@@ -283,13 +283,13 @@ pub(crate) fn start_randomness(store: &Store<ChainState>, seed: Option<u64>) {
 }
 
 /// The WASI context of the chain of `setup`. No env, no args, no network;
-/// stdio closed; randomness from `entropy`. The monty guest's files go
+/// stdio closed; `randomness` its generator. The monty guest's files go
 /// through the `os` import; the CPython guest reads and writes the
 /// workspace directory itself, preopened as `/workspace` (WASI's capability
 /// model confines it there).
-fn wasi_for(setup: &ChainSetup<'_>, entropy: &Entropy) -> Result<WasiP1Ctx, StoreError> {
+fn wasi_for(setup: &ChainSetup<'_>, randomness: Source) -> Result<WasiP1Ctx, StoreError> {
     let mut wasi = WasiCtxBuilder::new();
-    wasi.secure_random(entropy.clone()).insecure_random(entropy.clone());
+    wasi.secure_random(randomness);
     if setup.interpreter == Interpreter::Cpython {
         let dir = {
             let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
@@ -308,7 +308,7 @@ fn wasi_for(setup: &ChainSetup<'_>, entropy: &Entropy) -> Result<WasiP1Ctx, Stor
 
 impl ChainState {
     /// The state of a store for the chain of `setup`, with `wasi` drawing
-    /// from `entropy` (see [`wasi_for`]).
+    /// from the source `entropy` restarts (see [`wasi_for`]).
     fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx, entropy: Entropy) -> ChainState {
         let policy = setup.policy;
         let tools = setup
