@@ -238,6 +238,8 @@ impl Durable {
         let options = RunOptions {
             run_id: Some(chain_id.clone()),
             journal: Some(journal as Arc<dyn Journal>),
+            // The chain's randomness replays with its script.
+            seed: Some(chain.seed),
             ..RunOptions::default()
         };
         let result = self

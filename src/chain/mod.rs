@@ -81,6 +81,17 @@ pub struct RunOptions {
     /// (a resumed chain re-runs its script from the start, its tools do not
     /// run again). `None`: nothing is recorded.
     pub journal: Option<Arc<dyn Journal>>,
+    /// The chain's randomness: everything its guest draws from its
+    /// entropy (Python's `random` without an explicit seed, `random.Random()`,
+    /// `os.urandom`, `uuid.uuid4`, `secrets`, `tempfile`'s names) comes from
+    /// a generator (ChaCha20) keyed from this seed, so a replay of the chain
+    /// with the same seed (and script, guest and tool answers) sees the same
+    /// values. `None`: a fresh key from the OS per chain.
+    ///
+    /// A seed makes the chain's randomness, `secrets` tokens included,
+    /// predictable to whoever holds it (and a `u64` holds at most 64 bits of
+    /// entropy): keep it as secret as the journal that stores it.
+    pub seed: Option<u64>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -172,6 +183,8 @@ struct Started {
     cancel: Option<CancellationToken>,
     /// It has a journal: its result names it (`chain_id`) and it may suspend.
     durable: bool,
+    /// Its randomness's seed ([`RunOptions::seed`]).
+    seed: Option<u64>,
 }
 
 /// The guest has returned from `_start` (or trapped).
@@ -262,6 +275,7 @@ impl Started {
             meters,
             cancel: options.cancel,
             durable: options.journal.is_some(),
+            seed: options.seed,
         }
     }
 
@@ -362,6 +376,7 @@ impl Started {
             workspace: self.workspace.clone(),
             meters: self.meters.clone(),
             interpreter,
+            seed: self.seed,
         };
         let (mut store, memory, start) = match core.instance_for(setup).await? {
             Instance::Monty(MontyInstance { store, memory, start }) => (store, memory, start),

@@ -255,6 +255,7 @@ impl Placeholder {
             workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(workspace))),
             meters: sandbox::Meters::new(&self.policy),
             interpreter,
+            seed: None,
         }
     }
 }
@@ -403,11 +404,13 @@ impl Core {
     /// guest's spare when it fits the chain (its memory within the chain's
     /// limit; for CPython, a chain that can adopt the spare's workspace
     /// directory), bound to the chain, else a fresh one (the unfit spare
-    /// retired). The one place a chain's store is made or bound.
+    /// retired), its randomness started from the chain's seed. The one
+    /// place a chain's store is made or bound.
     pub(crate) async fn instance_for(&self, setup: sandbox::ChainSetup<'_>) -> Result<Instance, InstanceError> {
+        let seed = setup.seed;
         if setup.interpreter == Interpreter::Monty {
             let spare = self.housekeeper.take_spare();
-            return Ok(Instance::Monty(match spare {
+            let instance = match spare {
                 Some(spare) if sandbox::fits(&spare.store, setup.policy) => MontyInstance {
                     store: sandbox::bind(spare.store, setup),
                     ..spare
@@ -418,7 +421,9 @@ impl Core {
                     }
                     self.instantiate(setup).await?
                 }
-            }));
+            };
+            sandbox::start_randomness(&instance.store, seed);
+            return Ok(Instance::Monty(instance));
         }
         let guest = (self.cpython().await).map_err(|e| InstanceError::CpythonUnavailable(Arc::clone(e)))?;
         let spare = guest.housekeeper.take_spare();
@@ -442,6 +447,7 @@ impl Core {
                 guest.instantiate(setup).await?
             }
         };
+        sandbox::start_randomness(&store, seed);
         Ok(Instance::Cpython {
             store,
             run,
@@ -681,6 +687,54 @@ mod tests {
             prepared.to_string().starts_with("this host cannot run the guest: "),
             "{prepared}"
         );
+    }
+
+    /// A replay of a chain may land on the spare instance (made and warmed
+    /// before its chain) or on a fresh one: a seeded CPython chain draws
+    /// the same values on either.
+    #[test]
+    fn a_seeded_cpython_chain_draws_the_same_on_a_spare_as_on_a_fresh_instance() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let core = Core::new(None, 1, None).and_then(Core::start).expect("core");
+        let guest = Arc::clone(runtime.block_on(core.cpython()).expect("the CPython guest"));
+        guest.housekeeper.request_spare();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !guest.housekeeper.peek_spare(|spare| spare.is_some()) {
+            assert!(std::time::Instant::now() < deadline, "no spare was made");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let policy = ChainPolicy {
+            python: crate::policy::PythonChoice::Cpython,
+            ..ChainPolicy::default()
+        };
+        let script = "import os, random, secrets, uuid\n[random.random(), random.getrandbits(64), str(uuid.uuid4()), os.urandom(8).hex(), secrets.token_hex(8), random.Random().random()]";
+        let run = |workspace: Option<PathBuf>| {
+            let options = crate::chain::RunOptions {
+                seed: Some(46),
+                workspace,
+                ..crate::chain::RunOptions::default()
+            };
+            let registry = ToolRegistry::new();
+            let r = runtime.block_on(crate::chain::run(
+                &core,
+                script,
+                &registry,
+                &policy,
+                &Approval::deny_all(),
+                options,
+            ));
+            assert!(r.is_ok(), "{r:?}");
+            r.output
+        };
+        // The one chain slot's spare is ready: the first chain takes it; a
+        // chain given a workspace of its own starts a fresh instance.
+        let on_spare = run(None);
+        let dir = tempfile::tempdir().expect("a workspace");
+        let on_fresh = run(Some(dir.path().to_path_buf()));
+        assert_eq!(on_spare, on_fresh);
     }
 
     #[test]

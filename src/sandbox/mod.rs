@@ -4,7 +4,8 @@
 //! chain's limits and what it used are [`meters`]; the CPython guest's
 //! workspace write quota is [`quota`]; the C math library both guests
 //! compute floats with is [`c_math`]; how a CPython guest is stopped is
-//! [`interrupt`] (the monty guest's epoch callback is in [`new_store`]).
+//! [`interrupt`] (the monty guest's epoch callback is in [`new_store`]);
+//! where its randomness comes from is [`entropy`].
 //!
 //! Invariants:
 //! - Only [`imports`] reads or writes guest memory. Every read is
@@ -14,7 +15,8 @@
 //! - Limits that end a chain are recorded (in [`ChainState`] or its
 //!   [`Meters`]) before the trap that enforces them, so the trap is
 //!   classified from facts, not from error strings.
-//! - The guest has no WASI capabilities beyond clocks and randomness: no
+//! - The guest has no WASI capabilities beyond clocks and randomness (the
+//!   chain's own generator, seeded per chain: [`entropy`]): no
 //!   environment, no arguments, no sockets, no host paths but the chain's
 //!   workspace. The monty guest's files are served through the `os` import
 //!   by `monty-fs`, confined to the workspace directory, which is created on
@@ -22,11 +24,13 @@
 //!   `/workspace` (created before it starts), its only one.
 
 mod c_math;
+mod entropy;
 mod imports;
 mod interrupt;
 mod meters;
 mod quota;
 
+use entropy::{Entropy, Source};
 pub use imports::UnstoppableGuest;
 pub(crate) use imports::{add_to_component_linker, add_to_linker, check_cpython_guest};
 pub use interrupt::PageSizeError;
@@ -75,6 +79,9 @@ const TICKS_PER_YIELD: u64 = 5;
 /// Per-chain state held by the wasmtime `Store`.
 pub(crate) struct ChainState {
     wasi: WasiP1Ctx,
+    /// Restarts the generator `wasi` draws randomness from, for the chain
+    /// ([`start_randomness`]).
+    entropy: Entropy,
     session: Arc<InvokerSession>,
     /// The run request, handed to the guest once.
     request: Option<Vec<u8>>,
@@ -183,6 +190,8 @@ pub(crate) struct ChainSetup<'a> {
     pub meters: Arc<Meters>,
     /// Which guest the store is for.
     pub interpreter: Interpreter,
+    /// The chain's seed (`RunOptions::seed`), for [`start_randomness`].
+    pub seed: Option<u64>,
 }
 
 /// Why a chain's store could not be built.
@@ -198,9 +207,10 @@ pub(crate) enum StoreError {
 
 /// Builds the store for one chain, with its limits armed.
 pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Result<Store<ChainState>, StoreError> {
-    let wasi = wasi_for(&setup)?;
+    let (entropy, source) = Entropy::new();
+    let wasi = wasi_for(&setup, source)?;
     let cpython = setup.interpreter == Interpreter::Cpython;
-    let mut store = Store::new(engine, ChainState::for_chain(setup, wasi));
+    let mut store = Store::new(engine, ChainState::for_chain(setup, wasi, entropy));
     store.limiter(|s| &mut s.memory);
     if cpython {
         // What wasmtime lifts from the guest in one host call (a string
@@ -245,7 +255,8 @@ pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
 /// instantiated before its chain was known; check [`fits`] first) to the
 /// chain of `setup`: its state is replaced (nothing of the placeholder's
 /// session or meters reaches the chain, and its limits start now) but for
-/// its WASI context, which carries on. A monty spare's is empty; a CPython
+/// its WASI context, which carries on (its generator is the chain's once
+/// [`start_randomness`] restarts it). A monty spare's is empty; a CPython
 /// spare's guest descriptors (the preopened `/workspace` wasi-libc listed,
 /// its working directory there) point into it, so that chain's workspace
 /// must be the directory the spare was made with.
@@ -253,7 +264,8 @@ pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Store
     let size = store.data().memory.current();
     let guard_page = store.data().guard_page;
     let wasi = std::mem::replace(&mut store.data_mut().wasi, WasiCtxBuilder::new().build_p1());
-    *store.data_mut() = ChainState::for_chain(setup, wasi);
+    let entropy = store.data().entropy.clone();
+    *store.data_mut() = ChainState::for_chain(setup, wasi, entropy);
     store.data_mut().memory.grown_to(size);
     match &store.data().interrupt {
         Some(interrupt) => {
@@ -265,12 +277,22 @@ pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Store
     store
 }
 
+/// Starts the randomness of the chain whose instance `store` is, from its
+/// `seed` (see [`entropy`]): once the instance is made or bound, before its
+/// guest runs anything of the chain, so what instantiating it or a spare's
+/// warm-up drew is no part of the chain's stream.
+pub(crate) fn start_randomness(store: &Store<ChainState>, seed: Option<u64>) {
+    store.data().entropy.start(seed);
+}
+
 /// The WASI context of the chain of `setup`. No env, no args, no network;
-/// stdio closed. The monty guest's files go through the `os` import; the
-/// CPython guest reads and writes the workspace directory itself,
-/// preopened as `/workspace` (WASI's capability model confines it there).
-fn wasi_for(setup: &ChainSetup<'_>) -> Result<WasiP1Ctx, StoreError> {
+/// stdio closed; `randomness` its generator. The monty guest's files go
+/// through the `os` import; the CPython guest reads and writes the
+/// workspace directory itself, preopened as `/workspace` (WASI's capability
+/// model confines it there).
+fn wasi_for(setup: &ChainSetup<'_>, randomness: Source) -> Result<WasiP1Ctx, StoreError> {
     let mut wasi = WasiCtxBuilder::new();
+    wasi.secure_random(randomness);
     if setup.interpreter == Interpreter::Cpython {
         let dir = {
             let mut workspace = setup.workspace.lock().unwrap_or_else(|p| p.into_inner());
@@ -288,9 +310,9 @@ fn wasi_for(setup: &ChainSetup<'_>) -> Result<WasiP1Ctx, StoreError> {
 }
 
 impl ChainState {
-    /// The state of a store for the chain of `setup`, with `wasi` (see
-    /// [`wasi_for`]).
-    fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx) -> ChainState {
+    /// The state of a store for the chain of `setup`, with `wasi` drawing
+    /// from the source `entropy` restarts (see [`wasi_for`]).
+    fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx, entropy: Entropy) -> ChainState {
         let policy = setup.policy;
         let tools = setup
             .registry
@@ -318,6 +340,7 @@ impl ChainState {
             .then(|| Interrupt::new(meters.clock.clone(), std::time::Instant::now() + policy.total_timeout()));
         ChainState {
             wasi,
+            entropy,
             session: setup.session,
             request: Some(encode(&request)),
             staged: Vec::new(),

@@ -20,7 +20,7 @@ fn registry(bumps: &Arc<AtomicU32>, wires: &Arc<AtomicU32>) -> ToolRegistry {
     ToolRegistry::from_local([
         Arc::new(tool("bump", &["n"], move |args| {
             bumps.fetch_add(1, Ordering::SeqCst);
-            Ok(json!(10 * args.get("n").and_then(Value::as_i64).unwrap_or(0)))
+            Ok(json!(args.get("n").and_then(Value::as_i64).unwrap_or(0).saturating_mul(10)))
         })) as Arc<dyn chainbox::tools::Tool>,
         Arc::new(
             tool("wire", &["amount"], move |args| {
@@ -238,4 +238,61 @@ async fn a_chain_that_is_not_durable_is_denied_where_a_durable_one_would_suspend
     assert_eq!(r.status, ChainStatus::Error, "{r:#?}");
     assert_eq!(r.error.as_ref().map(|e| e.error_type.as_str()), Some("PermissionError"));
     assert_eq!(s.wires.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resumed_chain_draws_the_same_random_values_so_its_calls_replay() {
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let s = setup(python);
+        let script = "import random\nx = random.randint(1, 10**9)\na = await bump(n=x)\nr = await wire(amount=1)\n[a == 10 * x, r]";
+        let r = s
+            .durable
+            .run(script, &s.registry, &s.policy, &Approval::defer())
+            .await
+            .expect("runs");
+        let chain_id = r.chain_id.expect("a chain id");
+        s.durable
+            .decide(&chain_id, ApprovalDecision::Approved, "test")
+            .await
+            .expect("decided");
+        let r = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("resumes");
+        assert_ok(&r);
+        assert_eq!(r.output, json!([true, "sent 1"]), "{python:?}: {r:#?}");
+        assert_eq!(s.bumps.load(Ordering::SeqCst), 1, "{python:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_whose_arguments_follow_the_clock_diverges_on_resume_and_runs_nothing() {
+    let s = setup(PythonChoice::Monty);
+    let script = "import time\na = await bump(n=time.time_ns())\nr = await wire(amount=1)\n[a, r]";
+    let r = s
+        .durable
+        .run(script, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    let chain_id = r.chain_id.expect("a chain id");
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "test")
+        .await
+        .expect("decided");
+    let r = s
+        .durable
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumes");
+    assert_eq!(
+        r.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::ReplayDiverged),
+        "{r:#?}"
+    );
+    assert!(
+        r.error.as_ref().is_some_and(|e| e.message.contains("call #1")),
+        "{r:#?}"
+    );
+    assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (1, 0));
 }

@@ -27,6 +27,7 @@ mod monty_cases;
 mod permissions;
 mod provenance;
 mod sandbox;
+mod seeded;
 mod skills;
 mod soak;
 mod specs;

@@ -65,6 +65,8 @@ from . import snapshot
 from .chain import run_chain
 from .wit import _wit_host, wit_world
 
+import random
+
 __all__ = ["run_chain"]
 
 if wit_world is not None:
@@ -77,6 +79,16 @@ if wit_world is not None:
             if not _ARMED:
                 _wit_host.arm(b"\0")
                 _ARMED = True
+            else:
+                # `random` was seeded at build time, in the snapshot, and
+                # componentize-py's runtime reseeds it (`random.seed()`) on
+                # an instance's first export call only: a spare's warm-up
+                # run. A later run is a chain on a spare, whose WASI
+                # generator the host has restarted for it since: the same
+                # reseed draws its first bytes, as the first run's did on a
+                # fresh instance, so a chain's `random` (and what it draws
+                # after) is the same on either (`RunOptions::seed`).
+                random.seed()
             return run_chain(request, _wit_host)
 
     # Whether this instance has let the host find its guard page (the
