@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::Approval;
+use crate::approval::{Approval, ApprovalDecision};
 use crate::chain::RunOptions;
 use crate::manifest::Manifest;
 use crate::mcp::serve::{self, ChainServer};
@@ -71,6 +71,59 @@ enum Command {
         /// `auto` runs monty unless the script needs CPython.
         #[arg(long, value_enum)]
         python: Option<PythonChoice>,
+        /// Run the chain durably, kept in this store (`sqlite:PATH`,
+        /// `postgres://...`): with `--approve defer` it suspends at a call
+        /// that needs approval (exit code 3) until `chainbox decide` and
+        /// `chainbox resume` continue it, from any process.
+        #[arg(long, value_name = "URL")]
+        state: Option<String>,
+    },
+    /// List the durable chains' calls that wait on a decision.
+    Approvals {
+        /// The store (`sqlite:PATH`, `postgres://...`).
+        #[arg(long, value_name = "URL")]
+        state: String,
+        /// Print JSON (one array) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Record a decision on a suspended chain's pending call.
+    Decide {
+        /// The chain (its `chain_id`).
+        chain_id: String,
+        /// Approve or deny the call.
+        #[arg(value_enum)]
+        decision: DecisionArg,
+        /// Approve with these arguments instead (a JSON object).
+        #[arg(long, value_name = "JSON")]
+        arguments: Option<String>,
+        /// Why (shown to the script with a denial).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who decides (recorded with the decision).
+        #[arg(long, default_value = "cli")]
+        by: String,
+        /// The store (`sqlite:PATH`, `postgres://...`).
+        #[arg(long, value_name = "URL")]
+        state: String,
+    },
+    /// Continue a durable chain from the start, answered from its journal:
+    /// to its end or its next suspension.
+    Resume {
+        /// The chain (its `chain_id`).
+        chain_id: String,
+        /// The tools manifest (TOML) its tools come from.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// How calls needing approval that have no decision are approved.
+        #[arg(long, value_enum, default_value_t = ApproveMode::Defer)]
+        approve: ApproveMode,
+        /// The store (`sqlite:PATH`, `postgres://...`).
+        #[arg(long, value_name = "URL")]
+        state: String,
+        /// Print exactly one ChainRunResult JSON on stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the Python stubs (signatures and docstrings) a model should be shown.
     Stubs {
@@ -165,6 +218,18 @@ enum ApproveMode {
     Deny,
     /// Ask on the terminal; without a terminal, deny.
     Ask,
+    /// Decide later: a durable chain (`--state`) suspends at the call;
+    /// any other chain's call is denied.
+    Defer,
+}
+
+/// The decisions of `chainbox decide`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DecisionArg {
+    /// Run the call (with `--arguments`, with those instead).
+    Approve,
+    /// Refuse the call: `PermissionError` in the script.
+    Deny,
 }
 
 /// Runs the command line and returns the process exit code: 0 iff the
@@ -255,6 +320,30 @@ enum CliError {
     /// The specs could not be written as JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    /// `--state`'s store could not be reached or refused.
+    #[error("--state: {0}")]
+    Store(crate::store::StoreError),
+    /// A durable chain could not be run, decided or resumed.
+    #[error(transparent)]
+    Durable(crate::durable::DurableError),
+    /// `decide --arguments` is not a JSON object.
+    #[error("--arguments {0}: not a JSON object")]
+    Arguments(String),
+}
+
+fn approval_for(mode: ApproveMode) -> Approval {
+    match mode {
+        ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
+        ApproveMode::Deny => Approval::deny_all(),
+        ApproveMode::Ask => Approval::terminal(),
+        ApproveMode::Defer => Approval::defer(),
+    }
+}
+
+/// Durable chains on a new engine and the store `--state` names.
+fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
+    let store = runtime.block_on(crate::store::connect(state)).map_err(CliError::Store)?;
+    Ok(crate::durable::Durable::new(Engine::new()?, store))
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, CliError> {
@@ -281,6 +370,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             out,
             skill,
             python,
+            state,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
@@ -296,13 +386,84 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             if let Some(python) = python {
                 policy.python = python;
             }
-            let approval = match approve {
-                ApproveMode::Auto => Approval::auto(ToolRisk::Critical),
-                ApproveMode::Deny => Approval::deny_all(),
-                ApproveMode::Ask => Approval::terminal(),
-            };
+            let approval = approval_for(approve);
+            if let Some(state) = state {
+                let durable = durable(&runtime, &state)?;
+                let result = runtime
+                    .block_on(durable.run(&source, &registry, &policy, &approval))
+                    .map_err(CliError::Durable)?;
+                return Ok(report(&result, &[], json));
+            }
             let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
             Ok(report(&result, &saved, json))
+        }
+        Command::Approvals { state, json } => {
+            let runtime = runtime()?;
+            let store = runtime.block_on(crate::store::connect(&state)).map_err(CliError::Store)?;
+            let pending = runtime.block_on(store.pending()).map_err(CliError::Store)?;
+            if json {
+                let rows: Vec<serde_json::Value> = pending
+                    .iter()
+                    .map(|(chain_id, call)| {
+                        serde_json::json!({
+                            "chain_id": chain_id, "seq": call.seq, "tool": call.tool,
+                            "arguments": call.arguments, "risk": call.risk, "requested_at": call.requested_at,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string(&rows)?);
+            } else {
+                for (chain_id, call) in &pending {
+                    let arguments = serde_json::to_string(&call.arguments)?;
+                    println!(
+                        "{chain_id}  #{}  {}  {}  {}  {arguments}",
+                        call.seq, call.tool, call.risk, call.requested_at
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Decide {
+            chain_id,
+            decision,
+            arguments,
+            reason,
+            by,
+            state,
+        } => {
+            let decision = match (decision, arguments) {
+                (DecisionArg::Approve, None) => ApprovalDecision::Approved,
+                (DecisionArg::Approve, Some(text)) => match serde_json::from_str(&text) {
+                    Ok(serde_json::Value::Object(arguments)) => ApprovalDecision::Modified { arguments },
+                    _ => return Err(CliError::Arguments(text)),
+                },
+                (DecisionArg::Deny, _) => ApprovalDecision::Denied { reason },
+            };
+            let runtime = runtime()?;
+            let durable = durable(&runtime, &state)?;
+            let recorded = runtime
+                .block_on(durable.decide(&chain_id, decision, &by))
+                .map_err(CliError::Durable)?;
+            println!("{}", serde_json::to_string(&recorded)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resume {
+            chain_id,
+            tools,
+            approve,
+            state,
+            json,
+        } => {
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
+                None => ToolRegistry::new(),
+            };
+            let durable = durable(&runtime, &state)?;
+            let result = runtime
+                .block_on(durable.resume(&chain_id, &registry, &approval_for(approve)))
+                .map_err(CliError::Durable)?;
+            Ok(report(&result, &[], json))
         }
         Command::Stubs { tools, skill } => {
             let runtime = runtime()?;
@@ -675,10 +836,11 @@ fn report(result: &ChainRunResult, saved: &[SavedFile], json: bool) -> ExitCode 
             println!("saved: {} -> {}", file.path, file.host_path.display());
         }
     }
-    if result.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    match result.status {
+        _ if result.is_ok() => ExitCode::SUCCESS,
+        // Suspended: waits on `chainbox decide` and `chainbox resume`.
+        crate::ChainStatus::Suspended => ExitCode::from(3),
+        _ => ExitCode::from(1),
     }
 }
 
@@ -692,7 +854,16 @@ pub fn readable(result: &ChainRunResult) -> String {
             let _ = writeln!(out, "[stdout truncated: {} bytes produced]", result.usage.stdout_bytes);
         }
     }
+    if let (Some(chain_id), Some(pending)) = (&result.chain_id, &result.pending) {
+        let arguments = serde_json::to_string(&pending.arguments).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "── suspended ──\nchain {chain_id} waits on a decision for call #{} {}({arguments}) (risk {}):\n  chainbox decide {chain_id} approve|deny --state URL, then chainbox resume {chain_id} --state URL",
+            pending.seq, pending.tool, pending.risk
+        );
+    }
     match &result.error {
+        None if result.pending.is_some() => {}
         None => {
             let _ = writeln!(out, "── output ──\n{}", result.output_text);
         }

