@@ -342,7 +342,9 @@ fn approval_for(mode: ApproveMode) -> Approval {
 
 /// Durable chains on a new engine and the store `--state` names.
 fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
-    let store = runtime.block_on(crate::store::connect(state)).map_err(CliError::Store)?;
+    let store = runtime
+        .block_on(crate::store::connect(state))
+        .map_err(CliError::Store)?;
     Ok(crate::durable::Durable::new(Engine::new()?, store))
 }
 
@@ -399,7 +401,9 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Approvals { state, json } => {
             let runtime = runtime()?;
-            let store = runtime.block_on(crate::store::connect(&state)).map_err(CliError::Store)?;
+            let store = runtime
+                .block_on(crate::store::connect(&state))
+                .map_err(CliError::Store)?;
             let pending = runtime.block_on(store.pending()).map_err(CliError::Store)?;
             if json {
                 let rows: Vec<serde_json::Value> = pending

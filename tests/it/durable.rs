@@ -20,7 +20,9 @@ fn registry(bumps: &Arc<AtomicU32>, wires: &Arc<AtomicU32>) -> ToolRegistry {
     ToolRegistry::from_local([
         Arc::new(tool("bump", &["n"], move |args| {
             bumps.fetch_add(1, Ordering::SeqCst);
-            Ok(json!(args.get("n").and_then(Value::as_i64).unwrap_or(0).saturating_mul(10)))
+            Ok(json!(
+                args.get("n").and_then(Value::as_i64).unwrap_or(0).saturating_mul(10)
+            ))
         })) as Arc<dyn chainbox::tools::Tool>,
         Arc::new(
             tool("wire", &["amount"], move |args| {
