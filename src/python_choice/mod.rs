@@ -6,7 +6,7 @@
 //! choice is made before the chain starts, by [`needs_cpython`]: it parses
 //! the script with ruff's parser (the one monty itself uses, same version),
 //! walks the tree ([`walk`]) and looks every key of what the script uses up
-//! in one allowlist ([`allow::ALLOW`]): every statement and expression
+//! in one allowlist ([`allowlist`], the file `allowlist.txt`): every statement and expression
 //! kind, builtin, import, module member, attribute, keyword argument and
 //! special method. The router is an allowlist: whatever is not on it, and
 //! whatever fails to parse, runs on CPython. A new monty gap costs speed
@@ -27,7 +27,7 @@ use std::fmt;
 
 pub use crate::result::Interpreter;
 
-pub use allow::{ALLOW, MONTY_ENCODINGS};
+pub use allow::{MONTY_ENCODINGS, allowlist};
 use walk::Use;
 
 impl Interpreter {
@@ -159,7 +159,7 @@ fn scan(script: &str) -> Option<Needs> {
 
 /// Whether the allowlist holds `key` (it is sorted).
 fn allowed(key: &str) -> bool {
-    ALLOW.binary_search(&key).is_ok()
+    allowlist().binary_search(&key).is_ok()
 }
 
 /// Every allowlist key a script uses (for the allowlist's own checks), or

@@ -483,7 +483,7 @@ async fn allowlisted_method_names_exist_in_monty_on_every_type_cpython_has_them_
     let probed: Vec<(String, String, String, bool)> =
         serde_json::from_str(probed.stdout.trim()).expect("the probe is JSON");
     let mut missing = Vec::new();
-    for key in chainbox::python_choice::ALLOW {
+    for key in chainbox::python_choice::allowlist() {
         let Some(attribute) = key.strip_prefix('.') else {
             continue;
         };
