@@ -152,14 +152,20 @@ fn scan(script: &str) -> Option<Needs> {
         .into_iter()
         .find_map(|(found, at)| match found {
             Use::Key(key) if allowed(&key) => None,
-            Use::Key(key) => Some(Needs::NotAllowed { key, line: line(at) }),
+            Use::Key(key) => Some(Needs::NotAllowed {
+                key: key.into_owned(),
+                line: line(at),
+            }),
             Use::Refused(what) => Some(Needs::Context { what, line: line(at) }),
         })
 }
 
-/// Whether the allowlist holds `key` (it is sorted).
+/// Whether the allowlist holds `key`: a hash set, built once (a script
+/// asks about a few hundred keys).
 fn allowed(key: &str) -> bool {
-    allowlist().binary_search(&key).is_ok()
+    static SET: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+        std::sync::LazyLock::new(|| allowlist().iter().copied().collect());
+    SET.contains(key)
 }
 
 /// Every allowlist key a script uses (for the allowlist's own checks), or
@@ -171,7 +177,7 @@ fn keys(script: &str) -> Option<std::collections::BTreeSet<String>> {
         walk::uses(parsed.syntax(), script)
             .into_iter()
             .filter_map(|(found, _)| match found {
-                Use::Key(key) => Some(key),
+                Use::Key(key) => Some(key.into_owned()),
                 Use::Refused(_) => None,
             })
             .collect(),

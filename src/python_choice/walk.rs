@@ -24,6 +24,8 @@
 //! is a key or a refusal, never a judgement: [`super::needs_cpython`] looks
 //! the keys up.
 
+use std::borrow::Cow;
+
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{
     self as ast, CmpOp, ConversionFlag, Expr, ExprContext, InterpolatedStringElement, Keyword, Pattern, Stmt,
@@ -42,8 +44,8 @@ use super::allow::{
 /// One use the walk found, at a byte offset of the script.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Use {
-    /// Something the allowlist must hold.
-    Key(String),
+    /// Something the allowlist must hold (most are static: node kinds).
+    Key(Cow<'static, str>),
     /// A construct used where monty answers differently: why.
     Refused(&'static str),
 }
@@ -136,7 +138,8 @@ impl<'a> Names<'a> {
 /// Whether a key uses a module member that may raise an exception monty
 /// names with its module ([`RENAMED_EXCEPTION_SOURCES`]).
 fn meets_renamed_exception(key: &str) -> bool {
-    let path = key.split('(').next().unwrap_or(key).trim_start_matches("import ");
+    let path = key.split('(').next().unwrap_or(key);
+    let path = path.strip_prefix("import ").unwrap_or(path);
     RENAMED_EXCEPTION_SOURCES.iter().any(|(module, members)| {
         path.strip_prefix(module)
             .is_some_and(|rest| match (rest.strip_prefix('.'), members) {
@@ -330,8 +333,8 @@ struct Walk<'a, 'n> {
 }
 
 impl<'a> Walk<'a, '_> {
-    fn key(&mut self, node: &impl Ranged, key: String) {
-        self.uses.push((Use::Key(key), node.start().to_u32()));
+    fn key(&mut self, node: &impl Ranged, key: impl Into<Cow<'static, str>>) {
+        self.uses.push((Use::Key(key.into()), node.start().to_u32()));
     }
 
     fn refuse(&mut self, node: &impl Ranged, why: &'static str) {
@@ -887,7 +890,7 @@ fn normalize_encoding(name: &str) -> String {
 
 impl<'a> Visitor<'a> for Walk<'a, '_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        self.key(stmt, Self::stmt_kind(stmt).to_owned());
+        self.key(stmt, Self::stmt_kind(stmt));
         match stmt {
             Stmt::ClassDef(class) => {
                 self.check_class(class);
@@ -949,7 +952,7 @@ impl<'a> Visitor<'a> for Walk<'a, '_> {
     }
 
     fn visit_expr(&mut self, expr: &'a Expr) {
-        self.key(expr, Self::expr_kind(expr).to_owned());
+        self.key(expr, Self::expr_kind(expr));
         match expr {
             Expr::Name(name) => {
                 let called = self.is_blessed_callee(expr);
