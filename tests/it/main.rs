@@ -29,5 +29,6 @@ mod sandbox;
 mod skills;
 mod soak;
 mod specs;
+mod store;
 mod tool_kinds;
 mod vendored_monty;
