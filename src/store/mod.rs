@@ -11,11 +11,14 @@
 //! that started it. [`ChainStore::claim`] is how two processes resuming one
 //! chain at once agree that only one runs it.
 //!
-//! [`MemoryStore`] keeps all of it in memory (tests, one process); the SQL
-//! stores (SQLite for one machine, PostgreSQL for many) keep it in a
-//! database.
+//! [`MemoryStore`] keeps all of it in memory (tests, one process);
+//! [`SqlStore`] keeps it in a database: SQLite for one machine, PostgreSQL
+//! for many, through one code path. [`connect`] opens either by URL.
 
 mod memory;
+mod sql;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -26,6 +29,21 @@ use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
 pub use memory::MemoryStore;
+pub use sql::SqlStore;
+
+/// Opens the store a URL names: `memory:` (a new, empty [`MemoryStore`]),
+/// `sqlite:PATH` or `postgres://…` (a [`SqlStore`]; its schema is created
+/// if missing).
+///
+/// # Errors
+/// [`StoreError::UnknownScheme`] for any other URL; [`StoreError::Backend`]
+/// if the database cannot be reached.
+pub async fn connect(url: &str) -> Result<Arc<dyn ChainStore>, StoreError> {
+    match sql::scheme(url) {
+        "memory" => Ok(Arc::new(MemoryStore::new())),
+        _ => Ok(Arc::new(SqlStore::connect(url).await?)),
+    }
+}
 
 /// A durable chain as the store keeps it: what is needed to run it again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +104,10 @@ pub enum StoreError {
     /// number was written already.
     #[error("{0} exists already")]
     Exists(String),
+    /// A store URL names no store chainbox knows (its scheme, never the
+    /// rest: a PostgreSQL URL may hold a password).
+    #[error("unknown store URL scheme {0:?}: expected memory:, sqlite:PATH or postgres://...")]
+    UnknownScheme(String),
     /// The backend failed (its error's text).
     #[error("chain store: {0}")]
     Backend(String),
@@ -135,13 +157,3 @@ pub trait ChainStore: Send + Sync {
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError>;
 }
 
-/// The store a URL names: `memory:` (this process only), `sqlite:PATH`,
-/// `postgres://...`.
-pub async fn connect(url: &str) -> Result<std::sync::Arc<dyn ChainStore>, StoreError> {
-    match url.split_once(':').map(|(scheme, _)| scheme) {
-        Some("memory") => Ok(std::sync::Arc::new(MemoryStore::new())),
-        _ => Err(StoreError::Backend(format!(
-            "no store for {url:?} (expected memory:, sqlite:PATH or postgres://...)"
-        ))),
-    }
-}

@@ -1,0 +1,534 @@
+//! [`SqlStore`]: a [`ChainStore`] in SQLite (one machine) or PostgreSQL
+//! (many), through sqlx: one code path, the same SQL text on both engines
+//! but for the schema's column types.
+//!
+//! Invariants: every method is one short transaction (or one statement);
+//! a claim is one conditional `UPDATE`, so two processes claiming one chain
+//! at once cannot both win; JSON is kept as TEXT written by serde_json
+//! (portable, and exact for big numbers), and a row that does not parse is
+//! a [`StoreError::Backend`] naming its table and chain, never a panic.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sqlx::error::ErrorKind as DbErrorKind;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+use super::{ChainStore, Claim, Decision, StoreError, StoredChain};
+use crate::journal::JournalEntry;
+use crate::result::PendingCall;
+
+/// How long an SQLite statement waits for another connection's write (one
+/// process's or another's) before it fails: generous, since every write is
+/// one short transaction, and a store busy for this long is broken.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many times a claim re-reads a chain that was released between its
+/// `UPDATE` and its read (each retry means another claimant made progress).
+const CLAIM_ATTEMPTS: usize = 16;
+
+/// The schema on SQLite, created on connect.
+const SQLITE_SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS chains (
+        chain_id TEXT PRIMARY KEY,
+        script TEXT NOT NULL,
+        policy TEXT NOT NULL,
+        seed TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        claimed_by TEXT,
+        finished TEXT,
+        pending TEXT,
+        pending_seq INTEGER
+    )",
+    "CREATE TABLE IF NOT EXISTS journal (
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        seq INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (chain_id, seq)
+    )",
+    "CREATE TABLE IF NOT EXISTS decisions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        seq INTEGER NOT NULL,
+        decision TEXT NOT NULL,
+        decided_by TEXT NOT NULL,
+        decided_at TEXT NOT NULL
+    )",
+    "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
+    "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
+];
+
+/// The schema on PostgreSQL: SQLite's, with PostgreSQL's integer types.
+const POSTGRES_SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS chains (
+        chain_id TEXT PRIMARY KEY,
+        script TEXT NOT NULL,
+        policy TEXT NOT NULL,
+        seed TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        claimed_by TEXT,
+        finished TEXT,
+        pending TEXT,
+        pending_seq BIGINT
+    )",
+    "CREATE TABLE IF NOT EXISTS journal (
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        seq BIGINT NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (chain_id, seq)
+    )",
+    "CREATE TABLE IF NOT EXISTS decisions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        seq BIGINT NOT NULL,
+        decision TEXT NOT NULL,
+        decided_by TEXT NOT NULL,
+        decided_at TEXT NOT NULL
+    )",
+    "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
+    "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
+];
+
+/// PostgreSQL runs `CREATE TABLE IF NOT EXISTS` of two processes at once
+/// into a unique violation of its catalog: the schema is created under
+/// this advisory lock (an arbitrary constant, "chainbox" in ASCII).
+const POSTGRES_SCHEMA_LOCK: i64 = 0x0063_6861_696e_626f;
+
+/// A [`ChainStore`] in a SQL database: SQLite for one machine (a file any
+/// process on it opens), PostgreSQL for many nodes. Made by
+/// [`SqlStore::connect`], which creates the schema if it is missing.
+#[derive(Debug, Clone)]
+pub struct SqlStore {
+    pool: Pool,
+}
+
+/// The connection pool of one engine. An enum rather than sqlx's `Any`:
+/// each engine keeps its own options (SQLite's WAL and busy timeout) and
+/// types, and [`on_pool!`] runs the same code on either.
+#[derive(Debug, Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to the store's pool, whichever engine,
+/// and `$begin` to the statement that opens a writing transaction there:
+/// SQLite's `BEGIN IMMEDIATE` takes the write lock first (a deferred
+/// transaction that reads before it writes fails, busy timeout or not, when
+/// another connection committed in between).
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident, $begin:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => {
+                let $begin = "BEGIN IMMEDIATE";
+                let _ = $begin;
+                $body
+            }
+            Pool::Postgres($pool) => {
+                let $begin = "BEGIN";
+                let _ = $begin;
+                $body
+            }
+        }
+    };
+}
+
+impl SqlStore {
+    /// Connects to `url` and creates the schema if it is missing:
+    /// `sqlite:PATH` (the file is created if missing; write-ahead log, so
+    /// readers never wait on a writer) or `postgres://…`
+    /// (`postgresql://…`; a Unix socket's directory as `?host=/dir`).
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownScheme`] for another URL, and
+    /// [`StoreError::Backend`] if the database cannot be reached or the
+    /// schema created.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let pool = match scheme(url) {
+            "sqlite" => {
+                let options = SqliteConnectOptions::from_str(url)
+                    .map_err(|e| backend("the SQLite URL", &e))?
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                    .foreign_keys(true);
+                let pool = SqlitePoolOptions::new()
+                    .connect_with(options)
+                    .await
+                    .map_err(|e| backend("opening the SQLite database", &e))?;
+                Pool::Sqlite(pool)
+            }
+            "postgres" | "postgresql" => {
+                let options = PgConnectOptions::from_str(url).map_err(|e| backend("the PostgreSQL URL", &e))?;
+                let pool = PgPoolOptions::new()
+                    .connect_with(options)
+                    .await
+                    .map_err(|e| backend("connecting to PostgreSQL", &e))?;
+                Pool::Postgres(pool)
+            }
+            other => return Err(StoreError::UnknownScheme(other.to_owned())),
+        };
+        let store = Self { pool };
+        store.create_schema().await?;
+        Ok(store)
+    }
+
+    /// Closes the pool's connections (what dropping the store does too,
+    /// but waiting until they are closed).
+    pub async fn close(&self) {
+        on_pool!(self, |pool, _begin| pool.close().await);
+    }
+
+    async fn create_schema(&self) -> Result<(), StoreError> {
+        let fail = |e: sqlx::Error| backend("creating the schema", &e);
+        match &self.pool {
+            Pool::Sqlite(pool) => {
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
+                for statement in SQLITE_SCHEMA {
+                    sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
+                }
+                tx.commit().await.map_err(fail)
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await.map_err(fail)?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(POSTGRES_SCHEMA_LOCK)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+                for statement in POSTGRES_SCHEMA {
+                    sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
+                }
+                tx.commit().await.map_err(fail)
+            }
+        }
+    }
+
+    /// Whether a chain with this id exists.
+    async fn exists(&self, chain_id: &str) -> Result<bool, StoreError> {
+        const SQL: &str = "SELECT 1 FROM chains WHERE chain_id = $1";
+        let row = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(chain_id)
+            .fetch_optional(pool)
+            .await
+            .map(|row| row.is_some()));
+        row.map_err(|e| backend("reading chains", &e))
+    }
+
+    /// [`StoreError::NoChain`] unless the chain exists.
+    async fn must_exist(&self, chain_id: &str) -> Result<(), StoreError> {
+        if self.exists(chain_id).await? {
+            Ok(())
+        } else {
+            Err(StoreError::NoChain(chain_id.to_owned()))
+        }
+    }
+}
+
+/// The scheme of a store URL: what comes before its first `:` (the whole
+/// text if it has none; never the rest, which may hold a password).
+pub(super) fn scheme(url: &str) -> &str {
+    url.split_once(':').map_or(url, |(scheme, _)| scheme)
+}
+
+/// A database failure as a [`StoreError::Backend`], saying what failed.
+fn backend(what: &str, error: &dyn std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("{what}: {error}"))
+}
+
+/// Whether the database refused a write as a duplicate key.
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|e| matches!(e.kind(), DbErrorKind::UniqueViolation))
+}
+
+/// Whether the database refused a row naming a chain that does not exist.
+fn is_foreign_key_violation(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .is_some_and(|e| matches!(e.kind(), DbErrorKind::ForeignKeyViolation))
+}
+
+/// A value as the JSON text its column keeps.
+fn to_json<T: Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| backend(&format!("writing {what} as JSON"), &e))
+}
+
+/// A JSON column read back; a row that does not parse names its table,
+/// column and chain.
+fn from_json<T: DeserializeOwned>(text: &str, table: &str, column: &str, chain_id: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| {
+        StoreError::Backend(format!(
+            "{table} row of chain {chain_id:?}: column {column} does not parse: {e}"
+        ))
+    })
+}
+
+/// A call's number as the store keeps it (SQL has no unsigned integers).
+fn seq_to_sql(seq: u32) -> i64 {
+    i64::from(seq)
+}
+
+/// A call's number read back.
+fn seq_from_sql(seq: i64, table: &str, chain_id: &str) -> Result<u32, StoreError> {
+    u32::try_from(seq)
+        .map_err(|_| StoreError::Backend(format!("{table} row of chain {chain_id:?}: seq {seq} is out of range")))
+}
+
+#[async_trait]
+impl ChainStore for SqlStore {
+    async fn create(&self, chain: &StoredChain) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at) VALUES ($1, $2, $3, $4, $5)";
+        let policy = to_json(&chain.policy, "the policy")?;
+        // The seed as decimal text: a u64 has no SQL integer type, and the
+        // text reads as the seed it is.
+        let seed = chain.seed.to_string();
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&chain.chain_id)
+            .bind(&chain.script)
+            .bind(&policy)
+            .bind(&seed)
+            .bind(&chain.created_at)
+            .execute(pool)
+            .await
+            .map(drop));
+        match done {
+            Ok(()) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("chain {:?}", chain.chain_id))),
+            Err(e) => Err(backend("creating the chain", &e)),
+        }
+    }
+
+    async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError> {
+        const SQL: &str = "SELECT script, policy, seed, created_at FROM chains WHERE chain_id = $1";
+        let row: Option<(String, String, String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
+            .bind(chain_id)
+            .fetch_optional(pool)
+            .await)
+        .map_err(|e| backend("reading chains", &e))?;
+        let Some((script, policy, seed, created_at)) = row else {
+            return Ok(None);
+        };
+        let seed = seed.parse::<u64>().map_err(|e| {
+            StoreError::Backend(format!(
+                "chains row of chain {chain_id:?}: seed {seed:?} is not a u64: {e}"
+            ))
+        })?;
+        Ok(Some(StoredChain {
+            chain_id: chain_id.to_owned(),
+            script,
+            policy: from_json(&policy, "chains", "policy", chain_id)?,
+            seed,
+            created_at,
+        }))
+    }
+
+    async fn append(&self, chain_id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO journal (chain_id, seq, entry) VALUES ($1, $2, $3)";
+        let text = to_json(entry, "the journal entry")?;
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(chain_id)
+            .bind(seq_to_sql(entry.seq))
+            .bind(&text)
+            .execute(pool)
+            .await
+            .map(drop));
+        match done {
+            Ok(()) => Ok(()),
+            // The journal's rows name their chain (a foreign key), so a
+            // missing chain and a taken number cannot be confused.
+            Err(e) if is_foreign_key_violation(&e) => Err(StoreError::NoChain(chain_id.to_owned())),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!(
+                "journal entry #{} of chain {chain_id:?}",
+                entry.seq
+            ))),
+            Err(e) => Err(backend("appending to the journal", &e)),
+        }
+    }
+
+    async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
+        const SQL: &str = "SELECT entry FROM journal WHERE chain_id = $1 ORDER BY seq";
+        self.must_exist(chain_id).await?;
+        let texts: Vec<String> = on_pool!(self, |pool, _begin| sqlx::query_scalar(SQL)
+            .bind(chain_id)
+            .fetch_all(pool)
+            .await)
+        .map_err(|e| backend("reading the journal", &e))?;
+        texts
+            .iter()
+            .map(|text| from_json(text, "journal", "entry", chain_id))
+            .collect()
+    }
+
+    async fn suspend(&self, chain_id: &str, pending: &PendingCall) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE chains SET pending = $1, pending_seq = $2 WHERE chain_id = $3";
+        let text = to_json(pending, "the pending call")?;
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&text)
+            .bind(seq_to_sql(pending.seq))
+            .bind(chain_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("suspending the chain", &e))?;
+        if done == 0 {
+            return Err(StoreError::NoChain(chain_id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError> {
+        const SQL: &str = "SELECT chain_id, pending FROM chains WHERE pending IS NOT NULL";
+        let rows: Vec<(String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_all(pool).await)
+            .map_err(|e| backend("reading the pending calls", &e))?;
+        let mut pending = rows
+            .iter()
+            .map(|(chain_id, text)| Ok((chain_id.clone(), from_json(text, "chains", "pending", chain_id)?)))
+            .collect::<Result<Vec<(String, PendingCall)>, StoreError>>()?;
+        // Sorted here, not by ORDER BY: a database's text order follows its
+        // collation; this is byte order, as in MemoryStore.
+        pending.sort_by(|a, b| (&a.1.requested_at, &a.0).cmp(&(&b.1.requested_at, &b.0)));
+        Ok(pending)
+    }
+
+    async fn decide(&self, chain_id: &str, decision: &Decision) -> Result<(), StoreError> {
+        // Conditional on the pending call's number: of two decisions on one
+        // call, the second finds nothing pending.
+        const CLEAR: &str =
+            "UPDATE chains SET pending = NULL, pending_seq = NULL WHERE chain_id = $1 AND pending_seq = $2";
+        const RECORD: &str =
+            "INSERT INTO decisions (chain_id, seq, decision, decided_by, decided_at) VALUES ($1, $2, $3, $4, $5)";
+        let text = to_json(&decision.decision, "the decision")?;
+        let fail = |e: sqlx::Error| backend("recording the decision", &e);
+        let cleared = on_pool!(self, |pool, begin| {
+            let mut tx = pool.begin_with(begin).await.map_err(fail)?;
+            let cleared = sqlx::query(CLEAR)
+                .bind(chain_id)
+                .bind(seq_to_sql(decision.seq))
+                .execute(&mut *tx)
+                .await
+                .map_err(fail)?
+                .rows_affected();
+            if cleared == 1 {
+                sqlx::query(RECORD)
+                    .bind(chain_id)
+                    .bind(seq_to_sql(decision.seq))
+                    .bind(&text)
+                    .bind(&decision.decided_by)
+                    .bind(&decision.decided_at)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+                tx.commit().await.map_err(fail)?;
+            }
+            cleared
+        });
+        if cleared == 1 {
+            return Ok(());
+        }
+        self.must_exist(chain_id).await?;
+        Err(StoreError::NotPending {
+            chain_id: chain_id.to_owned(),
+            seq: Some(decision.seq),
+        })
+    }
+
+    async fn decisions(&self, chain_id: &str) -> Result<Vec<Decision>, StoreError> {
+        const SQL: &str = "SELECT seq, decision, decided_by, decided_at FROM decisions WHERE chain_id = $1 ORDER BY id";
+        self.must_exist(chain_id).await?;
+        let rows: Vec<(i64, String, String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
+            .bind(chain_id)
+            .fetch_all(pool)
+            .await)
+        .map_err(|e| backend("reading the decisions", &e))?;
+        rows.into_iter()
+            .map(|(seq, decision, decided_by, decided_at)| {
+                Ok(Decision {
+                    seq: seq_from_sql(seq, "decisions", chain_id)?,
+                    decision: from_json(&decision, "decisions", "decision", chain_id)?,
+                    decided_by,
+                    decided_at,
+                })
+            })
+            .collect()
+    }
+
+    async fn claim(&self, chain_id: &str, claimant: &str) -> Result<Claim, StoreError> {
+        // One conditional write decides who wins; the read after it only
+        // says why a loser lost.
+        const TAKE: &str = "UPDATE chains SET claimed_by = $1 WHERE chain_id = $2 AND finished IS NULL \
+                            AND (claimed_by IS NULL OR claimed_by = $1)";
+        const READ: &str = "SELECT finished, claimed_by FROM chains WHERE chain_id = $1";
+        for _ in 0..CLAIM_ATTEMPTS {
+            let taken = on_pool!(self, |pool, _begin| sqlx::query(TAKE)
+                .bind(claimant)
+                .bind(chain_id)
+                .execute(pool)
+                .await
+                .map(|r| r.rows_affected()))
+            .map_err(|e| backend("claiming the chain", &e))?;
+            if taken == 1 {
+                return Ok(Claim::Won);
+            }
+            let row: Option<(Option<String>, Option<String>)> = on_pool!(self, |pool, _begin| sqlx::query_as(READ)
+                .bind(chain_id)
+                .fetch_optional(pool)
+                .await)
+            .map_err(|e| backend("reading the claim", &e))?;
+            match row {
+                None => return Err(StoreError::NoChain(chain_id.to_owned())),
+                Some((Some(finished), _)) => {
+                    return Ok(Claim::Finished(from_json::<Value>(
+                        &finished, "chains", "finished", chain_id,
+                    )?));
+                }
+                Some((None, Some(holder))) if holder != claimant => return Ok(Claim::HeldBy(holder)),
+                // Released (or taken by this claimant through another
+                // connection) between the two statements: try again.
+                Some(_) => {}
+            }
+        }
+        Err(StoreError::Backend(format!(
+            "claiming chain {chain_id:?}: its claim changed under {CLAIM_ATTEMPTS} attempts"
+        )))
+    }
+
+    async fn release(&self, chain_id: &str, claimant: &str) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE chains SET claimed_by = NULL WHERE chain_id = $1 AND claimed_by = $2";
+        let released = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(chain_id)
+            .bind(claimant)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("releasing the claim", &e))?;
+        if released == 0 {
+            // Not held by this claimant: nothing to do, if the chain exists.
+            self.must_exist(chain_id).await?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE chains SET finished = $1, claimed_by = NULL, pending = NULL, pending_seq = NULL \
+                           WHERE chain_id = $2";
+        let text = to_json(result, "the result")?;
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&text)
+            .bind(chain_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("finishing the chain", &e))?;
+        if done == 0 {
+            return Err(StoreError::NoChain(chain_id.to_owned()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Durable chains through the command line, on SQLite, across processes:
+//! `run --approve defer --state sqlite:...` suspends (exit 3) and the
+//! process is gone; `decide` and `resume` in new processes finish the chain
+//! without running any tool twice, with the answer an uninterrupted run
+//! gives. The tools are command tools that count their runs in files.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// A manifest of `bump(n)` (safe) and `wire(amount)` (critical), command
+/// tools appending a line to `DIR/<tool>.runs` per run.
+fn counting_manifest(dir: &Path) -> std::path::PathBuf {
+    let tool = dir.join("count.py");
+    std::fs::write(
+        &tool,
+        "import json, sys, os\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nargs = req['arguments']\nprint(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
+    )
+    .expect("the tool");
+    let manifest = dir.join("tools.toml");
+    let (py, d) = (tool.display().to_string(), dir.display().to_string());
+    std::fs::write(
+        &manifest,
+        format!(
+            "[[tool]]\nname = \"bump\"\ndescription = \"counts\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"wire\"\ndescription = \"sends\"\nrisk = \"critical\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\namount = {{ type = \"integer\" }}\n"
+        ),
+    )
+    .expect("the manifest");
+    manifest
+}
+
+fn runs(dir: &Path, tool: &str) -> usize {
+    std::fs::read_to_string(dir.join(format!("{tool}.runs"))).map_or(0, |text| text.lines().count())
+}
+
+fn chainbox(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
+        .args(args)
+        .output()
+        .expect("chainbox runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const SCRIPT: &str = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await bump(n=2)\n[a, r, b]";
+
+#[test]
+fn a_chain_suspended_by_one_process_is_decided_and_resumed_by_others_on_sqlite() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let manifest = counting_manifest(dir.path());
+    let manifest = manifest.display().to_string();
+    let script = dir.path().join("chain.py");
+    std::fs::write(&script, SCRIPT).expect("the script");
+    let script = script.display().to_string();
+    let state = format!("sqlite:{}", dir.path().join("chains.db").display());
+
+    // The uninterrupted answer.
+    let (code, out, err) = chainbox(&["run", &script, "--tools", &manifest, "--approve", "auto", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let uninterrupted: Value = serde_json::from_str(&out).expect("JSON");
+    std::fs::remove_file(dir.path().join("bump.runs")).expect("reset");
+    std::fs::remove_file(dir.path().join("wire.runs")).expect("reset");
+
+    // Suspends: exit 3, the process ends holding nothing.
+    let (code, out, err) = chainbox(&[
+        "run", &script, "--tools", &manifest, "--approve", "defer", "--state", &state, "--json",
+    ]);
+    assert_eq!(code, Some(3), "{out}\n{err}");
+    let suspended: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(suspended["status"], "suspended");
+    let chain_id = suspended["chain_id"].as_str().expect("a chain id").to_owned();
+    assert_eq!(suspended["pending"]["tool"], "wire");
+    assert_eq!((runs(dir.path(), "bump"), runs(dir.path(), "wire")), (1, 0));
+
+    let (code, out, err) = chainbox(&["approvals", "--state", &state, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let listed: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(listed[0]["chain_id"], chain_id.as_str());
+    assert_eq!(listed[0]["tool"], "wire");
+
+    let (code, _, err) = chainbox(&["decide", &chain_id, "approve", "--state", &state]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = chainbox(&["resume", &chain_id, "--tools", &manifest, "--state", &state, "--json"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let resumed: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(resumed["output"], uninterrupted["output"]);
+    assert_eq!((runs(dir.path(), "bump"), runs(dir.path(), "wire")), (2, 1), "no tool ran twice");
+    let trace = resumed["call_trace"].as_array().expect("a trace");
+    let tools: Vec<&str> = trace.iter().filter_map(|c| c["tool"].as_str()).collect();
+    assert_eq!(tools, ["bump", "wire", "bump"], "the trace is whole");
+    assert_eq!(trace[0]["replayed"], true);
+}

@@ -1,0 +1,600 @@
+//! Where durable chains live ([`chainbox::store`]): the SQL store, on
+//! SQLite and on a real PostgreSQL, behaves as the in-memory store does.
+//! One suite of behaviours runs against each: `memory::`, `sqlite::` (a
+//! file in a temporary directory) and `postgres::` (a throwaway server the
+//! test starts with `initdb` and `pg_ctl`, found through `CHAINBOX_PG_BIN`,
+//! `PATH` or Debian's `/usr/lib/postgresql/*/bin`; without one the test
+//! fails under CI and is skipped, loudly, elsewhere).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use chainbox::journal::JournalEntry;
+use chainbox::result::PendingCall;
+use chainbox::store::{self, ChainStore, Claim, Decision, MemoryStore, SqlStore, StoreError, StoredChain};
+use chainbox::{ApprovalDecision, CallStatus, ToolRisk};
+use chainbox_protocol::CallOutcome;
+use serde_json::{Value, json};
+
+/// Where a behaviour's stores come from: every `open` is another handle on
+/// the same chains (for the SQL stores, another connection pool, as a
+/// second process would have).
+enum Backend {
+    Memory(Arc<MemoryStore>),
+    Url(String),
+}
+
+impl Backend {
+    fn memory() -> Self {
+        Self::Memory(Arc::new(MemoryStore::new()))
+    }
+
+    async fn open(&self) -> Arc<dyn ChainStore> {
+        match self {
+            Self::Memory(store) => store.clone(),
+            Self::Url(url) => store::connect(url)
+                .await
+                .unwrap_or_else(|e| panic!("connect {url}: {e}")),
+        }
+    }
+}
+
+fn chain(chain_id: &str) -> StoredChain {
+    StoredChain {
+        chain_id: chain_id.to_owned(),
+        script: "x = await bump(n=1)\nx".to_owned(),
+        // A number no f64 or i64 holds: the policy comes back exact.
+        policy: serde_json::from_str(r#"{"python":"auto","max_tool_calls":123456789012345678901234567890}"#)
+            .expect("policy JSON"),
+        seed: u64::MAX,
+        created_at: "2026-12-06T10:00:00Z".to_owned(),
+    }
+}
+
+fn entry(seq: u32) -> JournalEntry {
+    JournalEntry {
+        seq,
+        tool: "bump".to_owned(),
+        args_digest: format!("{seq:064x}"),
+        status: CallStatus::Ok,
+        outcome: CallOutcome::Ok {
+            value: json!({"n": seq, "big": 18446744073709551615u64}),
+        },
+        artifact_ref: None,
+        source: Some("local:bump".to_owned()),
+        policy: None,
+        observed_at: format!("2026-12-06T10:00:0{seq}Z"),
+    }
+}
+
+fn pending(seq: u32, requested_at: &str) -> PendingCall {
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("path".to_owned(), json!("/etc/hosts"));
+    PendingCall {
+        seq,
+        tool: "rm".to_owned(),
+        arguments,
+        risk: ToolRisk::Critical,
+        requested_at: requested_at.to_owned(),
+    }
+}
+
+fn decision(seq: u32, decision: ApprovalDecision) -> Decision {
+    Decision {
+        seq,
+        decision,
+        decided_by: "alice".to_owned(),
+        decided_at: "2026-12-06T11:00:00Z".to_owned(),
+    }
+}
+
+// ---- The behaviours ----
+
+async fn a_created_chain_reads_back_whole_and_its_id_cannot_be_taken_again(backend: &Backend) {
+    let store = backend.open().await;
+    let c = chain("c1");
+    store.create(&c).await.expect("create");
+    assert_eq!(store.chain("c1").await.expect("chain"), Some(c.clone()));
+    assert_eq!(store.chain("nope").await.expect("chain"), None);
+    let again = store.create(&c).await;
+    assert!(
+        matches!(again, Err(StoreError::Exists(ref what)) if what.contains("c1")),
+        "{again:?}"
+    );
+}
+
+async fn the_journal_keeps_its_entries_in_seq_order_and_refuses_a_seq_twice(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    assert_eq!(store.journal("c1").await.expect("journal"), []);
+    store.append("c1", &entry(2)).await.expect("append 2");
+    store.append("c1", &entry(1)).await.expect("append 1");
+    store.append("c1", &entry(3)).await.expect("append 3");
+    assert_eq!(
+        store.journal("c1").await.expect("journal"),
+        [entry(1), entry(2), entry(3)]
+    );
+
+    let mut other = entry(2);
+    other.tool = "other".to_owned();
+    let twice = store.append("c1", &other).await;
+    assert!(
+        matches!(twice, Err(StoreError::Exists(ref what)) if what.contains("#2")),
+        "{twice:?}"
+    );
+    assert_eq!(
+        store.journal("c1").await.expect("journal")[1],
+        entry(2),
+        "the first entry #2 stays"
+    );
+}
+
+async fn a_missing_chain_is_no_chain_for_every_method_but_chain(backend: &Backend) {
+    let store = backend.open().await;
+    let no_chain = |r: Result<(), StoreError>| matches!(r, Err(StoreError::NoChain(ref id)) if id == "ghost");
+    assert!(no_chain(store.append("ghost", &entry(1)).await));
+    assert!(no_chain(store.journal("ghost").await.map(drop)));
+    assert!(no_chain(store.suspend("ghost", &pending(1, "t")).await));
+    assert!(no_chain(
+        store.decide("ghost", &decision(1, ApprovalDecision::Approved)).await
+    ));
+    assert!(no_chain(store.decisions("ghost").await.map(drop)));
+    assert!(no_chain(store.claim("ghost", "a").await.map(drop)));
+    assert!(no_chain(store.release("ghost", "a").await));
+    assert!(no_chain(store.finish("ghost", &json!(1)).await));
+}
+
+async fn pending_lists_the_suspended_chains_oldest_first(backend: &Backend) {
+    let store = backend.open().await;
+    for id in ["c1", "c2", "c3"] {
+        store.create(&chain(id)).await.expect("create");
+    }
+    assert_eq!(store.pending().await.expect("pending"), []);
+    store
+        .suspend("c1", &pending(1, "2026-12-06T10:00:03Z"))
+        .await
+        .expect("suspend");
+    store
+        .suspend("c2", &pending(4, "2026-12-06T10:00:01Z"))
+        .await
+        .expect("suspend");
+    // A later suspension replaces the chain's pending call.
+    store
+        .suspend("c1", &pending(2, "2026-12-06T10:00:02Z"))
+        .await
+        .expect("suspend");
+    let listed = store.pending().await.expect("pending");
+    assert_eq!(
+        listed,
+        [
+            ("c2".to_owned(), pending(4, "2026-12-06T10:00:01Z")),
+            ("c1".to_owned(), pending(2, "2026-12-06T10:00:02Z")),
+        ]
+    );
+}
+
+async fn a_decision_on_the_pending_call_is_recorded_and_ends_the_wait(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    store
+        .suspend("c1", &pending(2, "2026-12-06T10:00:00Z"))
+        .await
+        .expect("suspend");
+    let approve = decision(2, ApprovalDecision::Approved);
+    store.decide("c1", &approve).await.expect("decide");
+    assert_eq!(store.pending().await.expect("pending"), []);
+    assert_eq!(
+        store.decisions("c1").await.expect("decisions"),
+        std::slice::from_ref(&approve)
+    );
+
+    // The next suspension, decided with other arguments: kept in order.
+    store
+        .suspend("c1", &pending(5, "2026-12-06T10:00:05Z"))
+        .await
+        .expect("suspend");
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("path".to_owned(), json!("/tmp/x"));
+    let modify = decision(5, ApprovalDecision::Modified { arguments });
+    store.decide("c1", &modify).await.expect("decide");
+    assert_eq!(store.decisions("c1").await.expect("decisions"), [approve, modify]);
+}
+
+async fn a_decision_on_another_call_or_on_no_pending_call_is_not_pending(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    let deny = |seq| {
+        decision(
+            seq,
+            ApprovalDecision::Denied {
+                reason: Some("no".to_owned()),
+            },
+        )
+    };
+    let none = store.decide("c1", &deny(1)).await;
+    assert!(
+        matches!(none, Err(StoreError::NotPending { ref chain_id, seq: Some(1) }) if chain_id == "c1"),
+        "{none:?}"
+    );
+    store
+        .suspend("c1", &pending(3, "2026-12-06T10:00:00Z"))
+        .await
+        .expect("suspend");
+    let wrong = store.decide("c1", &deny(2)).await;
+    assert!(
+        matches!(wrong, Err(StoreError::NotPending { seq: Some(2), .. })),
+        "{wrong:?}"
+    );
+    assert_eq!(store.pending().await.expect("pending").len(), 1, "still waiting on #3");
+    store.decide("c1", &deny(3)).await.expect("decide #3");
+    let twice = store.decide("c1", &deny(3)).await;
+    assert!(
+        matches!(twice, Err(StoreError::NotPending { seq: Some(3), .. })),
+        "{twice:?}"
+    );
+    assert_eq!(store.decisions("c1").await.expect("decisions"), [deny(3)]);
+}
+
+async fn a_claim_is_held_by_one_claimant_until_released(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    assert_eq!(store.claim("c1", "a").await.expect("claim"), Claim::Won);
+    assert_eq!(
+        store.claim("c1", "a").await.expect("claim"),
+        Claim::Won,
+        "the holder again"
+    );
+    assert_eq!(
+        store.claim("c1", "b").await.expect("claim"),
+        Claim::HeldBy("a".to_owned())
+    );
+    store.release("c1", "b").await.expect("release by another");
+    assert_eq!(
+        store.claim("c1", "b").await.expect("claim"),
+        Claim::HeldBy("a".to_owned())
+    );
+    store.release("c1", "a").await.expect("release");
+    assert_eq!(store.claim("c1", "b").await.expect("claim"), Claim::Won);
+}
+
+async fn a_finished_chain_answers_every_claim_with_its_result(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    store.create(&chain("c2")).await.expect("create");
+    store
+        .suspend("c1", &pending(1, "2026-12-06T10:00:00Z"))
+        .await
+        .expect("suspend");
+    assert_eq!(store.claim("c1", "a").await.expect("claim"), Claim::Won);
+    let result = json!({"status": "ok", "output": [10, 20], "n": 123456789012345678901234567890u128});
+    store.finish("c1", &result).await.expect("finish");
+    assert_eq!(
+        store.claim("c1", "a").await.expect("claim"),
+        Claim::Finished(result.clone())
+    );
+    assert_eq!(store.claim("c1", "b").await.expect("claim"), Claim::Finished(result));
+    assert_eq!(
+        store.pending().await.expect("pending"),
+        [],
+        "finishing clears the pending call"
+    );
+    // A result of JSON null is a result, not "not finished".
+    store.finish("c2", &Value::Null).await.expect("finish");
+    assert_eq!(
+        store.claim("c2", "a").await.expect("claim"),
+        Claim::Finished(Value::Null)
+    );
+}
+
+async fn of_many_claimants_at_once_on_two_handles_exactly_one_wins(backend: &Backend) {
+    const CLAIMANTS: usize = 16;
+    let stores = [backend.open().await, backend.open().await];
+    stores[0].create(&chain("c1")).await.expect("create");
+    let tasks: Vec<_> = (0..CLAIMANTS)
+        .map(|i| {
+            let store = stores[i % 2].clone();
+            tokio::spawn(async move { (i, store.claim("c1", &format!("node-{i}")).await) })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    let mut holders = Vec::new();
+    for task in tasks {
+        let (i, claim) = task.await.expect("task");
+        match claim.expect("claim") {
+            Claim::Won => winners.push(format!("node-{i}")),
+            Claim::HeldBy(holder) => holders.push(holder),
+            Claim::Finished(r) => panic!("not finished: {r}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    assert!(holders.iter().all(|h| *h == winners[0]), "{holders:?} vs {winners:?}");
+}
+
+/// Each behaviour above, once per backend: `memory::NAME`, `sqlite::NAME`,
+/// and all of them in `postgres::` on one server (a fresh database each).
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    super::$name(&super::Backend::memory()).await;
+                }
+            )*
+        }
+
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    let dir = tempfile::tempdir().expect("tempdir");
+                    super::$name(&super::sqlite_backend(dir.path())).await;
+                }
+            )*
+        }
+
+        mod postgres {
+            #[tokio::test(flavor = "multi_thread")]
+            async fn behaves_as_the_memory_store() {
+                let Some(server) = super::PgServer::start() else { return };
+                let mut databases = 0;
+                $(
+                    databases += 1;
+                    let backend = server.database(&format!("behaviour_{databases}")).await;
+                    eprintln!("postgres: {}", stringify!($name));
+                    super::$name(&backend).await;
+                )*
+            }
+        }
+    };
+}
+
+suite!(
+    a_created_chain_reads_back_whole_and_its_id_cannot_be_taken_again,
+    the_journal_keeps_its_entries_in_seq_order_and_refuses_a_seq_twice,
+    a_missing_chain_is_no_chain_for_every_method_but_chain,
+    pending_lists_the_suspended_chains_oldest_first,
+    a_decision_on_the_pending_call_is_recorded_and_ends_the_wait,
+    a_decision_on_another_call_or_on_no_pending_call_is_not_pending,
+    a_claim_is_held_by_one_claimant_until_released,
+    a_finished_chain_answers_every_claim_with_its_result,
+    of_many_claimants_at_once_on_two_handles_exactly_one_wins,
+);
+
+fn sqlite_backend(dir: &Path) -> Backend {
+    Backend::Url(format!("sqlite:{}", dir.join("state.db").display()))
+}
+
+// ---- SQL only ----
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sqlite_store_is_created_in_wal_mode_and_its_chains_outlive_the_connection() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("sub-state.db");
+    let url = format!("sqlite:{}", path.display());
+    {
+        let store = SqlStore::connect(&url).await.expect("connect");
+        store.create(&chain("c1")).await.expect("create");
+        store.append("c1", &entry(1)).await.expect("append");
+        store.close().await;
+    }
+    assert!(path.is_file(), "the file is created");
+    let mode: String = {
+        let pool = sqlx::SqlitePool::connect(&url).await.expect("raw connect");
+        let mode = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&pool)
+            .await
+            .expect("pragma");
+        pool.close().await;
+        mode
+    };
+    assert_eq!(mode, "wal");
+    let store = SqlStore::connect(&url).await.expect("reconnect");
+    assert_eq!(store.chain("c1").await.expect("chain"), Some(chain("c1")));
+    assert_eq!(store.journal("c1").await.expect("journal"), [entry(1)]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_row_that_is_not_json_is_a_backend_error_naming_its_table_and_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite:{}", dir.path().join("state.db").display());
+    let store = SqlStore::connect(&url).await.expect("connect");
+    store.create(&chain("c1")).await.expect("create");
+    store.append("c1", &entry(1)).await.expect("append");
+    let pool = sqlx::SqlitePool::connect(&url).await.expect("raw connect");
+    for sql in [
+        "UPDATE chains SET policy = '{not json' WHERE chain_id = 'c1'",
+        "UPDATE journal SET entry = '[]' WHERE chain_id = 'c1'",
+        "UPDATE chains SET finished = 'nul' WHERE chain_id = 'c1'",
+    ] {
+        sqlx::query(sql).execute(&pool).await.expect(sql);
+    }
+    let policy = store.chain("c1").await;
+    assert!(
+        matches!(policy, Err(StoreError::Backend(ref m)) if m.contains("chains row of chain \"c1\"") && m.contains("policy")),
+        "{policy:?}"
+    );
+    let journal = store.journal("c1").await;
+    assert!(
+        matches!(journal, Err(StoreError::Backend(ref m)) if m.contains("journal row of chain \"c1\"") && m.contains("entry")),
+        "{journal:?}"
+    );
+    let claim = store.claim("c1", "a").await;
+    assert!(
+        matches!(claim, Err(StoreError::Backend(ref m)) if m.contains("chains row of chain \"c1\"") && m.contains("finished")),
+        "{claim:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_url_of_an_unknown_scheme_is_refused_by_its_scheme_alone() {
+    let refused = store::connect("mysql://root:hunter2@db/chains").await.map(drop);
+    let Err(e) = refused else { panic!("connected") };
+    assert!(matches!(e, StoreError::UnknownScheme(ref s) if s == "mysql"), "{e:?}");
+    assert!(!e.to_string().contains("hunter2"), "{e}");
+    assert!(e.to_string().contains("sqlite:PATH"), "{e}");
+    let memory = store::connect("memory:").await.expect("memory:");
+    assert_eq!(memory.chain("c1").await.expect("chain"), None);
+}
+
+// ---- A throwaway PostgreSQL ----
+
+/// A PostgreSQL server of the test's own: a cluster in a temporary
+/// directory, listening only on a Unix socket there, trust auth, stopped
+/// (immediately: nothing in it is worth a checkpoint) when dropped.
+struct PgServer {
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+    /// Root may not run PostgreSQL: then its user's (or nobody's) ids.
+    run_as: Option<(u32, u32)>,
+}
+
+impl PgServer {
+    /// Starts one, or says why not: `None` (skipped) only outside CI.
+    fn start() -> Option<Self> {
+        let Some(bin) = pg_bin() else {
+            let why = "PostgreSQL's initdb and pg_ctl were not found (set CHAINBOX_PG_BIN to their directory, \
+                       or install Debian's `postgresql`)";
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must test the PostgreSQL store: {why}"
+            );
+            eprintln!("\n!!! SKIPPED: the PostgreSQL store tests: {why}\n");
+            return None;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("chainbox-pg")
+            .tempdir()
+            .expect("tempdir");
+        let run_as = unprivileged_ids();
+        if let Some((uid, gid)) = run_as {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown the server's directory");
+        }
+        let server = Self { bin, dir, run_as };
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                "data",
+                "-U",
+                "chainbox",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+        );
+        let conf = format!(
+            "\nlisten_addresses = ''\nunix_socket_directories = '{}'\nport = 5432\nfsync = off\n",
+            server.dir.path().display()
+        );
+        let conf_path = server.dir.path().join("data/postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf_path).expect("postgresql.conf");
+        text.push_str(&conf);
+        std::fs::write(&conf_path, text).expect("postgresql.conf");
+        server.run("pg_ctl", &["start", "-D", "data", "-l", "log", "-w", "-t", "60"]);
+        Some(server)
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(self.bin.join(tool));
+        command.args(args).current_dir(self.dir.path());
+        if let Some((uid, gid)) = self.run_as {
+            command.uid(uid).gid(gid);
+        }
+        let out = command.output().unwrap_or_else(|e| panic!("{tool}: {e}"));
+        let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}\n{}\n{}\nserver log:\n{log}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn url(&self, database: &str) -> String {
+        format!(
+            "postgres://chainbox@localhost/{database}?host={}",
+            self.dir.path().display()
+        )
+    }
+
+    /// A fresh database for one behaviour.
+    async fn database(&self, name: &str) -> Backend {
+        let admin = sqlx::PgPool::connect(&self.url("postgres"))
+            .await
+            .expect("connect to postgres");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&admin)
+            .await
+            .expect("create database");
+        admin.close().await;
+        Backend::Url(self.url(name))
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(self.bin.join("pg_ctl"));
+        command
+            .args(["stop", "-D", "data", "-m", "immediate", "-w"])
+            .current_dir(self.dir.path());
+        if let Some((uid, gid)) = self.run_as {
+            command.uid(uid).gid(gid);
+        }
+        let _ = command.output();
+    }
+}
+
+/// The directory of `initdb` and `pg_ctl`: `CHAINBOX_PG_BIN`, else the
+/// first `PATH` entry with both, else the newest of Debian's
+/// `/usr/lib/postgresql/*/bin`.
+fn pg_bin() -> Option<PathBuf> {
+    let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Some(dir) = std::env::var_os("CHAINBOX_PG_BIN") {
+        let dir = PathBuf::from(dir);
+        assert!(
+            has_both(&dir),
+            "CHAINBOX_PG_BIN={} holds no initdb and pg_ctl",
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if let Some(dir) = std::env::split_paths(&path).find(|d| has_both(d)) {
+        return Some(dir);
+    }
+    let mut debian: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, bin)| has_both(bin))
+        .collect();
+    debian.sort();
+    debian.pop().map(|(_, bin)| bin)
+}
+
+/// PostgreSQL refuses to run as root: as root, the ids of the `postgres`
+/// user (Debian's package makes it), else of `nobody`.
+fn unprivileged_ids() -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd");
+    ["postgres", "nobody"].iter().find_map(|user| {
+        passwd.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.first() == Some(user) && fields.len() > 3)
+                .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+                .flatten()
+        })
+    })
+}
