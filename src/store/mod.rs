@@ -156,4 +156,3 @@ pub trait ChainStore: Send + Sync {
     /// the claim and any pending call are cleared.
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError>;
 }
-

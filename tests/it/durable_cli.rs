@@ -67,7 +67,15 @@ fn a_chain_suspended_by_one_process_is_decided_and_resumed_by_others_on_sqlite()
 
     // Suspends: exit 3, the process ends holding nothing.
     let (code, out, err) = chainbox(&[
-        "run", &script, "--tools", &manifest, "--approve", "defer", "--state", &state, "--json",
+        "run",
+        &script,
+        "--tools",
+        &manifest,
+        "--approve",
+        "defer",
+        "--state",
+        &state,
+        "--json",
     ]);
     assert_eq!(code, Some(3), "{out}\n{err}");
     let suspended: Value = serde_json::from_str(&out).expect("JSON");
@@ -88,7 +96,11 @@ fn a_chain_suspended_by_one_process_is_decided_and_resumed_by_others_on_sqlite()
     assert_eq!(code, Some(0), "{out}\n{err}");
     let resumed: Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(resumed["output"], uninterrupted["output"]);
-    assert_eq!((runs(dir.path(), "bump"), runs(dir.path(), "wire")), (2, 1), "no tool ran twice");
+    assert_eq!(
+        (runs(dir.path(), "bump"), runs(dir.path(), "wire")),
+        (2, 1),
+        "no tool ran twice"
+    );
     let trace = resumed["call_trace"].as_array().expect("a trace");
     let tools: Vec<&str> = trace.iter().filter_map(|c| c["tool"].as_str()).collect();
     assert_eq!(tools, ["bump", "wire", "bump"], "the trace is whole");
