@@ -386,7 +386,7 @@ async fn call_now(state: &mut ChainState, call: ToolCall) -> wasmtime::Result<Ve
 /// journaled and none runs again when the chain resumes.
 async fn suspend_if_asked(state: &mut ChainState) -> wasmtime::Result<()> {
     if let Some(failure) = state.session.journal_failure() {
-        return Err(state.fail(Fatal::Protocol(failure.to_string())));
+        return Err(state.fail(Fatal::Journal(failure)));
     }
     if state.session.suspended().is_none() {
         return Ok(());

@@ -50,6 +50,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::invoker::{InvokerSession, Refused};
+use crate::journal::JournalError;
 use crate::policy::ChainPolicy;
 use crate::python_choice::Interpreter;
 use crate::result::{ChainError, ErrorKind, Usage};
@@ -124,6 +125,8 @@ pub(crate) enum Fatal {
     Protocol(String),
     /// A durable chain suspended at a call (the session's `suspended`).
     Suspended,
+    /// The chain's journal could not record a call that ran.
+    Journal(JournalError),
 }
 
 /// The CPython guest's WASI preview 2 view of the same context the monty
@@ -174,6 +177,7 @@ impl ChainState {
             Fatal::Refused(refused) => refused.to_string(),
             Fatal::Protocol(m) => m.clone(),
             Fatal::Suspended => "the chain suspended at a call that waits on a decision".to_owned(),
+            Fatal::Journal(failure) => failure.to_string(),
         };
         self.fatal.get_or_insert(fatal);
         wasmtime::Error::msg(message)
@@ -425,6 +429,7 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
             // The chain's result says `suspended` (the session's pending
             // call); this error is never shown.
             Fatal::Suspended => ChainError::new(ErrorKind::Crash, "Suspended", "suspended"),
+            Fatal::Journal(failure) => ChainError::new(ErrorKind::Crash, "JournalError", failure.to_string()),
         };
     }
     if state.meters.clock.exceeded() {

@@ -112,3 +112,47 @@ async fn a_failed_or_denied_call_is_replayed_as_it_ended() {
         assert_eq!(statuses, first_statuses, "{python:?}");
     }
 }
+
+/// A journal whose store fails every write.
+struct FailingJournal;
+
+#[async_trait::async_trait]
+impl Journal for FailingJournal {
+    fn recorded(&self) -> Vec<chainbox::journal::JournalEntry> {
+        Vec::new()
+    }
+
+    async fn append(&self, entry: chainbox::journal::JournalEntry) -> Result<(), chainbox::journal::JournalError> {
+        Err(chainbox::journal::JournalError {
+            seq: entry.seq,
+            why: "the disk is full".into(),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_the_journal_cannot_record_ends_the_chain_before_the_next_runs() {
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let runs = Arc::new(AtomicU32::new(0));
+        let registry = counting_registry(&runs);
+        let policy = ChainPolicy {
+            python,
+            ..ChainPolicy::default()
+        };
+        let options = RunOptions {
+            journal: Some(Arc::new(FailingJournal) as Arc<dyn Journal>),
+            ..RunOptions::default()
+        };
+        let r = engine()
+            .run_with(FIRST, &registry, &policy, &Approval::auto(ToolRisk::Safe), options)
+            .await;
+        let error = r.error.as_ref().expect("an error");
+        assert_eq!(
+            (error.kind, error.error_type.as_str()),
+            (ErrorKind::Crash, "JournalError"),
+            "{python:?}: {r:#?}"
+        );
+        assert!(error.message.contains("call #1"), "{}", error.message);
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "{python:?}: the second call never ran");
+    }
+}
