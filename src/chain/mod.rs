@@ -305,11 +305,16 @@ impl Started {
             () = cancelled => None,
             ran = tokio::time::timeout(total, self.run_on(core, script, registry, interpreter)) => Some(ran),
         };
-        match ended {
+        let mut result = match ended {
             Some(Ok(result)) => result,
             Some(Err(_)) => self.timed_out(total, interpreter),
             None => self.cancelled(interpreter),
+        };
+        // A durable chain is named however it ended (a timeout too).
+        if self.durable {
+            result.chain_id = Some(self.session.run_id().to_owned());
         }
+        result
     }
 
     /// Under `auto`, whether a monty run's ending hands the script to
@@ -349,9 +354,6 @@ impl Started {
             result.output = Value::Null;
             result.output_text = String::new();
             result.pending = Some(pending);
-        }
-        if self.durable {
-            result.chain_id = Some(self.session.run_id().to_owned());
         }
         result
     }

@@ -298,3 +298,22 @@ async fn a_chain_whose_arguments_follow_the_clock_diverges_on_resume_and_runs_no
     );
     assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (1, 0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_chain_that_times_out_is_named_and_finished_in_the_store() {
+    let mut s = setup(PythonChoice::Monty);
+    s.policy.total_timeout_s = 0.5;
+    let r = s
+        .durable
+        .run("while True:\n    pass", &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    assert_eq!(r.status, ChainStatus::Timeout, "{r:#?}");
+    let chain_id = r.chain_id.clone().expect("a timed-out durable chain keeps its id");
+    let again = s
+        .durable
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("the result");
+    assert_eq!(again.status, ChainStatus::Timeout);
+}
