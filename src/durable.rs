@@ -263,6 +263,44 @@ impl Durable {
     }
 }
 
+/// Durable chains straight from an [`Engine`], for a library user who keeps
+/// the engine and the store rather than a [`Durable`]. Each is the
+/// [`Durable`] method of the same name on this engine and `store`.
+impl Engine {
+    /// Durable chains on this engine, kept in `store`.
+    pub fn durable(&self, store: Arc<dyn ChainStore>) -> Durable {
+        Durable::new(self.clone(), store)
+    }
+
+    /// Creates a durable chain in `store` and runs it: to its end, or to its
+    /// first call that waits on a decision (with [`Approval::defer`], status
+    /// `suspended`, the chain's id in `chain_id`). See [`Durable::run`].
+    pub async fn run_durable(
+        &self,
+        store: &Arc<dyn ChainStore>,
+        script: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+    ) -> Result<ChainRunResult, DurableError> {
+        self.durable(store.clone())
+            .run(script, registry, policy, approval)
+            .await
+    }
+
+    /// Continues the chain `chain_id` of `store`, answered from its journal,
+    /// to its end or its next suspension. See [`Durable::resume`].
+    pub async fn resume(
+        &self,
+        store: &Arc<dyn ChainStore>,
+        chain_id: &str,
+        registry: &ToolRegistry,
+        approval: &Approval,
+    ) -> Result<ChainRunResult, DurableError> {
+        self.durable(store.clone()).resume(chain_id, registry, approval).await
+    }
+}
+
 /// What a chain has done so far: its journal and the decisions on its calls.
 #[derive(Default)]
 struct History {
