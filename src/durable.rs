@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -106,7 +107,7 @@ impl Durable {
         };
         self.store.create(&chain).await?;
         let claimant = self.claimant();
-        match self.store.claim(&chain_id, &claimant).await? {
+        match self.store.claim(&chain_id, &claimant, lease(policy)).await? {
             Claim::Won => {}
             Claim::HeldBy(holder) => return Err(DurableError::BeingResumed { chain_id, holder }),
             Claim::Finished(result) => return finished(&chain_id, result),
@@ -178,8 +179,9 @@ impl Durable {
             .chain(chain_id)
             .await?
             .ok_or_else(|| StoreError::NoChain(chain_id.to_owned()))?;
+        let policy = policy_of(&chain)?;
         let claimant = self.claimant();
-        match self.store.claim(chain_id, &claimant).await? {
+        match self.store.claim(chain_id, &claimant, lease(&policy)).await? {
             Claim::Won => {}
             Claim::HeldBy(holder) => {
                 return Err(DurableError::BeingResumed {
@@ -189,13 +191,6 @@ impl Durable {
             }
             Claim::Finished(result) => return finished(chain_id, result),
         }
-        let policy = match policy_of(&chain) {
-            Ok(policy) => policy,
-            Err(e) => {
-                self.store.release(chain_id, &claimant).await?;
-                return Err(e);
-            }
-        };
         let (journal, decisions) = match (self.store.journal(chain_id).await, self.store.decisions(chain_id).await) {
             (Ok(journal), Ok(decisions)) => (journal, decisions),
             (Err(e), _) | (_, Err(e)) => {
@@ -350,6 +345,18 @@ impl ApprovalHandler for Recorded {
         }
     }
 }
+
+/// How long a run's claim on its chain lasts: the run's own bound (the
+/// policy's total timeout) and a margin for the store's writes after it. A
+/// claim older than this belongs to a process that died mid-run, and the
+/// next resume takes the chain over. No heartbeat is needed, since no live
+/// run outlasts its total timeout.
+fn lease(policy: &ChainPolicy) -> Duration {
+    policy.total_timeout() + CLAIM_MARGIN
+}
+
+/// What a claim's lease adds to the run's total timeout.
+const CLAIM_MARGIN: Duration = Duration::from_secs(60);
 
 fn policy_of(chain: &StoredChain) -> Result<ChainPolicy, DurableError> {
     serde_json::from_value(chain.policy.clone()).map_err(|e| DurableError::Corrupt {

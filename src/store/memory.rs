@@ -2,11 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{ChainStore, Claim, Decision, StoreError, StoredChain};
+use super::{ChainStore, Claim, Decision, StoreError, StoredChain, epoch_ms_after};
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
@@ -24,6 +25,8 @@ struct Entry {
     pending: Option<PendingCall>,
     decisions: Vec<Decision>,
     claimed_by: Option<String>,
+    /// When the claim's lease runs out (ms since the Unix epoch).
+    claimed_until: i64,
     finished: Option<Value>,
 }
 
@@ -60,6 +63,7 @@ impl ChainStore for MemoryStore {
                 pending: None,
                 decisions: Vec::new(),
                 claimed_by: None,
+                claimed_until: 0,
                 finished: None,
             },
         );
@@ -126,16 +130,19 @@ impl ChainStore for MemoryStore {
         Ok(entry(&mut chains, chain_id)?.decisions.clone())
     }
 
-    async fn claim(&self, chain_id: &str, claimant: &str) -> Result<Claim, StoreError> {
+    async fn claim(&self, chain_id: &str, claimant: &str, lease: Duration) -> Result<Claim, StoreError> {
         let mut chains = self.lock();
         let entry = entry(&mut chains, chain_id)?;
         if let Some(result) = &entry.finished {
             return Ok(Claim::Finished(result.clone()));
         }
         match &entry.claimed_by {
-            Some(holder) if holder != claimant => Ok(Claim::HeldBy(holder.clone())),
+            Some(holder) if holder != claimant && entry.claimed_until >= epoch_ms_after(Duration::ZERO) => {
+                Ok(Claim::HeldBy(holder.clone()))
+            }
             _ => {
                 entry.claimed_by = Some(claimant.to_owned());
+                entry.claimed_until = epoch_ms_after(lease);
                 Ok(Claim::Won)
             }
         }

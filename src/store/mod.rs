@@ -19,6 +19,7 @@ mod memory;
 mod sql;
 
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -43,6 +44,13 @@ pub async fn connect(url: &str) -> Result<Arc<dyn ChainStore>, StoreError> {
         "memory" => Ok(Arc::new(MemoryStore::new())),
         _ => Ok(Arc::new(SqlStore::connect(url).await?)),
     }
+}
+
+/// Milliseconds since the Unix epoch, now plus `ahead`: how a claim's
+/// lease end is kept.
+fn epoch_ms_after(ahead: Duration) -> i64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    i64::try_from((now + ahead).as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A durable chain as the store keeps it: what is needed to run it again.
@@ -145,9 +153,12 @@ pub trait ChainStore: Send + Sync {
     /// Every decision recorded for the chain.
     async fn decisions(&self, chain_id: &str) -> Result<Vec<Decision>, StoreError>;
 
-    /// Claims the chain to run it (a resume): at most one caller holds a
-    /// chain at a time, and a finished chain is not run again.
-    async fn claim(&self, chain_id: &str, claimant: &str) -> Result<Claim, StoreError>;
+    /// Claims the chain to run it (a resume) for `lease`: at most one caller
+    /// holds a chain at a time, and a finished chain is not run again. A
+    /// claim whose lease has run out is stale (its holder died mid-run: a
+    /// live one ends its run within the lease) and goes to the next
+    /// claimant. Leases are measured on the claimants' clocks (UTC).
+    async fn claim(&self, chain_id: &str, claimant: &str, lease: Duration) -> Result<Claim, StoreError>;
 
     /// Gives up a claim (the run suspended again, or failed to start).
     async fn release(&self, chain_id: &str, claimant: &str) -> Result<(), StoreError>;

@@ -19,7 +19,7 @@ use sqlx::error::ErrorKind as DbErrorKind;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use super::{ChainStore, Claim, Decision, StoreError, StoredChain};
+use super::{ChainStore, Claim, Decision, StoreError, StoredChain, epoch_ms_after};
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
@@ -41,6 +41,7 @@ const SQLITE_SCHEMA: &[&str] = &[
         seed TEXT NOT NULL,
         created_at TEXT NOT NULL,
         claimed_by TEXT,
+        claimed_until BIGINT,
         finished TEXT,
         pending TEXT,
         pending_seq INTEGER
@@ -72,6 +73,7 @@ const POSTGRES_SCHEMA: &[&str] = &[
         seed TEXT NOT NULL,
         created_at TEXT NOT NULL,
         claimed_by TEXT,
+        claimed_until BIGINT,
         finished TEXT,
         pending TEXT,
         pending_seq BIGINT
@@ -459,16 +461,19 @@ impl ChainStore for SqlStore {
             .collect()
     }
 
-    async fn claim(&self, chain_id: &str, claimant: &str) -> Result<Claim, StoreError> {
+    async fn claim(&self, chain_id: &str, claimant: &str, lease: Duration) -> Result<Claim, StoreError> {
         // One conditional write decides who wins; the read after it only
         // says why a loser lost.
-        const TAKE: &str = "UPDATE chains SET claimed_by = $1 WHERE chain_id = $2 AND finished IS NULL \
-                            AND (claimed_by IS NULL OR claimed_by = $1)";
+        const TAKE: &str = "UPDATE chains SET claimed_by = $1, claimed_until = $3 \
+                            WHERE chain_id = $2 AND finished IS NULL \
+                            AND (claimed_by IS NULL OR claimed_by = $1 OR claimed_until < $4)";
         const READ: &str = "SELECT finished, claimed_by FROM chains WHERE chain_id = $1";
         for _ in 0..CLAIM_ATTEMPTS {
             let taken = on_pool!(self, |pool, _begin| sqlx::query(TAKE)
                 .bind(claimant)
                 .bind(chain_id)
+                .bind(epoch_ms_after(lease))
+                .bind(epoch_ms_after(Duration::ZERO))
                 .execute(pool)
                 .await
                 .map(|r| r.rows_affected()))

@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use chainbox::approval::ApprovalDecision;
 use chainbox::durable::{Durable, DurableError};
-use chainbox::store::{ChainStore, MemoryStore};
+use chainbox::store::{ChainStore, Claim, MemoryStore};
 use chainbox::{Approval, ChainPolicy, ChainStatus, ErrorKind, PythonChoice, ToolRegistry, ToolRisk};
 use serde_json::{Value, json};
 
@@ -229,6 +230,42 @@ async fn two_resumes_at_once_run_the_approved_call_once() {
         .count();
     assert!(finished >= 1 && finished + refused == 2, "{a:?}\n{b:?}");
     assert_eq!(s.wires.load(Ordering::SeqCst), 1, "the approved call ran once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_whose_resumer_died_mid_run_is_resumed_once_its_claim_is_stale() {
+    let s = setup(PythonChoice::Monty);
+    let r = s
+        .durable
+        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    let chain_id = r.chain_id.expect("a chain id");
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "test")
+        .await
+        .expect("decided");
+    // A process claimed the chain to resume it and was killed: its claim
+    // stays in the store, with the lease it took.
+    let held = s
+        .store
+        .claim(&chain_id, "pid 1 (killed)", Duration::from_secs(3600))
+        .await;
+    assert_eq!(held.expect("claim"), Claim::Won);
+    let refused = s.durable.resume(&chain_id, &s.registry, &Approval::defer()).await;
+    assert!(matches!(refused, Err(DurableError::BeingResumed { .. })), "{refused:?}");
+    // Once its lease has run out, the next resume takes the chain over.
+    let stale = s.store.claim(&chain_id, "pid 1 (killed)", Duration::ZERO).await;
+    assert_eq!(stale.expect("claim"), Claim::Won);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let done = s
+        .durable
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed");
+    assert_ok(&done);
+    assert_eq!(s.wires.load(Ordering::SeqCst), 1);
+    assert_eq!(s.bumps.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]

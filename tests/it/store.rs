@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chainbox::journal::JournalEntry;
 use chainbox::result::PendingCall;
@@ -16,6 +17,9 @@ use chainbox::store::{self, ChainStore, Claim, Decision, MemoryStore, SqlStore, 
 use chainbox::{ApprovalDecision, CallStatus, ToolRisk};
 use chainbox_protocol::CallOutcome;
 use serde_json::{Value, json};
+
+/// A lease no test outlives.
+const LEASE: Duration = Duration::from_secs(600);
 
 /// Where a behaviour's stores come from: every `open` is another handle on
 /// the same chains (for the SQL stores, another connection pool, as a
@@ -140,7 +144,7 @@ async fn a_missing_chain_is_no_chain_for_every_method_but_chain(backend: &Backen
         store.decide("ghost", &decision(1, ApprovalDecision::Approved)).await
     ));
     assert!(no_chain(store.decisions("ghost").await.map(drop)));
-    assert!(no_chain(store.claim("ghost", "a").await.map(drop)));
+    assert!(no_chain(store.claim("ghost", "a", LEASE).await.map(drop)));
     assert!(no_chain(store.release("ghost", "a").await));
     assert!(no_chain(store.finish("ghost", &json!(1)).await));
 }
@@ -239,23 +243,37 @@ async fn a_decision_on_another_call_or_on_no_pending_call_is_not_pending(backend
 async fn a_claim_is_held_by_one_claimant_until_released(backend: &Backend) {
     let store = backend.open().await;
     store.create(&chain("c1")).await.expect("create");
-    assert_eq!(store.claim("c1", "a").await.expect("claim"), Claim::Won);
+    assert_eq!(store.claim("c1", "a", LEASE).await.expect("claim"), Claim::Won);
     assert_eq!(
-        store.claim("c1", "a").await.expect("claim"),
+        store.claim("c1", "a", LEASE).await.expect("claim"),
         Claim::Won,
         "the holder again"
     );
     assert_eq!(
-        store.claim("c1", "b").await.expect("claim"),
+        store.claim("c1", "b", LEASE).await.expect("claim"),
         Claim::HeldBy("a".to_owned())
     );
     store.release("c1", "b").await.expect("release by another");
     assert_eq!(
-        store.claim("c1", "b").await.expect("claim"),
+        store.claim("c1", "b", LEASE).await.expect("claim"),
         Claim::HeldBy("a".to_owned())
     );
     store.release("c1", "a").await.expect("release");
-    assert_eq!(store.claim("c1", "b").await.expect("claim"), Claim::Won);
+    assert_eq!(store.claim("c1", "b", LEASE).await.expect("claim"), Claim::Won);
+}
+
+async fn a_claim_past_its_lease_goes_to_the_next_claimant(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    // `a` claimed for no time at all and never released: it died mid-run.
+    assert_eq!(store.claim("c1", "a", Duration::ZERO).await.expect("claim"), Claim::Won);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(store.claim("c1", "b", LEASE).await.expect("claim"), Claim::Won);
+    assert_eq!(
+        store.claim("c1", "a", LEASE).await.expect("claim"),
+        Claim::HeldBy("b".to_owned()),
+        "the stale holder lost the chain"
+    );
 }
 
 async fn a_finished_chain_answers_every_claim_with_its_result(backend: &Backend) {
@@ -266,14 +284,17 @@ async fn a_finished_chain_answers_every_claim_with_its_result(backend: &Backend)
         .suspend("c1", &pending(1, "2026-12-06T10:00:00Z"))
         .await
         .expect("suspend");
-    assert_eq!(store.claim("c1", "a").await.expect("claim"), Claim::Won);
+    assert_eq!(store.claim("c1", "a", LEASE).await.expect("claim"), Claim::Won);
     let result = json!({"status": "ok", "output": [10, 20], "n": 123456789012345678901234567890u128});
     store.finish("c1", &result).await.expect("finish");
     assert_eq!(
-        store.claim("c1", "a").await.expect("claim"),
+        store.claim("c1", "a", LEASE).await.expect("claim"),
         Claim::Finished(result.clone())
     );
-    assert_eq!(store.claim("c1", "b").await.expect("claim"), Claim::Finished(result));
+    assert_eq!(
+        store.claim("c1", "b", LEASE).await.expect("claim"),
+        Claim::Finished(result)
+    );
     assert_eq!(
         store.pending().await.expect("pending"),
         [],
@@ -282,7 +303,7 @@ async fn a_finished_chain_answers_every_claim_with_its_result(backend: &Backend)
     // A result of JSON null is a result, not "not finished".
     store.finish("c2", &Value::Null).await.expect("finish");
     assert_eq!(
-        store.claim("c2", "a").await.expect("claim"),
+        store.claim("c2", "a", LEASE).await.expect("claim"),
         Claim::Finished(Value::Null)
     );
 }
@@ -294,7 +315,7 @@ async fn of_many_claimants_at_once_on_two_handles_exactly_one_wins(backend: &Bac
     let tasks: Vec<_> = (0..CLAIMANTS)
         .map(|i| {
             let store = stores[i % 2].clone();
-            tokio::spawn(async move { (i, store.claim("c1", &format!("node-{i}")).await) })
+            tokio::spawn(async move { (i, store.claim("c1", &format!("node-{i}"), LEASE).await) })
         })
         .collect();
     let mut winners = Vec::new();
@@ -358,6 +379,7 @@ suite!(
     a_decision_on_the_pending_call_is_recorded_and_ends_the_wait,
     a_decision_on_another_call_or_on_no_pending_call_is_not_pending,
     a_claim_is_held_by_one_claimant_until_released,
+    a_claim_past_its_lease_goes_to_the_next_claimant,
     a_finished_chain_answers_every_claim_with_its_result,
     of_many_claimants_at_once_on_two_handles_exactly_one_wins,
 );
@@ -420,7 +442,7 @@ async fn a_row_that_is_not_json_is_a_backend_error_naming_its_table_and_chain() 
         matches!(journal, Err(StoreError::Backend(ref m)) if m.contains("journal row of chain \"c1\"") && m.contains("entry")),
         "{journal:?}"
     );
-    let claim = store.claim("c1", "a").await;
+    let claim = store.claim("c1", "a", LEASE).await;
     assert!(
         matches!(claim, Err(StoreError::Backend(ref m)) if m.contains("chains row of chain \"c1\"") && m.contains("finished")),
         "{claim:?}"
