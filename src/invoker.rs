@@ -205,12 +205,13 @@ impl InvokerSession {
 
     /// The session records every finished call in `journal`, and answers
     /// the calls it already holds from it: call number `n` gets the outcome
-    /// of its `n`th entry, without running the tool, provided the script
+    /// of its entry numbered `n`, without running the tool, provided the script
     /// asks for the same tool with the same arguments (else the chain ends,
-    /// [`Refused::Diverged`]). The first call past its end runs for real.
+    /// [`Refused::Diverged`]). A call it does not hold runs for real.
     #[must_use]
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
         self.replay = journal.recorded();
+        self.replay.sort_by_key(|entry| entry.seq);
         self.journal = Some(journal);
         self
     }
@@ -634,9 +635,11 @@ impl InvokerSession {
     }
 
     /// The journal's entry for call number `seq`, when the chain is being
-    /// resumed and the journal reaches that far.
+    /// resumed and its journal holds that call. By number, not position:
+    /// the journal may have gaps (a gathered call that finished while an
+    /// earlier one waited on the decision the chain suspended for).
     fn journaled(&self, seq: u32) -> Option<&JournalEntry> {
-        let index = usize::try_from(seq).ok()?.checked_sub(1)?;
+        let index = self.replay.binary_search_by_key(&seq, |entry| entry.seq).ok()?;
         self.replay.get(index)
     }
 

@@ -269,6 +269,43 @@ async fn a_chain_whose_resumer_died_mid_run_is_resumed_once_its_claim_is_stale()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_call_gathered_beside_the_one_that_suspended_is_replayed_not_run_again() {
+    // `wire` (call 1) waits on the decision while `bump` (call 2) finishes:
+    // the journal holds call 2 but not call 1.
+    let script =
+        "import asyncio\nr, a = await asyncio.gather(wire(amount=5), bump(n=1))\nb = await bump(n=2)\n[a, r, b]";
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let s = setup(python);
+        let r = s
+            .durable
+            .run(script, &s.registry, &s.policy, &Approval::defer())
+            .await
+            .expect("runs");
+        assert_eq!(r.status, ChainStatus::Suspended, "{python:?}: {r:#?}");
+        let chain_id = r.chain_id.expect("a chain id");
+        s.durable
+            .decide(&chain_id, ApprovalDecision::Approved, "test")
+            .await
+            .expect("decided");
+        let done = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("resumed");
+        assert_ok(&done);
+        assert_eq!(done.output, json!([10, "sent 5", 20]), "{python:?}");
+        assert_eq!(s.bumps.load(Ordering::SeqCst), 2, "{python:?}: bump(n=1) ran once");
+        assert_eq!(s.wires.load(Ordering::SeqCst), 1, "{python:?}");
+        let replayed: Vec<_> = done.call_trace.iter().map(|c| (c.tool.as_str(), c.replayed)).collect();
+        assert_eq!(
+            replayed,
+            [("wire", false), ("bump", true), ("bump", false)],
+            "{python:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_chain_that_is_not_durable_is_denied_where_a_durable_one_would_suspend() {
     let s = setup(PythonChoice::Monty);
     let r = engine()
