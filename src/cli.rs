@@ -2,16 +2,18 @@
 //! `--skill`), `serve`. The only code that knows about argv, stdout
 //! formatting and exit codes.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, ApprovalDecision};
 use crate::chain::RunOptions;
+use crate::live::{ChainEvent, Observer};
 use crate::manifest::Manifest;
 use crate::mcp::serve::{self, ChainServer};
 use crate::policy::{ChainPolicy, PythonChoice};
@@ -353,6 +355,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Demo { json, out } => {
             let runtime = runtime()?;
             let registry = demo::demo_registry();
+            let live = LiveStdout::start(!json);
             let (result, saved) = run_chain(
                 &runtime,
                 demo::DEMO_SCRIPT,
@@ -360,8 +363,9 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 &ChainPolicy::default(),
                 &Approval::auto(ToolRisk::Critical),
                 out.as_deref(),
+                live.observer(),
             )?;
-            Ok(report(&result, &saved, json))
+            Ok(live.report(&result, &saved, json))
         }
         Command::Run {
             script,
@@ -389,15 +393,24 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 policy.python = python;
             }
             let approval = approval_for(approve);
+            let live = LiveStdout::start(!json);
             if let Some(state) = state {
-                let durable = durable(&runtime, &state)?;
+                let durable = durable(&runtime, &state)?.with_observer(live.observer());
                 let result = runtime
                     .block_on(durable.run(&source, &registry, &policy, &approval))
                     .map_err(CliError::Durable)?;
-                return Ok(report(&result, &[], json));
+                return Ok(live.report(&result, &[], json));
             }
-            let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
-            Ok(report(&result, &saved, json))
+            let (result, saved) = run_chain(
+                &runtime,
+                &source,
+                &registry,
+                &policy,
+                &approval,
+                out.as_deref(),
+                live.observer(),
+            )?;
+            Ok(live.report(&result, &saved, json))
         }
         Command::Approvals { state, json } => {
             let runtime = runtime()?;
@@ -463,11 +476,12 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let durable = durable(&runtime, &state)?;
+            let live = LiveStdout::start(!json);
+            let durable = durable(&runtime, &state)?.with_observer(live.observer());
             let result = runtime
                 .block_on(durable.resume(&chain_id, &registry, &approval_for(approve)))
                 .map_err(CliError::Durable)?;
-            Ok(report(&result, &[], json))
+            Ok(live.report(&result, &[], json))
         }
         Command::Stubs { tools, skill } => {
             let runtime = runtime()?;
@@ -770,6 +784,7 @@ fn run_chain(
     policy: &ChainPolicy,
     approval: &Approval,
     out: Option<&Path>,
+    observer: Option<Observer>,
 ) -> Result<(ChainRunResult, Vec<SavedFile>), CliError> {
     let engine = Engine::new()?;
     let workspace = match out {
@@ -778,6 +793,7 @@ fn run_chain(
     };
     let options = RunOptions {
         workspace: workspace.as_ref().map(|w| w.path().to_path_buf()),
+        observer,
         ..RunOptions::default()
     };
     let result = runtime.block_on(engine.run_with(script, registry, policy, approval, options));
@@ -817,6 +833,87 @@ fn copy_out(workspace: &Path, out: &Path) -> std::io::Result<Vec<SavedFile>> {
     Ok(saved)
 }
 
+/// The script's stdout printed as it comes, for the human-readable report
+/// (`run` and `resume` without `--json`, whose stdout must stay one JSON
+/// document): a thread prints each chunk the chain's observer hands over,
+/// and the report at the end prints only the rest of it.
+struct LiveStdout {
+    /// The observer to run the chain with; `None` when not live.
+    observer: Option<Observer>,
+    printed: Arc<Mutex<Printed>>,
+}
+
+/// How much of the stdout the printing thread has printed, and whether it
+/// must stop (the report takes over).
+#[derive(Default)]
+struct Printed {
+    bytes: usize,
+    done: bool,
+}
+
+impl LiveStdout {
+    fn start(live: bool) -> Self {
+        let printed = Arc::new(Mutex::new(Printed::default()));
+        if !live {
+            return LiveStdout {
+                observer: None,
+                printed,
+            };
+        }
+        let (observer, mut events) = Observer::channel();
+        let shared = printed.clone();
+        // Detached: it ends when the report marks it done, or with the process.
+        std::thread::spawn(move || {
+            while let Some(event) = events.blocking_recv() {
+                let ChainEvent::Stdout(text) = event else { continue };
+                let mut printed = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                if printed.done {
+                    break;
+                }
+                let mut out = std::io::stdout().lock();
+                if printed.bytes == 0 {
+                    let _ = writeln!(out, "{STDOUT_HEADER}");
+                }
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                printed.bytes += text.len();
+            }
+        });
+        LiveStdout {
+            observer: Some(observer),
+            printed,
+        }
+    }
+
+    fn observer(&self) -> Option<Observer> {
+        self.observer.clone()
+    }
+
+    /// [`report`], after the stdout printed live and the rest of it.
+    fn report(self, result: &ChainRunResult, saved: &[SavedFile], json: bool) -> ExitCode {
+        if self.observer.is_none() {
+            return report(result, saved, json);
+        }
+        let mut printed = self.printed.lock().unwrap_or_else(PoisonError::into_inner);
+        printed.done = true;
+        let rest = result.stdout.get(printed.bytes..).unwrap_or_default();
+        let mut out = std::io::stdout().lock();
+        if printed.bytes == 0 && !rest.is_empty() {
+            let _ = writeln!(out, "{STDOUT_HEADER}");
+        }
+        let _ = out.write_all(rest.as_bytes());
+        if !result.stdout.is_empty() && !result.stdout.ends_with('\n') {
+            let _ = writeln!(out);
+        }
+        let _ = write!(out, "{}", readable_after_stdout(result));
+        for file in saved {
+            let _ = writeln!(out, "saved: {} -> {}", file.path, file.host_path.display());
+        }
+        drop(out);
+        exit_code(result)
+    }
+}
+
 /// Prints the result and picks the exit code. With `--json`, stdout is one
 /// `ChainRunResult`, plus `saved_files` when `--out` copied any.
 fn report(result: &ChainRunResult, saved: &[SavedFile], json: bool) -> ExitCode {
@@ -840,6 +937,11 @@ fn report(result: &ChainRunResult, saved: &[SavedFile], json: bool) -> ExitCode 
             println!("saved: {} -> {}", file.path, file.host_path.display());
         }
     }
+    exit_code(result)
+}
+
+/// 0 for a chain that completed, 3 for a suspended one, 1 otherwise.
+fn exit_code(result: &ChainRunResult) -> ExitCode {
     match result.status {
         _ if result.is_ok() => ExitCode::SUCCESS,
         // Suspended: waits on `chainbox decide` and `chainbox resume`.
@@ -853,10 +955,21 @@ pub fn readable(result: &ChainRunResult) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     if !result.stdout.is_empty() {
-        let _ = writeln!(out, "── stdout ──\n{}", result.stdout.trim_end());
-        if result.usage.stdout_truncated {
-            let _ = writeln!(out, "[stdout truncated: {} bytes produced]", result.usage.stdout_bytes);
-        }
+        let _ = writeln!(out, "{STDOUT_HEADER}\n{}", result.stdout.trim_end());
+    }
+    out + &readable_after_stdout(result)
+}
+
+/// The header of the stdout section of the human-readable report.
+const STDOUT_HEADER: &str = "── stdout ──";
+
+/// [`readable`] but its stdout: the truncation note, output or error, and
+/// the trace table.
+fn readable_after_stdout(result: &ChainRunResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if result.usage.stdout_truncated {
+        let _ = writeln!(out, "[stdout truncated: {} bytes produced]", result.usage.stdout_bytes);
     }
     if let (Some(chain_id), Some(pending)) = (&result.chain_id, &result.pending) {
         let arguments = serde_json::to_string(&pending.arguments).unwrap_or_default();

@@ -26,6 +26,7 @@ use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler
 use crate::chain::RunOptions;
 use crate::engine::Engine;
 use crate::journal::{Journal, JournalEntry, JournalError};
+use crate::live::Observer;
 use crate::policy::ChainPolicy;
 use crate::result::{ChainRunResult, ChainStatus};
 use crate::store::{ChainStore, Claim, Decision, StoreError, StoredChain};
@@ -64,13 +65,29 @@ pub struct Durable {
     /// under this name and a fresh id, so two resumes in one process
     /// exclude each other as two processes do.
     process: String,
+    /// Who sees each run as it goes ([`crate::live`]).
+    observer: Option<Observer>,
 }
 
 impl Durable {
     /// Durable chains run on `engine`, kept in `store`.
     pub fn new(engine: Engine, store: Arc<dyn ChainStore>) -> Self {
         let process = format!("pid {}", std::process::id());
-        Self { engine, store, process }
+        Self {
+            engine,
+            store,
+            process,
+            observer: None,
+        }
+    }
+
+    /// Each run and resume tells `observer` what the chain prints and
+    /// calls as it goes (a resume: from the script's start, replayed calls
+    /// included).
+    #[must_use]
+    pub fn with_observer(mut self, observer: Option<Observer>) -> Self {
+        self.observer = observer;
+        self
     }
 
     /// A name for one run's claim: this process, and an id of the run.
@@ -235,6 +252,7 @@ impl Durable {
             journal: Some(journal as Arc<dyn Journal>),
             // The chain's randomness replays with its script.
             seed: Some(chain.seed),
+            observer: self.observer.clone(),
             ..RunOptions::default()
         };
         let result = self

@@ -45,6 +45,7 @@ use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
 use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::digest::{canonical_args, sha256_hex};
 use crate::journal::{Journal, JournalEntry, JournalError, ReplayDiverged};
+use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
 use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
 use crate::shaping::Shaper;
@@ -133,12 +134,14 @@ pub struct InvokerSession {
     /// Where each finished call is recorded, for a durable chain.
     journal: Option<Arc<dyn Journal>>,
     /// The calls a resumed chain is answered from (its journal when the
-    /// session began), by `seq - 1`.
+    /// session began), sorted by `seq`.
     replay: Vec<JournalEntry>,
     /// The call a durable chain suspended at, waiting on a decision.
     suspended: Mutex<Option<PendingCall>>,
     /// The first call the journal failed to record: the chain must end.
     journal_failure: Mutex<Option<JournalError>>,
+    /// Who sees each call start and finish ([`crate::live`]).
+    observer: Option<Observer>,
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -200,7 +203,15 @@ impl InvokerSession {
             replay: Vec::new(),
             suspended: Mutex::new(None),
             journal_failure: Mutex::new(None),
+            observer: None,
         }
+    }
+
+    /// The session tells `observer` of each call as it starts and finishes.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Option<Observer>) -> Self {
+        self.observer = observer;
+        self
     }
 
     /// The session records every finished call in `journal`, and answers
@@ -591,13 +602,27 @@ impl InvokerSession {
     }
 
     fn mark_passed(&self, slot: usize, verdict: &Verdict) {
-        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(Slot::Running(Running { passed, .. })) = trace.get_mut(slot) {
-            *passed = Some(verdict.clone());
+        let started = {
+            let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+            match trace.get_mut(slot) {
+                Some(Slot::Running(Running {
+                    passed, call_id, tool, ..
+                })) => {
+                    *passed = Some(verdict.clone());
+                    Some((call_id.clone(), tool.clone()))
+                }
+                _ => None,
+            }
+        };
+        if let (Some(observer), Some((call_id, tool))) = (&self.observer, started) {
+            observer.send(ChainEvent::CallStarted { call_id, tool });
         }
     }
 
     fn close_slot(&self, slot: usize, record: ChainCallRecord) {
+        if let Some(observer) = &self.observer {
+            observer.send(ChainEvent::CallFinished(record.clone()));
+        }
         let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(entry) = trace.get_mut(slot) {
             *entry = Slot::Done(record);
@@ -663,11 +688,20 @@ impl InvokerSession {
     /// tool is being stopped: `error`, with `why`. A call that finished
     /// first keeps its record.
     pub(crate) fn close_cancelled(&self, slot: usize, why: &str) {
-        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(entry) = trace.get_mut(slot)
-            && let Slot::Running(running) = entry
-        {
-            *entry = Slot::Done(self.ended_early(running, CallStatus::Error, why));
+        let closed = {
+            let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(entry) = trace.get_mut(slot)
+                && let Slot::Running(running) = entry
+            {
+                let record = self.ended_early(running, CallStatus::Error, why);
+                *entry = Slot::Done(record.clone());
+                Some(record)
+            } else {
+                None
+            }
+        };
+        if let (Some(observer), Some(record)) = (&self.observer, closed) {
+            observer.send(ChainEvent::CallFinished(record));
         }
     }
 

@@ -48,6 +48,7 @@ mod guests;
 mod housekeeper;
 pub mod invoker;
 pub mod journal;
+pub mod live;
 pub mod manifest;
 pub mod mcp;
 pub mod policy;

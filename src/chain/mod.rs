@@ -30,6 +30,7 @@ use crate::guests::{
 };
 use crate::invoker::{InvokerSession, audit_call};
 use crate::journal::Journal;
+use crate::live::Observer;
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::python_choice::{Interpreter, needs_cpython};
 use crate::result::*;
@@ -92,6 +93,10 @@ pub struct RunOptions {
     /// predictable to whoever holds it (and a `u64` holds at most 64 bits of
     /// entropy): keep it as secret as the journal that stores it.
     pub seed: Option<u64>,
+    /// Who sees the chain as it runs: its stdout as it is printed, its
+    /// tool calls as they start and finish ([`crate::live`]). `None`:
+    /// nothing is sent, and nothing is paid for it.
+    pub observer: Option<Observer>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -262,12 +267,13 @@ impl Started {
         let workspace = Arc::new(Mutex::new(Workspace::new(options.workspace.clone())));
         let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
         let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
-        let session = InvokerSession::with_shaper(run_id, registry.clone(), policy.clone(), approval.clone(), shaper);
+        let session = InvokerSession::with_shaper(run_id, registry.clone(), policy.clone(), approval.clone(), shaper)
+            .with_observer(options.observer.clone());
         let session = Arc::new(match options.journal.clone() {
             Some(journal) => session.with_journal(journal),
             None => session,
         });
-        let meters = Meters::new(&policy);
+        let meters = Meters::new(&policy, options.observer);
         Started {
             policy,
             session,

@@ -253,7 +253,7 @@ impl Placeholder {
             policy: &self.policy,
             session,
             workspace: Arc::new(std::sync::Mutex::new(crate::workspace::Workspace::new(workspace))),
-            meters: sandbox::Meters::new(&self.policy),
+            meters: sandbox::Meters::new(&self.policy, None),
             interpreter,
             seed: None,
         }

@@ -164,7 +164,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
             let text = with_guest_bytes(&mut caller, ptr, len, |bytes| {
                 String::from_utf8_lossy(bytes).into_owned()
             })?;
-            caller.data().meters.stdout().push(&text);
+            caller.data().meters.print(&text);
             Ok(())
         },
     )?;
@@ -261,7 +261,7 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
         |store: StoreContextMut<'_, ChainState>, (text,): (WasmStr,)| {
             // Read in place: the bounded stdout copies only what it keeps.
             let text = text.to_str(store.as_context())?;
-            store.data().meters.stdout().push(&text);
+            store.data().meters.print(&text);
             Ok(())
         },
     )?;

@@ -553,7 +553,7 @@ mod tests {
     /// A chain's interruption state, stopped in wasm (as the watchdog finds
     /// it past its deadline), its guard page at `address`.
     fn stopped_at(address: usize) -> Arc<Interrupt> {
-        let meters = crate::sandbox::Meters::new(&crate::policy::ChainPolicy::default());
+        let meters = crate::sandbox::Meters::new(&crate::policy::ChainPolicy::default(), None);
         let interrupt = Interrupt::new(meters.clock.clone(), Instant::now());
         interrupt.rearm(address);
         interrupt.hook(CallHook::ReturningFromHost).expect("into wasm");

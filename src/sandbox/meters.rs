@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 
+use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
 use crate::result::Usage;
 
@@ -28,15 +29,18 @@ impl BoundedText {
         }
     }
 
-    pub(crate) fn push(&mut self, s: &str) {
+    /// Keeps what fits of `s`, and returns it.
+    pub(crate) fn push<'a>(&mut self, s: &'a str) -> &'a str {
         self.total += s.len() as u64;
         let room = self.cap.saturating_sub(self.text.len());
-        if s.len() <= room {
-            self.text.push_str(s);
+        let kept = if s.len() <= room {
+            s
         } else {
-            self.text.push_str(&s[..s.floor_char_boundary(room)]);
             self.truncated = true;
-        }
+            &s[..s.floor_char_boundary(room)]
+        };
+        self.text.push_str(kept);
+        kept
     }
 }
 
@@ -49,21 +53,35 @@ pub(crate) struct Meters {
     pub(crate) clock: Arc<CpuClock>,
     stdout: Mutex<BoundedText>,
     peak_memory: AtomicU64,
+    /// Who sees the stdout as it is printed ([`crate::live`]).
+    observer: Option<Observer>,
 }
 
 impl Meters {
-    pub(crate) fn new(policy: &ChainPolicy) -> Arc<Self> {
+    pub(crate) fn new(policy: &ChainPolicy, observer: Option<Observer>) -> Arc<Self> {
         Arc::new(Meters {
             clock: Arc::new(CpuClock::new(policy.max_cpu())),
             stdout: Mutex::new(BoundedText::new(
                 usize::try_from(policy.max_stdout_bytes).unwrap_or(usize::MAX),
             )),
             peak_memory: AtomicU64::new(0),
+            observer,
         })
     }
 
-    pub(crate) fn stdout(&self) -> std::sync::MutexGuard<'_, BoundedText> {
+    fn stdout(&self) -> std::sync::MutexGuard<'_, BoundedText> {
         self.stdout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The script printed `text`: kept up to the cap, and what is kept
+    /// handed to the observer (after the lock is let go).
+    pub(crate) fn print(&self, text: &str) {
+        let kept = self.stdout().push(text);
+        if let Some(observer) = &self.observer
+            && !kept.is_empty()
+        {
+            observer.send(ChainEvent::Stdout(kept.to_owned()));
+        }
     }
 
     /// The guest starts running on this thread: its CPU clock starts.

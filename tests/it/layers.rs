@@ -16,8 +16,9 @@ const FLOORS: &[&[&str]] = &[
     // Content-addressed artifacts, then the result contract that names them.
     &["artifacts"],
     &["result"],
-    // What a chain may call, the chain's files, and its journal.
-    &["tools", "workspace", "journal"],
+    // What a chain may call, the chain's files, its journal, and what
+    // it shows as it runs.
+    &["tools", "workspace", "journal", "live"],
     // The rules a chain runs under.
     &["policy", "approval"],
     // The gates of one tool call, and where durable chains live.

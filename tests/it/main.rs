@@ -22,6 +22,7 @@ mod invoker;
 mod invoker_gates;
 mod journal;
 mod layers;
+mod live;
 mod mcp_serve;
 mod mcp_upstream;
 mod monty_cases;
