@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{Approval, ApprovalDecision};
 use crate::chain::RunOptions;
 use crate::manifest::Manifest;
+use crate::mcp::sealed_state::StateKey;
 use crate::mcp::serve::{self, ChainServer};
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::result::ChainRunResult;
@@ -176,6 +177,13 @@ enum Command {
         /// JSON-RPC error naming the limit.
         #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
         max_request_bytes: Option<u64>,
+        /// Keep chains in this store (`sqlite:PATH` or `postgres://...`):
+        /// a call needing the client's approval suspends its chain there,
+        /// and the client's retry resumes it on any server on the store.
+        /// The `requestState` is sealed with `CHAINBOX_STATE_KEY` (hex or
+        /// base64, at least 32 bytes) if set, else with a key kept in the store.
+        #[arg(long, value_name = "URL")]
+        state: Option<String>,
     },
 }
 
@@ -326,6 +334,9 @@ enum CliError {
     /// A durable chain could not be run, decided or resumed.
     #[error(transparent)]
     Durable(crate::durable::DurableError),
+    /// `serve --state`'s key for sealing request states is unusable.
+    #[error(transparent)]
+    StateKey(crate::mcp::sealed_state::StateKeyError),
     /// `decide --arguments` is not a JSON object.
     #[error("--arguments {0}: not a JSON object")]
     Arguments(String),
@@ -342,10 +353,19 @@ fn approval_for(mode: ApproveMode) -> Approval {
 
 /// Durable chains on a new engine and the store `--state` names.
 fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
+    durable_on(runtime, state, Engine::new()?)
+}
+
+/// Durable chains on `engine` and the store `--state` names.
+fn durable_on(
+    runtime: &tokio::runtime::Runtime,
+    state: &str,
+    engine: Engine,
+) -> Result<crate::durable::Durable, CliError> {
     let store = runtime
         .block_on(crate::store::connect(state))
         .map_err(CliError::Store)?;
-    Ok(crate::durable::Durable::new(Engine::new()?, store))
+    Ok(crate::durable::Durable::new(engine, store))
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, CliError> {
@@ -525,6 +545,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             http,
             allow_remote,
             max_request_bytes,
+            state,
         } => {
             // Refuse a bad address before anything slow starts.
             let listener = match http {
@@ -566,7 +587,16 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                     }
                 });
             }
-            let server = ChainServer::new(engine, registry, policy, fallback);
+            let server = match state {
+                None => ChainServer::new(engine, registry, policy, fallback),
+                Some(state) => {
+                    let durable = durable_on(&runtime, &state, engine.clone())?;
+                    let key = runtime
+                        .block_on(StateKey::from_env_or_store(durable.store().as_ref()))
+                        .map_err(CliError::StateKey)?;
+                    ChainServer::with_store(engine, registry, policy, fallback, durable, key)
+                }
+            };
             let served = runtime.block_on(serve(server, listener, allow_remote, shutdown));
             // Dropping the runtime's tasks drops what is left of the chains
             // and the registry: command tools and MCP servers are killed

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
 use crate::chain::RunOptions;
@@ -55,7 +56,8 @@ pub enum DurableError {
     },
 }
 
-/// Durable chains on one engine and one store.
+/// Durable chains on one engine and one store. Cheap to clone.
+#[derive(Clone)]
 pub struct Durable {
     engine: Engine,
     store: Arc<dyn ChainStore>,
@@ -63,13 +65,29 @@ pub struct Durable {
     /// under this name and a fresh id, so two resumes in one process
     /// exclude each other as two processes do.
     process: String,
+    /// Cancels the runs of this handle (see [`Self::cancelled_by`]).
+    cancel: Option<CancellationToken>,
 }
 
 impl Durable {
     /// Durable chains run on `engine`, kept in `store`.
     pub fn new(engine: Engine, store: Arc<dyn ChainStore>) -> Self {
         let process = format!("pid {}", std::process::id());
-        Self { engine, store, process }
+        Self {
+            engine,
+            store,
+            process,
+            cancel: None,
+        }
+    }
+
+    /// This handle, its runs and resumes cancelled by `cancel` (see
+    /// [`RunOptions::cancel`]): a cancelled chain ends as `cancelled` and is
+    /// stored finished so.
+    #[must_use]
+    pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 
     /// A name for one run's claim: this process, and an id of the run.
@@ -124,6 +142,20 @@ impl Durable {
         decision: ApprovalDecision,
         decided_by: &str,
     ) -> Result<Decision, DurableError> {
+        self.decide_call(chain_id, None, decision, decided_by).await
+    }
+
+    /// [`Self::decide`], for call `seq` only when given: a decision meant
+    /// for one call is never recorded for a later one
+    /// ([`StoreError::NotPending`] if the chain waits on another call, or
+    /// on none).
+    pub async fn decide_call(
+        &self,
+        chain_id: &str,
+        seq: Option<u32>,
+        decision: ApprovalDecision,
+        decided_by: &str,
+    ) -> Result<Decision, DurableError> {
         let chain = self
             .store
             .chain(chain_id)
@@ -135,11 +167,11 @@ impl Durable {
             .pending()
             .await?
             .into_iter()
-            .find(|(id, _)| id == chain_id)
+            .find(|(id, pending)| id == chain_id && seq.is_none_or(|seq| pending.seq == seq))
             .map(|(_, pending)| pending)
             .ok_or_else(|| StoreError::NotPending {
                 chain_id: chain_id.to_owned(),
-                seq: None,
+                seq,
             })?;
         let decided_at = utc_now_rfc3339();
         let waited = seconds_between(&pending.requested_at, &decided_at);
@@ -240,6 +272,7 @@ impl Durable {
             journal: Some(journal as Arc<dyn Journal>),
             // The chain's randomness replays with its script.
             seed: Some(chain.seed),
+            cancel: self.cancel.clone(),
             ..RunOptions::default()
         };
         let result = self
