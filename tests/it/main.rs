@@ -15,6 +15,7 @@ mod cpython;
 mod discovery;
 mod durable;
 mod durable_cli;
+mod durable_serve;
 mod fuzz_regressions;
 mod generated;
 mod interruption_points;

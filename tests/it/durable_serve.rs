@@ -1,0 +1,311 @@
+//! `chainbox serve --state`: durable chains over MCP protocol 2026-07-28,
+//! across two server processes (node A, node B) on one throwaway
+//! PostgreSQL. A client gets input-required from one node and retries on
+//! the other, which resumes the chain from the store; its `requestState`
+//! is sealed, so a forged or altered one is refused with nothing run. The
+//! tools are command tools that count their runs in files; the client is
+//! raw stateless HTTP, so each round can go to either node.
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, post, read_response};
+use super::store::PgServer;
+
+/// `bump(n)` (safe) then `wire(amount)` (critical: needs approval) then
+/// `bump` again.
+const SCRIPT: &str = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await bump(n=2)\n[a, r, b]";
+
+/// Longest a test waits for one round (a chain here takes well under a
+/// second once the server is up).
+const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A temporary folder: the manifest of `bump` and `wire` (command tools
+/// appending a line to `<tool>.runs` per run), and the servers' logs.
+struct Fixture {
+    dir: tempfile::TempDir,
+    manifest: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let tool = dir.path().join("count.py");
+        std::fs::write(
+            &tool,
+            "import json, sys, os\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nargs = req['arguments']\nprint(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
+        )
+        .expect("the tool");
+        let manifest = dir.path().join("tools.toml");
+        let (py, d) = (tool.display().to_string(), dir.path().display().to_string());
+        std::fs::write(
+            &manifest,
+            format!(
+                "[[tool]]\nname = \"bump\"\ndescription = \"counts\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"wire\"\ndescription = \"sends\"\nrisk = \"critical\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\namount = {{ type = \"integer\" }}\n"
+            ),
+        )
+        .expect("the manifest");
+        Fixture { dir, manifest }
+    }
+
+    /// How many times `tool` ran.
+    fn runs(&self, tool: &str) -> usize {
+        std::fs::read_to_string(self.dir.path().join(format!("{tool}.runs"))).map_or(0, |text| text.lines().count())
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    /// The answer of an uninterrupted run (`chainbox run --approve auto`),
+    /// its tools' runs then forgotten.
+    fn uninterrupted(&self) -> Value {
+        let script = self.dir.path().join("chain.py");
+        std::fs::write(&script, SCRIPT).expect("the script");
+        let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
+            .arg("run")
+            .arg(&script)
+            .arg("--tools")
+            .arg(&self.manifest)
+            .args(["--approve", "auto", "--json"])
+            .output()
+            .expect("chainbox run");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for tool in ["bump", "wire"] {
+            std::fs::remove_file(self.dir.path().join(format!("{tool}.runs"))).expect("reset");
+        }
+        let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        result["output"].clone()
+    }
+
+    /// Starts `chainbox serve --http 127.0.0.1:0 --state URL` as `name`
+    /// (its stderr in `<name>.log`), with `env` set.
+    fn node(&self, name: &str, state: &str, env: &[(&str, &str)]) -> Node {
+        let log = std::fs::File::create(self.dir.path().join(format!("{name}.log"))).expect("the log");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_chainbox"));
+        command
+            .arg("serve")
+            .arg("--tools")
+            .arg(&self.manifest)
+            .args(["--http", "127.0.0.1:0", "--state", state])
+            .env_remove("CHAINBOX_STATE_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log));
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command.spawn().expect("spawning chainbox serve");
+        let started = Instant::now();
+        let addr = loop {
+            let found = self
+                .log(name)
+                .lines()
+                .find_map(|l| l.strip_prefix("chainbox: serving MCP at http://"))
+                .and_then(|url| url.trim().trim_end_matches("/mcp").parse().ok());
+            if let Some(addr) = found {
+                break addr;
+            }
+            assert!(
+                started.elapsed() < START_TIMEOUT,
+                "{name} never said where it serves:\n{}",
+                self.log(name)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Node { child, addr }
+    }
+}
+
+/// A `chainbox serve` process, killed when dropped.
+struct Node {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One stateless `tools/call` of `run_chain` (protocol 2026-07-28, a client
+/// that declared form elicitation) to `addr`, with `extra` params (a
+/// `requestState`, `inputResponses`); the JSON-RPC response message.
+fn call(addr: SocketAddr, extra: Value) -> Value {
+    let mut params = json!({
+        "name": "run_chain",
+        "arguments": {"code": SCRIPT},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    });
+    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
+        params.extend(extra);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(ROUND_TIMEOUT)).expect("timeout");
+    post(&mut stream, addr, body.as_bytes());
+    let (_, body) = read_response(&mut stream);
+    jsonrpc_of(&body)
+}
+
+/// `call` on a blocking thread, for an async test.
+async fn call_async(addr: SocketAddr, extra: Value) -> Value {
+    tokio::task::spawn_blocking(move || call(addr, extra)).await.expect("the call's thread")
+}
+
+/// The `requestState` of an input-required answer asking to approve
+/// `tool`; panics on anything else.
+fn asks_for(message: &Value, tool: &str) -> String {
+    let result = &message["result"];
+    assert_eq!(result["resultType"], "input_required", "{message:#}");
+    let form = &result["inputRequests"]["approval"];
+    let text = form["params"]["message"].as_str().unwrap_or_default();
+    assert!(text.contains(&format!("`{tool}`")), "{message:#}");
+    result["requestState"].as_str().expect("a requestState").to_owned()
+}
+
+/// The retry params: `state`, and the user's approval (or refusal).
+fn answered(state: &str, approve: bool) -> Value {
+    json!({
+        "requestState": state,
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": approve}}},
+    })
+}
+
+/// The chain result of a completed answer; panics on anything else.
+fn completed(message: &Value) -> &Value {
+    let result = &message["result"];
+    assert_ne!(result["resultType"], "input_required", "{message:#}");
+    assert_ne!(result["isError"], true, "{message:#}");
+    &result["structuredContent"]
+}
+
+/// A fresh PostgreSQL database's URL, or `None` where PostgreSQL is
+/// missing outside CI (`PgServer::start` says so loudly).
+async fn postgres(name: &str) -> Option<(PgServer, String)> {
+    let server = PgServer::start()?;
+    let url = server.create_database(name).await;
+    Some((server, url))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
+    let Some((_pg, url)) = postgres("serve_two_nodes").await else { return };
+    let fx = Fixture::new();
+    let uninterrupted = fx.uninterrupted();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+
+    let first = call_async(a.addr, json!({})).await;
+    let state = asks_for(&first, "wire");
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (1, 0));
+
+    // Without the answer, B asks again for the same call; nothing runs.
+    let again = call_async(b.addr, json!({"requestState": state})).await;
+    asks_for(&again, "wire");
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (1, 0));
+
+    let done = call_async(b.addr, answered(&state, true)).await;
+    let result = completed(&done);
+    assert_eq!(result["output"], uninterrupted, "{done:#}");
+    assert_eq!(
+        (fx.runs("bump"), fx.runs("wire")),
+        (2, 1),
+        "the safe call before the approval ran once in total"
+    );
+    let trace = result["call_trace"].as_array().expect("a trace");
+    let tools: Vec<&str> = trace.iter().filter_map(|c| c["tool"].as_str()).collect();
+    assert_eq!(tools, ["bump", "wire", "bump"], "the trace is whole");
+    assert_eq!(trace[0]["replayed"], true, "{trace:#?}");
+    assert_ne!(trace[2]["replayed"], true, "{trace:#?}");
+
+    // The same state again, on A, after the chain finished: its result,
+    // nothing run again (the first decision stands, even against a refusal).
+    let repeated = call_async(a.addr, answered(&state, false)).await;
+    assert_eq!(completed(&repeated)["output"], uninterrupted, "{repeated:#}");
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_concurrent_retries_on_two_nodes_run_the_approved_call_once() {
+    let Some((_pg, url)) = postgres("serve_concurrent").await else { return };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let state = asks_for(&call_async(a.addr, json!({})).await, "wire");
+
+    let (on_a, on_b) = tokio::join!(
+        call_async(a.addr, answered(&state, true)),
+        call_async(b.addr, answered(&state, true)),
+    );
+    assert_eq!(fx.runs("wire"), 1, "the approved call ran once");
+    assert_eq!(fx.runs("bump"), 2);
+    // The loser waited for the winner's result.
+    assert_eq!(completed(&on_a)["output"], json!([10, "sent 5", 20]), "{on_a:#}");
+    assert_eq!(completed(&on_b)["output"], completed(&on_a)["output"], "{on_b:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_altered_or_foreign_request_state_is_refused_with_nothing_run() {
+    let Some((_pg, url)) = postgres("serve_sealed").await else { return };
+    let fx = Fixture::new();
+    let a = fx.node("a", &url, &[]);
+    // C shares the store but seals with a key of its own.
+    let c = fx.node("c", &url, &[("CHAINBOX_STATE_KEY", &"ab".repeat(32))]);
+    let state = asks_for(&call_async(a.addr, json!({})).await, "wire");
+
+    let refused = |message: &Value, what: &str| {
+        assert_eq!(message["error"]["code"], -32602, "{what}: {message:#}");
+        let text = message["error"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains("requestState refused"), "{what}: {message:#}");
+    };
+    refused(&call_async(a.addr, answered("cb1.e30.AAAA", true)).await, "forged");
+    refused(&call_async(a.addr, answered("not a state at all", true)).await, "garbage");
+    // One byte of the payload flipped (its first character: the payload is
+    // base64url of JSON, so it starts `ey`).
+    let (prefix, rest) = state.split_at(4);
+    let flipped = if rest.starts_with('e') { "f" } else { "e" };
+    let altered = format!("{prefix}{flipped}{}", &rest[1..]);
+    refused(&call_async(a.addr, answered(&altered, true)).await, "altered");
+    refused(&call_async(c.addr, answered(&state, true)).await, "another key");
+    assert_eq!(fx.runs("wire"), 0, "nothing ran");
+
+    // The genuine state still works.
+    let done = call_async(a.addr, answered(&state, true)).await;
+    assert_eq!(completed(&done)["output"], json!([10, "sent 5", 20]), "{done:#}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_on_node_b_finishes_the_chain_after_node_a_is_killed() {
+    let Some((_pg, url)) = postgres("serve_killed").await else { return };
+    let fx = Fixture::new();
+    let mut a = fx.node("a", &url, &[]);
+    let b = fx.node("b", &url, &[]);
+    let state = asks_for(&call_async(a.addr, json!({})).await, "wire");
+    a.child.kill().expect("SIGKILL node A");
+    a.child.wait().expect("node A ends");
+
+    let done = call_async(b.addr, answered(&state, true)).await;
+    assert_eq!(completed(&done)["output"], json!([10, "sent 5", 20]), "{done:#}");
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_denies_the_call_and_the_chain_goes_on() {
+    let Some((_pg, url)) = postgres("serve_refused").await else { return };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let state = asks_for(&call_async(a.addr, json!({})).await, "wire");
+    let done = call_async(b.addr, answered(&state, false)).await;
+    let result = &done["result"]["structuredContent"];
+    assert_eq!(result["call_trace"][1]["status"], "denied", "{done:#}");
+    assert_eq!(fx.runs("wire"), 0);
+}
+
