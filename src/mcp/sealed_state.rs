@@ -207,6 +207,6 @@ mod tests {
             Err(StateKeyError::TooShort { bytes: 16 })
         ));
         assert!(matches!(StateKey::parse("not a key!"), Err(StateKeyError::Malformed)));
-        assert!(matches!(StateKey::parse(""), Err(StateKeyError::Malformed)));
+        assert!(matches!(StateKey::parse(""), Err(StateKeyError::TooShort { bytes: 0 })));
     }
 }

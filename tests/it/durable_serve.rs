@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, post, read_response};
@@ -25,7 +27,8 @@ const SCRIPT: &str = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await b
 const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A temporary folder: the manifest of `bump` and `wire` (command tools
-/// appending a line to `<tool>.runs` per run), and the servers' logs.
+/// appending a line to `<tool>.runs` per run; `wire` then takes a second,
+/// so that two resumes at once overlap), and the servers' logs.
 struct Fixture {
     dir: tempfile::TempDir,
     manifest: PathBuf,
@@ -37,7 +40,7 @@ impl Fixture {
         let tool = dir.path().join("count.py");
         std::fs::write(
             &tool,
-            "import json, sys, os\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nargs = req['arguments']\nprint(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
+            "import json, sys, os, time\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nif req['name'] == 'wire':\n    time.sleep(1)\nargs = req['arguments']\nprint(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
         )
         .expect("the tool");
         let manifest = dir.path().join("tools.toml");
@@ -266,13 +269,17 @@ async fn a_forged_altered_or_foreign_request_state_is_refused_with_nothing_run()
         let text = message["error"]["message"].as_str().unwrap_or_default();
         assert!(text.contains("requestState refused"), "{what}: {message:#}");
     };
-    refused(&call_async(a.addr, answered("cb1.e30.AAAA", true)).await, "forged");
+    // `cb1.<payload>.<tag>`: the genuine payload under a made-up tag.
+    let (signed, _) = state.rsplit_once('.').expect("a sealed state");
+    let forged = format!("{signed}.{}", URL_SAFE_NO_PAD.encode([0u8; 32]));
+    refused(&call_async(a.addr, answered(&forged, true)).await, "forged");
     refused(&call_async(a.addr, answered("not a state at all", true)).await, "garbage");
-    // One byte of the payload flipped (its first character: the payload is
-    // base64url of JSON, so it starts `ey`).
-    let (prefix, rest) = state.split_at(4);
-    let flipped = if rest.starts_with('e') { "f" } else { "e" };
-    let altered = format!("{prefix}{flipped}{}", &rest[1..]);
+    // One byte of the payload flipped: the call number 2 becomes 3.
+    let payload = signed.strip_prefix("cb1.").expect("the version");
+    let mut json = URL_SAFE_NO_PAD.decode(payload).expect("base64url");
+    let at = json.windows(7).position(|w| w == b"\"seq\":2").expect("the seq") + 6;
+    json[at] = b'3';
+    let altered = format!("cb1.{}.{}", URL_SAFE_NO_PAD.encode(&json), state.rsplit_once('.').expect("tag").1);
     refused(&call_async(a.addr, answered(&altered, true)).await, "altered");
     refused(&call_async(c.addr, answered(&state, true)).await, "another key");
     assert_eq!(fx.runs("wire"), 0, "nothing ran");
