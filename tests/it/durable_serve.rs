@@ -316,3 +316,86 @@ async fn a_refusal_denies_the_call_and_the_chain_goes_on() {
     assert_eq!(fx.runs("wire"), 0);
 }
 
+
+/// A client of protocol 2025-11-25 whose user approves every form it is
+/// sent by elicitation.
+struct Elicited;
+
+impl rmcp::ClientHandler for Elicited {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder().enable_elicitation().build(),
+            rmcp::model::Implementation::new("elicited", "0"),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(json!({"approve": true})))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_elicitation_client_approves_in_process_and_its_chain_is_journaled() {
+    use rmcp::ServiceExt;
+    let fx = Fixture::new();
+    let state = format!("sqlite:{}", fx.dir.path().join("chains.db").display());
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_chainbox"));
+    command
+        .arg("serve")
+        .arg("--tools")
+        .arg(&fx.manifest)
+        .args(["--state", &state])
+        .kill_on_drop(true);
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawning chainbox serve");
+    let client = tokio::time::timeout(START_TIMEOUT, Elicited.serve(transport))
+        .await
+        .expect("chainbox serve answers in time")
+        .expect("the MCP session starts");
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("code".into(), SCRIPT.into());
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("run_chain").with_arguments(arguments))
+        .await
+        .expect("tools/call");
+    let chain = result.structured_content.expect("structured content");
+    assert_eq!(chain["output"], json!([10, "sent 5", 20]), "{chain:#}");
+    let chain_id = chain["chain_id"].as_str().expect("a durable chain's id");
+    client.cancel().await.expect("close");
+
+    let store = chainbox::store::connect(&state).await.expect("the store");
+    let journal = store.journal(chain_id).await.expect("its journal");
+    let tools: Vec<&str> = journal.iter().map(|e| e.tool.as_str()).collect();
+    assert_eq!(tools, ["bump", "wire", "bump"]);
+    assert!(
+        matches!(store.claim(chain_id, "test").await, Ok(chainbox::store::Claim::Finished(_))),
+        "the chain is stored finished"
+    );
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1));
+}
+
+#[test]
+fn serve_refuses_a_malformed_state_key_naming_the_variable() {
+    let fx = Fixture::new();
+    let state = format!("sqlite:{}", fx.dir.path().join("chains.db").display());
+    let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
+        .arg("serve")
+        .arg("--tools")
+        .arg(&fx.manifest)
+        .args(["--http", "127.0.0.1:0", "--state", &state])
+        .env("CHAINBOX_STATE_KEY", "too short")
+        .stdin(Stdio::null())
+        .output()
+        .expect("chainbox serve");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CHAINBOX_STATE_KEY"), "{err}");
+    assert!(!err.contains("too short"), "the key's text is never shown: {err}");
+}
