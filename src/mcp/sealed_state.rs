@@ -97,7 +97,7 @@ impl StateKey {
     /// either way. Surrounding whitespace is ignored.
     pub fn parse(text: &str) -> Result<Self, StateKeyError> {
         let text = text.trim();
-        let bytes = if !text.is_empty() && text.len() % 2 == 0 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let bytes = if !text.is_empty() && text.len().is_multiple_of(2) && text.bytes().all(|b| b.is_ascii_hexdigit()) {
             text.as_bytes()
                 .chunks(2)
                 .map(|pair| {
@@ -108,10 +108,15 @@ impl StateKey {
                 })
                 .collect::<Result<Vec<u8>, _>>()?
         } else {
-            [&STANDARD, &URL_SAFE, &URL_SAFE_NO_PAD, &base64::engine::general_purpose::STANDARD_NO_PAD]
-                .iter()
-                .find_map(|engine| engine.decode(text).ok())
-                .ok_or(StateKeyError::Malformed)?
+            [
+                &STANDARD,
+                &URL_SAFE,
+                &URL_SAFE_NO_PAD,
+                &base64::engine::general_purpose::STANDARD_NO_PAD,
+            ]
+            .iter()
+            .find_map(|engine| engine.decode(text).ok())
+            .ok_or(StateKeyError::Malformed)?
         };
         Self::from_bytes(&bytes)
     }

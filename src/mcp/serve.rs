@@ -69,15 +69,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::request_limit;
+use super::sealed_state::{OpenError, RequestState, StateKey};
 use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
-use super::sealed_state::{OpenError, RequestState, StateKey};
 use crate::chain::RunOptions;
 use crate::durable::{Durable, DurableError};
 use crate::policy::ChainPolicy;
 use crate::result::{ChainRunResult, ChainStatus, PendingCall};
-use crate::store::StoreError;
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
+use crate::store::StoreError;
 use crate::tools::ToolRegistry;
 
 /// Where the MCP endpoint is mounted on the HTTP server.

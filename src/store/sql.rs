@@ -283,7 +283,11 @@ const STATE_KEY_NAME: &str = "state_key";
 
 /// A key read back from its hex text.
 fn key_from_hex(text: &str) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
-    let bad = || StoreError::Backend(format!("secrets row {STATE_KEY_NAME:?}: not {STATE_KEY_BYTES} bytes of hex"));
+    let bad = || {
+        StoreError::Backend(format!(
+            "secrets row {STATE_KEY_NAME:?}: not {STATE_KEY_BYTES} bytes of hex"
+        ))
+    };
     if text.len() != 2 * STATE_KEY_BYTES || !text.is_ascii() {
         return Err(bad());
     }

@@ -162,7 +162,9 @@ fn call(addr: SocketAddr, extra: Value) -> Value {
 
 /// `call` on a blocking thread, for an async test.
 async fn call_async(addr: SocketAddr, extra: Value) -> Value {
-    tokio::task::spawn_blocking(move || call(addr, extra)).await.expect("the call's thread")
+    tokio::task::spawn_blocking(move || call(addr, extra))
+        .await
+        .expect("the call's thread")
 }
 
 /// The `requestState` of an input-required answer asking to approve
@@ -202,7 +204,9 @@ async fn postgres(name: &str) -> Option<(PgServer, String)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
-    let Some((_pg, url)) = postgres("serve_two_nodes").await else { return };
+    let Some((_pg, url)) = postgres("serve_two_nodes").await else {
+        return;
+    };
     let fx = Fixture::new();
     let uninterrupted = fx.uninterrupted();
     let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
@@ -239,7 +243,9 @@ async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_concurrent_retries_on_two_nodes_run_the_approved_call_once() {
-    let Some((_pg, url)) = postgres("serve_concurrent").await else { return };
+    let Some((_pg, url)) = postgres("serve_concurrent").await else {
+        return;
+    };
     let fx = Fixture::new();
     let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
     let state = asks_for(&call_async(a.addr, json!({})).await, "wire");
@@ -257,7 +263,9 @@ async fn two_concurrent_retries_on_two_nodes_run_the_approved_call_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_forged_altered_or_foreign_request_state_is_refused_with_nothing_run() {
-    let Some((_pg, url)) = postgres("serve_sealed").await else { return };
+    let Some((_pg, url)) = postgres("serve_sealed").await else {
+        return;
+    };
     let fx = Fixture::new();
     let a = fx.node("a", &url, &[]);
     // C shares the store but seals with a key of its own.
@@ -273,13 +281,20 @@ async fn a_forged_altered_or_foreign_request_state_is_refused_with_nothing_run()
     let (signed, _) = state.rsplit_once('.').expect("a sealed state");
     let forged = format!("{signed}.{}", URL_SAFE_NO_PAD.encode([0u8; 32]));
     refused(&call_async(a.addr, answered(&forged, true)).await, "forged");
-    refused(&call_async(a.addr, answered("not a state at all", true)).await, "garbage");
+    refused(
+        &call_async(a.addr, answered("not a state at all", true)).await,
+        "garbage",
+    );
     // One byte of the payload flipped: the call number 2 becomes 3.
     let payload = signed.strip_prefix("cb1.").expect("the version");
     let mut json = URL_SAFE_NO_PAD.decode(payload).expect("base64url");
     let at = json.windows(7).position(|w| w == b"\"seq\":2").expect("the seq") + 6;
     json[at] = b'3';
-    let altered = format!("cb1.{}.{}", URL_SAFE_NO_PAD.encode(&json), state.rsplit_once('.').expect("tag").1);
+    let altered = format!(
+        "cb1.{}.{}",
+        URL_SAFE_NO_PAD.encode(&json),
+        state.rsplit_once('.').expect("tag").1
+    );
     refused(&call_async(a.addr, answered(&altered, true)).await, "altered");
     refused(&call_async(c.addr, answered(&state, true)).await, "another key");
     assert_eq!(fx.runs("wire"), 0, "nothing ran");
@@ -291,7 +306,9 @@ async fn a_forged_altered_or_foreign_request_state_is_refused_with_nothing_run()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_retry_on_node_b_finishes_the_chain_after_node_a_is_killed() {
-    let Some((_pg, url)) = postgres("serve_killed").await else { return };
+    let Some((_pg, url)) = postgres("serve_killed").await else {
+        return;
+    };
     let fx = Fixture::new();
     let mut a = fx.node("a", &url, &[]);
     let b = fx.node("b", &url, &[]);
@@ -306,7 +323,9 @@ async fn a_retry_on_node_b_finishes_the_chain_after_node_a_is_killed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refusal_denies_the_call_and_the_chain_goes_on() {
-    let Some((_pg, url)) = postgres("serve_refused").await else { return };
+    let Some((_pg, url)) = postgres("serve_refused").await else {
+        return;
+    };
     let fx = Fixture::new();
     let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
     let state = asks_for(&call_async(a.addr, json!({})).await, "wire");
@@ -315,7 +334,6 @@ async fn a_refusal_denies_the_call_and_the_chain_goes_on() {
     assert_eq!(result["call_trace"][1]["status"], "denied", "{done:#}");
     assert_eq!(fx.runs("wire"), 0);
 }
-
 
 /// A client of protocol 2025-11-25 whose user approves every form it is
 /// sent by elicitation.
@@ -335,7 +353,8 @@ impl rmcp::ClientHandler for Elicited {
         _request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<rmcp::service::RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::model::ErrorData> {
-        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(json!({"approve": true})))
+        Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+            .with_content(json!({"approve": true})))
     }
 }
 
@@ -375,7 +394,10 @@ async fn an_elicitation_client_approves_in_process_and_its_chain_is_journaled() 
     let tools: Vec<&str> = journal.iter().map(|e| e.tool.as_str()).collect();
     assert_eq!(tools, ["bump", "wire", "bump"]);
     assert!(
-        matches!(store.claim(chain_id, "test").await, Ok(chainbox::store::Claim::Finished(_))),
+        matches!(
+            store.claim(chain_id, "test").await,
+            Ok(chainbox::store::Claim::Finished(_))
+        ),
         "the chain is stored finished"
     );
     assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1));
