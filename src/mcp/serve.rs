@@ -436,6 +436,7 @@ impl ChainServer {
                 // Decided already (an earlier retry of this state), or the
                 // chain went on: the first decision on a call stands.
                 Ok(_) | Err(DurableError::Store(StoreError::NotPending { .. })) => {}
+                Err(DurableError::Store(StoreError::NoChain(_))) => return Err(unknown_chain(&chain_id)),
                 Err(e) => return Err(store_error(&e)),
             }
         }
@@ -470,12 +471,7 @@ impl ChainServer {
                         None,
                     ));
                 }
-                Err(DurableError::Store(StoreError::NoChain(_))) => {
-                    return Err(ErrorData::invalid_params(
-                        format!("requestState names chain {chain_id:?}, which this server's store does not hold"),
-                        None,
-                    ));
-                }
+                Err(DurableError::Store(StoreError::NoChain(_))) => return Err(unknown_chain(&chain_id)),
                 Err(e) => return Err(store_error(&e)),
             }
         }
@@ -539,6 +535,15 @@ fn input_required(request: &ApprovalRequest, state: String) -> CallToolResponse 
 fn refused_state(why: &OpenError) -> ErrorData {
     ErrorData::invalid_params(
         format!("requestState refused: {why}; nothing was run (call run_chain again without it)"),
+        None,
+    )
+}
+
+/// The protocol error for a sealed state whose chain the store does not
+/// hold (a server on another store sealed it with the same key).
+fn unknown_chain(chain_id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("requestState names chain {chain_id:?}, which this server's store does not hold"),
         None,
     )
 }

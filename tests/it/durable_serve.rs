@@ -211,7 +211,9 @@ async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
     let uninterrupted = fx.uninterrupted();
     let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
 
+    let started = Instant::now();
     let first = call_async(a.addr, json!({})).await;
+    let asked_in = started.elapsed();
     let state = asks_for(&first, "wire");
     assert_eq!((fx.runs("bump"), fx.runs("wire")), (1, 0));
 
@@ -220,7 +222,10 @@ async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
     asks_for(&again, "wire");
     assert_eq!((fx.runs("bump"), fx.runs("wire")), (1, 0));
 
+    let started = Instant::now();
     let done = call_async(b.addr, answered(&state, true)).await;
+    let resumed_in = started.elapsed();
+    eprintln!("input-required from A in {asked_in:?}; resumed to the end on B in {resumed_in:?} (wire sleeps 1 s)");
     let result = completed(&done);
     assert_eq!(result["output"], uninterrupted, "{done:#}");
     assert_eq!(
