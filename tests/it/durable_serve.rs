@@ -426,3 +426,52 @@ fn serve_refuses_a_malformed_state_key_naming_the_variable() {
     assert!(err.contains("CHAINBOX_STATE_KEY"), "{err}");
     assert!(!err.contains("too short"), "the key's text is never shown: {err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_meant_for_one_call_is_never_recorded_for_a_later_one() {
+    use std::sync::Arc;
+
+    use chainbox::durable::{Durable, DurableError};
+    use chainbox::store::{ChainStore, MemoryStore, StoreError};
+    use chainbox::{Approval, ApprovalDecision, ChainPolicy, ChainStatus, ToolRegistry, ToolRisk};
+
+    // A retry of an old state (call #1) reaching a chain that went on to
+    // call #2: serve decides with the state's call number.
+    let wire = crate::fixtures::tool("wire", &["amount"], |_| Ok(json!("sent"))).with_risk(ToolRisk::Critical);
+    let registry = ToolRegistry::from_local([Arc::new(wire) as Arc<dyn chainbox::tools::Tool>]).expect("registry");
+    let store: Arc<dyn ChainStore> = Arc::new(MemoryStore::new());
+    let durable = Durable::new(crate::fixtures::engine().clone(), store.clone());
+    let script = "await wire(amount=1)\nawait wire(amount=2)\n'done'";
+    let policy = ChainPolicy::default();
+    let first = durable
+        .run(script, &registry, &policy, &Approval::defer())
+        .await
+        .expect("runs");
+    let chain_id = first.chain_id.expect("a chain id");
+    assert_eq!(first.pending.expect("pending").seq, 1);
+    durable
+        .decide_call(&chain_id, Some(1), ApprovalDecision::Approved, "test")
+        .await
+        .expect("decides #1");
+    let second = durable
+        .resume(&chain_id, &registry, &Approval::defer())
+        .await
+        .expect("resumes");
+    assert_eq!(second.status, ChainStatus::Suspended);
+    assert_eq!(second.pending.expect("pending").seq, 2);
+
+    let late = durable
+        .decide_call(&chain_id, Some(1), ApprovalDecision::Denied { reason: None }, "test")
+        .await;
+    assert!(
+        matches!(
+            late,
+            Err(DurableError::Store(StoreError::NotPending { seq: Some(1), .. }))
+        ),
+        "{late:?}"
+    );
+    let pending = store.pending().await.expect("pending");
+    assert_eq!(pending.len(), 1, "call #2 still waits: {pending:?}");
+    assert_eq!(pending[0].1.seq, 2);
+    assert_eq!(store.decisions(&chain_id).await.expect("decisions").len(), 1);
+}
