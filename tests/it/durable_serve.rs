@@ -141,9 +141,14 @@ impl Drop for Node {
 /// that declared form elicitation) to `addr`, with `extra` params (a
 /// `requestState`, `inputResponses`); the JSON-RPC response message.
 fn call(addr: SocketAddr, extra: Value) -> Value {
+    call_with(addr, SCRIPT, extra)
+}
+
+/// [`call`] of another script.
+fn call_with(addr: SocketAddr, code: &str, extra: Value) -> Value {
     let mut params = json!({
         "name": "run_chain",
-        "arguments": {"code": SCRIPT},
+        "arguments": {"code": code},
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
@@ -244,6 +249,55 @@ async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
     let repeated = call_async(a.addr, answered(&state, false)).await;
     assert_eq!(completed(&repeated)["output"], uninterrupted, "{repeated:#}");
     assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_retry_after_the_chain_went_on_asks_for_its_current_call() {
+    let Some((_pg, url)) = postgres("serve_stale").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let code = "r1 = await wire(amount=1)\nr2 = await wire(amount=2)\n[r1, r2]";
+    let asked = |message: &Value| {
+        let state = asks_for(message, "wire");
+        let text = message["result"]["inputRequests"]["approval"]["params"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (state, text)
+    };
+    let (first, text) = asked(
+        &tokio::task::spawn_blocking(move || call_with(a.addr, code, json!({})))
+            .await
+            .expect("call"),
+    );
+    assert!(text.contains("\"amount\": 1"), "{text}");
+    let b_addr = b.addr;
+    let retry = answered(&first, true);
+    let (second, text) = asked(
+        &tokio::task::spawn_blocking(move || call_with(b_addr, code, retry))
+            .await
+            .expect("call"),
+    );
+    assert!(text.contains("\"amount\": 2"), "{text}");
+    assert_ne!(first, second);
+    assert_eq!(fx.runs("wire"), 1);
+
+    // The first state again, refused this time: the chain went on, so the
+    // answer is the question of its current call, and nothing runs.
+    let stale = answered(&first, false);
+    let (_, text) = asked(
+        &tokio::task::spawn_blocking(move || call_with(a.addr, code, stale))
+            .await
+            .expect("call"),
+    );
+    assert!(text.contains("\"amount\": 2"), "{text}");
+    assert_eq!(fx.runs("wire"), 1);
+
+    let done = call_with(b.addr, code, answered(&second, true));
+    assert_eq!(completed(&done)["output"], json!(["sent 1", "sent 2"]), "{done:#}");
+    assert_eq!(fx.runs("wire"), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
