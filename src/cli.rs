@@ -353,19 +353,10 @@ fn approval_for(mode: ApproveMode) -> Approval {
 
 /// Durable chains on a new engine and the store `--state` names.
 fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
-    durable_on(runtime, state, Engine::new()?)
-}
-
-/// Durable chains on `engine` and the store `--state` names.
-fn durable_on(
-    runtime: &tokio::runtime::Runtime,
-    state: &str,
-    engine: Engine,
-) -> Result<crate::durable::Durable, CliError> {
     let store = runtime
         .block_on(crate::store::connect(state))
         .map_err(CliError::Store)?;
-    Ok(crate::durable::Durable::new(engine, store))
+    Ok(crate::durable::Durable::new(Engine::new()?, store))
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, CliError> {
@@ -590,10 +581,13 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             let server = match state {
                 None => ChainServer::new(engine, registry, policy, fallback),
                 Some(state) => {
-                    let durable = durable_on(&runtime, &state, engine.clone())?;
+                    let store = runtime
+                        .block_on(crate::store::connect(&state))
+                        .map_err(CliError::Store)?;
                     let key = runtime
-                        .block_on(StateKey::from_env_or_store(durable.store().as_ref()))
+                        .block_on(StateKey::from_env_or_store(store.as_ref()))
                         .map_err(CliError::StateKey)?;
+                    let durable = crate::durable::Durable::new(engine.clone(), store);
                     ChainServer::with_store(engine, registry, policy, fallback, durable, key)
                 }
             };
