@@ -26,9 +26,10 @@ const SCRIPT: &str = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await b
 /// second once the server is up).
 const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A temporary folder: the manifest of `bump` and `wire` (command tools
-/// appending a line to `<tool>.runs` per run; `wire` then takes a second,
-/// so that two resumes at once overlap), and the servers' logs.
+/// A temporary folder: the manifest of `bump`, `wire` and `rows` (command
+/// tools appending a line to `<tool>.runs` per run; `wire` then takes a
+/// second, so that two resumes at once overlap; `rows(n)` lists `n` rows,
+/// a result to offload when large), and the servers' logs.
 struct Fixture {
     dir: tempfile::TempDir,
     manifest: PathBuf,
@@ -40,7 +41,7 @@ impl Fixture {
         let tool = dir.path().join("count.py");
         std::fs::write(
             &tool,
-            "import json, sys, os, time\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nif req['name'] == 'wire':\n    time.sleep(1)\nargs = req['arguments']\nprint(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
+            "import json, sys, os, time\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nif req['name'] == 'wire':\n    time.sleep(1)\nargs = req['arguments']\nif req['name'] == 'rows':\n    print(json.dumps(['row %d' % i for i in range(args['n'])]))\nelse:\n    print(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
         )
         .expect("the tool");
         let manifest = dir.path().join("tools.toml");
@@ -48,7 +49,7 @@ impl Fixture {
         std::fs::write(
             &manifest,
             format!(
-                "[[tool]]\nname = \"bump\"\ndescription = \"counts\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"wire\"\ndescription = \"sends\"\nrisk = \"critical\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\namount = {{ type = \"integer\" }}\n"
+                "[[tool]]\nname = \"bump\"\ndescription = \"counts\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"wire\"\ndescription = \"sends\"\nrisk = \"critical\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\namount = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"rows\"\ndescription = \"lists rows\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n"
             ),
         )
         .expect("the manifest");
@@ -66,9 +67,9 @@ impl Fixture {
 
     /// The answer of an uninterrupted run (`chainbox run --approve auto`),
     /// its tools' runs then forgotten.
-    fn uninterrupted(&self) -> Value {
+    fn uninterrupted(&self, code: &str) -> Value {
         let script = self.dir.path().join("chain.py");
-        std::fs::write(&script, SCRIPT).expect("the script");
+        std::fs::write(&script, code).expect("the script");
         let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
             .arg("run")
             .arg(&script)
@@ -78,8 +79,8 @@ impl Fixture {
             .output()
             .expect("chainbox run");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        for tool in ["bump", "wire"] {
-            std::fs::remove_file(self.dir.path().join(format!("{tool}.runs"))).expect("reset");
+        for tool in ["bump", "wire", "rows"] {
+            let _ = std::fs::remove_file(self.dir.path().join(format!("{tool}.runs")));
         }
         let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         result["output"].clone()
@@ -88,6 +89,11 @@ impl Fixture {
     /// Starts `chainbox serve --http 127.0.0.1:0 --state URL` as `name`
     /// (its stderr in `<name>.log`), with `env` set.
     fn node(&self, name: &str, state: &str, env: &[(&str, &str)]) -> Node {
+        self.node_with(name, state, env, &[])
+    }
+
+    /// [`Self::node`] with `extra` arguments.
+    fn node_with(&self, name: &str, state: &str, env: &[(&str, &str)], extra: &[&str]) -> Node {
         let log = std::fs::File::create(self.dir.path().join(format!("{name}.log"))).expect("the log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_chainbox"));
         command
@@ -95,6 +101,7 @@ impl Fixture {
             .arg("--tools")
             .arg(&self.manifest)
             .args(["--http", "127.0.0.1:0", "--state", state])
+            .args(extra)
             .env_remove("CHAINBOX_STATE_KEY")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -213,7 +220,7 @@ async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
         return;
     };
     let fx = Fixture::new();
-    let uninterrupted = fx.uninterrupted();
+    let uninterrupted = fx.uninterrupted(SCRIPT);
     let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
 
     let started = Instant::now();
