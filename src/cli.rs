@@ -77,6 +77,12 @@ enum Command {
         /// `chainbox resume` continue it, from any process.
         #[arg(long, value_name = "URL")]
         state: Option<String>,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): give
+        /// durable chains a store every process that resumes them reaches.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
     },
     /// List the durable chains' calls that wait on a decision.
     Approvals {
@@ -121,6 +127,12 @@ enum Command {
         /// The store (`sqlite:PATH`, `postgres://...`).
         #[arg(long, value_name = "URL")]
         state: String,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): the
+        /// chain's earlier results are read from it, so give the one it ran with.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
         /// Print exactly one ChainRunResult JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -176,6 +188,12 @@ enum Command {
         /// JSON-RPC error naming the limit.
         #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
         max_request_bytes: Option<u64>,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): shared
+        /// by the nodes that serve the same chains.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
     },
 }
 
@@ -326,6 +344,9 @@ enum CliError {
     /// A durable chain could not be run, decided or resumed.
     #[error(transparent)]
     Durable(crate::durable::DurableError),
+    /// `--artifacts` names no store this chainbox can open.
+    #[error("--artifacts: {0}")]
+    Artifacts(crate::artifacts::ArtifactError),
     /// `decide --arguments` is not a JSON object.
     #[error("--arguments {0}: not a JSON object")]
     Arguments(String),
@@ -340,12 +361,30 @@ fn approval_for(mode: ApproveMode) -> Approval {
     }
 }
 
-/// Durable chains on a new engine and the store `--state` names.
-fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
+/// Durable chains on a new engine (its artifacts where `--artifacts` says)
+/// and the store `--state` names.
+fn durable(
+    runtime: &tokio::runtime::Runtime,
+    state: &str,
+    artifacts: Option<&str>,
+) -> Result<crate::durable::Durable, CliError> {
     let store = runtime
         .block_on(crate::store::connect(state))
         .map_err(CliError::Store)?;
-    Ok(crate::durable::Durable::new(Engine::new()?, store))
+    Ok(crate::durable::Durable::new(engine(artifacts)?, store))
+}
+
+/// An engine whose artifact store is the one `--artifacts` names (the
+/// default, in memory, without it).
+fn engine(artifacts: Option<&str>) -> Result<Engine, CliError> {
+    let artifacts = match artifacts {
+        Some(url) => Some(crate::artifacts::open(url).map_err(CliError::Artifacts)?),
+        None => None,
+    };
+    Ok(Engine::with_config(crate::EngineConfig {
+        artifacts,
+        ..crate::EngineConfig::default()
+    })?)
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, CliError> {
@@ -360,6 +399,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 &ChainPolicy::default(),
                 &Approval::auto(ToolRisk::Critical),
                 out.as_deref(),
+                None,
             )?;
             Ok(report(&result, &saved, json))
         }
@@ -373,6 +413,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             skill,
             python,
             state,
+            artifacts,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
@@ -390,13 +431,21 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             }
             let approval = approval_for(approve);
             if let Some(state) = state {
-                let durable = durable(&runtime, &state)?;
+                let durable = durable(&runtime, &state, artifacts.as_deref())?;
                 let result = runtime
                     .block_on(durable.run(&source, &registry, &policy, &approval))
                     .map_err(CliError::Durable)?;
                 return Ok(report(&result, &[], json));
             }
-            let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
+            let (result, saved) = run_chain(
+                &runtime,
+                &source,
+                &registry,
+                &policy,
+                &approval,
+                out.as_deref(),
+                artifacts.as_deref(),
+            )?;
             Ok(report(&result, &saved, json))
         }
         Command::Approvals { state, json } => {
@@ -444,7 +493,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 (DecisionArg::Deny, _) => ApprovalDecision::Denied { reason },
             };
             let runtime = runtime()?;
-            let durable = durable(&runtime, &state)?;
+            let durable = durable(&runtime, &state, None)?;
             let recorded = runtime
                 .block_on(durable.decide(&chain_id, decision, &by))
                 .map_err(CliError::Durable)?;
@@ -456,6 +505,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             tools,
             approve,
             state,
+            artifacts,
             json,
         } => {
             let runtime = runtime()?;
@@ -463,7 +513,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let durable = durable(&runtime, &state)?;
+            let durable = durable(&runtime, &state, artifacts.as_deref())?;
             let result = runtime
                 .block_on(durable.resume(&chain_id, &registry, &approval_for(approve)))
                 .map_err(CliError::Durable)?;
@@ -525,6 +575,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             http,
             allow_remote,
             max_request_bytes,
+            artifacts,
         } => {
             // Refuse a bad address before anything slow starts.
             let listener = match http {
@@ -548,7 +599,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
             };
-            let engine = Engine::new()?;
+            let engine = engine(artifacts.as_deref())?;
             if policy.python != PythonChoice::Monty {
                 // A server lives for many chains: load (or compile) the CPython
                 // guest and its first spare now, in the background, so the
@@ -770,8 +821,9 @@ fn run_chain(
     policy: &ChainPolicy,
     approval: &Approval,
     out: Option<&Path>,
+    artifacts: Option<&str>,
 ) -> Result<(ChainRunResult, Vec<SavedFile>), CliError> {
-    let engine = Engine::new()?;
+    let engine = engine(artifacts)?;
     let workspace = match out {
         Some(_) => Some(tempfile::tempdir().map_err(CliError::Workspace)?),
         None => None,
