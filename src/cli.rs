@@ -78,6 +78,12 @@ enum Command {
         /// `chainbox resume` continue it, from any process.
         #[arg(long, value_name = "URL")]
         state: Option<String>,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): give
+        /// durable chains a store every process that resumes them reaches.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
     },
     /// List the durable chains' calls that wait on a decision.
     Approvals {
@@ -122,6 +128,12 @@ enum Command {
         /// The store (`sqlite:PATH`, `postgres://...`).
         #[arg(long, value_name = "URL")]
         state: String,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): the
+        /// chain's earlier results are read from it, so give the one it ran with.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
         /// Print exactly one ChainRunResult JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -184,6 +196,12 @@ enum Command {
         /// base64, at least 32 bytes) if set, else with a key kept in the store.
         #[arg(long, value_name = "URL")]
         state: Option<String>,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): shared
+        /// by the nodes that serve the same chains.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
     },
 }
 
@@ -337,6 +355,9 @@ enum CliError {
     /// `serve --state`'s key for sealing request states is unusable.
     #[error(transparent)]
     StateKey(crate::mcp::sealed_state::StateKeyError),
+    /// `--artifacts` names no store this chainbox can open.
+    #[error("--artifacts: {0}")]
+    Artifacts(crate::artifacts::ArtifactError),
     /// `decide --arguments` is not a JSON object.
     #[error("--arguments {0}: not a JSON object")]
     Arguments(String),
@@ -351,12 +372,30 @@ fn approval_for(mode: ApproveMode) -> Approval {
     }
 }
 
-/// Durable chains on a new engine and the store `--state` names.
-fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
+/// Durable chains on a new engine (its artifacts where `--artifacts` says)
+/// and the store `--state` names.
+fn durable(
+    runtime: &tokio::runtime::Runtime,
+    state: &str,
+    artifacts: Option<&str>,
+) -> Result<crate::durable::Durable, CliError> {
     let store = runtime
         .block_on(crate::store::connect(state))
         .map_err(CliError::Store)?;
-    Ok(crate::durable::Durable::new(Engine::new()?, store))
+    Ok(crate::durable::Durable::new(engine(artifacts)?, store))
+}
+
+/// An engine whose artifact store is the one `--artifacts` names (the
+/// default, in memory, without it).
+fn engine(artifacts: Option<&str>) -> Result<Engine, CliError> {
+    let artifacts = match artifacts {
+        Some(url) => Some(crate::artifacts::open(url).map_err(CliError::Artifacts)?),
+        None => None,
+    };
+    Ok(Engine::with_config(crate::EngineConfig {
+        artifacts,
+        ..crate::EngineConfig::default()
+    })?)
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, CliError> {
@@ -371,6 +410,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 &ChainPolicy::default(),
                 &Approval::auto(ToolRisk::Critical),
                 out.as_deref(),
+                None,
             )?;
             Ok(report(&result, &saved, json))
         }
@@ -384,6 +424,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             skill,
             python,
             state,
+            artifacts,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
@@ -401,13 +442,21 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             }
             let approval = approval_for(approve);
             if let Some(state) = state {
-                let durable = durable(&runtime, &state)?;
+                let durable = durable(&runtime, &state, artifacts.as_deref())?;
                 let result = runtime
                     .block_on(durable.run(&source, &registry, &policy, &approval))
                     .map_err(CliError::Durable)?;
                 return Ok(report(&result, &[], json));
             }
-            let (result, saved) = run_chain(&runtime, &source, &registry, &policy, &approval, out.as_deref())?;
+            let (result, saved) = run_chain(
+                &runtime,
+                &source,
+                &registry,
+                &policy,
+                &approval,
+                out.as_deref(),
+                artifacts.as_deref(),
+            )?;
             Ok(report(&result, &saved, json))
         }
         Command::Approvals { state, json } => {
@@ -455,7 +504,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 (DecisionArg::Deny, _) => ApprovalDecision::Denied { reason },
             };
             let runtime = runtime()?;
-            let durable = durable(&runtime, &state)?;
+            let durable = durable(&runtime, &state, None)?;
             let recorded = runtime
                 .block_on(durable.decide(&chain_id, decision, &by))
                 .map_err(CliError::Durable)?;
@@ -467,6 +516,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             tools,
             approve,
             state,
+            artifacts,
             json,
         } => {
             let runtime = runtime()?;
@@ -474,7 +524,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let durable = durable(&runtime, &state)?;
+            let durable = durable(&runtime, &state, artifacts.as_deref())?;
             let result = runtime
                 .block_on(durable.resume(&chain_id, &registry, &approval_for(approve)))
                 .map_err(CliError::Durable)?;
@@ -537,6 +587,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             allow_remote,
             max_request_bytes,
             state,
+            artifacts,
         } => {
             // Refuse a bad address before anything slow starts.
             let listener = match http {
@@ -560,7 +611,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
             };
-            let engine = Engine::new()?;
+            let engine = engine(artifacts.as_deref())?;
             if policy.python != PythonChoice::Monty {
                 // A server lives for many chains: load (or compile) the CPython
                 // guest and its first spare now, in the background, so the
@@ -794,8 +845,9 @@ fn run_chain(
     policy: &ChainPolicy,
     approval: &Approval,
     out: Option<&Path>,
+    artifacts: Option<&str>,
 ) -> Result<(ChainRunResult, Vec<SavedFile>), CliError> {
-    let engine = Engine::new()?;
+    let engine = engine(artifacts)?;
     let workspace = match out {
         Some(_) => Some(tempfile::tempdir().map_err(CliError::Workspace)?),
         None => None,

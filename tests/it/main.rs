@@ -8,6 +8,7 @@
 mod fixtures;
 
 mod adversarial;
+mod artifacts;
 mod cancellation;
 mod cli;
 mod corpus;
@@ -28,6 +29,7 @@ mod mcp_upstream;
 mod monty_cases;
 mod permissions;
 mod provenance;
+mod s3;
 mod sandbox;
 mod seeded;
 mod skills;

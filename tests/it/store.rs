@@ -62,6 +62,7 @@ fn entry(seq: u32) -> JournalEntry {
             value: json!({"n": seq, "big": 18446744073709551615u64}),
         },
         artifact_ref: None,
+        files: Vec::new(),
         source: Some("local:bump".to_owned()),
         policy: None,
         observed_at: format!("2026-12-06T10:00:0{seq}Z"),
