@@ -16,6 +16,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, post, read_response};
+use super::s3::S3Server;
 use super::store::PgServer;
 
 /// `bump(n)` (safe) then `wire(amount)` (critical: needs approval) then
@@ -256,6 +257,47 @@ async fn input_required_on_node_a_is_resumed_by_a_retry_on_node_b() {
     let repeated = call_async(a.addr, answered(&state, false)).await;
     assert_eq!(completed(&repeated)["output"], uninterrupted, "{repeated:#}");
     assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_offloaded_to_s3_on_node_a_is_loaded_on_node_b_after_the_approval() {
+    let Some((_pg, url)) = postgres("serve_s3").await else {
+        return;
+    };
+    let Some(s3) = S3Server::start() else { return };
+    let fx = Fixture::new();
+    // `rows(n=500)` is ~5 KB of JSON, over max_inline_result_bytes (4096):
+    // offloaded on A, its handle replayed on B and loaded there.
+    let code =
+        "big = await rows(n=500)\nr = await wire(amount=5)\n[r, len(load_artifact(big)), load_artifact(big)[499]]";
+    let uninterrupted = fx.uninterrupted(code);
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let artifacts = s3.url("serve-two-nodes");
+    let a = fx.node_with("a", &url, &env, &["--artifacts", &artifacts]);
+    let b = fx.node_with("b", &url, &env, &["--artifacts", &artifacts]);
+
+    let first = tokio::task::spawn_blocking(move || call_with(a.addr, code, json!({})))
+        .await
+        .expect("call");
+    let state = asks_for(&first, "wire");
+    assert_eq!(fx.runs("rows"), 1);
+    let b_addr = b.addr;
+    let done = tokio::task::spawn_blocking(move || call_with(b_addr, code, answered(&state, true)))
+        .await
+        .expect("call");
+    let result = completed(&done);
+    assert_eq!(result["output"], uninterrupted, "{done:#}");
+    assert_eq!(result["output"], json!(["sent 5", 500, "row 499"]));
+    assert_eq!((fx.runs("rows"), fx.runs("wire")), (1, 1), "nothing ran twice");
+    let offloaded = &result["call_trace"][0];
+    assert_eq!(offloaded["replayed"], true, "{offloaded:#}");
+    assert!(
+        offloaded["artifact_ref"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("sha256:")),
+        "offloaded on A: {offloaded:#}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
