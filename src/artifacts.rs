@@ -185,8 +185,9 @@ pub enum ArtifactError {
         store: String,
         /// The object (or prefix) the request was about.
         key: String,
-        /// The object store's error.
-        source: object_store::Error,
+        /// The object store's error (boxed: it is large, and every
+        /// `ArtifactError` would carry its size).
+        source: Box<object_store::Error>,
     },
     /// The thread that runs an object store's requests could not start.
     #[error("artifact store: starting its I/O thread: {0}")]

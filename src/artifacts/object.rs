@@ -99,8 +99,8 @@ impl ObjectArtifactStore {
             .build()
             .map_err(|source| ArtifactError::ObjectStore {
                 store: name.clone(),
-                key: String::new(),
-                source,
+                key: "(its configuration)".to_owned(),
+                source: Box::new(source),
             })?;
         Self::new(Arc::new(s3), prefix, name)
     }
@@ -121,7 +121,7 @@ impl ObjectArtifactStore {
         move |source| ArtifactError::ObjectStore {
             store: self.name.clone(),
             key: key.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 

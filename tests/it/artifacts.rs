@@ -518,3 +518,63 @@ async fn a_suspended_chains_artifacts_stay_pinned_until_its_resume_ends() {
     assert!(artifacts.gc().expect("gc") >= 1, "released when the chain ended");
     assert_eq!(artifacts.get(&offloaded).expect("get"), None);
 }
+
+#[test]
+fn run_resume_and_serve_refuse_an_artifacts_url_of_an_unknown_scheme() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("chain.py");
+    std::fs::write(&script, "1").expect("script");
+    let script = script.display().to_string();
+    let state = format!("sqlite:{}", dir.path().join("chains.db").display());
+    let url = "gs://bucket/prefix";
+    for args in [
+        vec!["run", &script, "--artifacts", url],
+        vec!["run", &script, "--state", &state, "--artifacts", url],
+        vec!["resume", "chain_x", "--state", &state, "--artifacts", url],
+        vec!["serve", "--artifacts", url],
+    ] {
+        let (code, out, err) = chainbox_in(dir.path(), &[], &args);
+        assert_eq!(code, Some(2), "{args:?}: {out}\n{err}");
+        assert!(
+            err.contains("--artifacts") && err.contains("gs://bucket/prefix") && err.contains("unknown scheme"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn s3_refuses_a_second_conditional_create_so_the_first_media_type_stays() {
+    let Some(server) = S3Server::start() else { return };
+    let raw = server.object_store();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let key = object_store::path::Path::from("conditional/object");
+    let create = || object_store::PutOptions {
+        mode: object_store::PutMode::Create,
+        ..object_store::PutOptions::default()
+    };
+    runtime
+        .block_on(raw.put_opts(&key, b"first".to_vec().into(), create()))
+        .expect("the first create");
+    let second = runtime.block_on(raw.put_opts(&key, b"second".to_vec().into(), create()));
+    assert!(
+        matches!(second, Err(object_store::Error::AlreadyExists { .. })),
+        "SeaweedFS honours If-None-Match: {second:?}"
+    );
+    // Concurrent first puts of the same bytes: all succeed, one media type wins for good.
+    let store = Arc::new(server.store("race"));
+    let threads: Vec<_> = (0..6)
+        .map(|i| {
+            let store = store.clone();
+            std::thread::spawn(move || store.put(b"raced", &format!("text/x-{i}")).expect("put"))
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().expect("thread"), ArtifactRef::of(b"raced"));
+    }
+    let first = store.get(&ArtifactRef::of(b"raced")).expect("get").expect("present");
+    store.put(b"raced", "text/later").expect("put again");
+    assert_eq!(store.get(&ArtifactRef::of(b"raced")).expect("get"), Some(first));
+}
