@@ -12,6 +12,14 @@
 //! artifact never changes (the first media type stored for some bytes is
 //! kept). [`FsArtifactStore`] writes each file atomically (temp file in the
 //! same directory, then rename), so a reader never sees half an artifact.
+//!
+//! Stores: [`MemoryArtifactStore`] (one process), [`FsArtifactStore`] (one
+//! machine), [`ObjectArtifactStore`] (S3 and S3-compatible services, shared
+//! by many nodes); [`open`] picks one by URL.
+
+mod object;
+
+pub use object::ObjectArtifactStore;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -170,6 +178,65 @@ pub enum ArtifactError {
         /// What does not match.
         reason: String,
     },
+    /// A request to the object store failed.
+    #[error("artifact store {store}: `{key}`: {source}")]
+    ObjectStore {
+        /// The store's URL, without credentials.
+        store: String,
+        /// The object (or prefix) the request was about.
+        key: String,
+        /// The object store's error (boxed: it is large, and every
+        /// `ArtifactError` would carry its size).
+        source: Box<object_store::Error>,
+    },
+    /// The thread that runs an object store's requests could not start.
+    #[error("artifact store: starting its I/O thread: {0}")]
+    Runtime(io::Error),
+    /// [`open`] was given something that is not an artifact store URL.
+    #[error("artifact store URL {url:?}: {reason}")]
+    BadUrl {
+        /// The URL, without credentials.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The artifact store a URL names:
+/// - `memory:`: a [`MemoryArtifactStore`] (this process only);
+/// - `file:DIR` (or `file:///abs/dir`): a [`FsArtifactStore`] in `DIR`;
+/// - `s3://BUCKET[/PREFIX]`: an [`ObjectArtifactStore`] on S3 or an
+///   S3-compatible service, configured by the standard `AWS_*` variables
+///   (see [`ObjectArtifactStore::s3`]).
+///
+/// Any other scheme is [`ArtifactError::BadUrl`].
+pub fn open(url: &str) -> Result<std::sync::Arc<dyn ArtifactStore>, ArtifactError> {
+    let bad = |reason: &str| ArtifactError::BadUrl {
+        url: object::redact(url),
+        reason: reason.to_owned(),
+    };
+    if url == "memory:" {
+        return Ok(std::sync::Arc::new(MemoryArtifactStore::new()));
+    }
+    if let Some(path) = url.strip_prefix("file:") {
+        let path = match path.strip_prefix("//") {
+            Some(absolute) if absolute.starts_with('/') => absolute,
+            Some(_) => {
+                return Err(bad(
+                    "a file:// URL takes an absolute path (file:///dir), or write file:DIR",
+                ));
+            }
+            None => path,
+        };
+        if path.is_empty() {
+            return Err(bad("it names no directory (file:DIR)"));
+        }
+        return Ok(std::sync::Arc::new(FsArtifactStore::new(path)?));
+    }
+    if url.starts_with("s3://") {
+        return Ok(std::sync::Arc::new(ObjectArtifactStore::s3(url)?));
+    }
+    Err(bad("unknown scheme: expected memory:, file:DIR or s3://BUCKET/PREFIX"))
 }
 
 /// Where large results live. Shared by every chain of an engine, so

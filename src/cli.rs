@@ -15,6 +15,7 @@ use crate::approval::{Approval, ApprovalDecision};
 use crate::chain::RunOptions;
 use crate::live::{ChainEvent, Observer};
 use crate::manifest::Manifest;
+use crate::mcp::sealed_state::StateKey;
 use crate::mcp::serve::{self, ChainServer};
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::result::ChainRunResult;
@@ -79,6 +80,12 @@ enum Command {
         /// `chainbox resume` continue it, from any process.
         #[arg(long, value_name = "URL")]
         state: Option<String>,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): give
+        /// durable chains a store every process that resumes them reaches.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
     },
     /// List the durable chains' calls that wait on a decision.
     Approvals {
@@ -123,6 +130,12 @@ enum Command {
         /// The store (`sqlite:PATH`, `postgres://...`).
         #[arg(long, value_name = "URL")]
         state: String,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): the
+        /// chain's earlier results are read from it, so give the one it ran with.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
         /// Print exactly one ChainRunResult JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -178,6 +191,19 @@ enum Command {
         /// JSON-RPC error naming the limit.
         #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
         max_request_bytes: Option<u64>,
+        /// Keep chains in this store (`sqlite:PATH` or `postgres://...`):
+        /// a call needing the client's approval suspends its chain there,
+        /// and the client's retry resumes it on any server on the store.
+        /// The `requestState` is sealed with `CHAINBOX_STATE_KEY` (hex or
+        /// base64, at least 32 bytes) if set, else with a key kept in the store.
+        #[arg(long, value_name = "URL")]
+        state: Option<String>,
+        /// Where offloaded results and media go (`file:DIR`, `memory:`,
+        /// `s3://BUCKET/PREFIX` with the standard `AWS_*` variables): shared
+        /// by the nodes that serve the same chains.
+        /// Default: in memory, this process only.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
     },
 }
 
@@ -328,6 +354,12 @@ enum CliError {
     /// A durable chain could not be run, decided or resumed.
     #[error(transparent)]
     Durable(crate::durable::DurableError),
+    /// `serve --state`'s key for sealing request states is unusable.
+    #[error(transparent)]
+    StateKey(crate::mcp::sealed_state::StateKeyError),
+    /// `--artifacts` names no store this chainbox can open.
+    #[error("--artifacts: {0}")]
+    Artifacts(crate::artifacts::ArtifactError),
     /// `decide --arguments` is not a JSON object.
     #[error("--arguments {0}: not a JSON object")]
     Arguments(String),
@@ -342,12 +374,30 @@ fn approval_for(mode: ApproveMode) -> Approval {
     }
 }
 
-/// Durable chains on a new engine and the store `--state` names.
-fn durable(runtime: &tokio::runtime::Runtime, state: &str) -> Result<crate::durable::Durable, CliError> {
+/// Durable chains on a new engine (its artifacts where `--artifacts` says)
+/// and the store `--state` names.
+fn durable(
+    runtime: &tokio::runtime::Runtime,
+    state: &str,
+    artifacts: Option<&str>,
+) -> Result<crate::durable::Durable, CliError> {
     let store = runtime
         .block_on(crate::store::connect(state))
         .map_err(CliError::Store)?;
-    Ok(crate::durable::Durable::new(Engine::new()?, store))
+    Ok(crate::durable::Durable::new(engine(artifacts)?, store))
+}
+
+/// An engine whose artifact store is the one `--artifacts` names (the
+/// default, in memory, without it).
+fn engine(artifacts: Option<&str>) -> Result<Engine, CliError> {
+    let artifacts = match artifacts {
+        Some(url) => Some(crate::artifacts::open(url).map_err(CliError::Artifacts)?),
+        None => None,
+    };
+    Ok(Engine::with_config(crate::EngineConfig {
+        artifacts,
+        ..crate::EngineConfig::default()
+    })?)
 }
 
 fn execute(cli: Cli) -> Result<ExitCode, CliError> {
@@ -362,8 +412,11 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 &registry,
                 &ChainPolicy::default(),
                 &Approval::auto(ToolRisk::Critical),
-                out.as_deref(),
-                live.observer(),
+                Output {
+                    dir: out.as_deref(),
+                    observer: live.observer(),
+                },
+                None,
             )?;
             Ok(live.report(&result, &saved, json))
         }
@@ -377,6 +430,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             skill,
             python,
             state,
+            artifacts,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
@@ -395,7 +449,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             let approval = approval_for(approve);
             let live = LiveStdout::start(!json);
             if let Some(state) = state {
-                let durable = durable(&runtime, &state)?.with_observer(live.observer());
+                let durable = durable(&runtime, &state, artifacts.as_deref())?.with_observer(live.observer());
                 let result = runtime
                     .block_on(durable.run(&source, &registry, &policy, &approval))
                     .map_err(CliError::Durable)?;
@@ -407,8 +461,11 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 &registry,
                 &policy,
                 &approval,
-                out.as_deref(),
-                live.observer(),
+                Output {
+                    dir: out.as_deref(),
+                    observer: live.observer(),
+                },
+                artifacts.as_deref(),
             )?;
             Ok(live.report(&result, &saved, json))
         }
@@ -457,7 +514,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 (DecisionArg::Deny, _) => ApprovalDecision::Denied { reason },
             };
             let runtime = runtime()?;
-            let durable = durable(&runtime, &state)?;
+            let durable = durable(&runtime, &state, None)?;
             let recorded = runtime
                 .block_on(durable.decide(&chain_id, decision, &by))
                 .map_err(CliError::Durable)?;
@@ -469,6 +526,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             tools,
             approve,
             state,
+            artifacts,
             json,
         } => {
             let runtime = runtime()?;
@@ -477,7 +535,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 None => ToolRegistry::new(),
             };
             let live = LiveStdout::start(!json);
-            let durable = durable(&runtime, &state)?.with_observer(live.observer());
+            let durable = durable(&runtime, &state, artifacts.as_deref())?.with_observer(live.observer());
             let result = runtime
                 .block_on(durable.resume(&chain_id, &registry, &approval_for(approve)))
                 .map_err(CliError::Durable)?;
@@ -539,6 +597,8 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             http,
             allow_remote,
             max_request_bytes,
+            state,
+            artifacts,
         } => {
             // Refuse a bad address before anything slow starts.
             let listener = match http {
@@ -562,7 +622,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
             };
-            let engine = Engine::new()?;
+            let engine = engine(artifacts.as_deref())?;
             if policy.python != PythonChoice::Monty {
                 // A server lives for many chains: load (or compile) the CPython
                 // guest and its first spare now, in the background, so the
@@ -580,7 +640,19 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                     }
                 });
             }
-            let server = ChainServer::new(engine, registry, policy, fallback);
+            let server = match state {
+                None => ChainServer::new(engine, registry, policy, fallback),
+                Some(state) => {
+                    let store = runtime
+                        .block_on(crate::store::connect(&state))
+                        .map_err(CliError::Store)?;
+                    let key = runtime
+                        .block_on(StateKey::from_env_or_store(store.as_ref()))
+                        .map_err(CliError::StateKey)?;
+                    let durable = crate::durable::Durable::new(engine.clone(), store);
+                    ChainServer::with_store(engine, registry, policy, fallback, durable, key)
+                }
+            };
             let served = runtime.block_on(serve(server, listener, allow_remote, shutdown));
             // Dropping the runtime's tasks drops what is left of the chains
             // and the registry: command tools and MCP servers are killed
@@ -777,16 +849,23 @@ pub struct SavedFile {
 
 /// Runs the chain; with `out`, in a workspace whose files are copied into
 /// `out` after the run (the workspace itself is removed either way).
+/// Where a chain's results go besides the report: the files its
+/// workspace made (`--out`), and its stdout as it comes.
+struct Output<'a> {
+    dir: Option<&'a Path>,
+    observer: Option<Observer>,
+}
+
 fn run_chain(
     runtime: &tokio::runtime::Runtime,
     script: &str,
     registry: &ToolRegistry,
     policy: &ChainPolicy,
     approval: &Approval,
-    out: Option<&Path>,
-    observer: Option<Observer>,
+    Output { dir: out, observer }: Output<'_>,
+    artifacts: Option<&str>,
 ) -> Result<(ChainRunResult, Vec<SavedFile>), CliError> {
-    let engine = Engine::new()?;
+    let engine = engine(artifacts)?;
     let workspace = match out {
         Some(_) => Some(tempfile::tempdir().map_err(CliError::Workspace)?),
         None => None,

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
 use crate::chain::RunOptions;
@@ -57,7 +58,8 @@ pub enum DurableError {
     },
 }
 
-/// Durable chains on one engine and one store.
+/// Durable chains on one engine and one store. Cheap to clone.
+#[derive(Clone)]
 pub struct Durable {
     engine: Engine,
     store: Arc<dyn ChainStore>,
@@ -67,6 +69,8 @@ pub struct Durable {
     process: String,
     /// Who sees each run as it goes ([`crate::live`]).
     observer: Option<Observer>,
+    /// Cancels the runs of this handle (see [`Self::cancelled_by`]).
+    cancel: Option<CancellationToken>,
 }
 
 impl Durable {
@@ -78,6 +82,7 @@ impl Durable {
             store,
             process,
             observer: None,
+            cancel: None,
         }
     }
 
@@ -87,6 +92,15 @@ impl Durable {
     #[must_use]
     pub fn with_observer(mut self, observer: Option<Observer>) -> Self {
         self.observer = observer;
+        self
+    }
+
+    /// This handle, its runs and resumes cancelled by `cancel` (see
+    /// [`RunOptions::cancel`]): a cancelled chain ends as `cancelled` and is
+    /// stored finished so.
+    #[must_use]
+    pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = Some(cancel);
         self
     }
 
@@ -142,6 +156,20 @@ impl Durable {
         decision: ApprovalDecision,
         decided_by: &str,
     ) -> Result<Decision, DurableError> {
+        self.decide_call(chain_id, None, decision, decided_by).await
+    }
+
+    /// [`Self::decide`], for call `seq` only when given: a decision meant
+    /// for one call is never recorded for a later one
+    /// ([`StoreError::NotPending`] if the chain waits on another call, or
+    /// on none).
+    pub async fn decide_call(
+        &self,
+        chain_id: &str,
+        seq: Option<u32>,
+        decision: ApprovalDecision,
+        decided_by: &str,
+    ) -> Result<Decision, DurableError> {
         let chain = self
             .store
             .chain(chain_id)
@@ -153,11 +181,11 @@ impl Durable {
             .pending()
             .await?
             .into_iter()
-            .find(|(id, _)| id == chain_id)
+            .find(|(id, pending)| id == chain_id && seq.is_none_or(|seq| pending.seq == seq))
             .map(|(_, pending)| pending)
             .ok_or_else(|| StoreError::NotPending {
                 chain_id: chain_id.to_owned(),
-                seq: None,
+                seq,
             })?;
         let decided_at = utc_now_rfc3339();
         let waited = seconds_between(&pending.requested_at, &decided_at);
@@ -253,6 +281,7 @@ impl Durable {
             // The chain's randomness replays with its script.
             seed: Some(chain.seed),
             observer: self.observer.clone(),
+            cancel: self.cancel.clone(),
             ..RunOptions::default()
         };
         let result = self

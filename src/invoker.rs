@@ -47,7 +47,7 @@ use crate::digest::{canonical_args, sha256_hex};
 use crate::journal::{Journal, JournalEntry, JournalError, ReplayDiverged};
 use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
-use crate::result::{CallStatus, ChainCallRecord, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
+use crate::result::{CallStatus, ChainCallRecord, ChainFile, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
 use crate::shaping::Shaper;
 use crate::tools::{AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, new_call_id};
 use crate::util::{millis, truncate_chars, utc_now_rfc3339};
@@ -340,13 +340,19 @@ impl InvokerSession {
         tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
         let mut verdict = Verdict::default();
         let journaled = self.journaled(number);
-        let (status, outcome, artifact_ref) = match journaled {
+        let (status, outcome, artifact_ref, files) = match journaled {
             // Answered from the journal: the tool ran when the chain first
             // made this call, and does not run again.
             Some(entry) => {
                 verdict.source.clone_from(&entry.source);
                 verdict.policy = entry.policy;
-                (entry.status, entry.outcome.clone(), entry.artifact_ref)
+                self.shaper.replayed(&entry.tool, entry.artifact_ref, &entry.files);
+                (
+                    entry.status,
+                    entry.outcome.clone(),
+                    entry.artifact_ref,
+                    entry.files.clone(),
+                )
             }
             None => {
                 self.gates(number, slot, &call.tool, call.args, arg_bytes, &mut verdict)
@@ -387,6 +393,7 @@ impl InvokerSession {
                 status: record.status,
                 outcome: outcome.clone(),
                 artifact_ref: record.artifact_ref,
+                files,
                 source: record.source.clone(),
                 policy: record.policy,
                 observed_at: record.observed_at.clone(),
@@ -420,8 +427,8 @@ impl InvokerSession {
         verdict: &mut Verdict,
     ) -> Answer {
         match self.checked_call(number, slot, name, args, arg_bytes, verdict).await {
-            Ok((value, artifact_ref)) => (CallStatus::Ok, CallOutcome::Ok { value }, artifact_ref),
-            Err((status, outcome)) => (status, outcome, None),
+            Ok((value, artifact_ref, files)) => (CallStatus::Ok, CallOutcome::Ok { value }, artifact_ref, files),
+            Err((status, outcome)) => (status, outcome, None, Vec::new()),
         }
     }
 
@@ -433,7 +440,7 @@ impl InvokerSession {
         mut args: Map<String, Value>,
         arg_bytes: usize,
         verdict: &mut Verdict,
-    ) -> Result<(Value, Option<ArtifactRef>), Refusal> {
+    ) -> Result<(Value, Option<ArtifactRef>, Vec<ChainFile>), Refusal> {
         // Gate 2: exact-name lookup.
         let tool = self
             .registry
@@ -523,6 +530,7 @@ impl InvokerSession {
                         risk,
                         requested_at: request.requested_at,
                     });
+                    self.shaper.keep_pins();
                     let why = "suspended: the call waits on a decision".to_owned();
                     return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
                 }
@@ -581,12 +589,13 @@ impl InvokerSession {
         // take a value deeper than MAX_VALUE_DEPTH anyway.
         let output = refuse_too_deep(name, output)?;
         // Gate 7: result shaping: media to files, large values to artifacts.
-        let value = match output {
-            ToolOutput::Value(value) => value,
+        let (value, files) = match output {
+            ToolOutput::Value(value) => (value, Vec::new()),
             ToolOutput::Result(result) if result.is_error => return Err(tool_error(result.text())),
             ToolOutput::Result(result) => self.shaper.media_result(name, result).map_err(tool_error)?,
         };
-        self.shaper.inline_or_offload(value).map_err(tool_error)
+        let (value, artifact_ref) = self.shaper.inline_or_offload(value).map_err(tool_error)?;
+        Ok((value, artifact_ref, files))
     }
 
     fn open_slot(&self, call_id: &str, tool: &str, digest: &str, started: Instant) -> usize {
@@ -763,8 +772,9 @@ fn local_or_refusal(tool: &AnyTool) -> Result<Arc<dyn crate::tools::Tool>, Strin
     }
 }
 
-/// What a call ended as, what the script sees, and its offloaded result.
-type Answer = (CallStatus, CallOutcome, Option<ArtifactRef>);
+/// What a call ended as, what the script sees, its offloaded result, and
+/// the media files it wrote.
+type Answer = (CallStatus, CallOutcome, Option<ArtifactRef>, Vec<ChainFile>);
 
 /// A call that did not produce a value.
 type Refusal = (CallStatus, CallOutcome);

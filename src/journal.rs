@@ -20,7 +20,7 @@ use chainbox_protocol::CallOutcome;
 use serde::{Deserialize, Serialize};
 
 use crate::artifacts::ArtifactRef;
-use crate::result::{CallStatus, PolicyDecision};
+use crate::result::{CallStatus, ChainFile, PolicyDecision};
 
 /// One finished tool call, as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +39,10 @@ pub struct JournalEntry {
     pub outcome: CallOutcome,
     /// The artifact its result was offloaded to, if it was.
     pub artifact_ref: Option<ArtifactRef>,
+    /// The media files its result wrote into the workspace, which a replay
+    /// writes again from the artifact store.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<ChainFile>,
     /// The tool's kind and name, as in the trace record.
     pub source: Option<String>,
     /// The policy decision that let it through or stopped it.

@@ -79,7 +79,7 @@ pub use approval::{
     Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval,
     TerminalApproval,
 };
-pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
+pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore, ObjectArtifactStore};
 pub use chain::RunOptions;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError, PythonChoice};

@@ -13,6 +13,7 @@
 //!   entering the sandbox. Only artifacts this chain produced resolve.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -96,6 +97,8 @@ pub struct Shaper {
     workspace: Arc<Mutex<Workspace>>,
     inline_limit: usize,
     produced: Mutex<Produced>,
+    /// The chain suspended: its pins outlive this run (see [`Shaper::keep_pins`]).
+    keep_pins: AtomicBool,
 }
 
 #[derive(Default)]
@@ -120,6 +123,7 @@ impl Shaper {
             workspace,
             inline_limit: usize::try_from(inline_limit).unwrap_or(usize::MAX),
             produced: Mutex::new(Produced::default()),
+            keep_pins: AtomicBool::new(false),
         }
     }
 
@@ -159,8 +163,15 @@ impl Shaper {
     /// Turns a content-block result into `{"text", "files"}` (plus `json`,
     /// `structured`, and the provenance fields `source`, `observed_at`,
     /// `policy` when present), writing media blocks into the workspace.
-    pub fn media_result(&self, tool: &str, result: ToolExecutionResult) -> Result<Value, ShapingError> {
+    /// Also returns the files it wrote (a journal keeps them, so a replay
+    /// can write them again: [`Shaper::replayed`]).
+    pub fn media_result(
+        &self,
+        tool: &str,
+        result: ToolExecutionResult,
+    ) -> Result<(Value, Vec<ChainFile>), ShapingError> {
         let mut files = Vec::new();
+        let mut written = Vec::new();
         for block in &result.content {
             let (media_type, data) = match block {
                 ContentBlock::Image { media_type, data } | ContentBlock::Media { media_type, data } => {
@@ -176,24 +187,9 @@ impl Shaper {
                     source,
                 })?;
             let r = self.store(&bytes, media_type)?;
-            let n = {
-                let mut produced = self.produced();
-                produced.media_count += 1;
-                produced.media_count
-            };
-            let name = format!("media/{tool}_{n}.{}", extension_for_media_type(media_type));
-            let path = self
-                .workspace
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .write_file(&name, &bytes)?;
-            let file = ChainFile {
-                path,
-                media_type: media_type.clone(),
-                artifact_ref: r,
-            };
+            let file = self.write_media(tool, r, media_type, &bytes)?;
             files.push(json!({"path": file.path, "media_type": file.media_type, "artifact_ref": file.artifact_ref.to_string()}));
-            self.produced().files.push(file);
+            written.push(file);
         }
         let mut out = Map::new();
         out.insert("text".into(), Value::String(result.text()));
@@ -223,7 +219,86 @@ impl Shaper {
                 out.insert(key.into(), Value::String(value));
             }
         }
-        Ok(Value::Object(out))
+        Ok((Value::Object(out), written))
+    }
+
+    /// Writes a media artifact into the workspace as the chain's next media
+    /// file of `tool`, `media/<tool>_<n>.<ext>`, and lists it.
+    fn write_media(
+        &self,
+        tool: &str,
+        r: ArtifactRef,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<ChainFile, ShapingError> {
+        let n = {
+            let mut produced = self.produced();
+            produced.media_count += 1;
+            produced.media_count
+        };
+        let name = format!("media/{tool}_{n}.{}", extension_for_media_type(media_type));
+        let path = self
+            .workspace
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .write_file(&name, bytes)?;
+        let file = ChainFile {
+            path,
+            media_type: media_type.to_owned(),
+            artifact_ref: r,
+        };
+        self.produced().files.push(file.clone());
+        Ok(file)
+    }
+
+    /// A call of `tool` answered from the journal: what it produced when it
+    /// ran is this chain's again. Its offloaded result (`artifact_ref`) and
+    /// media are pinned for the chain and resolve (`load_artifact`, handles
+    /// in arguments), and its media `files` are written into the workspace
+    /// again, under the names they had (the same calls in the same order
+    /// count the same), from the artifact store: a resume, perhaps on
+    /// another machine, starts from an empty workspace.
+    ///
+    /// Best effort: the call's journaled outcome stands either way; an
+    /// artifact the store lost is reported when the script loads it.
+    pub fn replayed(&self, tool: &str, artifact_ref: Option<ArtifactRef>, files: &[ChainFile]) {
+        for file in files {
+            let restored = self.adopt(file.artifact_ref).and_then(|stored| {
+                self.write_media(tool, file.artifact_ref, &stored.media_type, &stored.bytes)
+                    .map(drop)
+            });
+            if let Err(e) = restored {
+                tracing::warn!(chain_id = %self.chain_id, path = %file.path, error = %e, "a replayed media file could not be restored");
+            }
+        }
+        if let Some(r) = artifact_ref
+            && let Err(e) = self.adopt(r)
+        {
+            tracing::warn!(chain_id = %self.chain_id, artifact = %r, error = %e, "a replayed result's artifact could not be restored");
+        }
+    }
+
+    /// Makes a stored artifact this chain's (pinned, listed, loadable) and
+    /// returns it. Listed even when the store has lost it, so that loading
+    /// it says so (`Gone`) rather than calling it foreign.
+    fn adopt(&self, r: ArtifactRef) -> Result<crate::artifacts::Artifact, ShapingError> {
+        let stored = self.store.get(&r).map_err(|e| ShapingError::Read(r, e));
+        let mut produced = self.produced();
+        if produced.refs.insert(r)
+            && let Ok(Some(stored)) = &stored
+        {
+            produced.artifacts.push(ArtifactInfo {
+                artifact_ref: r,
+                media_type: stored.media_type.clone(),
+                size: stored.bytes.len() as u64,
+            });
+        }
+        drop(produced);
+        let stored = stored?.ok_or(ShapingError::Gone(r))?;
+        self.store
+            .pin(&self.chain_id, &r)
+            .map_err(|e| ShapingError::Read(r, e))?;
+        Ok(stored)
     }
 
     /// Replaces artifact handles in `value` by the stored values.
@@ -279,9 +354,19 @@ impl Shaper {
     }
 
     /// Releases this chain's pins (the caller still holds the refs; the
-    /// store's `gc` may now reclaim them).
+    /// store's `gc` may now reclaim them), unless it suspended.
     pub fn release(&self) {
-        let _ = self.store.unpin_chain(&self.chain_id);
+        if !self.keep_pins.load(Ordering::Relaxed) {
+            let _ = self.store.unpin_chain(&self.chain_id);
+        }
+    }
+
+    /// The chain suspended: [`release`](Self::release) leaves its pins, so
+    /// a `gc` while it waits (on a store shared with other nodes) keeps the
+    /// artifacts its resume reads; the run that ends it, under the same
+    /// chain id, releases them.
+    pub fn keep_pins(&self) {
+        self.keep_pins.store(true, Ordering::Relaxed);
     }
 }
 

@@ -8,8 +8,11 @@
 //! - [`serve`]: `chainbox serve`, an MCP server (stdio or streamable HTTP)
 //!   exposing one `run_chain` tool over a registry; `request_limit`
 //!   bounds the requests it reads on both transports.
+//! - [`sealed_state`]: the sealed `requestState` of `serve --state`, naming
+//!   a suspended durable chain so that any node of its store resumes it.
 
 pub mod config;
 mod request_limit;
+pub mod sealed_state;
 pub mod serve;
 pub mod upstream;

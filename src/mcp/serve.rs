@@ -30,6 +30,19 @@
 //! - Every request is bounded by the policy's `max_request_bytes`, and one
 //!   over it, or unreadable, is answered with a JSON-RPC error, never
 //!   dropped (see `request_limit`).
+//! - With a chain store (`--state`, [`ChainServer::with_store`]), chains
+//!   whose approvals go to the client are durable (see [`crate::durable`]).
+//!   On protocol 2026-07-28 a call needing approval suspends the chain in
+//!   the store (no task, instance or claim held) and the input-required
+//!   result's `requestState` is sealed ([`super::sealed_state`]): the
+//!   client's retry, on any node of the store, is refused unless its seal
+//!   verifies, then records the answer as the call's decision (the first
+//!   decision on a call stands) and resumes the chain. A retry whose chain
+//!   another request is resuming waits for that resume to end (polling the
+//!   store, at most the policy's `total_timeout_s`) and answers with what
+//!   it ended in; so two retries of one state run the approved call once
+//!   and get the same answer. Elicitation (older clients) waits in-process
+//!   as without a store, the chain journaled.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -56,12 +69,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::request_limit;
+use super::sealed_state::{OpenError, RequestState, StateKey};
 use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
 use crate::chain::RunOptions;
+use crate::durable::{Durable, DurableError};
 use crate::policy::ChainPolicy;
-use crate::result::ChainRunResult;
+use crate::result::{ChainRunResult, ChainStatus, PendingCall};
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
+use crate::store::StoreError;
 use crate::tools::ToolRegistry;
 
 /// Where the MCP endpoint is mounted on the HTTP server.
@@ -123,7 +139,23 @@ struct Shared {
     /// Cancelled when the server shuts down: every chain's cancellation is
     /// a child of it.
     shutdown: CancellationToken,
+    /// The chain store, when the server has one (`--state`).
+    durable: Option<DurableServe>,
 }
+
+/// Durable chains of a server with a chain store, and the key its
+/// `requestState`s are sealed with.
+struct DurableServe {
+    durable: Durable,
+    key: StateKey,
+}
+
+/// How a decision an MCP client's user made is recorded (`decided_by`).
+const DECIDED_BY: &str = "mcp client";
+
+/// How often a retry whose chain is being resumed by another request looks
+/// at the store again.
+const RESUME_POLL: Duration = Duration::from_millis(100);
 
 /// A chain running in its own task for a protocol-2026-07-28 call: its
 /// risky calls arrive on `approvals`, to be put to the client as
@@ -156,6 +188,30 @@ impl ChainServer {
     /// `policy`; risky calls go to the client by elicitation when it can
     /// answer, otherwise to `fallback`.
     pub fn new(engine: Engine, registry: ToolRegistry, policy: ChainPolicy, fallback: Approval) -> Self {
+        Self::build(engine, registry, policy, fallback, None)
+    }
+
+    /// [`Self::new`], with chains kept in `durable`'s store: approvals put
+    /// to the client suspend durable chains there, and the `requestState`s
+    /// handed out are sealed with `key` (see the module's invariants).
+    pub fn with_store(
+        engine: Engine,
+        registry: ToolRegistry,
+        policy: ChainPolicy,
+        fallback: Approval,
+        durable: Durable,
+        key: StateKey,
+    ) -> Self {
+        Self::build(engine, registry, policy, fallback, Some(DurableServe { durable, key }))
+    }
+
+    fn build(
+        engine: Engine,
+        registry: ToolRegistry,
+        policy: ChainPolicy,
+        fallback: Approval,
+        durable: Option<DurableServe>,
+    ) -> Self {
         let spec = run_chain_tool(&registry, &policy);
         let tool = Tool::new(spec.name, spec.description, json_object(spec.input_schema))
             .with_raw_output_schema(Arc::new(json_object(spec.output_schema)));
@@ -168,6 +224,7 @@ impl ChainServer {
                 tool,
                 parked: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
+                durable,
             }),
         }
     }
@@ -282,13 +339,8 @@ impl ChainServer {
     /// Parks `chain` on `pending` under a fresh request state and returns
     /// the input-required result asking for it.
     fn park(&self, chain: Running, pending: PendingApproval) -> CallToolResponse {
-        let form = approval_form(&pending.request);
         let state = uuid::Uuid::new_v4().simple().to_string();
-        let mut requests = InputRequests::new();
-        requests.insert(
-            APPROVAL_INPUT.into(),
-            InputRequest::Elicitation(ElicitRequest::new(form)),
-        );
+        let asking = input_required(&pending.request, state.clone());
         let keep_for = self.inner.policy.approval_timeout();
         let mut parked = self
             .inner
@@ -306,7 +358,7 @@ impl ChainServer {
                 since: Instant::now(),
             },
         );
-        CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
+        asking
     }
 
     /// A later round of a parked call: answers its approval with the
@@ -338,6 +390,167 @@ impl ChainServer {
         pending.respond(decision_of(&answer));
         self.drive(chain, ct).await
     }
+}
+
+/// Durable chains (a server with a chain store).
+impl ChainServer {
+    /// Runs `code` as a durable chain, its approvals asked of `approval`,
+    /// cancelled with `ct`; a suspension is answered with input-required.
+    async fn run_durable(
+        &self,
+        store: &DurableServe,
+        code: &str,
+        approval: &Approval,
+        ct: &CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let shared = &self.inner;
+        let result = self
+            .cancellable(ct, |cancel| {
+                let durable = store.durable.clone().cancelled_by(cancel);
+                async move { durable.run(code, &shared.registry, &shared.policy, approval).await }
+            })
+            .await
+            .map_err(|e| store_error(&e))?;
+        Ok(self.durable_answer(store, &result))
+    }
+
+    /// A retry of a suspended durable chain (`state`, sealed by this store's
+    /// key): records the client's answer as the decision on the call the
+    /// state names, then resumes the chain (see the module's invariants).
+    async fn retry_durable(
+        &self,
+        store: &DurableServe,
+        state: &str,
+        responses: Option<&InputResponses>,
+        ct: &CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let RequestState { chain_id, seq, .. } = store.key.open(state).map_err(|e| refused_state(&e))?;
+        if let Some(response) = responses.and_then(|r| r.get(APPROVAL_INPUT)) {
+            let answer: ElicitResult = serde_json::from_value(response.clone())
+                .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
+            match store
+                .durable
+                .decide_call(&chain_id, Some(seq), decision_of(&answer), DECIDED_BY)
+                .await
+            {
+                // Decided already (an earlier retry of this state), or the
+                // chain went on: the first decision on a call stands.
+                Ok(_) | Err(DurableError::Store(StoreError::NotPending { .. })) => {}
+                Err(DurableError::Store(StoreError::NoChain(_))) => return Err(unknown_chain(&chain_id)),
+                Err(e) => return Err(store_error(&e)),
+            }
+        }
+        let shared = &self.inner;
+        let deadline = Instant::now() + shared.policy.total_timeout();
+        loop {
+            // Still waiting on a call (this one, unanswered; or a later
+            // one): ask for it, without running anything.
+            if let Some(pending) = self.pending_of(store, &chain_id).await? {
+                return Ok(self.ask(store, &chain_id, &pending));
+            }
+            let resumed = self
+                .cancellable(ct, |cancel| {
+                    let durable = store.durable.clone().cancelled_by(cancel);
+                    let chain_id = chain_id.clone();
+                    async move { durable.resume(&chain_id, &shared.registry, &Approval::defer()).await }
+                })
+                .await;
+            match resumed {
+                Ok(result) => return Ok(self.durable_answer(store, &result)),
+                // Another request resumes it: its outcome is this retry's
+                // too, once it is in the store.
+                Err(DurableError::BeingResumed { .. }) if Instant::now() < deadline && !ct.is_cancelled() => {
+                    tokio::select! {
+                        () = tokio::time::sleep(RESUME_POLL) => {}
+                        () = ct.cancelled() => {}
+                    }
+                }
+                Err(e @ DurableError::BeingResumed { .. }) => {
+                    return Err(ErrorData::internal_error(
+                        format!("{e}: retry with the same requestState later"),
+                        None,
+                    ));
+                }
+                Err(DurableError::Store(StoreError::NoChain(_))) => return Err(unknown_chain(&chain_id)),
+                Err(e) => return Err(store_error(&e)),
+            }
+        }
+    }
+
+    /// The call `chain_id` waits on, if it waits on one.
+    async fn pending_of(&self, store: &DurableServe, chain_id: &str) -> Result<Option<PendingCall>, ErrorData> {
+        let pending = store
+            .durable
+            .store()
+            .pending()
+            .await
+            .map_err(|e| store_error(&DurableError::Store(e)))?;
+        Ok(pending
+            .into_iter()
+            .find(|(id, _)| id == chain_id)
+            .map(|(_, pending)| pending))
+    }
+
+    /// A durable chain's result for MCP: a suspended chain asks for its
+    /// pending call; any other ending is the usual result.
+    fn durable_answer(&self, store: &DurableServe, result: &ChainRunResult) -> CallToolResponse {
+        match (&result.status, &result.chain_id, &result.pending) {
+            (ChainStatus::Suspended, Some(chain_id), Some(pending)) => self.ask(store, chain_id, pending),
+            _ => call_tool_result(result).into(),
+        }
+    }
+
+    /// The input-required result asking for `pending`, with a sealed state
+    /// naming it.
+    fn ask(&self, store: &DurableServe, chain_id: &str, pending: &PendingCall) -> CallToolResponse {
+        let request = ApprovalRequest {
+            run_id: chain_id.to_owned(),
+            call_id: u64::from(pending.seq),
+            tool: pending.tool.clone(),
+            arguments: pending.arguments.clone(),
+            risk: pending.risk,
+            requested_at: pending.requested_at.clone(),
+        };
+        let state = store.key.seal(&RequestState {
+            chain_id: chain_id.to_owned(),
+            seq: pending.seq,
+            issued_at: crate::util::utc_now_rfc3339(),
+        });
+        input_required(&request, state)
+    }
+}
+
+/// The input-required result asking the client's user to approve `request`,
+/// to be retried with `state`.
+fn input_required(request: &ApprovalRequest, state: String) -> CallToolResponse {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        APPROVAL_INPUT.into(),
+        InputRequest::Elicitation(ElicitRequest::new(approval_form(request))),
+    );
+    CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
+}
+
+/// The protocol error for a `requestState` whose seal does not verify.
+fn refused_state(why: &OpenError) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("requestState refused: {why}; nothing was run (call run_chain again without it)"),
+        None,
+    )
+}
+
+/// The protocol error for a sealed state whose chain the store does not
+/// hold (a server on another store sealed it with the same key).
+fn unknown_chain(chain_id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("requestState names chain {chain_id:?}, which this server's store does not hold"),
+        None,
+    )
+}
+
+/// The protocol error for a chain store that failed.
+fn store_error(e: &DurableError) -> ErrorData {
+    ErrorData::internal_error(format!("durable chain: {e}"), None)
 }
 
 /// Who approves one call's risky tool calls.
@@ -436,16 +649,27 @@ impl ServerHandler for ChainServer {
         // `notifications/cancelled` for this request, when a stateless HTTP
         // request's connection drops, and when the session ends (stdin
         // closed, HTTP `DELETE`); the chain ends with it.
+        let responses = request.input_responses.as_ref();
         if let Some(state) = &request.request_state {
-            return self.resume(state, request.input_responses.as_ref(), &context.ct).await;
+            return match &self.inner.durable {
+                Some(store) => self.retry_durable(store, state, responses, &context.ct).await,
+                None => self.resume(state, responses, &context.ct).await,
+            };
         }
         let code = chain_code(request.arguments.as_ref())?;
-        match self.approval_route(&context) {
-            ApprovalRoute::Elicit(approval) | ApprovalRoute::Handler(approval) => Ok(self
+        match (self.approval_route(&context), &self.inner.durable) {
+            // The fallback decides at once: nothing to outlive the request.
+            (ApprovalRoute::Handler(approval), _) | (ApprovalRoute::Elicit(approval), None) => Ok(self
                 .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
                 .await
                 .into()),
-            ApprovalRoute::InputRequired => self.drive(self.start(code), &context.ct).await,
+            (ApprovalRoute::Elicit(approval), Some(store)) => {
+                self.run_durable(store, code, &approval, &context.ct).await
+            }
+            (ApprovalRoute::InputRequired, Some(store)) => {
+                self.run_durable(store, code, &Approval::defer(), &context.ct).await
+            }
+            (ApprovalRoute::InputRequired, None) => self.drive(self.start(code), &context.ct).await,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{ChainStore, Claim, Decision, StoreError, StoredChain, epoch_ms_after};
+use super::{ChainStore, Claim, Decision, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after, random_state_key};
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
@@ -16,6 +16,7 @@ use crate::result::PendingCall;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     chains: Mutex<BTreeMap<String, Entry>>,
+    state_key: Mutex<Option<[u8; STATE_KEY_BYTES]>>,
 }
 
 #[derive(Debug)]
@@ -164,5 +165,10 @@ impl ChainStore for MemoryStore {
         entry.claimed_by = None;
         entry.pending = None;
         Ok(())
+    }
+
+    async fn state_key(&self) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
+        let mut key = self.state_key.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(*key.get_or_insert_with(random_state_key))
     }
 }

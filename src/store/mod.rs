@@ -166,4 +166,22 @@ pub trait ChainStore: Send + Sync {
     /// The chain ended with `result` (JSON): kept for a late claimant, and
     /// the claim and any pending call are cleared.
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError>;
+
+    /// The key that seals the `requestState`s `chainbox serve --state`
+    /// hands out: 32 random bytes, created by the first caller and the same
+    /// for every process on this store (so a state sealed by one node opens
+    /// on any other). Two callers creating it at once get the same key.
+    async fn state_key(&self) -> Result<[u8; STATE_KEY_BYTES], StoreError>;
+}
+
+/// How long the key of [`ChainStore::state_key`] is, in bytes.
+pub const STATE_KEY_BYTES: usize = 32;
+
+/// A fresh random key for [`ChainStore::state_key`] (rand's thread
+/// generator: ChaCha seeded from the OS).
+fn random_state_key() -> [u8; STATE_KEY_BYTES] {
+    use rand::Rng as _;
+    let mut key = [0; STATE_KEY_BYTES];
+    rand::rng().fill_bytes(&mut key);
+    key
 }

@@ -19,7 +19,7 @@ use sqlx::error::ErrorKind as DbErrorKind;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use super::{ChainStore, Claim, Decision, StoreError, StoredChain, epoch_ms_after};
+use super::{ChainStore, Claim, Decision, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after, random_state_key};
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
@@ -62,6 +62,10 @@ const SQLITE_SCHEMA: &[&str] = &[
     )",
     "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
     "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )",
 ];
 
 /// The schema on PostgreSQL: SQLite's, with PostgreSQL's integer types.
@@ -94,6 +98,10 @@ const POSTGRES_SCHEMA: &[&str] = &[
     )",
     "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
     "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )",
 ];
 
 /// PostgreSQL runs `CREATE TABLE IF NOT EXISTS` of two processes at once
@@ -270,6 +278,27 @@ fn from_json<T: DeserializeOwned>(text: &str, table: &str, column: &str, chain_i
             "{table} row of chain {chain_id:?}: column {column} does not parse: {e}"
         ))
     })
+}
+
+/// The `secrets` row of [`ChainStore::state_key`].
+const STATE_KEY_NAME: &str = "state_key";
+
+/// A key read back from its hex text.
+fn key_from_hex(text: &str) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
+    let bad = || {
+        StoreError::Backend(format!(
+            "secrets row {STATE_KEY_NAME:?}: not {STATE_KEY_BYTES} bytes of hex"
+        ))
+    };
+    if text.len() != 2 * STATE_KEY_BYTES || !text.is_ascii() {
+        return Err(bad());
+    }
+    let mut key = [0; STATE_KEY_BYTES];
+    for (byte, pair) in key.iter_mut().zip(text.as_bytes().chunks(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| bad())?;
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
+    }
+    Ok(key)
 }
 
 /// A call's number as the store keeps it (SQL has no unsigned integers).
@@ -535,5 +564,26 @@ impl ChainStore for SqlStore {
             return Err(StoreError::NoChain(chain_id.to_owned()));
         }
         Ok(())
+    }
+
+    async fn state_key(&self) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
+        // Insert-if-absent, then read: of two processes creating the key at
+        // once, one insert wins and both read the winner's key.
+        const INSERT: &str = "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING";
+        const READ: &str = "SELECT value FROM secrets WHERE name = $1";
+        let fresh = crate::digest::hex(&random_state_key());
+        on_pool!(self, |pool, _begin| sqlx::query(INSERT)
+            .bind(STATE_KEY_NAME)
+            .bind(&fresh)
+            .execute(pool)
+            .await
+            .map(drop))
+        .map_err(|e| backend("creating the state key", &e))?;
+        let text: String = on_pool!(self, |pool, _begin| sqlx::query_scalar(READ)
+            .bind(STATE_KEY_NAME)
+            .fetch_one(pool)
+            .await)
+        .map_err(|e| backend("reading the state key", &e))?;
+        key_from_hex(&text)
     }
 }

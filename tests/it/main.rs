@@ -8,6 +8,7 @@
 mod fixtures;
 
 mod adversarial;
+mod artifacts;
 mod cancellation;
 mod cli;
 mod corpus;
@@ -15,6 +16,7 @@ mod cpython;
 mod discovery;
 mod durable;
 mod durable_cli;
+mod durable_serve;
 mod fuzz_regressions;
 mod generated;
 mod interruption_points;
@@ -28,6 +30,7 @@ mod mcp_upstream;
 mod monty_cases;
 mod permissions;
 mod provenance;
+mod s3;
 mod sandbox;
 mod seeded;
 mod skills;

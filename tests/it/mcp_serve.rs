@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncBufReadExt;
 
 /// Longest a test waits for the server (a cold module cache compiles the guest).
-const START_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -767,7 +767,7 @@ fn stateless_body(id: u64, method: &str, mut params: Value) -> String {
 /// A raw HTTP/1.1 POST of `body` to `/mcp` on `stream`, keeping the
 /// connection open; with the `Mcp-Method` (and for a tool call `Mcp-Name`)
 /// header protocol 2026-07-28 requires, when `body` is JSON-RPC.
-fn post(stream: &mut TcpStream, addr: SocketAddr, body: &[u8]) {
+pub(crate) fn post(stream: &mut TcpStream, addr: SocketAddr, body: &[u8]) {
     let message: Value = serde_json::from_slice(body).unwrap_or_default();
     let mut standard = String::new();
     if let Some(method) = message["method"].as_str() {
@@ -789,7 +789,7 @@ fn post(stream: &mut TcpStream, addr: SocketAddr, body: &[u8]) {
 
 /// Reads one HTTP/1.1 response from `stream`: its status and body (a
 /// chunked body reassembled).
-fn read_response(stream: &mut TcpStream) -> (u16, String) {
+pub(crate) fn read_response(stream: &mut TcpStream) -> (u16, String) {
     let (status, _, body) = read_response_with_headers(stream);
     (status, body)
 }
@@ -844,7 +844,7 @@ fn read_response_with_headers(stream: &mut TcpStream) -> (u16, Vec<(String, Stri
 
 /// The JSON-RPC message of a response body: the body itself, or the data
 /// of its SSE event that carries one.
-fn jsonrpc_of(body: &str) -> Value {
+pub(crate) fn jsonrpc_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|_| {
         body.lines()
             .filter_map(|l| l.strip_prefix("data:"))

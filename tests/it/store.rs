@@ -66,6 +66,7 @@ fn entry(seq: u32) -> JournalEntry {
             value: json!({"n": seq, "big": 18446744073709551615u64}),
         },
         artifact_ref: None,
+        files: Vec::new(),
         source: Some("local:bump".to_owned()),
         policy: None,
         observed_at: format!("2026-12-06T10:00:0{seq}Z"),
@@ -332,6 +333,29 @@ async fn of_many_claimants_at_once_on_two_handles_exactly_one_wins(backend: &Bac
     assert!(holders.iter().all(|h| *h == winners[0]), "{holders:?} vs {winners:?}");
 }
 
+async fn the_state_key_is_made_once_and_every_handle_at_once_gets_the_same(backend: &Backend) {
+    const HANDLES: usize = 8;
+    let mut stores = Vec::new();
+    for _ in 0..HANDLES {
+        stores.push(backend.open().await);
+    }
+    let tasks: Vec<_> = stores
+        .iter()
+        .map(|store| {
+            let store = store.clone();
+            tokio::spawn(async move { store.state_key().await })
+        })
+        .collect();
+    let mut keys = Vec::new();
+    for task in tasks {
+        keys.push(task.await.expect("task").expect("state_key"));
+    }
+    assert!(keys.iter().all(|k| *k == keys[0]), "different keys: {keys:?}");
+    assert_ne!(keys[0], [0; 32], "a random key");
+    let again = backend.open().await.state_key().await.expect("state_key");
+    assert_eq!(again, keys[0], "the key is kept");
+}
+
 /// Each behaviour above, once per backend: `memory::NAME`, `sqlite::NAME`,
 /// and all of them in `postgres::` on one server (a fresh database each).
 macro_rules! suite {
@@ -382,6 +406,7 @@ suite!(
     a_claim_past_its_lease_goes_to_the_next_claimant,
     a_finished_chain_answers_every_claim_with_its_result,
     of_many_claimants_at_once_on_two_handles_exactly_one_wins,
+    the_state_key_is_made_once_and_every_handle_at_once_gets_the_same,
 );
 
 fn sqlite_backend(dir: &Path) -> Backend {
@@ -464,8 +489,9 @@ async fn a_store_url_of_an_unknown_scheme_is_refused_by_its_scheme_alone() {
 
 /// A PostgreSQL server of the test's own: a cluster in a temporary
 /// directory, listening only on a Unix socket there, trust auth, stopped
-/// (immediately: nothing in it is worth a checkpoint) when dropped.
-struct PgServer {
+/// (immediately: nothing in it is worth a checkpoint) when dropped. Other
+/// areas' tests start theirs too (`durable_serve`).
+pub(crate) struct PgServer {
     bin: PathBuf,
     dir: tempfile::TempDir,
     /// Root may not run PostgreSQL: then its user's (or nobody's) ids.
@@ -474,7 +500,7 @@ struct PgServer {
 
 impl PgServer {
     /// Starts one, or says why not: `None` (skipped) only outside CI.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         let Some(bin) = pg_bin() else {
             let why = "PostgreSQL's initdb and pg_ctl were not found (set CHAINBOX_PG_BIN to their directory, \
                        or install Debian's `postgresql`)";
@@ -548,6 +574,11 @@ impl PgServer {
 
     /// A fresh database for one behaviour.
     async fn database(&self, name: &str) -> Backend {
+        Backend::Url(self.create_database(name).await)
+    }
+
+    /// Creates a fresh database and returns its URL.
+    pub(crate) async fn create_database(&self, name: &str) -> String {
         let admin = sqlx::PgPool::connect(&self.url("postgres"))
             .await
             .expect("connect to postgres");
@@ -556,7 +587,7 @@ impl PgServer {
             .await
             .expect("create database");
         admin.close().await;
-        Backend::Url(self.url(name))
+        self.url(name)
     }
 }
 
