@@ -187,7 +187,7 @@ impl Shaper {
                     source,
                 })?;
             let r = self.store(&bytes, media_type)?;
-            let file = self.write_media(tool, r, media_type, &bytes)?;
+            let file = self.write_media(tool, None, r, media_type, &bytes)?;
             files.push(json!({"path": file.path, "media_type": file.media_type, "artifact_ref": file.artifact_ref.to_string()}));
             written.push(file);
         }
@@ -222,19 +222,22 @@ impl Shaper {
         Ok((Value::Object(out), written))
     }
 
-    /// Writes a media artifact into the workspace as the chain's next media
-    /// file of `tool`, `media/<tool>_<n>.<ext>`, and lists it.
+    /// Writes a media artifact into the workspace as `media/<tool>_<n>.<ext>`,
+    /// and lists it: `n` the chain's next media number, or `number` (a
+    /// replayed file's), after which later files are numbered.
     fn write_media(
         &self,
         tool: &str,
+        number: Option<u32>,
         r: ArtifactRef,
         media_type: &str,
         bytes: &[u8],
     ) -> Result<ChainFile, ShapingError> {
         let n = {
             let mut produced = self.produced();
-            produced.media_count += 1;
-            produced.media_count
+            let n = number.unwrap_or(produced.media_count + 1);
+            produced.media_count = produced.media_count.max(n);
+            n
         };
         let name = format!("media/{tool}_{n}.{}", extension_for_media_type(media_type));
         let path = self
@@ -255,16 +258,18 @@ impl Shaper {
     /// ran is this chain's again. Its offloaded result (`artifact_ref`) and
     /// media are pinned for the chain and resolve (`load_artifact`, handles
     /// in arguments), and its media `files` are written into the workspace
-    /// again, under the names they had (the same calls in the same order
-    /// count the same), from the artifact store: a resume, perhaps on
-    /// another machine, starts from an empty workspace.
+    /// again, under the names they had, from the artifact store: a resume,
+    /// perhaps on another machine, starts from an empty workspace. (The
+    /// number in a name is taken from the journal, not recounted: media
+    /// calls made at once were numbered in the order they answered.)
     ///
     /// Best effort: the call's journaled outcome stands either way; an
     /// artifact the store lost is reported when the script loads it.
     pub fn replayed(&self, tool: &str, artifact_ref: Option<ArtifactRef>, files: &[ChainFile]) {
         for file in files {
             let restored = self.adopt(file.artifact_ref).and_then(|stored| {
-                self.write_media(tool, file.artifact_ref, &stored.media_type, &stored.bytes)
+                let number = media_number(&file.path, tool, &stored.media_type);
+                self.write_media(tool, number, file.artifact_ref, &stored.media_type, &stored.bytes)
                     .map(drop)
             });
             if let Err(e) = restored {
@@ -370,6 +375,24 @@ impl Shaper {
     }
 }
 
+/// The `n` of a media file's path `/workspace/media/<tool>_<n>.<ext>` as
+/// [`Shaper::write_media`] names it; `None` for any other path (a journal
+/// is data: its paths are not trusted as paths).
+fn media_number(path: &str, tool: &str, media_type: &str) -> Option<u32> {
+    let ext = extension_for_media_type(media_type);
+    let digits = path
+        .strip_prefix(crate::workspace::WORKSPACE)?
+        .strip_prefix("/media/")?
+        .strip_prefix(tool)?
+        .strip_prefix('_')?
+        .strip_suffix(ext)?
+        .strip_suffix('.')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&n| n > 0)
+}
+
 /// Released on drop too: a chain whose future the caller dropped never
 /// reaches `Engine::run`'s own `release`, and its pins kept every artifact
 /// it had offloaded out of the store's `gc` forever. Releasing twice is harmless.
@@ -420,6 +443,63 @@ mod tests {
             Arc::new(Mutex::new(Workspace::new(None))),
             limit,
         )
+    }
+
+    /// A chart result (text and a PNG).
+    fn chart() -> ToolExecutionResult {
+        ToolExecutionResult {
+            content: vec![crate::tools::ContentBlock::Image {
+                media_type: "image/png".into(),
+                data: base64::engine::general_purpose::STANDARD.encode(b"png bytes"),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn replayed_media_files_keep_their_journaled_names_and_later_ones_follow() {
+        let first = shaper(100);
+        let (_, one) = first.media_result("chart", chart()).unwrap();
+        let (_, two) = first.media_result("chart", chart()).unwrap();
+        let again = Shaper::new(
+            "c1".into(),
+            first.store.clone(),
+            Arc::new(Mutex::new(Workspace::new(None))),
+            100,
+        );
+        // Replayed in another order than they were numbered.
+        again.replayed("chart", None, &two);
+        again.replayed("chart", None, &one);
+        let (_, three) = again.media_result("chart", chart()).unwrap();
+        let paths: Vec<String> = again.produced_lists().1.into_iter().map(|f| f.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "/workspace/media/chart_2.png",
+                "/workspace/media/chart_1.png",
+                "/workspace/media/chart_3.png"
+            ]
+        );
+        assert_eq!(three[0].path, "/workspace/media/chart_3.png");
+    }
+
+    #[test]
+    fn media_numbers_come_only_from_paths_as_the_shaper_writes_them() {
+        assert_eq!(
+            media_number("/workspace/media/chart_12.png", "chart", "image/png"),
+            Some(12)
+        );
+        for path in [
+            "/workspace/media/chart_0.png",
+            "/workspace/media/chart_.png",
+            "/workspace/media/chart_1.jpg",
+            "/workspace/media/other_1.png",
+            "/workspace/media/chart_+1.png",
+            "/workspace/media/../chart_1.png",
+            "/etc/media/chart_1.png",
+        ] {
+            assert_eq!(media_number(path, "chart", "image/png"), None, "{path}");
+        }
     }
 
     #[test]

@@ -31,6 +31,20 @@ use object_store::{Attribute, Attributes, ObjectStore, ObjectStoreExt, PutMode, 
 
 use super::{Artifact, ArtifactError, ArtifactRef, ArtifactStore, PREFIX};
 
+/// How long an S3 request is retried: a few times, for at most 30 s (the
+/// crate's default is 10 times over 3 minutes). A store call blocks the
+/// chain's call that offloads or loads, so an unreachable store should be
+/// an error the script sees soon, not a call that hangs.
+const RETRY: object_store::RetryConfig = object_store::RetryConfig {
+    backoff: object_store::BackoffConfig {
+        init_backoff: std::time::Duration::from_millis(100),
+        max_backoff: std::time::Duration::from_secs(5),
+        base: 2.0,
+    },
+    max_retries: 3,
+    retry_timeout: std::time::Duration::from_secs(30),
+};
+
 /// Artifacts in an [`ObjectStore`] under a prefix (see the module docs for
 /// the layout).
 ///
@@ -96,6 +110,7 @@ impl ObjectArtifactStore {
         let name = format!("s3://{bucket}/{}", prefix.trim_matches('/'));
         let s3 = object_store::aws::AmazonS3Builder::from_env()
             .with_bucket_name(bucket)
+            .with_retry(RETRY)
             .build()
             .map_err(|source| ArtifactError::ObjectStore {
                 store: name.clone(),

@@ -578,3 +578,49 @@ fn s3_refuses_a_second_conditional_create_so_the_first_media_type_stays() {
     store.put(b"raced", "text/later").expect("put again");
     assert_eq!(store.get(&ArtifactRef::of(b"raced")).expect("get"), Some(first));
 }
+
+#[test]
+fn an_unreachable_s3_store_fails_the_offloading_call_soon_naming_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = artifact_manifest(dir.path()).display().to_string();
+    let script = dir.path().join("chain.py");
+    std::fs::write(&script, "await fetch(n=60)").expect("script");
+    let script = script.display().to_string();
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a port");
+    let endpoint = format!("http://127.0.0.1:{}", closed.local_addr().expect("addr").port());
+    drop(closed);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "k".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "s3cr3t-value".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ALLOW_HTTP", "true".to_owned()),
+    ];
+    let started = std::time::Instant::now();
+    let (code, out, err) = chainbox_in(
+        dir.path(),
+        &env,
+        &[
+            "run",
+            &script,
+            "--tools",
+            &manifest,
+            "--approve",
+            "auto",
+            "--artifacts",
+            "s3://nowhere/p",
+            "--json",
+        ],
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(45),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    let result: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let why = result["call_trace"][0]["error"].as_str().expect("the call's error");
+    assert!(why.contains("artifact store s3://nowhere/p"), "{why}");
+    assert!(!out.contains("s3cr3t-value"), "{out}");
+}
