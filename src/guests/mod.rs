@@ -246,7 +246,8 @@ impl Placeholder {
             self.policy.clone(),
             Approval::deny_all(),
             self.artifacts.clone(),
-        ));
+        )
+        .untraced());
         sandbox::ChainSetup {
             script,
             registry: &self.registry,

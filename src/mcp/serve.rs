@@ -53,6 +53,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use opentelemetry::context::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 use super::request_limit;
@@ -251,7 +252,9 @@ impl ChainServer {
         let code = code.to_owned();
         let cancel = self.inner.shutdown.child_token();
         let chain_cancel = cancel.clone();
-        let task = tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await });
+        // The chain's task keeps the trace context it was started in.
+        let trace = opentelemetry::Context::current();
+        let task = tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await }.with_context(trace));
         Running {
             task,
             approvals,
@@ -440,14 +443,31 @@ impl ServerHandler for ChainServer {
             return self.resume(state, request.input_responses.as_ref(), &context.ct).await;
         }
         let code = chain_code(request.arguments.as_ref())?;
-        match self.approval_route(&context) {
-            ApprovalRoute::Elicit(approval) | ApprovalRoute::Handler(approval) => Ok(self
-                .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
-                .await
-                .into()),
-            ApprovalRoute::InputRequired => self.drive(self.start(code), &context.ct).await,
+        // The chain's span continues the client's trace (`_meta.traceparent`).
+        let parent = client_trace(&request, &context).unwrap_or_else(opentelemetry::Context::current);
+        let route = self.approval_route(&context);
+        async {
+            match route {
+                ApprovalRoute::Elicit(approval) | ApprovalRoute::Handler(approval) => Ok(self
+                    .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
+                    .await
+                    .into()),
+                ApprovalRoute::InputRequired => self.drive(self.start(code), &context.ct).await,
+            }
         }
+        .with_context(parent)
+        .await
     }
+}
+
+/// The trace context the client sent in the request's `_meta`
+/// (`traceparent`, `tracestate`), if a valid one.
+fn client_trace(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<opentelemetry::Context> {
+    let meta = match &request.meta {
+        Some(meta) if meta.0.get_traceparent().is_some() => &meta.0,
+        _ => &context.meta.0,
+    };
+    crate::telemetry::context_from_traceparent(meta.get_traceparent()?, meta.get_tracestate())
 }
 
 /// The `code` argument of a `run_chain` call, the only one it takes.

@@ -25,6 +25,7 @@ mod layers;
 mod mcp_serve;
 mod mcp_upstream;
 mod monty_cases;
+mod observability;
 mod permissions;
 mod provenance;
 mod sandbox;
