@@ -381,6 +381,20 @@ fn run_exports_one_trace_the_chain_span_parent_of_every_call_span() {
 }
 
 #[test]
+fn run_exports_protobuf_by_default() {
+    let collector = Collector::start();
+    let fixture = Fixture::new();
+    fixture.run(&otel_env(&collector));
+
+    collector.wait_for_spans(|spans| !spans.is_empty());
+    let exports = collector.received();
+    assert!(!exports.is_empty());
+    for export in &exports {
+        assert_eq!(export.content_type, "application/x-protobuf", "{export:?}");
+    }
+}
+
+#[test]
 fn run_continues_the_trace_of_the_traceparent_variable() {
     let collector = Collector::start();
     let fixture = Fixture::new();
