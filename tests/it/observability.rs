@@ -257,6 +257,11 @@ c = await rec__quick(tag="s3cret-argument-value")
 
 impl Fixture {
     fn new() -> Self {
+        Self::with_tp_risk("safe")
+    }
+
+    /// The fixture with `tp` of `risk` (above `safe` it needs approval).
+    fn with_tp_risk(risk: &str) -> Self {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let tool = dir.path().join("tp.py");
         std::fs::write(
@@ -283,6 +288,7 @@ impl Fixture {
 [[tool]]
 name = "tp"
 description = "Writes its TRACEPARENT."
+risk = "{risk}"
 command = {tp:?}
 [tool.input_schema]
 type = "object"
@@ -304,8 +310,16 @@ command = {rec:?}
     }
 
     /// `chainbox run chain.py --json` on the manifest, with no `OTEL_*`
-    /// variable of the test's own environment, then `env`.
-    fn run(&self, env: &[(&str, String)]) -> Output {
+    /// variable of the test's own environment, then `env`; the chain
+    /// completes.
+    fn run(&self, env: &[(&str, String)]) {
+        let (result, out) = self.run_with(&[], env);
+        assert_eq!(result["status"], "ok", "{result:#}\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// [`Fixture::run`] with `args` added, however the chain ends: its
+    /// result and the process's output.
+    fn run_with(&self, args: &[&str], env: &[(&str, String)]) -> (Value, Output) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_chainbox"));
         cmd.current_dir(repo())
             .arg("run")
@@ -313,6 +327,7 @@ command = {rec:?}
             .arg("--tools")
             .arg(self.path("manifest.toml"))
             .arg("--json")
+            .args(args)
             .stdin(Stdio::null());
         for name in inherited_otel_env() {
             cmd.env_remove(name);
@@ -322,8 +337,7 @@ command = {rec:?}
         }
         let out = cmd.output().expect("running chainbox");
         let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON result ({e}): {out:#?}"));
-        assert_eq!(result["status"], "ok", "{result:#}\n{}", String::from_utf8_lossy(&out.stderr));
-        out
+        (result, out)
     }
 
     /// The `TRACEPARENT` call `n` of `tp` saw.
@@ -466,6 +480,51 @@ fn an_upstream_mcp_server_gets_its_call_spans_traceparent_in_meta() {
     assert_eq!(metas.len(), 1, "{metas:#?}");
     let expected = format!("00-{CALLER_TRACE}-{}-01", hex(&rec[0].span_id));
     assert_eq!(metas[0]["traceparent"], expected.as_str(), "{metas:#?}");
+}
+
+#[test]
+fn an_approval_wait_is_a_span_under_its_call() {
+    let collector = Collector::start();
+    let fixture = Fixture::with_tp_risk("high");
+    let (result, _) = fixture.run_with(&["--approve", "auto"], &otel_env(&collector));
+    assert_eq!(result["status"], "ok", "{result:#}");
+
+    let spans = collector.wait_for_spans(|spans| !spans.is_empty());
+    let tp: Vec<&Span> = named(&spans, "execute_tool tp");
+    let approvals = named(&spans, "chainbox.approval");
+    assert_eq!(approvals.len(), 2, "one per tp call: {spans:#?}");
+    for approval in approvals {
+        assert!(tp.iter().any(|t| t.span_id == approval.parent_span_id), "under a tp call: {spans:#?}");
+        let a = attributes(approval);
+        assert_eq!(a["chainbox.risk"], "high", "{a:#?}");
+        assert_eq!(a["chainbox.approval.decision"], "approved", "{a:#?}");
+    }
+    for call in tp {
+        let a = attributes(call);
+        assert_eq!(a["chainbox.policy"], "approved", "{a:#?}");
+        assert_eq!(a["chainbox.risk"], "high", "{a:#?}");
+    }
+}
+
+#[test]
+fn a_suspended_chain_ends_its_span_as_suspended_with_the_event_on_the_call() {
+    let collector = Collector::start();
+    let fixture = Fixture::with_tp_risk("high");
+    let state = format!("sqlite:{}", fixture.path("chains.db").display());
+    let (result, out) = fixture.run_with(&["--approve", "defer", "--state", &state], &otel_env(&collector));
+    assert_eq!(result["status"], "suspended", "{result:#}");
+    assert_eq!(out.status.code(), Some(3));
+
+    let spans = collector.wait_for_spans(|spans| !spans.is_empty());
+    let chain = the_chain_span(&spans);
+    assert_eq!(attributes(chain)["chainbox.status"], "suspended");
+    let status = chain.status.clone().unwrap_or_default();
+    assert_ne!(status.code, 2, "a suspension is no error: {chain:#?}");
+    let suspended: Vec<&Span> = named(&spans, "execute_tool tp")
+        .into_iter()
+        .filter(|s| s.events.iter().any(|e| e.name == "chainbox.suspended"))
+        .collect();
+    assert!(!suspended.is_empty(), "a tp call carries the suspension: {spans:#?}");
 }
 
 #[test]
