@@ -108,7 +108,8 @@ impl Telemetry {
         }
         let wanted = |signal: &str| {
             let exporter = env(&format!("OTEL_{signal}_EXPORTER"));
-            let endpoint = env("OTEL_EXPORTER_OTLP_ENDPOINT").or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")));
+            let endpoint =
+                env("OTEL_EXPORTER_OTLP_ENDPOINT").or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")));
             endpoint.is_some() && !exporter.is_some_and(|e| e.trim().eq_ignore_ascii_case("none"))
         };
         let (traces, metrics) = (wanted("TRACES"), wanted("METRICS"));

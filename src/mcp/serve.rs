@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use axum::serve::ListenerExt;
+use opentelemetry::context::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode, ErrorData, Implementation,
@@ -53,7 +54,6 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use opentelemetry::context::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 use super::request_limit;
@@ -254,7 +254,8 @@ impl ChainServer {
         let chain_cancel = cancel.clone();
         // The chain's task keeps the trace context it was started in.
         let trace = opentelemetry::Context::current();
-        let task = tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await }.with_context(trace));
+        let task =
+            tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await }.with_context(trace));
         Running {
             task,
             approvals,
@@ -462,7 +463,10 @@ impl ServerHandler for ChainServer {
 
 /// The trace context the client sent in the request's `_meta`
 /// (`traceparent`, `tracestate`), if a valid one.
-fn client_trace(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<opentelemetry::Context> {
+fn client_trace(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<opentelemetry::Context> {
     let meta = match &request.meta {
         Some(meta) if meta.0.get_traceparent().is_some() => &meta.0,
         _ => &context.meta.0,

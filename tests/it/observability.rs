@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::metrics::v1::metric::Data;
-use opentelemetry_proto::tonic::metrics::v1::number_data_point;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::{Map, Value};
@@ -314,7 +314,12 @@ command = {rec:?}
     /// completes.
     fn run(&self, env: &[(&str, String)]) {
         let (result, out) = self.run_with(&[], env);
-        assert_eq!(result["status"], "ok", "{result:#}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            result["status"],
+            "ok",
+            "{result:#}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// [`Fixture::run`] with `args` added, however the chain ends: its
@@ -336,7 +341,8 @@ command = {rec:?}
             cmd.env(name, value);
         }
         let out = cmd.output().expect("running chainbox");
-        let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON result ({e}): {out:#?}"));
+        let result: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON result ({e}): {out:#?}"));
         (result, out)
     }
 
@@ -361,7 +367,9 @@ command = {rec:?}
 fn inherited_otel_env() -> Vec<String> {
     std::env::vars()
         .map(|(name, _)| name)
-        .filter(|name| name.starts_with("OTEL_") || ["TRACEPARENT", "TRACESTATE", "CHAINBOX_LOG"].contains(&name.as_str()))
+        .filter(|name| {
+            name.starts_with("OTEL_") || ["TRACEPARENT", "TRACESTATE", "CHAINBOX_LOG"].contains(&name.as_str())
+        })
         .collect()
 }
 
@@ -446,7 +454,10 @@ fn chain_and_call_spans_carry_their_attributes_and_never_raw_arguments() {
         assert_eq!(a["chainbox.risk"], "safe", "{a:#?}");
     }
     let everything = format!("{spans:?}");
-    assert!(!everything.contains(SECRET_ARG), "a raw argument was exported: {spans:#?}");
+    assert!(
+        !everything.contains(SECRET_ARG),
+        "a raw argument was exported: {spans:#?}"
+    );
 }
 
 #[test]
@@ -456,15 +467,25 @@ fn a_command_tool_gets_its_call_spans_traceparent() {
     fixture.run(&otel_env(&collector));
 
     let spans = collector.wait_for_spans(|spans| !spans.is_empty());
-    let tp_spans: Vec<String> = named(&spans, "execute_tool tp").iter().map(|s| hex(&s.span_id)).collect();
+    let tp_spans: Vec<String> = named(&spans, "execute_tool tp")
+        .iter()
+        .map(|s| hex(&s.span_id))
+        .collect();
     for n in [1, 2] {
         let seen = fixture.seen_traceparent(n);
         let parts: Vec<&str> = seen.split('-').collect();
         assert_eq!(parts.len(), 4, "a traceparent: {seen:?}");
         assert_eq!(parts[1], CALLER_TRACE, "{seen:?}");
-        assert!(tp_spans.contains(&parts[2].to_owned()), "{seen:?} names a tp call span: {tp_spans:?}");
+        assert!(
+            tp_spans.contains(&parts[2].to_owned()),
+            "{seen:?} names a tp call span: {tp_spans:?}"
+        );
     }
-    assert_ne!(fixture.seen_traceparent(1), fixture.seen_traceparent(2), "each call its own span");
+    assert_ne!(
+        fixture.seen_traceparent(1),
+        fixture.seen_traceparent(2),
+        "each call its own span"
+    );
 }
 
 #[test]
@@ -494,7 +515,10 @@ fn an_approval_wait_is_a_span_under_its_call() {
     let approvals = named(&spans, "chainbox.approval");
     assert_eq!(approvals.len(), 2, "one per tp call: {spans:#?}");
     for approval in approvals {
-        assert!(tp.iter().any(|t| t.span_id == approval.parent_span_id), "under a tp call: {spans:#?}");
+        assert!(
+            tp.iter().any(|t| t.span_id == approval.parent_span_id),
+            "under a tp call: {spans:#?}"
+        );
         let a = attributes(approval);
         assert_eq!(a["chainbox.risk"], "high", "{a:#?}");
         assert_eq!(a["chainbox.approval.decision"], "approved", "{a:#?}");
@@ -536,7 +560,11 @@ fn run_exports_over_http_json_when_the_protocol_says_so() {
     fixture.run(&env);
 
     let spans = collector.wait_for_spans(|spans| !spans.is_empty());
-    let traces: Vec<Received> = collector.received().into_iter().filter(|r| r.path == "/v1/traces").collect();
+    let traces: Vec<Received> = collector
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/v1/traces")
+        .collect();
     assert!(traces.iter().all(Received::is_json), "{traces:#?}");
     assert_eq!(hex(&the_chain_span(&spans).trace_id), CALLER_TRACE);
     assert_eq!(call_spans(&spans).len(), 3, "{spans:#?}");
@@ -630,7 +658,11 @@ fn run_exports_chain_and_tool_call_metrics() {
     assert_eq!(durations.len(), 1, "{exports:#?}");
     assert_eq!(durations[0].1, 1, "{durations:#?}");
     let call_durations = points("chainbox.tool_call.duration");
-    assert_eq!(call_durations.iter().map(|(_, n)| n).sum::<u64>(), 3, "{call_durations:#?}");
+    assert_eq!(
+        call_durations.iter().map(|(_, n)| n).sum::<u64>(),
+        3,
+        "{call_durations:#?}"
+    );
 }
 
 // ------------------------------------------------------------ chainbox serve
@@ -686,7 +718,9 @@ async fn serve_continues_the_clients_trace_from_meta_traceparent_and_flushes_on_
     let pid = child.id().expect("a running child") as i32;
     // SAFETY: only sends a signal to our own child.
     unsafe { libc::kill(pid, libc::SIGTERM) };
-    let _ = tokio::time::timeout(WITHIN, child.wait()).await.expect("serve stops in time");
+    let _ = tokio::time::timeout(WITHIN, child.wait())
+        .await
+        .expect("serve stops in time");
 
     let spans = collector.spans();
     let chain = the_chain_span(&spans);
@@ -745,5 +779,8 @@ async fn library_spans_nest_under_the_embedders_current_span() {
     assert_eq!(chain.parent_span_id, embedder[0].span_id, "{spans:#?}");
     let calls = named(&spans, "execute_tool add");
     assert_eq!(calls.len(), 2, "{spans:#?}");
-    assert!(calls.iter().all(|c| c.parent_span_id == chain.span_id), "siblings under the chain: {spans:#?}");
+    assert!(
+        calls.iter().all(|c| c.parent_span_id == chain.span_id),
+        "siblings under the chain: {spans:#?}"
+    );
 }
