@@ -417,6 +417,39 @@ fn run_exports_protobuf_by_default() {
 }
 
 #[test]
+fn a_cpython_chain_exports_the_same_tree() {
+    let collector = Collector::start();
+    let fixture = Fixture::new();
+    let (result, _) = fixture.run_with(&["--python", "cpython"], &otel_env(&collector));
+    assert_eq!(result["status"], "ok", "{result:#}");
+    assert_eq!(result["interpreter"], "cpython", "{result:#}");
+
+    let spans = collector.wait_for_spans(|spans| !spans.is_empty());
+    let chain = the_chain_span(&spans);
+    assert_eq!(attributes(chain)["chainbox.interpreter"], "cpython");
+    let calls = call_spans(&spans);
+    assert_eq!(calls.len(), 3, "{spans:#?}");
+    assert!(calls.iter().all(|c| c.parent_span_id == chain.span_id), "{spans:#?}");
+}
+
+#[test]
+fn a_grpc_protocol_is_refused_by_name_and_the_chain_still_runs() {
+    let collector = Collector::start();
+    let fixture = Fixture::new();
+    let mut env = otel_env(&collector);
+    env.push(("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc".to_owned()));
+    let (result, out) = fixture.run_with(&[], &env);
+    assert_eq!(result["status"], "ok", "{result:#}");
+
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=\"grpc\"") && stderr.contains("OTLP over HTTP only"),
+        "{stderr}"
+    );
+    assert!(collector.received().is_empty(), "{:#?}", collector.received());
+}
+
+#[test]
 fn run_continues_the_trace_of_the_traceparent_variable() {
     let collector = Collector::start();
     let fixture = Fixture::new();
