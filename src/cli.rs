@@ -265,14 +265,23 @@ enum DecisionArg {
 /// 2 for bad input.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_log();
-    match execute(cli) {
+    let telemetry = init_log();
+    // A chain `run` starts continues the caller's trace (`TRACEPARENT`):
+    // its span is made on this thread, under this context.
+    let parent = crate::telemetry::context_from_env().map(opentelemetry::Context::attach);
+    let code = match execute(cli) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("chainbox: {message}");
             ExitCode::from(2)
         }
+    };
+    drop(parent);
+    // The process exits next: what is still buffered is sent now.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
     }
+    code
 }
 
 /// The environment variable holding the log filter (`info`, `debug`,
@@ -280,20 +289,39 @@ pub fn main() -> ExitCode {
 /// (stdout is a chain's report, or `serve`'s MCP stream).
 const LOG_ENV: &str = "CHAINBOX_LOG";
 
-fn init_log() {
-    let Ok(filter) = std::env::var(LOG_ENV) else { return };
-    let filter = match tracing_subscriber::EnvFilter::try_new(&filter) {
-        Ok(filter) => filter,
-        Err(e) => {
-            eprintln!("chainbox: {LOG_ENV}={filter:?} is no log filter ({e}); logging off");
-            return;
-        }
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+/// The log on stderr (`CHAINBOX_LOG`) and the OpenTelemetry export (the
+/// `OTEL_*` environment, [`crate::telemetry`]), each only when asked for:
+/// with neither, no subscriber is installed at all. The exporters, to be
+/// shut down at the end.
+fn init_log() -> Option<crate::telemetry::Telemetry> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = std::env::var(LOG_ENV)
+        .ok()
+        .and_then(|filter| match tracing_subscriber::EnvFilter::try_new(&filter) {
+            Ok(filter) => Some(filter),
+            Err(e) => {
+                eprintln!("chainbox: {LOG_ENV}={filter:?} is no log filter ({e}); logging off");
+                None
+            }
+        });
+    let telemetry = crate::telemetry::Telemetry::from_env().unwrap_or_else(|e| {
+        eprintln!("chainbox: {e}; OpenTelemetry export off");
+        None
+    });
+    let otel = telemetry.as_ref().and_then(|t| t.layer());
+    if filter.is_none() && otel.is_none() {
+        return telemetry;
+    }
+    let log = filter.map(|filter| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_filter(filter)
+    });
+    let _ = tracing_subscriber::registry().with(log).with(otel).try_init();
+    telemetry
 }
 
 /// Why a command could not run (exit code 2): each names the flag or input

@@ -49,10 +49,12 @@ use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
 use crate::result::{CallStatus, ChainCallRecord, ChainFile, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
 use crate::shaping::Shaper;
+use crate::telemetry;
 use crate::tools::{AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, new_call_id};
 use crate::util::{millis, truncate_chars, utc_now_rfc3339};
 use crate::workspace::Workspace;
 use futures::FutureExt;
+use tracing::Instrument;
 
 /// The name of the one tool an agent sees for chainbox itself; refused
 /// inside chains.
@@ -142,6 +144,13 @@ pub struct InvokerSession {
     journal_failure: Mutex<Option<JournalError>>,
     /// Who sees each call start and finish ([`crate::live`]).
     observer: Option<Observer>,
+    /// The span the session was made in (its chain's): every call's span
+    /// is its child, whichever task or thread runs the call. Its id, not a
+    /// handle: a session outlives its chain (a store is dropped later, on
+    /// the housekeeper), and a handle would keep the chain's span open.
+    parent: Option<tracing::Id>,
+    /// Whether its calls get spans (a spare instance's warm-up call does not).
+    traced: bool,
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -204,6 +213,8 @@ impl InvokerSession {
             suspended: Mutex::new(None),
             journal_failure: Mutex::new(None),
             observer: None,
+            parent: tracing::Span::current().id(),
+            traced: true,
         }
     }
 
@@ -224,6 +235,14 @@ impl InvokerSession {
         self.replay = journal.recorded();
         self.replay.sort_by_key(|entry| entry.seq);
         self.journal = Some(journal);
+        self
+    }
+
+    /// The session's calls get no spans: a spare instance's warm-up, no
+    /// work of anyone's.
+    #[must_use]
+    pub(crate) fn untraced(mut self) -> Self {
+        self.traced = false;
         self
     }
 
@@ -325,8 +344,36 @@ impl InvokerSession {
         })
     }
 
-    /// Gates 2–7 for an admitted call; closes its trace record.
+    /// Gates 2–7 for an admitted call; closes its trace record. The call is
+    /// a [`telemetry::CALL_SPAN`] under the session's span: its tool, ids,
+    /// digest, policy decision and ending, never its arguments.
     pub async fn run(&self, admitted: Admitted) -> CallOutcome {
+        if !self.traced {
+            return self.run_in_span(admitted, &tracing::Span::none()).await;
+        }
+        let span = tracing::info_span!(
+            parent: self.parent.clone(),
+            telemetry::CALL_SPAN,
+            otel.name = format!("execute_tool {}", admitted.call.tool),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %admitted.call.tool,
+            gen_ai.tool.call.id = %admitted.call_id,
+            chainbox.call.seq = admitted.number,
+            chainbox.args_digest = %admitted.args_digest,
+            chainbox.status = tracing::field::Empty,
+            chainbox.policy = tracing::field::Empty,
+            chainbox.risk = tracing::field::Empty,
+            chainbox.source = tracing::field::Empty,
+            chainbox.artifact_ref = tracing::field::Empty,
+            chainbox.replayed = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        self.run_in_span(admitted, &span).instrument(span.clone()).await
+    }
+
+    /// [`InvokerSession::run`] inside the call's span.
+    async fn run_in_span(&self, admitted: Admitted, span: &tracing::Span) -> CallOutcome {
         let Admitted {
             number,
             call_id,
@@ -362,9 +409,11 @@ impl InvokerSession {
         // The call the chain suspends at has no outcome yet: it is the
         // result's `pending`, not a record, and the journal does not hold it.
         if self.lock_suspended().as_ref().is_some_and(|p| p.seq == number) {
+            tracing::info!(target: telemetry::EVENT_TARGET, "chainbox.suspended");
             self.drop_slot(slot);
             return outcome;
         }
+        let verdict_risk = verdict.risk;
         let record = ChainCallRecord {
             call_id,
             tool: call.tool,
@@ -411,6 +460,10 @@ impl InvokerSession {
             _ => 0,
         };
         audit_call(&self.run_id, &record, result_bytes);
+        if !span.is_disabled() {
+            record_call(span, &record, &outcome, verdict_risk);
+        }
+        telemetry::call_ended(&record.tool, record.status.as_str(), started.elapsed());
         self.close_slot(slot, record);
         outcome
     }
@@ -504,10 +557,19 @@ impl InvokerSession {
             )));
         };
         let risk = self.policy.effective_risk(name, classified);
+        verdict.risk = Some(risk);
         verdict.policy = Some(PolicyDecision::WithinRisk);
         if risk > self.policy.max_risk_unapproved {
             let request = ApprovalRequest::new(self.run_id.clone(), u64::from(number), name, args.clone(), risk);
-            let outcome = decide(&self.approval, &request, self.policy.approval_timeout()).await;
+            let waiting = tracing::info_span!(
+                telemetry::APPROVAL_SPAN,
+                chainbox.risk = risk.as_str(),
+                chainbox.approval.decision = tracing::field::Empty,
+            );
+            let outcome = decide(&self.approval, &request, self.policy.approval_timeout())
+                .instrument(waiting.clone())
+                .await;
+            waiting.record("chainbox.approval.decision", decision_name(&outcome.decision));
             verdict.policy = Some(PolicyDecision::DeniedApproval);
             match outcome.decision {
                 ApprovalDecision::Approved => verdict.policy = Some(PolicyDecision::Approved),
@@ -742,12 +804,59 @@ impl InvokerSession {
     }
 }
 
+/// A decision's name on an approval's span.
+fn decision_name(decision: &ApprovalDecision) -> &'static str {
+    match decision {
+        ApprovalDecision::Approved => "approved",
+        ApprovalDecision::Modified { .. } => "modified",
+        ApprovalDecision::Denied { .. } => "denied",
+        ApprovalDecision::Skipped => "skipped",
+        ApprovalDecision::Suspend => "suspend",
+    }
+}
+
+/// The ending of a call on its span (a span nobody exports is skipped by
+/// the caller: this formats).
+fn record_call(
+    span: &tracing::Span,
+    record: &ChainCallRecord,
+    outcome: &CallOutcome,
+    risk: Option<crate::tools::ToolRisk>,
+) {
+    span.record("chainbox.status", record.status.as_str());
+    if let Some(risk) = risk {
+        span.record("chainbox.risk", risk.as_str());
+    }
+    span.record("chainbox.replayed", record.replayed);
+    if let Some(policy) = record.policy {
+        span.record("chainbox.policy", policy.as_str());
+    }
+    if let Some(source) = &record.source {
+        span.record("chainbox.source", source.as_str());
+    }
+    if let Some(artifact) = record.artifact_ref {
+        span.record("chainbox.artifact_ref", artifact.to_string());
+    }
+    let error_type = match outcome {
+        CallOutcome::Ok { .. } => return,
+        CallOutcome::Error { .. } => "tool_error",
+        CallOutcome::Denied { .. } => "denied",
+        CallOutcome::Timeout { .. } => "timeout",
+        CallOutcome::Invalid { .. } => "invalid_arguments",
+        CallOutcome::NotFound { .. } => "not_found",
+    };
+    span.record("error.type", error_type);
+    telemetry::record_error(span);
+}
+
 /// Provenance gathered while a call passes the gates: the tool's source once
 /// it is found, and the latest policy decision taken on it.
 #[derive(Debug, Clone, Default)]
 struct Verdict {
     source: Option<String>,
     policy: Option<PolicyDecision>,
+    /// The call's effective risk, once rated (for its span).
+    risk: Option<crate::tools::ToolRisk>,
 }
 
 /// The local tool behind `tool`, or why a chain may not call it. Hosted

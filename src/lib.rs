@@ -59,6 +59,7 @@ pub mod run_chain;
 mod sandbox;
 pub mod skills;
 pub mod store;
+pub mod telemetry;
 // Internal parts the fuzz targets drive directly: public only with the
 // `fuzzing` feature, never a stable API.
 #[cfg(feature = "fuzzing")]

@@ -21,6 +21,7 @@ use chainbox_protocol::{Finish, ScriptResult};
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
@@ -36,6 +37,7 @@ use crate::python_choice::{Interpreter, needs_cpython};
 use crate::result::*;
 use crate::sandbox::{self, ChainSetup, ChainState, Meters, Reason};
 use crate::shaping::{Shaper, preview};
+use crate::telemetry;
 use crate::tools::ToolRegistry;
 use crate::util::millis;
 use crate::workspace::Workspace;
@@ -101,7 +103,52 @@ pub struct RunOptions {
 
 /// Runs one chain on `core`. Never fails: every outcome is a
 /// [`ChainRunResult`] with the trace of the calls made.
+///
+/// The chain is one [`telemetry::CHAIN_SPAN`], a child of the caller's
+/// current span, its tool calls' spans its children (see
+/// [`crate::telemetry`]).
 pub(crate) async fn run(
+    core: &Core,
+    script: &str,
+    registry: &ToolRegistry,
+    policy: &ChainPolicy,
+    approval: &Approval,
+    options: RunOptions,
+) -> ChainRunResult {
+    let span = tracing::info_span!(
+        telemetry::CHAIN_SPAN,
+        chainbox.chain.id = tracing::field::Empty,
+        chainbox.interpreter = tracing::field::Empty,
+        chainbox.status = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        chainbox.tool_calls = tracing::field::Empty,
+        chainbox.cpu_ms = tracing::field::Empty,
+        chainbox.peak_memory_bytes = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let result = run_in_span(core, script, registry, policy, approval, options)
+        .instrument(span.clone())
+        .await;
+    if !span.is_disabled() {
+        span.record("chainbox.interpreter", result.interpreter.as_str());
+        span.record("chainbox.status", result.status.as_str());
+        span.record("chainbox.tool_calls", result.tool_calls);
+        span.record("chainbox.cpu_ms", result.usage.cpu_ms);
+        span.record("chainbox.peak_memory_bytes", result.usage.peak_memory_bytes);
+        if let Some(kind) = result.error_kind() {
+            span.record("error.type", kind.as_str());
+        }
+        if !matches!(result.status, ChainStatus::Ok | ChainStatus::Suspended) {
+            telemetry::record_error(&span);
+        }
+    }
+    telemetry::chain_ended(result.status.as_str(), result.interpreter.as_str(), started.elapsed());
+    result
+}
+
+/// [`run`] inside the chain's span.
+async fn run_in_span(
     core: &Core,
     script: &str,
     registry: &ToolRegistry,
@@ -126,6 +173,7 @@ pub(crate) async fn run(
         return result;
     }
     let chain = Started::new(core, registry, policy, approval, options);
+    tracing::Span::current().record("chainbox.chain.id", chain.session.run_id());
     let mut result = chain.run(core, script, registry, interpreter).await;
     if chain.hand_to_cpython(&result) {
         // As above: the CPython guest is built outside the chain's time.

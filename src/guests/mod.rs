@@ -240,13 +240,16 @@ impl Placeholder {
         workspace: Option<PathBuf>,
         interpreter: Interpreter,
     ) -> sandbox::ChainSetup<'a> {
-        let session = Arc::new(crate::invoker::InvokerSession::new(
-            "spare".into(),
-            self.registry.clone(),
-            self.policy.clone(),
-            Approval::deny_all(),
-            self.artifacts.clone(),
-        ));
+        let session = Arc::new(
+            crate::invoker::InvokerSession::new(
+                "spare".into(),
+                self.registry.clone(),
+                self.policy.clone(),
+                Approval::deny_all(),
+                self.artifacts.clone(),
+            )
+            .untraced(),
+        );
         sandbox::ChainSetup {
             script,
             registry: &self.registry,

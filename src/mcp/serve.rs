@@ -51,6 +51,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use axum::serve::ListenerExt;
+use opentelemetry::context::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode, ErrorData, Implementation,
@@ -308,7 +309,10 @@ impl ChainServer {
         let code = code.to_owned();
         let cancel = self.inner.shutdown.child_token();
         let chain_cancel = cancel.clone();
-        let task = tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await });
+        // The chain's task keeps the trace context it was started in.
+        let trace = opentelemetry::Context::current();
+        let task =
+            tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await }.with_context(trace));
         Running {
             task,
             approvals,
@@ -657,21 +661,41 @@ impl ServerHandler for ChainServer {
             };
         }
         let code = chain_code(request.arguments.as_ref())?;
-        match (self.approval_route(&context), &self.inner.durable) {
-            // The fallback decides at once: nothing to outlive the request.
-            (ApprovalRoute::Handler(approval), _) | (ApprovalRoute::Elicit(approval), None) => Ok(self
-                .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
-                .await
-                .into()),
-            (ApprovalRoute::Elicit(approval), Some(store)) => {
-                self.run_durable(store, code, &approval, &context.ct).await
+        // The chain's span continues the client's trace (`_meta.traceparent`).
+        let parent = client_trace(&request, &context).unwrap_or_else(opentelemetry::Context::current);
+        let route = self.approval_route(&context);
+        async {
+            match (route, &self.inner.durable) {
+                // The fallback decides at once: nothing to outlive the request.
+                (ApprovalRoute::Handler(approval), _) | (ApprovalRoute::Elicit(approval), None) => Ok(self
+                    .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
+                    .await
+                    .into()),
+                (ApprovalRoute::Elicit(approval), Some(store)) => {
+                    self.run_durable(store, code, &approval, &context.ct).await
+                }
+                (ApprovalRoute::InputRequired, Some(store)) => {
+                    self.run_durable(store, code, &Approval::defer(), &context.ct).await
+                }
+                (ApprovalRoute::InputRequired, None) => self.drive(self.start(code), &context.ct).await,
             }
-            (ApprovalRoute::InputRequired, Some(store)) => {
-                self.run_durable(store, code, &Approval::defer(), &context.ct).await
-            }
-            (ApprovalRoute::InputRequired, None) => self.drive(self.start(code), &context.ct).await,
         }
+        .with_context(parent)
+        .await
     }
+}
+
+/// The trace context the client sent in the request's `_meta`
+/// (`traceparent`, `tracestate`), if a valid one.
+fn client_trace(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<opentelemetry::Context> {
+    let meta = match &request.meta {
+        Some(meta) if meta.0.get_traceparent().is_some() => &meta.0,
+        _ => &context.meta.0,
+    };
+    crate::telemetry::context_from_traceparent(meta.get_traceparent()?, meta.get_tracestate())
 }
 
 /// The `code` argument of a `run_chain` call, the only one it takes.

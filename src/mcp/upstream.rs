@@ -84,7 +84,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock as McpContent,
-    Implementation, PingRequest, ResourceContents,
+    Implementation, PingRequest, RequestMetaObject, ResourceContents,
 };
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
 use rmcp::{Peer, ServiceError, ServiceExt};
@@ -439,7 +439,13 @@ impl ServerLink {
 
     async fn call(self: &Arc<Self>, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
         let (peer, vitals) = self.peer().await?;
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        // The call's trace context, MCP's `_meta.traceparent` convention.
+        if let Some(traceparent) = crate::telemetry::current_traceparent() {
+            let mut meta = RequestMetaObject::new();
+            meta.set_traceparent(traceparent);
+            params.meta = Some(meta);
+        }
         // `call_tool` sends `notifications/cancelled` if this future is
         // dropped; the watch has the server checked then.
         let watch = AbandonWatch(Some(Arc::downgrade(self)));

@@ -15,6 +15,7 @@ use monty_fs::MountCallOutcome;
 use monty_types::{ExcType, MontyException, MontyObject, OsFunctionCall};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::instrument::WithSubscriber as _;
 
 use wasmtime::component::{self, WasmStr};
 use wasmtime::{AsContext, StoreContextMut};
@@ -335,7 +336,11 @@ fn decode_component<T: serde::de::DeserializeOwned>(
 fn start(state: &mut ChainState, id: u32, call: ToolCall) -> wasmtime::Result<()> {
     let (session, admitted) = admit(state, call)?;
     let slot = admitted.slot();
-    let handle = state.running.spawn(async move { (id, session.run(admitted).await) });
+    // With the chain's subscriber (an embedder's may be its thread's
+    // alone): the call's span is its chain's child wherever it runs.
+    let handle = state
+        .running
+        .spawn(async move { (id, session.run(admitted).await) }.with_current_subscriber());
     state.running_ids.insert(handle.id(), id);
     state.cancellable.insert(id, (handle, slot));
     Ok(())

@@ -31,6 +31,7 @@ use tokio::process::Command;
 
 use super::{Permission, Tool, ToolContext, ToolError, ToolInfo, ToolOutput, ToolRisk};
 use crate::result::MAX_ERROR_MESSAGE_CHARS;
+use crate::telemetry;
 use crate::util::truncate_chars;
 
 /// Default cap on a command tool's stdout: 64 MiB. Large enough for media
@@ -127,6 +128,10 @@ impl CommandTool {
             )));
         };
         let mut cmd = confined_command(program, args, self.working_dir.as_deref());
+        // The call's trace context, for a tool that traces its own work.
+        if let Some(traceparent) = telemetry::current_traceparent() {
+            cmd.env(telemetry::TRACEPARENT_ENV, traceparent);
+        }
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd.spawn()
             .map_err(|e| ToolError::new(format!("tool `{}`: cannot start `{program}`: {e}", self.info.name)))

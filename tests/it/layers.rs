@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// below its own; two modules of one floor know nothing of each other.
 const FLOORS: &[&[&str]] = &[
     // Shared helpers: depend on nothing of ours.
-    &["digest", "util"],
+    &["digest", "util", "telemetry"],
     // Content-addressed artifacts, then the result contract that names them.
     &["artifacts"],
     &["result"],

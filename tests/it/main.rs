@@ -28,6 +28,7 @@ mod live;
 mod mcp_serve;
 mod mcp_upstream;
 mod monty_cases;
+mod observability;
 mod permissions;
 mod provenance;
 mod s3;
