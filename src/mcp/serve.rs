@@ -56,7 +56,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode, ErrorData, Implementation,
     InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -75,6 +75,7 @@ use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
 use crate::chain::RunOptions;
 use crate::durable::{Durable, DurableError};
+use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
 use crate::result::{ChainRunResult, ChainStatus, PendingCall};
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
@@ -271,9 +272,21 @@ impl ChainServer {
     /// Cancelling `cancel` ends the chain as `cancelled` (see
     /// [`RunOptions::cancel`]).
     pub async fn run_chain(&self, code: &str, approval: &Approval, cancel: CancellationToken) -> CallToolResult {
+        self.run_chain_observed(code, approval, cancel, None).await
+    }
+
+    /// [`Self::run_chain`], its events given to `observer` as it runs.
+    async fn run_chain_observed(
+        &self,
+        code: &str,
+        approval: &Approval,
+        cancel: CancellationToken,
+        observer: Option<Observer>,
+    ) -> CallToolResult {
         let shared = &self.inner;
         let options = RunOptions {
             cancel: Some(cancel),
+            observer,
             ..RunOptions::default()
         };
         let result = shared
@@ -399,18 +412,20 @@ impl ChainServer {
 /// Durable chains (a server with a chain store).
 impl ChainServer {
     /// Runs `code` as a durable chain, its approvals asked of `approval`,
-    /// cancelled with `ct`; a suspension is answered with input-required.
+    /// its events given to `observer`, cancelled with `ct`; a suspension is
+    /// answered with input-required.
     async fn run_durable(
         &self,
         store: &DurableServe,
         code: &str,
         approval: &Approval,
+        observer: Option<Observer>,
         ct: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.inner;
         let result = self
             .cancellable(ct, |cancel| {
-                let durable = store.durable.clone().cancelled_by(cancel);
+                let durable = store.durable.clone().cancelled_by(cancel).with_observer(observer);
                 async move { durable.run(code, &shared.registry, &shared.policy, approval).await }
             })
             .await
@@ -664,24 +679,90 @@ impl ServerHandler for ChainServer {
         // The chain's span continues the client's trace (`_meta.traceparent`).
         let parent = client_trace(&request, &context).unwrap_or_else(opentelemetry::Context::current);
         let route = self.approval_route(&context);
-        async {
+        // The chain's output goes to the client as it runs, but for a chain
+        // parked in-process (its later rounds are other requests).
+        let live = match (&route, &self.inner.durable) {
+            (ApprovalRoute::InputRequired, None) => None,
+            _ => LiveStdout::start(&request, &context),
+        };
+        let observer = live.as_ref().map(|live| live.observer.clone());
+        let answer = async {
             match (route, &self.inner.durable) {
                 // The fallback decides at once: nothing to outlive the request.
                 (ApprovalRoute::Handler(approval), _) | (ApprovalRoute::Elicit(approval), None) => Ok(self
-                    .cancellable(&context.ct, |cancel| self.run_chain(code, &approval, cancel))
+                    .cancellable(&context.ct, |cancel| {
+                        self.run_chain_observed(code, &approval, cancel, observer)
+                    })
                     .await
                     .into()),
                 (ApprovalRoute::Elicit(approval), Some(store)) => {
-                    self.run_durable(store, code, &approval, &context.ct).await
+                    self.run_durable(store, code, &approval, observer, &context.ct).await
                 }
                 (ApprovalRoute::InputRequired, Some(store)) => {
-                    self.run_durable(store, code, &Approval::defer(), &context.ct).await
+                    self.run_durable(store, code, &Approval::defer(), observer, &context.ct)
+                        .await
                 }
                 (ApprovalRoute::InputRequired, None) => self.drive(self.start(code), &context.ct).await,
             }
         }
         .with_context(parent)
-        .await
+        .await;
+        if let Some(live) = live {
+            live.finish().await;
+        }
+        answer
+    }
+}
+
+/// A chain's stdout sent to the client as it is printed, as progress
+/// notifications (`message`: the text; `progress`: the bytes so far) when
+/// the request carries a `progressToken`. Bounded as the result's stdout
+/// is (`max_stdout_bytes`), and all of it sent before the result.
+struct LiveStdout {
+    observer: Observer,
+    /// `Some(text)` to send, `None` once the chain has answered.
+    chunks: mpsc::UnboundedSender<Option<String>>,
+    sender: JoinHandle<()>,
+}
+
+impl LiveStdout {
+    /// Starts sending, if the client asked for progress.
+    fn start(request: &CallToolRequestParams, context: &RequestContext<RoleServer>) -> Option<Self> {
+        let token = match &request.meta {
+            Some(meta) => meta.get_progress_token(),
+            None => None,
+        }
+        .or_else(|| context.meta.get_progress_token())?;
+        let (chunks, mut received) = mpsc::unbounded_channel::<Option<String>>();
+        let printed = chunks.clone();
+        let observer = Observer::new(move |event| {
+            if let ChainEvent::Stdout(text) = event {
+                let _ = printed.send(Some(text));
+            }
+        });
+        let peer = context.peer.clone();
+        let sender = tokio::spawn(async move {
+            let mut bytes = 0usize;
+            while let Some(Some(text)) = received.recv().await {
+                bytes += text.len();
+                let mut progress = ProgressNotificationParam::new(token.clone(), bytes as f64);
+                progress.message = Some(text);
+                // A client gone away misses its progress; the chain goes on.
+                let _ = peer.notify_progress(progress).await;
+            }
+        });
+        Some(LiveStdout {
+            observer,
+            chunks,
+            sender,
+        })
+    }
+
+    /// Sends what is left (everything the chain printed was handed over
+    /// before it answered) and stops.
+    async fn finish(self) {
+        let _ = self.chunks.send(None);
+        let _ = self.sender.await;
     }
 }
 

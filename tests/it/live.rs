@@ -7,6 +7,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken, RequestMetaObject};
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+
 use chainbox::live::{ChainEvent, Observer};
 use chainbox::{Approval, ChainPolicy, PythonChoice, RunOptions, ToolRegistry};
 use serde_json::json;
@@ -99,19 +104,17 @@ async fn the_observer_sees_exactly_the_stdout_the_result_keeps() {
     }
 }
 
-/// `chainbox run` prints the script's first line while the chain is still
-/// in its tool, which waits (up to a minute) for the test to have read it.
-#[test]
-fn chainbox_run_prints_the_scripts_output_as_it_comes() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let flag = dir.path().join("seen");
-    let tool = dir.path().join("wait.py");
+/// A manifest of one command tool, `wait_for_reader()`, that waits (up to
+/// a minute) for `flag` to exist and answers whether it does; and a script
+/// printing a line before calling it and one after.
+fn waiting_chain(dir: &std::path::Path, flag: &std::path::Path) -> (std::path::PathBuf, &'static str) {
+    let tool = dir.join("wait.py");
     std::fs::write(
         &tool,
         "import json, os, sys, time\nflag = sys.argv[1]\nfor _ in range(600):\n    if os.path.exists(flag):\n        break\n    time.sleep(0.1)\nprint(json.dumps(os.path.exists(flag)))\n",
     )
     .expect("the tool");
-    let manifest = dir.path().join("tools.toml");
+    let manifest = dir.join("tools.toml");
     std::fs::write(
         &manifest,
         format!(
@@ -121,12 +124,21 @@ fn chainbox_run_prints_the_scripts_output_as_it_comes() {
         ),
     )
     .expect("the manifest");
-    let script = dir.path().join("chain.py");
-    std::fs::write(
-        &script,
+    (
+        manifest,
         "print('first line')\nseen = await wait_for_reader()\nprint('after', seen)\nseen",
     )
-    .expect("the script");
+}
+
+/// `chainbox run` prints the script's first line while the chain is still
+/// in its tool, which waits for the test to have read it.
+#[test]
+fn chainbox_run_prints_the_scripts_output_as_it_comes() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let flag = dir.path().join("seen");
+    let (manifest, code) = waiting_chain(dir.path(), &flag);
+    let script = dir.path().join("chain.py");
+    std::fs::write(&script, code).expect("the script");
     let mut child = Command::new(env!("CARGO_BIN_EXE_chainbox"))
         .args([
             "run",
@@ -160,4 +172,63 @@ fn chainbox_run_prints_the_scripts_output_as_it_comes() {
         1,
         "printed once: {read:#?}"
     );
+}
+
+/// A client that, on the progress message carrying the chain's first line,
+/// lets the chain's tool go on.
+struct FlagOnFirstLine {
+    flag: std::path::PathBuf,
+    messages: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for FlagOnFirstLine {
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        if let Some(message) = params.message {
+            if message == "first line\n" {
+                std::fs::write(&self.flag, "").expect("the flag");
+            }
+            self.messages.lock().expect("messages").push(message);
+        }
+    }
+}
+
+/// `chainbox serve` sends the script's output as progress notifications
+/// while the chain runs, when the call carries a progress token.
+#[tokio::test(flavor = "multi_thread")]
+async fn chainbox_serve_sends_the_scripts_output_as_progress_while_the_chain_runs() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let flag = dir.path().join("seen");
+    let (manifest, code) = waiting_chain(dir.path(), &flag);
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_chainbox"));
+    command
+        .args(["serve", "--tools", &manifest.display().to_string()])
+        .kill_on_drop(true);
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawning chainbox serve");
+    let messages = Arc::new(Mutex::new(Vec::new()));
+    let client = FlagOnFirstLine {
+        flag,
+        messages: messages.clone(),
+    }
+    .serve(transport)
+    .await
+    .expect("the MCP session starts");
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("code".into(), json!(code));
+    let mut params = CallToolRequestParams::new("run_chain").with_arguments(arguments);
+    let mut meta = RequestMetaObject::default();
+    meta.set_progress_token(ProgressToken(NumberOrString::Number(7)));
+    params.meta = Some(meta);
+    let result = client.call_tool(params).await.expect("tools/call");
+    let chain = result.structured_content.expect("structured content");
+    assert_eq!(chain["status"], "ok", "{chain:#}");
+    assert_eq!(chain["output"], true, "the tool saw the first line arrive: {chain:#}");
+    assert_eq!(
+        messages.lock().expect("messages").concat(),
+        "first line\nafter True\n",
+        "all the output, before the result"
+    );
+    client.cancel().await.expect("close");
 }
