@@ -412,7 +412,34 @@ fn durable(
     let store = runtime
         .block_on(crate::store::connect(state))
         .map_err(CliError::Store)?;
-    Ok(crate::durable::Durable::new(engine(artifacts)?, store))
+    let artifacts = durable_artifacts(state, artifacts);
+    Ok(crate::durable::Durable::new(engine(artifacts.as_deref())?, store))
+}
+
+/// The artifact store of a durable chain's engine: `--artifacts`, else, for
+/// a SQLite state (one machine), the directory `PATH.artifacts` beside its
+/// database, so that a resume in another process loads what the chain
+/// offloaded before it suspended. A PostgreSQL state without `--artifacts`
+/// is warned about: its offloaded results live in one process's memory.
+fn durable_artifacts(state: &str, artifacts: Option<&str>) -> Option<String> {
+    if let Some(url) = artifacts {
+        return Some(url.to_owned());
+    }
+    match state.split_once(':') {
+        Some(("sqlite", rest)) => {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            let path = path.split('?').next().unwrap_or_default();
+            (!path.is_empty() && path != ":memory:").then(|| format!("file:{path}.artifacts"))
+        }
+        Some(("memory", _)) => None,
+        _ => {
+            eprintln!(
+                "chainbox: --state without --artifacts: results a chain offloads stay in this process, \
+                 and a resume elsewhere cannot load them; pass --artifacts s3://BUCKET/PREFIX (or file:DIR)"
+            );
+            None
+        }
+    }
 }
 
 /// An engine whose artifact store is the one `--artifacts` names (the
@@ -649,6 +676,10 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             let fallback = match approve {
                 ServeApproveMode::Auto => Approval::auto(ToolRisk::Critical),
                 ServeApproveMode::Deny => Approval::deny_all(),
+            };
+            let artifacts = match &state {
+                Some(state) => durable_artifacts(state, artifacts.as_deref()),
+                None => artifacts,
             };
             let engine = engine(artifacts.as_deref())?;
             if policy.python != PythonChoice::Monty {

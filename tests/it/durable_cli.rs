@@ -9,13 +9,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// A manifest of `bump(n)` (safe) and `wire(amount)` (critical), command
-/// tools appending a line to `DIR/<tool>.runs` per run.
+/// A manifest of `bump(n)` (safe; `bump(n, rows=R)` answers R rows
+/// instead) and `wire(amount)` (critical), command tools appending a line
+/// to `DIR/<tool>.runs` per run.
 fn counting_manifest(dir: &Path) -> std::path::PathBuf {
     let tool = dir.join("count.py");
     std::fs::write(
         &tool,
-        "import json, sys, os\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nargs = req['arguments']\nprint(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
+        "import json, sys, os\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nargs = req['arguments']\nif 'rows' in args:\n    print(json.dumps({'rows': ['row %05d' % i for i in range(args['rows'])]}))\nelse:\n    print(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
     )
     .expect("the tool");
     let manifest = dir.join("tools.toml");
@@ -105,4 +106,51 @@ fn a_chain_suspended_by_one_process_is_decided_and_resumed_by_others_on_sqlite()
     let tools: Vec<&str> = trace.iter().filter_map(|c| c["tool"].as_str()).collect();
     assert_eq!(tools, ["bump", "wire", "bump"], "the trace is whole");
     assert_eq!(trace[0]["replayed"], true);
+}
+
+/// Without `--artifacts`, a SQLite state keeps the chain's offloaded results
+/// beside its database: a resume in another process, from another
+/// directory, loads what the chain offloaded before it suspended.
+#[test]
+fn a_sqlite_state_keeps_offloaded_results_for_a_resume_in_another_process() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let manifest = counting_manifest(dir.path()).display().to_string();
+    let script = dir.path().join("chain.py");
+    std::fs::write(
+        &script,
+        "big = await bump(n=1, rows=500)\nr = await wire(amount=5)\n[r, len(load_artifact(big)['rows']), load_artifact(big)['rows'][499]]",
+    )
+    .expect("the script");
+    let script = script.display().to_string();
+    let state = format!("sqlite:{}", dir.path().join("chains.db").display());
+    let (code, out, err) = chainbox(&[
+        "run",
+        &script,
+        "--tools",
+        &manifest,
+        "--approve",
+        "defer",
+        "--state",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code, Some(3), "{out}\n{err}");
+    let suspended: Value = serde_json::from_str(&out).expect("JSON");
+    assert!(
+        suspended["call_trace"][0]["artifact_ref"].is_string(),
+        "the rows were offloaded: {suspended:#}"
+    );
+    let chain_id = suspended["chain_id"].as_str().expect("a chain id").to_owned();
+    let (code, _, err) = chainbox(&["decide", &chain_id, "approve", "--state", &state]);
+    assert_eq!(code, Some(0), "{err}");
+    let elsewhere = tempfile::tempdir().expect("another directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
+        .current_dir(elsewhere.path())
+        .args(["resume", &chain_id, "--tools", &manifest, "--state", &state, "--json"])
+        .output()
+        .expect("chainbox runs");
+    let resumed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(out.status.code(), Some(0), "{resumed:#}");
+    assert_eq!(resumed["output"], serde_json::json!(["sent 5", 500, "row 00499"]));
+    assert_eq!((runs(dir.path(), "bump"), runs(dir.path(), "wire")), (1, 1));
 }
