@@ -178,11 +178,9 @@ impl Durable {
         let policy = policy_of(&chain)?;
         let pending = self
             .store
-            .pending()
+            .pending_of(chain_id)
             .await?
-            .into_iter()
-            .find(|(id, pending)| id == chain_id && seq.is_none_or(|seq| pending.seq == seq))
-            .map(|(_, pending)| pending)
+            .filter(|pending| seq.is_none_or(|seq| pending.seq == seq))
             .ok_or_else(|| StoreError::NotPending {
                 chain_id: chain_id.to_owned(),
                 seq,

@@ -496,18 +496,14 @@ impl ChainServer {
         }
     }
 
-    /// The call `chain_id` waits on, if it waits on one.
+    /// The call `chain_id` waits on, if it waits on one (a chain the store
+    /// lacks waits on none: the resume after says so).
     async fn pending_of(&self, store: &DurableServe, chain_id: &str) -> Result<Option<PendingCall>, ErrorData> {
-        let pending = store
-            .durable
-            .store()
-            .pending()
-            .await
-            .map_err(|e| store_error(&DurableError::Store(e)))?;
-        Ok(pending
-            .into_iter()
-            .find(|(id, _)| id == chain_id)
-            .map(|(_, pending)| pending))
+        match store.durable.store().pending_of(chain_id).await {
+            Ok(pending) => Ok(pending),
+            Err(StoreError::NoChain(_)) => Ok(None),
+            Err(e) => Err(store_error(&DurableError::Store(e))),
+        }
     }
 
     /// A durable chain's result for MCP: a suspended chain asks for its

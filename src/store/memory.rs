@@ -110,6 +110,11 @@ impl ChainStore for MemoryStore {
         Ok(pending)
     }
 
+    async fn pending_of(&self, chain_id: &str) -> Result<Option<PendingCall>, StoreError> {
+        let mut chains = self.lock();
+        Ok(entry(&mut chains, chain_id)?.pending.clone())
+    }
+
     async fn decide(&self, chain_id: &str, decision: &Decision) -> Result<(), StoreError> {
         let mut chains = self.lock();
         let entry = entry(&mut chains, chain_id)?;

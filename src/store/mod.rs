@@ -145,6 +145,10 @@ pub trait ChainStore: Send + Sync {
     /// Every chain waiting on a decision, with its pending call, oldest first.
     async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError>;
 
+    /// The call this chain waits on, if it waits on one: one row read, for
+    /// a caller that knows its chain (a decision, a retry).
+    async fn pending_of(&self, chain_id: &str) -> Result<Option<PendingCall>, StoreError>;
+
     /// Records a decision on the chain's pending call
     /// ([`StoreError::NotPending`] if it waits on none, or on another call).
     /// The chain then waits to be resumed.

@@ -428,6 +428,20 @@ impl ChainStore for SqlStore {
         Ok(pending)
     }
 
+    async fn pending_of(&self, chain_id: &str) -> Result<Option<PendingCall>, StoreError> {
+        const SQL: &str = "SELECT pending FROM chains WHERE chain_id = $1";
+        let row: Option<(Option<String>,)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
+            .bind(chain_id)
+            .fetch_optional(pool)
+            .await)
+        .map_err(|e| backend("reading the pending call", &e))?;
+        match row {
+            None => Err(StoreError::NoChain(chain_id.to_owned())),
+            Some((None,)) => Ok(None),
+            Some((Some(text),)) => Ok(Some(from_json(&text, "chains", "pending", chain_id)?)),
+        }
+    }
+
     async fn decide(&self, chain_id: &str, decision: &Decision) -> Result<(), StoreError> {
         // Conditional on the pending call's number: of two decisions on one
         // call, the second finds nothing pending.

@@ -141,6 +141,7 @@ async fn a_missing_chain_is_no_chain_for_every_method_but_chain(backend: &Backen
     assert!(no_chain(store.append("ghost", &entry(1)).await));
     assert!(no_chain(store.journal("ghost").await.map(drop)));
     assert!(no_chain(store.suspend("ghost", &pending(1, "t")).await));
+    assert!(no_chain(store.pending_of("ghost").await.map(drop)));
     assert!(no_chain(
         store.decide("ghost", &decision(1, ApprovalDecision::Approved)).await
     ));
@@ -177,6 +178,12 @@ async fn pending_lists_the_suspended_chains_oldest_first(backend: &Backend) {
             ("c1".to_owned(), pending(2, "2026-12-06T10:00:02Z")),
         ]
     );
+    assert_eq!(
+        store.pending_of("c1").await.expect("pending_of"),
+        Some(pending(2, "2026-12-06T10:00:02Z")),
+        "one chain's pending call"
+    );
+    assert_eq!(store.pending_of("c3").await.expect("pending_of"), None);
 }
 
 async fn a_decision_on_the_pending_call_is_recorded_and_ends_the_wait(backend: &Backend) {
