@@ -29,7 +29,7 @@ use crate::engine::Engine;
 use crate::journal::{Journal, JournalEntry, JournalError};
 use crate::live::Observer;
 use crate::policy::ChainPolicy;
-use crate::result::{ChainRunResult, ChainStatus};
+use crate::result::{ChainRunResult, ChainStatus, ErrorKind};
 use crate::store::{ChainStore, Claim, Decision, StoreError, StoredChain};
 use crate::tools::ToolRegistry;
 use crate::util::utc_now_rfc3339;
@@ -96,8 +96,9 @@ impl Durable {
     }
 
     /// This handle, its runs and resumes cancelled by `cancel` (see
-    /// [`RunOptions::cancel`]): a cancelled chain ends as `cancelled` and is
-    /// stored finished so.
+    /// [`RunOptions::cancel`]): a cancelled run ends as `cancelled`, and
+    /// its chain stays in the store unfinished, for a later resume (its
+    /// calls cut off in flight run again then).
     #[must_use]
     pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
         self.cancel = Some(cancel);
@@ -289,6 +290,13 @@ impl Durable {
         match (&result.status, &result.pending) {
             (ChainStatus::Suspended, Some(pending)) => {
                 self.store.suspend(&chain_id, pending).await?;
+                self.store.release(&chain_id, claimant).await?;
+            }
+            // Cancelled (its caller went away, its server shuts down): this
+            // run stopped, not the chain, which stays as a crash would leave
+            // it, for a later resume. Its calls cut off in flight were not
+            // journaled and run again then.
+            _ if result.error_kind() == Some(ErrorKind::Cancelled) => {
                 self.store.release(&chain_id, claimant).await?;
             }
             _ => {

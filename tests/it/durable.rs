@@ -306,6 +306,39 @@ async fn a_call_gathered_beside_the_one_that_suspended_is_replayed_not_run_again
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_resume_leaves_the_chain_for_a_later_one() {
+    let s = setup(PythonChoice::Monty);
+    let r = s
+        .durable
+        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    let chain_id = r.chain_id.expect("a chain id");
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "test")
+        .await
+        .expect("decided");
+    // Its server shuts down (or its caller goes away) as it resumes.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    cancel.cancel();
+    let cancelled = Durable::new(engine().clone(), s.store.clone() as Arc<dyn ChainStore>)
+        .cancelled_by(cancel)
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed");
+    assert_eq!(cancelled.error_kind(), Some(ErrorKind::Cancelled), "{cancelled:#?}");
+    assert_eq!(s.wires.load(Ordering::SeqCst), 0);
+    let done = s
+        .durable
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed again");
+    assert_ok(&done);
+    assert_eq!(done.output, json!([10, "sent 5", 20]));
+    assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_chain_that_is_not_durable_is_denied_where_a_durable_one_would_suspend() {
     let s = setup(PythonChoice::Monty);
     let r = engine()
