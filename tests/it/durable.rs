@@ -66,6 +66,23 @@ fn setup(python: PythonChoice) -> Setup {
     }
 }
 
+/// Runs `script` durably to its suspension at `wire`, and approves the call;
+/// the chain's id.
+async fn suspended_and_approved(s: &Setup, script: &str) -> String {
+    let r = s
+        .durable
+        .run(script, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    assert_eq!(r.status, ChainStatus::Suspended, "{r:#?}");
+    let chain_id = r.chain_id.expect("a chain id");
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "test")
+        .await
+        .expect("decided");
+    chain_id
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_durable_chain_suspends_at_a_call_that_waits_on_a_decision_and_a_resume_finishes_it() {
     for python in [PythonChoice::Monty, PythonChoice::Cpython] {
@@ -205,16 +222,7 @@ async fn a_decision_after_approval_expires_s_denies() {
 #[tokio::test(flavor = "multi_thread")]
 async fn two_resumes_at_once_run_the_approved_call_once() {
     let s = setup(PythonChoice::Monty);
-    let r = s
-        .durable
-        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
-        .await
-        .expect("runs");
-    let chain_id = r.chain_id.expect("a chain id");
-    s.durable
-        .decide(&chain_id, ApprovalDecision::Approved, "test")
-        .await
-        .expect("decided");
+    let chain_id = suspended_and_approved(&s, SCRIPT).await;
     let defer = Approval::defer();
     let (a, b) = tokio::join!(
         s.durable.resume(&chain_id, &s.registry, &defer),
@@ -235,16 +243,7 @@ async fn two_resumes_at_once_run_the_approved_call_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chain_whose_resumer_died_mid_run_is_resumed_once_its_claim_is_stale() {
     let s = setup(PythonChoice::Monty);
-    let r = s
-        .durable
-        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
-        .await
-        .expect("runs");
-    let chain_id = r.chain_id.expect("a chain id");
-    s.durable
-        .decide(&chain_id, ApprovalDecision::Approved, "test")
-        .await
-        .expect("decided");
+    let chain_id = suspended_and_approved(&s, SCRIPT).await;
     // A process claimed the chain to resume it and was killed: its claim
     // stays in the store, with the lease it took.
     let held = s
@@ -308,16 +307,7 @@ async fn a_call_gathered_beside_the_one_that_suspended_is_replayed_not_run_again
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancelled_resume_leaves_the_chain_for_a_later_one() {
     let s = setup(PythonChoice::Monty);
-    let r = s
-        .durable
-        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
-        .await
-        .expect("runs");
-    let chain_id = r.chain_id.expect("a chain id");
-    s.durable
-        .decide(&chain_id, ApprovalDecision::Approved, "test")
-        .await
-        .expect("decided");
+    let chain_id = suspended_and_approved(&s, SCRIPT).await;
     // Its server shuts down (or its caller goes away) as it resumes.
     let cancel = tokio_util::sync::CancellationToken::new();
     cancel.cancel();
@@ -379,16 +369,7 @@ async fn a_resumed_chain_draws_the_same_random_values_so_its_calls_replay() {
 async fn a_chain_whose_arguments_follow_the_clock_diverges_on_resume_and_runs_nothing() {
     let s = setup(PythonChoice::Monty);
     let script = "import time\na = await bump(n=time.time_ns())\nr = await wire(amount=1)\n[a, r]";
-    let r = s
-        .durable
-        .run(script, &s.registry, &s.policy, &Approval::defer())
-        .await
-        .expect("runs");
-    let chain_id = r.chain_id.expect("a chain id");
-    s.durable
-        .decide(&chain_id, ApprovalDecision::Approved, "test")
-        .await
-        .expect("decided");
+    let chain_id = suspended_and_approved(&s, script).await;
     let r = s
         .durable
         .resume(&chain_id, &s.registry, &Approval::defer())
