@@ -680,7 +680,8 @@ impl InvokerSession {
                     passed, call_id, tool, ..
                 })) => {
                     *passed = Some(verdict.clone());
-                    Some((call_id.clone(), tool.clone()))
+                    // Named for the observer only: no copies without one.
+                    self.observer.as_ref().map(|_| (call_id.clone(), tool.clone()))
                 }
                 _ => None,
             }
