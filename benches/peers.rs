@@ -123,8 +123,17 @@ fn env_secs(name: &str, default: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// Warm up, then time `run` repeatedly; returns (median µs, samples).
-async fn sample<F, Fut>(mut run: F, warmup: Duration, budget: Duration) -> (f64, usize)
+/// What [`sample`] measured.
+struct Sampled {
+    median_us: f64,
+    samples: usize,
+    /// CPU time of the whole process (every thread: the engine's
+    /// housekeepers too) per sample.
+    cpu_us: f64,
+}
+
+/// Warm up, then time `run` repeatedly.
+async fn sample<F, Fut>(mut run: F, warmup: Duration, budget: Duration) -> Sampled
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = ()>,
@@ -136,14 +145,86 @@ where
         runs += 1;
     }
     let mut times = Vec::new();
+    let cpu = process_cpu();
     let start = Instant::now();
     while times.len() < MIN_SAMPLES || (start.elapsed() < budget && times.len() < MAX_SAMPLES) {
         let t = Instant::now();
         run().await;
         times.push(t.elapsed().as_secs_f64() * 1e6);
     }
+    let cpu_us = (process_cpu() - cpu).as_secs_f64() * 1e6 / times.len() as f64;
     times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], times.len())
+    Sampled {
+        median_us: times[times.len() / 2],
+        samples: times.len(),
+        cpu_us,
+    }
+}
+
+/// CPU time (user and system) the process has used so far, all threads.
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// Callers of the throughput row: chains in flight at once.
+const CALLERS: usize = 8;
+
+/// [`CALLERS`] tasks on `runtime`, each running `script` back to back
+/// through one engine for `budget` (after `warmup`): chains a second, the
+/// latency's median and 99th percentile, and process CPU per chain.
+fn throughput(
+    runtime: &tokio::runtime::Runtime,
+    engine: &Engine,
+    registry: &ToolRegistry,
+    policy: &ChainPolicy,
+    script: &'static str,
+    warmup: Duration,
+    budget: Duration,
+) -> Value {
+    let run_for = |span: Duration| {
+        let tasks: Vec<_> = (0..CALLERS)
+            .map(|_| {
+                let (engine, registry, policy) = (engine.clone(), registry.clone(), policy.clone());
+                runtime.spawn(async move {
+                    let approval = Approval::auto(ToolRisk::Safe);
+                    let mut times = Vec::new();
+                    let start = Instant::now();
+                    while start.elapsed() < span {
+                        let t = Instant::now();
+                        let r = engine.run(script, &registry, &policy, &approval).await;
+                        assert!(r.is_ok(), "{r:?}");
+                        times.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    times
+                })
+            })
+            .collect();
+        let mut times: Vec<f64> = Vec::new();
+        for task in tasks {
+            times.extend(runtime.block_on(task).expect("caller"));
+        }
+        times
+    };
+    run_for(warmup);
+    let cpu = process_cpu();
+    let start = Instant::now();
+    let mut times = run_for(budget);
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu_us = (process_cpu() - cpu).as_secs_f64() * 1e6 / times.len() as f64;
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+    json!({
+        "callers": CALLERS,
+        "chains_per_s": times.len() as f64 / elapsed,
+        "median_us": at(0.5),
+        "p99_us": at(0.99),
+        "cpu_us": cpu_us,
+        "samples": times.len(),
+    })
 }
 
 fn main() {
@@ -189,7 +270,7 @@ fn main() {
         ] {
             let r = runtime.block_on(engine.run(script, &registry, policy, &approval));
             assert!(r.is_ok(), "{label} {name}: {r:?}");
-            let (median, n) = runtime.block_on(sample(
+            let s = runtime.block_on(sample(
                 || async {
                     let r = engine.run(script, &registry, policy, &approval).await;
                     debug_assert!(r.is_ok());
@@ -197,19 +278,33 @@ fn main() {
                 warmup,
                 budget,
             ));
-            eprintln!("{label} {name}: {median:.1} µs ({n} samples)");
-            figures.insert(name.into(), json!({"median_us": median, "samples": n}));
+            eprintln!(
+                "{label} {name}: {:.1} µs, CPU {:.1} µs ({} samples)",
+                s.median_us, s.cpu_us, s.samples
+            );
+            figures.insert(
+                name.into(),
+                json!({"median_us": s.median_us, "samples": s.samples, "cpu_us": s.cpu_us}),
+            );
         }
 
-        let (median, n) = runtime.block_on(sample(
+        let s = runtime.block_on(sample(
             || async {
                 native(script);
             },
             warmup,
             budget,
         ));
-        eprintln!("native_monty {name}: {median:.1} µs ({n} samples)");
-        native_monty.insert(name.into(), json!({"median_us": median, "samples": n}));
+        eprintln!("native_monty {name}: {:.1} µs ({} samples)", s.median_us, s.samples);
+        native_monty.insert(name.into(), json!({"median_us": s.median_us, "samples": s.samples}));
+    }
+    // Trivial chains from many callers at once: what one engine serves.
+    let start_script = WORKLOADS[0].1;
+    let mut rates = Map::new();
+    for (label, policy) in [("chainbox", &policy), ("chainbox_cpython", &cpython)] {
+        let row = throughput(&runtime, &engine, &registry, policy, start_script, warmup, budget);
+        eprintln!("{label} throughput: {row}");
+        rates.insert(label.into(), row);
     }
     let out = json!([
         {
@@ -217,12 +312,14 @@ fn main() {
             "version": env!("CARGO_PKG_VERSION"),
             "how": "Engine::run per chain (fresh sandbox), warm engine, tools as Rust `Tool`s",
             "workloads": chainbox,
+            "throughput": rates.get("chainbox"),
         },
         {
             "peer": "chainbox_cpython",
             "version": env!("CARGO_PKG_VERSION"),
             "how": "the same, on the CPython 3.14 guest (policy python = \"cpython\")",
             "workloads": chainbox_cpython,
+            "throughput": rates.get("chainbox_cpython"),
         },
         {
             "peer": "native_monty",

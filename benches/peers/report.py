@@ -116,6 +116,24 @@ def main() -> None:
         )
         + '.',
     ]
+    rated = [n for n in names if peers[n].get('throughput')]
+    if rated:
+        lines += [
+            '',
+            f"Trivial chains (`1 + 1`) through one engine: {peers[rated[0]]['throughput']['callers']} callers at once,"
+            ' each back to back; CPU is the whole process (every thread) per chain. Last column: one caller,'
+            ' back to back (the start column above).',
+            '',
+            '| peer | chains/s | median | p99 | CPU per chain | CPU per chain, one caller |',
+            '| --- | ---: | ---: | ---: | ---: | ---: |',
+        ]
+        for n in rated:
+            t = peers[n]['throughput']
+            one = peers[n]['workloads'].get('start', {}).get('cpu_us')
+            lines.append(
+                f"| {n} | {t['chains_per_s']:.0f} | {fmt_time(t['median_us'])} | {fmt_time(t['p99_us'])} | "
+                f"{fmt_time(t['cpu_us'])} | {fmt_time(one) if one else 'n/a'} |"
+            )
     extra = peers.get('pyodide', {}).get('extra')
     if extra:
         lines.append(

@@ -50,6 +50,38 @@ const CPYTHON_MEMORIES: u32 = 1;
 const CPYTHON_TABLES: u32 = 2;
 const CPYTHON_TABLE_ELEMENTS: usize = 16 * 1024;
 
+/// How much of a finished CPython chain's linear memory (and of its
+/// tables) its pool slot keeps, reset in place, for the slot's next
+/// instance: the pages the chain wrote (a trivial chain writes ~3 MiB of
+/// its ~21 MiB), found with Linux's `PAGEMAP_SCAN` and copied back from the
+/// snapshot, so the next instance writes them without a copy-on-write
+/// fault. Faulted in afresh, those pages cost a back-to-back chain ~8 ms
+/// of CPU (each fault a TLB shootdown across the process's CPUs); reset in
+/// place, ~0.3 ms (BENCHMARKS.md, issue 48). Pages past the budget are
+/// given back as before; a slot no chain uses again keeps at most this much.
+const CPYTHON_KEEP_RESIDENT: usize = 16 << 20;
+const CPYTHON_TABLE_KEEP_RESIDENT: usize = 256 << 10;
+
+/// [`CPYTHON_KEEP_RESIDENT`] for the monty guest, whose trivial chain
+/// writes ~20 pages.
+const MONTY_KEEP_RESIDENT: usize = 2 << 20;
+
+/// Makes `pool` reset a freed slot's written pages in place, keeping up to
+/// `memory` bytes of each linear memory (`table` of each table) resident,
+/// where the kernel can say which pages were written (`PAGEMAP_SCAN`,
+/// Linux 6.7+). Elsewhere the pool decommits freed slots as before: without
+/// the scan, wasmtime would copy the whole kept span back on every reset.
+/// Returns whether it does.
+fn keep_written_pages_resident(pool: &mut PoolingAllocationConfig, memory: usize, table: usize) -> bool {
+    let scan = PoolingAllocationConfig::is_pagemap_scan_available();
+    if scan {
+        pool.linear_memory_keep_resident(memory)
+            .table_keep_resident(table)
+            .pagemap_scan(wasmtime::Enabled::Yes);
+    }
+    scan
+}
+
 /// How often the epoch ticks. Bounds how late a CPU or time limit can fire
 /// and how often a running chain yields to others on its thread.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -146,6 +178,10 @@ pub(crate) struct Core {
     /// Learned from the warm-up chain before the engine exists (empty if
     /// prefaulting is off or the warm-up failed); mapped in before every chain.
     pub(crate) hot_pages: HotPages,
+    /// Whether freed pool slots keep the pages their chain wrote, reset in
+    /// place ([`keep_written_pages_resident`]): then a chain's pages are
+    /// mapped in already, and prefaulting them would only cost time.
+    pub(crate) keeps_written_pages: bool,
     /// The CPython guest, compiled (or loaded from the cache) on the first
     /// chain that needs it, so engines whose chains all run on monty never
     /// pay for it.
@@ -517,6 +553,7 @@ impl CpythonGuest {
             // reset (an madvise) can be immediate; batched, freed slots sat
             // in the queue while a burst of chains wanted them.
             .decommit_batch_size(1);
+        keep_written_pages_resident(&mut pool, CPYTHON_KEEP_RESIDENT, CPYTHON_TABLE_KEEP_RESIDENT);
         let mut wasm = wasmtime::Config::new();
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         // No epoch checks: they cost CPU-bound CPython a quarter of its
@@ -609,6 +646,7 @@ impl Core {
             .linear_memory_keep_resident(0)
             .table_keep_resident(64 << 10)
             .decommit_batch_size(DECOMMIT_BATCH);
+        let keeps_written_pages = keep_written_pages_resident(&mut pool, MONTY_KEEP_RESIDENT, 64 << 10);
         let mut wasm = wasmtime::Config::new();
         wasm.epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
@@ -636,6 +674,7 @@ impl Core {
             slots: Arc::new(Semaphore::new(slots as usize)),
             artifacts: artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
             hot_pages: HotPages::default(),
+            keeps_written_pages,
             cpython: OnceCell::new(),
             cpython_slots: slots,
             cache_dir,

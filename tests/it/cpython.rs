@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use chainbox::{
-    Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, Interpreter, PythonChoice, RunOptions,
-    ToolRegistry, ToolRisk,
+    Approval, CallStatus, ChainPolicy, ChainRunResult, ChainStatus, Engine, EngineConfig, ErrorKind, Interpreter,
+    PythonChoice, RunOptions, ToolRegistry, ToolRisk,
 };
 use serde_json::{Value, json};
 
@@ -597,6 +597,40 @@ async fn a_cpython_chain_sees_nothing_of_the_chain_before() {
         let r = run_on(PythonChoice::Cpython, second, &registry()).await;
         assert_ok(&r);
         assert_eq!(r.output, json!(["{\"a\": 1}", false, []]));
+    }
+}
+
+/// A freed pool slot keeps the pages its chain wrote and copies the
+/// snapshot back into them (Linux 6.7+; elsewhere it is unmapped as
+/// before). With one chain slot and the spare's, every chain from the
+/// third on reuses a slot a chain wrote: patched modules, new globals and a
+/// heap grown past what a slot keeps (16 MiB) are gone, and so is the
+/// workspace.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reused_cpython_pool_slot_starts_from_the_snapshot() {
+    let engine = Engine::with_config(EngineConfig {
+        max_concurrent_chains: 1,
+        ..EngineConfig::default()
+    })
+    .expect("engine");
+    let policy = ChainPolicy {
+        python: PythonChoice::Cpython,
+        ..ChainPolicy::default()
+    };
+    let approval = Approval::auto(ToolRisk::Safe);
+    let look = "import json, os, sys\n[json.dumps([1]), 'big' in globals(), len(sys.modules), os.listdir('.')]";
+    let fresh = engine.run(look, &registry(), &policy, &approval).await;
+    assert_ok(&fresh);
+    let dirty = "import json, os, sys, base64\njson.dumps = None\nsys.modules['base64'].b64encode = None\n\
+                 sys.modules['chainbox_left'] = json\nopen('left.txt', 'w').write('x')\n\
+                 big = [bytes([i % 251]) * 4096 for i in range(8192)]\nlen(big)";
+    for round in 0..4 {
+        let r = engine.run(dirty, &registry(), &policy, &approval).await;
+        assert_ok(&r);
+        assert_eq!(r.output, json!(8192), "round {round}");
+        let r = engine.run(look, &registry(), &policy, &approval).await;
+        assert_ok(&r);
+        assert_eq!(r.output, fresh.output, "round {round}");
     }
 }
 
