@@ -16,6 +16,9 @@
 //! `--compare --auto` alternates `auto` and `monty` chains on one engine:
 //! what choosing the guest costs a monty chain.
 //!
+//! `--callers N` runs the chains from N concurrent tasks on a multi-thread
+//! runtime and prints chains a second and process CPU per chain.
+//!
 //! `--idle MS` pauses MS milliseconds (untimed) before each run (each of
 //! the pair with `--compare`), as an
 //! agent's model thinks between chains: the latency of a chain on an idle
@@ -138,6 +141,44 @@ fn main() {
     };
     let versus_monty = compare && python == PythonChoice::Auto;
     let approval = Approval::auto(ToolRisk::Safe);
+    // `--callers N`: N tasks on a multi-thread runtime, each running its
+    // share of the chains back to back (what a busy server sees).
+    if let Some(callers) = args
+        .iter()
+        .position(|a| a == "--callers")
+        .and_then(|i| args.get(i + 1)?.parse::<usize>().ok())
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let cpu = process_cpu();
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..callers)
+            .map(|_| {
+                let (engine, registry, policy, script) =
+                    (engine.clone(), registry.clone(), policy.clone(), script.clone());
+                runtime.spawn(async move {
+                    for _ in 0..runs / callers {
+                        let r = engine
+                            .run(&script, &registry, &policy, &Approval::auto(ToolRisk::Safe))
+                            .await;
+                        assert!(r.is_ok(), "{r:?}");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            runtime.block_on(task).expect("caller");
+        }
+        let chains = (runs / callers * callers) as u32;
+        println!(
+            "{chains} chains from {callers} callers: {:.0} chains/s, process CPU per chain {:?}",
+            chains as f64 / start.elapsed().as_secs_f64(),
+            (process_cpu() - cpu) / chains
+        );
+        return;
+    }
     let faults = std::cell::Cell::new(0u64);
     let chainbox = || {
         let before = thread_minor_faults();

@@ -17,7 +17,7 @@
 //! runs: made meanwhile, it slowed that chain (the two contend for the
 //! process's address space) by more than it saved.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -55,6 +55,8 @@ pub(crate) struct Housekeeper<S> {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Set when the engine is dropped: no more spares.
     stopping: AtomicBool,
+    /// Retired stores queued and not yet dropped by the thread.
+    behind: AtomicUsize,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -71,6 +73,7 @@ impl<S: Send + 'static> Housekeeper<S> {
             queue: Mutex::new(None),
             thread: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            behind: AtomicUsize::new(0),
         }
     }
 
@@ -109,11 +112,31 @@ impl<S: Send + 'static> Housekeeper<S> {
     }
 
     /// Hands a finished chain's store to the housekeeper (dropped there,
-    /// then the next spare made); dropped here if there is no housekeeper.
+    /// then the next spare made); dropped here if there is no housekeeper,
+    /// or if it has not yet dropped the last one handed to it.
+    ///
+    /// Why not always queue: a store holds its pool slot until it is
+    /// dropped, and a chain that finds no freed slot that a chain wrote
+    /// before gets one never written, whose pages it faults in one by one
+    /// (~8 µs each in a VM, ~6 ms for a CPython chain). Under load the
+    /// housekeeper, one thread at a lower priority, fell behind: 8 callers
+    /// of trivial CPython chains on 2 cores cost ~10 ms of CPU a chain
+    /// instead of ~2.3 ms (BENCHMARKS.md, issue 48). Dropped by its own
+    /// chain, a store frees its slot at once; that chain has answered
+    /// already.
     pub(crate) fn retire(&self, retired: Retired) {
+        if self.behind.load(Ordering::Acquire) > 0 {
+            drop(retired);
+            return;
+        }
         let queue = locked(&self.queue);
         let unsent = match queue.as_ref() {
-            Some(queue) => queue.send(Some(retired)).err(),
+            Some(queue) => {
+                self.behind.fetch_add(1, Ordering::AcqRel);
+                queue.send(Some(retired)).err().inspect(|_| {
+                    self.behind.fetch_sub(1, Ordering::AcqRel);
+                })
+            }
             None => Some(std::sync::mpsc::SendError(Some(retired))),
         };
         // Dropped outside the lock: a store's drop takes a while.
@@ -170,10 +193,18 @@ fn housekeep<G: Guest>(guest: Weak<G>, queue: Receiver<Option<Retired>>) {
         }
         return;
     };
+    let dropped = |job: Option<Retired>| {
+        if let Some(retired) = job {
+            drop(retired);
+            if let Some(guest) = guest.upgrade() {
+                guest.housekeeper().behind.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    };
     while let Ok(job) = queue.recv() {
-        drop(job);
+        dropped(job);
         while let Ok(job) = queue.try_recv() {
-            drop(job);
+            dropped(job);
         }
         match guest.upgrade() {
             Some(guest) if !guest.housekeeper().stopping.load(Ordering::Relaxed) => {
@@ -181,5 +212,75 @@ fn housekeep<G: Guest>(guest: Weak<G>, queue: Receiver<Option<Retired>>) {
             }
             _ => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread::ThreadId;
+
+    /// A guest whose spares take until its gate opens: its housekeeper is
+    /// busy meanwhile.
+    struct Gated {
+        keeper: Housekeeper<()>,
+        gate: Mutex<Receiver<()>>,
+    }
+
+    impl Guest for Gated {
+        type Spare = ();
+        type Error = String;
+        fn make_spare(&self, _runtime: &tokio::runtime::Runtime) -> Result<(), String> {
+            let _ = locked(&self.gate).recv();
+            Ok(())
+        }
+        fn housekeeper(&self) -> &Housekeeper<()> {
+            &self.keeper
+        }
+    }
+
+    /// A retired store that records the thread it was dropped on.
+    struct Marks(Arc<Mutex<Option<ThreadId>>>);
+
+    impl Drop for Marks {
+        fn drop(&mut self) {
+            *locked(&self.0) = Some(std::thread::current().id());
+        }
+    }
+
+    fn dropped_on(mark: &Arc<Mutex<Option<ThreadId>>>) -> ThreadId {
+        loop {
+            if let Some(thread) = *locked(mark) {
+                return thread;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_store_retired_while_the_housekeeper_is_behind_is_dropped_by_its_own_chain() {
+        let (open, gate) = std::sync::mpsc::channel();
+        let guest = Arc::new(Gated {
+            keeper: Housekeeper::new(),
+            gate: Mutex::new(gate),
+        });
+        Housekeeper::start(&guest, "test-housekeeper").expect("thread");
+        let here = std::thread::current().id();
+        let marks: Vec<_> = (0..3).map(|_| Arc::new(Mutex::new(None))).collect();
+        // The first is dropped by the housekeeper, which then waits making
+        // a spare; the second waits in its queue; the third finds it behind.
+        guest.keeper.retire(Box::new(Marks(marks[0].clone())));
+        assert_ne!(dropped_on(&marks[0]), here);
+        while guest.keeper.behind.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        guest.keeper.retire(Box::new(Marks(marks[1].clone())));
+        guest.keeper.retire(Box::new(Marks(marks[2].clone())));
+        assert_eq!(dropped_on(&marks[2]), here);
+        assert!(locked(&marks[1]).is_none());
+        open.send(()).expect("gate");
+        open.send(()).expect("gate");
+        assert_ne!(dropped_on(&marks[1]), here);
+        guest.keeper.shut_down();
     }
 }
