@@ -42,6 +42,10 @@ pub(crate) trait Guest: Send + Sync + 'static {
 
     /// This guest's housekeeper.
     fn housekeeper(&self) -> &Housekeeper<Self::Spare>;
+
+    /// Gives back memory its pool keeps past what it needs (after the
+    /// housekeeper has dropped stores; see `guests::warm`).
+    fn trim(&self) {}
 }
 
 /// One guest's spare and the queue of its housekeeper thread.
@@ -209,6 +213,7 @@ fn housekeep<G: Guest>(guest: Weak<G>, queue: Receiver<Option<Retired>>) {
         match guest.upgrade() {
             Some(guest) if !guest.housekeeper().stopping.load(Ordering::Relaxed) => {
                 guest.housekeeper().refill(&*guest, &runtime);
+                guest.trim();
             }
             _ => return,
         }

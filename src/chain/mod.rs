@@ -285,6 +285,7 @@ impl Executed {
             None => {
                 let mut run = self;
                 run.store.data_mut().cancel_running_calls();
+                core.warm.freed(run.store.data().slot, None);
                 core.housekeeper.retire(Box::new(run));
             }
         }
@@ -295,6 +296,8 @@ impl Executed {
     fn retire_cpython(mut self) {
         self.store.data_mut().cancel_running_calls();
         if let Some(guest) = self.cpython.take() {
+            let state = self.store.data();
+            guest.warm.freed(state.slot, state.cpython_memory());
             guest.housekeeper.retire(Box::new(self));
         }
     }

@@ -13,6 +13,7 @@
 
 mod cache;
 mod threads;
+mod warm;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use crate::sandbox::{self, ChainState, PageSizeError, UnstoppableGuest, Watchdog
 use crate::tools::ToolRegistry;
 use cache::{cache, cache_key, cached_or_compiled, deserialize_component_file, load_module};
 pub(crate) use threads::{GuestThreads, NoThread};
+pub(crate) use warm::WarmSlots;
 
 /// The guest module, built from `guest/` by build.rs.
 pub(crate) static GUEST_WASM: &[u8] = include_bytes!(env!("CHAINBOX_GUEST_WASM_PATH"));
@@ -182,6 +184,8 @@ pub(crate) struct Core {
     /// place ([`keep_written_pages_resident`]): then a chain's pages are
     /// mapped in already, and prefaulting them would only cost time.
     pub(crate) keeps_written_pages: bool,
+    /// Which freed slots of its pool keep their pages.
+    pub(crate) warm: WarmSlots,
     /// The CPython guest, compiled (or loaded from the cache) on the first
     /// chain that needs it, so engines whose chains all run on monty never
     /// pay for it.
@@ -227,6 +231,8 @@ pub(crate) struct CpythonGuest {
     /// directory its chain will adopt.
     placeholder: Placeholder,
     pub(crate) housekeeper: Housekeeper<Spare>,
+    /// Which freed slots of its pool keep their pages.
+    pub(crate) warm: WarmSlots,
 }
 
 /// An instance made before its chain was known, and a workspace
@@ -358,9 +364,13 @@ impl CpythonGuest {
         setup: sandbox::ChainSetup<'_>,
     ) -> Result<(wasmtime::Store<ChainState>, RunExport), InstanceError> {
         let mut store = sandbox::new_store(&self.engine, setup)?;
+        let making = self.warm.making().await;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(InstanceError::Instantiate)?;
         let run = (instance.get_typed_func::<(String,), (String,)>(&mut store, "run"))
             .map_err(|source| InstanceError::NoEntryPoint { name: "run", source })?;
+        // Where its memory is, its guest tells when it first runs.
+        store.data_mut().slot = self.warm.unplaced();
+        drop(making);
         Ok((store, run))
     }
 
@@ -385,9 +395,16 @@ impl CpythonGuest {
         // the second `run` of this instance, on state that is the snapshot
         // plus this fixed, trusted warm-up; nothing of any other chain.
         let request = store.data_mut().take_request();
-        run.call_async(&mut store, (request,))
-            .await
-            .map_err(InstanceError::WarmUp)?;
+        let warmed = run.call_async(&mut store, (request,)).await;
+        let memory = store.data().cpython_memory();
+        if let Err(e) = warmed {
+            self.warm.freed(store.data().slot, memory);
+            return Err(InstanceError::WarmUp(e));
+        }
+        if let Some(memory) = memory {
+            let slot = self.warm.place(store.data().slot, memory);
+            store.data_mut().slot = slot;
+        }
         Ok(Spare { store, run, workspace })
     }
 }
@@ -399,6 +416,10 @@ impl Guest for CpythonGuest {
 
     fn make_spare(&self, runtime: &tokio::runtime::Runtime) -> Result<Spare, InstanceError> {
         runtime.block_on(self.instantiate_spare())
+    }
+
+    fn trim(&self) {
+        self.warm.trim();
     }
 
     fn housekeeper(&self) -> &Housekeeper<Spare> {
@@ -415,6 +436,10 @@ impl Guest for Core {
         // Nothing runs in it: the script is the chain's, given by `bind`.
         let setup = self.placeholder.setup("", None, Interpreter::Monty);
         runtime.block_on(self.instantiate(setup))
+    }
+
+    fn trim(&self) {
+        self.warm.trim();
     }
 
     fn housekeeper(&self) -> &Housekeeper<MontyInstance> {
@@ -456,6 +481,7 @@ impl Core {
                 },
                 unfit => {
                     if let Some(spare) = unfit {
+                        self.warm.freed(spare.store.data().slot, None);
                         self.housekeeper.retire(Box::new(spare));
                     }
                     self.instantiate(setup).await?
@@ -481,6 +507,9 @@ impl Core {
             }
             unfit => {
                 if let Some(spare) = unfit {
+                    guest
+                        .warm
+                        .freed(spare.store.data().slot, spare.store.data().cpython_memory());
                     guest.housekeeper.retire(Box::new(spare));
                 }
                 guest.instantiate(setup).await?
@@ -497,15 +526,18 @@ impl Core {
     /// A monty instance for the chain of `setup`, its hot pages mapped in.
     async fn instantiate(&self, setup: sandbox::ChainSetup<'_>) -> Result<MontyInstance, InstanceError> {
         let mut store = sandbox::new_store(&self.engine, setup)?;
+        let making = self.warm.making().await;
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(InstanceError::Instantiate)?;
+        let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
+            .map_err(|source| InstanceError::NoEntryPoint { name: "_start", source })?;
         let memory = instance.get_memory(&mut store, "memory");
         if let Some(memory) = memory {
+            store.data_mut().slot = self.warm.placed(memory.data_ptr(&store) as usize);
             // SAFETY: the chain's own linear memory, live with `store`; the
             // guest has not run yet, so nothing grows it meanwhile.
             unsafe { self.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
         }
-        let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
-            .map_err(|source| InstanceError::NoEntryPoint { name: "_start", source })?;
+        drop(making);
         Ok(MontyInstance { store, memory, start })
     }
 
@@ -553,7 +585,8 @@ impl CpythonGuest {
             // reset (an madvise) can be immediate; batched, freed slots sat
             // in the queue while a burst of chains wanted them.
             .decommit_batch_size(1);
-        keep_written_pages_resident(&mut pool, CPYTHON_KEEP_RESIDENT, CPYTHON_TABLE_KEEP_RESIDENT);
+        let keeps_written_pages =
+            keep_written_pages_resident(&mut pool, CPYTHON_KEEP_RESIDENT, CPYTHON_TABLE_KEEP_RESIDENT);
         let mut wasm = wasmtime::Config::new();
         wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         // No epoch checks: they cost CPU-bound CPython a quarter of its
@@ -591,6 +624,7 @@ impl CpythonGuest {
             threads: GuestThreads::new(chains),
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
+            warm: WarmSlots::new(keeps_written_pages, MAX_MEMORY_BYTES as usize),
         });
         Housekeeper::start(&guest, "chainbox-cpython-housekeeper").map_err(|source| EngineError::Housekeeper {
             guest: "CPython",
@@ -675,6 +709,7 @@ impl Core {
             artifacts: artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
             hot_pages: HotPages::default(),
             keeps_written_pages,
+            warm: WarmSlots::new(keeps_written_pages, MAX_MEMORY_BYTES as usize),
             cpython: OnceCell::new(),
             cpython_slots: slots,
             cache_dir,

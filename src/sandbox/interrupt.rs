@@ -39,6 +39,9 @@ use wasmtime::component::{ComponentType, Lift, WasmList};
 
 use super::meters::CpuClock;
 
+/// Where the guard page sits in the CPython guest's linear memory.
+pub(crate) const GUARD_PAGE_OFFSET: usize = page::GUARD_PAGE as usize;
+
 /// How long a stopped guest may keep running before its stop is taken not
 /// to have worked: far above the watchdog's tick and a check's distance.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);

@@ -116,6 +116,32 @@ pub(crate) struct ChainState {
     /// The host address of the CPython instance's guard page, once its
     /// guest has armed it; kept for the instance's later chains.
     guard_page: usize,
+    /// The instance's pool slot, as its guest's warm-slot tracker knows
+    /// it; kept for the instance's later chains.
+    pub(crate) slot: Slot,
+}
+
+impl ChainState {
+    /// The host address of the CPython guest's linear memory, once the
+    /// guest has told it (arming its guard page).
+    pub(crate) fn cpython_memory(&self) -> Option<usize> {
+        (self.guard_page != 0).then(|| self.guard_page - interrupt::GUARD_PAGE_OFFSET)
+    }
+}
+
+/// Where a chain's store sits in its guest's pool, as the guest's tracker
+/// of warm slots (`guests::warm`) knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Slot {
+    /// Not tracked: its pool keeps no pages (its guest's tracker was made
+    /// disabled), or the store was never placed.
+    #[default]
+    Untracked,
+    /// Made, its memory's address not known yet (a CPython instance whose
+    /// guest has not run).
+    Unplaced,
+    /// The slot whose linear memory is at this host address.
+    At(usize),
 }
 
 /// A reason the host ended the chain from inside a host call.
@@ -267,10 +293,12 @@ pub(crate) fn fits(store: &Store<ChainState>, policy: &ChainPolicy) -> bool {
 pub(crate) fn bind(mut store: Store<ChainState>, setup: ChainSetup<'_>) -> Store<ChainState> {
     let size = store.data().memory.current();
     let guard_page = store.data().guard_page;
+    let slot = store.data().slot;
     let wasi = std::mem::replace(&mut store.data_mut().wasi, WasiCtxBuilder::new().build_p1());
     let entropy = store.data().entropy.clone();
     *store.data_mut() = ChainState::for_chain(setup, wasi, entropy);
     store.data_mut().memory.grown_to(size);
+    store.data_mut().slot = slot;
     match &store.data().interrupt {
         Some(interrupt) => {
             interrupt.rearm(guard_page);
@@ -361,6 +389,7 @@ impl ChainState {
             written: 0,
             interrupt,
             guard_page: 0,
+            slot: Slot::default(),
         }
     }
 }
