@@ -531,8 +531,13 @@ impl Core {
         let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
             .map_err(|source| InstanceError::NoEntryPoint { name: "_start", source })?;
         let memory = instance.get_memory(&mut store, "memory");
+        // A slot whose memory is not known keeps every trim off until it
+        // is freed.
+        store.data_mut().slot = match memory {
+            Some(memory) => self.warm.placed(memory.data_ptr(&store) as usize),
+            None => self.warm.unplaced(),
+        };
         if let Some(memory) = memory {
-            store.data_mut().slot = self.warm.placed(memory.data_ptr(&store) as usize);
             // SAFETY: the chain's own linear memory, live with `store`; the
             // guest has not run yet, so nothing grows it meanwhile.
             unsafe { self.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
