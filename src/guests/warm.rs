@@ -53,6 +53,15 @@ struct State {
     idle: VecDeque<usize>,
 }
 
+impl State {
+    /// The slot at `memory` is in use (idle no more).
+    fn take(&mut self, memory: usize) -> Slot {
+        self.idle.retain(|&m| m != memory);
+        self.used.insert(memory);
+        Slot::At(memory)
+    }
+}
+
 impl WarmSlots {
     /// For a pool that keeps freed slots' pages (`enabled`), each slot's
     /// memory owning `span` bytes from its address.
@@ -80,10 +89,7 @@ impl WarmSlots {
         if !self.enabled {
             return Slot::Untracked;
         }
-        let mut state = self.state();
-        state.idle.retain(|&m| m != memory);
-        state.used.insert(memory);
-        Slot::At(memory)
+        self.state().take(memory)
     }
 
     /// An instance was made whose memory's address is not known yet.
@@ -102,9 +108,7 @@ impl WarmSlots {
         }
         let mut state = self.state();
         state.unplaced = state.unplaced.saturating_sub(1);
-        state.idle.retain(|&m| m != memory);
-        state.used.insert(memory);
-        Slot::At(memory)
+        state.take(memory)
     }
 
     /// The store in `slot` is being dropped (its chain is done, its guest

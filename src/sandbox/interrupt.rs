@@ -86,7 +86,7 @@ pub(crate) fn guard_len_for(page_size: usize) -> Result<usize, PageSizeError> {
     let fits = page_size.is_power_of_two()
         && page_size >= page::CHECKED_BYTES as usize
         && page_size <= page::GUARD_SPAN as usize
-        && (page::GUARD_PAGE as usize).is_multiple_of(page_size);
+        && GUARD_PAGE_OFFSET.is_multiple_of(page_size);
     if fits {
         Ok(page_size)
     } else {
@@ -229,7 +229,7 @@ impl Interrupt {
     /// the instance's later chains ([`Interrupt::rearm`]).
     pub(crate) fn arm(&self, memory: GuestMemory) -> Result<usize, ArmError> {
         let len = guard_page_len()?;
-        let offset = page::GUARD_PAGE as usize;
+        let offset = GUARD_PAGE_OFFSET;
         let address = memory.base.wrapping_add(offset);
         if memory.len < offset + page::GUARD_SPAN as usize || !address.is_multiple_of(len) {
             return Err(ArmError::NotAPage { offset });
