@@ -14,7 +14,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chainbox_guest_build::{hashes, inputs, interrupt};
+use chainbox_guest_build::{hashes, immortal, inputs, interrupt};
 
 const GUEST_TARGET: &str = "wasm32-wasip1";
 
@@ -188,6 +188,13 @@ fn build_cpython_guest(manifest_dir: &Path) {
         .unwrap_or_else(|e| panic!("chainbox build: splicing the numeric hashes into libpython failed: {e}"));
     let patched = interrupt::checks::with_interruption_points(&patched)
         .unwrap_or_else(|e| panic!("chainbox build: putting interruption points into the CPython guest failed: {e}"));
+    let (patched, done) = immortal::immortalize(&patched)
+        .unwrap_or_else(|e| panic!("chainbox build: making the CPython snapshot's objects immortal failed: {e}"));
+    // Not a cargo directive: kept in the build script's output file.
+    println!(
+        "chainbox build: {} snapshot objects made immortal ({} were already)",
+        done.made, done.already
+    );
     std::fs::write(&wasm, patched).expect("chainbox build: write the CPython guest");
     std::fs::write(&key, &inputs).expect("chainbox build: write the CPython guest's input key");
     println!("cargo:rustc-env=CHAINBOX_CPYTHON_WASM_PATH={}", wasm.display());

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use wasm_encoder::reencode;
 
 use crate::hashes::HashesError;
+use crate::immortal::ImmortalError;
 use crate::interrupt::checks::InterruptError;
 
 /// Why a pass over the CPython guest (or the module re-encoding both use,
@@ -35,6 +36,10 @@ pub enum Error {
     /// module other than it expects.
     #[error(transparent)]
     Interrupt(#[from] InterruptError),
+    /// The immortal pass ([`crate::immortal`]) found no valid list of the
+    /// snapshot's objects, or one it could not follow.
+    #[error(transparent)]
+    Immortal(#[from] ImmortalError),
 }
 
 impl From<Infallible> for Error {

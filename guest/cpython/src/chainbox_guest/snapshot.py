@@ -11,7 +11,9 @@ import re
 from .chain import run_chain
 from .interpreter import _patch_interpreter_for_good
 from .protocol import PROTOCOL_VERSION
+from .immortal import _list_for_immortality
 from .stale import _STALE_CONTAINERS, _find_stale_containers
+from .walk import _snapshot_objects
 
 
 def _warm_up():
@@ -57,7 +59,9 @@ def prepare():
     warm-up runs on them. Last, every object alive is moved into the
     permanent generation (`gc.freeze`), so the collection that ends each
     chain (for the "never awaited" warnings) walks only what the chain
-    made: collecting the whole pre-imported stdlib cost ~45 ms per chain."""
+    made: collecting the whole pre-imported stdlib cost ~45 ms per chain.
+    And every object is listed for the build to make immortal
+    (`immortal.py`)."""
     _patch_interpreter_for_good()
     _warm_up()
     asyncio.events._event_loop_policy._loop = None
@@ -67,5 +71,7 @@ def prepare():
     # import are held by its modules, so emptying the caches loses nothing
     # a chain would have used.
     re.purge()
-    _STALE_CONTAINERS.extend(_find_stale_containers())
+    objects = list(_snapshot_objects())
+    _STALE_CONTAINERS.extend(_find_stale_containers(objects))
     gc.freeze()
+    _list_for_immortality(objects)
