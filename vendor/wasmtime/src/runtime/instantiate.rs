@@ -25,6 +25,14 @@ pub struct CompiledModule {
     index: Arc<CompiledFunctionsTable>,
     /// Sorted list, by function index, of names we have for this module.
     func_names: Vec<FunctionName>,
+    /// chainbox: the text ranges of each defined function and of its
+    /// array-to-wasm trampoline (empty if it has none), by
+    /// `DefinedFuncIndex`, looked up once. Instantiating a module whose
+    /// table holds thousands of functions (libpython's: ~5,700) looked up
+    /// both for every entry, each a search in `CompiledFunctionsTable`:
+    /// ~18 % of the CPU of a trivial CPython chain (chainbox's
+    /// BENCHMARKS.md, issue 48).
+    defined_ranges: Vec<[Range<u32>; 2]>,
 }
 
 impl CompiledModule {
@@ -58,7 +66,26 @@ impl CompiledModule {
             meta: info.meta,
             index,
             func_names: info.func_names,
+            defined_ranges: Vec::new(),
         };
+        // chainbox: see `defined_ranges`.
+        let module_index = ret.module_index();
+        let range = |key| {
+            ret.index
+                .func_loc(key)
+                .map_or(0..0, |loc| loc.start..loc.start + loc.length)
+        };
+        let defined_ranges = ret
+            .module
+            .defined_func_indices()
+            .map(|i| {
+                [
+                    range(FuncKey::DefinedWasmFunction(module_index, i)),
+                    range(FuncKey::ArrayToWasmTrampoline(module_index, i)),
+                ]
+            })
+            .collect();
+        ret.defined_ranges = defined_ranges;
         ret.register_profiling(profiler)?;
 
         Ok(ret)
@@ -125,6 +152,19 @@ impl CompiledModule {
     /// points to.
     #[inline]
     pub fn function_range(&self, key: FuncKey) -> Range<usize> {
+        // chainbox: a defined function's range (and its trampoline's) is
+        // looked up once, in `from_artifacts`.
+        let defined = match key {
+            FuncKey::DefinedWasmFunction(m, i) if m == self.module_index() => Some((i, 0)),
+            FuncKey::ArrayToWasmTrampoline(m, i) if m == self.module_index() => Some((i, 1)),
+            _ => None,
+        };
+        if let Some(range) = defined
+            .and_then(|(i, which)| self.defined_ranges.get(i.as_u32() as usize).map(|r| &r[which]))
+            .filter(|r| !r.is_empty())
+        {
+            return range.start as usize..range.end as usize;
+        }
         let loc = self.func_loc(key);
         let start = usize::try_from(loc.start).unwrap();
         let end = usize::try_from(loc.start + loc.length).unwrap();
