@@ -16,9 +16,6 @@
 //! `--compare --auto` alternates `auto` and `monty` chains on one engine:
 //! what choosing the guest costs a monty chain.
 //!
-//! `--tune-allocator` tunes glibc's allocator first, as the CLI does
-//! (`chainbox::tune_process_allocator`).
-//!
 //! `--callers N` runs the chains from N concurrent tasks on a multi-thread
 //! runtime and prints chains a second and process CPU per chain.
 //!
@@ -88,11 +85,6 @@ fn main() {
     let path = args.first().expect("usage: profile SCRIPT.py [RUNS] [--native]");
     let script = std::fs::read_to_string(path).expect("readable script");
     let runs: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(100);
-    // `--tune-allocator`: glibc's thresholds as the CLI sets them
-    // (`chainbox::tune_process_allocator`).
-    if args.iter().any(|a| a == "--tune-allocator") {
-        chainbox::tune_process_allocator();
-    }
     let native_only = args.iter().any(|a| a == "--native");
     let compare = args.iter().any(|a| a == "--compare");
     // `--mt`: a multi-thread runtime, as criterion's benches and most

@@ -264,8 +264,6 @@ enum DecisionArg {
 /// chain's status is ok (or the command succeeded), 1 for a failed chain,
 /// 2 for bad input.
 pub fn main() -> ExitCode {
-    // The process is the CLI's own.
-    crate::engine::tune_process_allocator();
     let cli = Cli::parse();
     let telemetry = init_log();
     // A chain `run` starts continues the caller's trace (`TRACEPARENT`):

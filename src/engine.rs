@@ -218,26 +218,3 @@ mod tests {
         assert_eq!(hot_pages(false), 0);
     }
 }
-
-/// Tunes glibc's allocator for a process that runs many CPython chains:
-/// call it once, at the start of a process that is yours (the `chainbox`
-/// CLI and `serve` do; an [`Engine`] never touches its host's allocator
-/// itself). Elsewhere than Linux with glibc it does nothing.
-///
-/// Why: each CPython instance's `VMContext` is one ~180 KiB allocation
-/// (libpython's ~5,700 function references). Above glibc's mmap threshold,
-/// or freed at the heap's top past its trim threshold, its pages go back to
-/// the kernel and the next instance faults them in again: 12–18 faults a
-/// back-to-back chain in some processes, none in others (BENCHMARKS.md,
-/// stop 53). With this, allocations up to 32 MiB (glibc's own ceiling for
-/// its adaptive threshold) come from the heap, and up to 64 MiB free at its
-/// top stay there.
-pub fn tune_process_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's thresholds (thread-safe
-    // in glibc); a refused value leaves glibc's default.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-    }
-}

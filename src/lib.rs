@@ -82,7 +82,7 @@ pub use approval::{
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore, ObjectArtifactStore};
 pub use chain::RunOptions;
-pub use engine::{Engine, EngineConfig, EngineError, tune_process_allocator};
+pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError, PythonChoice};
 pub use result::{
     CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, Interpreter,
