@@ -32,8 +32,9 @@ Its modules, by concern (each imports only those above it in this list):
 - `interpreter`: every change to the interpreter that is the same for every
   chain, made from the modules above;
 - `session`: one chain, and the sandbox it runs in;
-- `stale`, `chain`, `snapshot`: the snapshot's rehashed containers, the
-  export `run_chain`, and the build-time state.
+- `walk`, `stale`, `immortal`, `chain`, `snapshot`: every object of the
+  snapshot, its rehashed containers, its objects listed for the build to
+  make immortal, the export `run_chain`, and the build-time state.
 
 Everything at module level runs once, at build time: componentize-py
 imports this package and snapshots the interpreter, so the stdlib imported
