@@ -30,6 +30,11 @@ use crate::sandbox::Slot;
 /// back to back (each chain's slot, and the spare's) to find one.
 pub(crate) const IDLE_WARM_SLOTS: usize = 8;
 
+/// How often a trim tries for the lock while instances are being made,
+/// [`TRIM_RETRY`] apart, before leaving the trim to the next call.
+const TRIM_TRIES: u32 = 20;
+const TRIM_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// The warm slots of one guest's pool.
 pub(crate) struct WarmSlots {
     state: Mutex<State>,
@@ -135,13 +140,30 @@ impl WarmSlots {
 
     /// Gives back the pages of the idle slots freed before the last
     /// [`IDLE_WARM_SLOTS`], if no instance is being made or unplaced.
-    /// Blocks while an instance is being made: call it off the chains'
-    /// path (the housekeeper does).
+    /// While instances are being made it retries for a while
+    /// ([`TRIM_TRIES`]), then leaves the trim to the next call: call it
+    /// off the chains' path (the housekeeper does).
+    ///
+    /// It never *waits* for the lock: a waiting writer holds back every
+    /// instance asked for after it, and the housekeeper runs at a low
+    /// priority, so on a loaded host, once woken with the lock, it may not
+    /// run for seconds. A chain waiting behind it timed out before it
+    /// started (CI, 2 cores, a full test run).
     pub(crate) fn trim(&self) {
         if !self.enabled || self.state().idle.len() <= IDLE_WARM_SLOTS {
             return;
         }
-        let _no_instance_made = self.making.blocking_write();
+        let mut tries = 0;
+        let _no_instance_made = loop {
+            match self.making.try_write() {
+                Ok(guard) => break guard,
+                Err(_) if tries < TRIM_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(TRIM_RETRY);
+                }
+                Err(_) => return,
+            }
+        };
         let mut state = self.state();
         if state.unplaced > 0 {
             return;
@@ -301,6 +323,42 @@ mod tests {
         warm.trim();
         assert!(!memory.written(1));
         assert!(memory.written(0));
+    }
+
+    #[test]
+    fn a_trim_while_an_instance_is_being_made_leaves_the_pages_to_the_next() {
+        let (warm, memory) = (slots(), Memory::new(20));
+        for i in 0..20 {
+            chain(&warm, &memory, i);
+        }
+        let making = warm.making.try_read().expect("no trim holds the lock");
+        warm.trim();
+        assert!(memory.written(0), "a trim ran while an instance was made");
+        drop(making);
+        warm.trim();
+        assert!(!memory.written(0));
+    }
+
+    #[test]
+    fn a_trim_trying_for_the_lock_holds_no_instance_back() {
+        let warm = std::sync::Arc::new(slots());
+        let memory = Memory::new(20);
+        for i in 0..20 {
+            chain(&warm, &memory, i);
+        }
+        let making = warm.making.try_read().expect("no trim holds the lock");
+        let trimming = std::thread::spawn({
+            let warm = warm.clone();
+            move || warm.trim()
+        });
+        // While the trim tries (and sleeps), another instance can be made:
+        // a writer waiting in the lock's queue would refuse this read.
+        for _ in 0..5 {
+            assert!(warm.making.try_read().is_ok(), "a trim held an instance back");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        drop(making);
+        trimming.join().expect("the trim ended");
     }
 
     #[test]
