@@ -149,7 +149,19 @@ pub async fn run_tight_in_workspace(script: &str, dir: &Path) -> ChainRunResult 
 /// The engine survived: a fresh chain with a tool call, a gathered pair and
 /// a little computation succeeds on it, with a clean trace.
 pub async fn assert_next_chain_ok() {
-    let r = run_tight("import asyncio\na = await add(a=1, b=2)\nb = await asyncio.gather(add(a=a, b=1), echo(text='ok'))\n[a, b, sum(range(100))]").await;
+    assert_next_chain_ok_on(engine()).await;
+}
+
+/// [`assert_next_chain_ok`] on `engine`.
+pub async fn assert_next_chain_ok_on(engine: &Engine) {
+    let r = engine
+        .run(
+            "import asyncio\na = await add(a=1, b=2)\nb = await asyncio.gather(add(a=a, b=1), echo(text='ok'))\n[a, b, sum(range(100))]",
+            &adversarial_registry(),
+            &tight(),
+            &Approval::auto(ToolRisk::Safe),
+        )
+        .await;
     assert_eq!(r.status, ChainStatus::Ok, "the next chain failed: {r:?}");
     assert_eq!(r.error, None);
     assert_eq!(r.output, json!([3.0, [4.0, "ok"], 4950]), "{r:?}");
