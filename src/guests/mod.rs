@@ -843,6 +843,26 @@ mod tests {
             .count()
     }
 
+    /// Bytes of a CPython memory the page tests look at: past what a
+    /// warmed spare uses.
+    #[cfg(target_os = "linux")]
+    const CPYTHON_SPAN: usize = 64 << 20;
+
+    /// A warmed CPython spare of a fresh engine, and its memory's address;
+    /// `None` where the pool does not keep written pages (no
+    /// `PAGEMAP_SCAN`: freed slots are decommitted).
+    #[cfg(target_os = "linux")]
+    fn warmed_cpython_spare(runtime: &tokio::runtime::Runtime) -> Option<(Arc<Core>, Spare, usize)> {
+        let core = Core::new(None, 1, None).and_then(Core::start).expect("core");
+        if !core.keeps_written_pages {
+            return None;
+        }
+        let guest = Arc::clone(runtime.block_on(core.cpython()).expect("the CPython guest"));
+        let spare = runtime.block_on(guest.instantiate_spare()).expect("a spare");
+        let memory = spare.store.data().cpython_memory().expect("its guest ran");
+        Some((core, spare, memory))
+    }
+
     /// A freed CPython slot keeps the pages its instance wrote, reset, and
     /// no others. wasmtime 50.0.1's reset also took never-touched pages
     /// for written ones and made the whole memory resident (~5,500 pages
@@ -851,17 +871,12 @@ mod tests {
     #[test]
     fn a_freed_cpython_slot_keeps_only_the_pages_its_instance_wrote() {
         let runtime = runtime();
-        let core = Core::new(None, 1, None).and_then(Core::start).expect("core");
-        if !core.keeps_written_pages {
-            return; // no PAGEMAP_SCAN here: freed slots are decommitted
-        }
-        let guest = Arc::clone(runtime.block_on(core.cpython()).expect("the CPython guest"));
-        let spare = runtime.block_on(guest.instantiate_spare()).expect("a spare");
-        let memory = spare.store.data().cpython_memory().expect("its guest ran");
-        let span = 64 << 20;
-        let written = private_pages(memory, span);
+        let Some((_core, spare, memory)) = warmed_cpython_spare(&runtime) else {
+            return;
+        };
+        let written = private_pages(memory, CPYTHON_SPAN);
         drop(spare);
-        let kept = private_pages(memory, span);
+        let kept = private_pages(memory, CPYTHON_SPAN);
         assert!(written > 100, "{written} pages written");
         assert!(kept <= written, "{kept} pages kept of {written} written");
     }
@@ -873,17 +888,13 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_warmed_cpython_spare_wrote_few_pages_of_its_snapshot() {
-        let runtime = runtime();
-        let core = Core::new(None, 1, None).and_then(Core::start).expect("core");
         let huge_pages = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
             .is_ok_and(|mode| mode.contains("[always]"));
-        if !core.keeps_written_pages || huge_pages {
+        let runtime = runtime();
+        let Some((_core, _spare, memory)) = warmed_cpython_spare(&runtime).filter(|_| !huge_pages) else {
             return; // pages are not counted one by one here
-        }
-        let guest = Arc::clone(runtime.block_on(core.cpython()).expect("the CPython guest"));
-        let spare = runtime.block_on(guest.instantiate_spare()).expect("a spare");
-        let memory = spare.store.data().cpython_memory().expect("its guest ran");
-        let written = private_pages(memory, 64 << 20);
+        };
+        let written = private_pages(memory, CPYTHON_SPAN);
         assert!(written < 400, "{written} pages written");
     }
 

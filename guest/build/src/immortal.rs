@@ -110,9 +110,8 @@ impl Image {
     /// Writes `value` at `address`; `None` if it would write a byte other
     /// than 0 where no segment is.
     fn set_word(&self, component: &mut [u8], address: u32, value: u32) -> Option<()> {
-        let places: Vec<Option<usize>> = (0..4)
-            .map(|i| address.checked_add(i).and_then(|a| self.locate(a)))
-            .collect();
+        let places: [Option<usize>; 4] =
+            std::array::from_fn(|i| address.checked_add(i as u32).and_then(|a| self.locate(a)));
         let bytes = value.to_le_bytes();
         if places
             .iter()
@@ -129,8 +128,8 @@ impl Image {
         Some(())
     }
 
-    /// The addresses of valid records (the magic followed by a list's
-    /// address, its length and their check).
+    /// The list address and length of each valid record (the magic
+    /// followed by a list's address, its length and their check).
     fn records(&self, component: &[u8]) -> Vec<(u32, u32)> {
         let mut found = Vec::new();
         for s in &self.segments {
@@ -312,6 +311,30 @@ mod tests {
         let error = immortalize(&component(&segments)).expect_err("a freed object");
         assert!(
             matches!(error, Error::Immortal(ImmortalError::Freed(0x4000))),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_list_whose_length_is_not_its_records_is_refused() {
+        let mut segments = listed(&[0x4000]);
+        segments[1] = (0x2000, words(&[1, 0x9999, 2, 0x3000, 2]));
+        let error = immortalize(&component(&segments)).expect_err("a changed list");
+        assert!(
+            matches!(error, Error::Immortal(ImmortalError::ListChanged { listed: 1, now: 2 })),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_count_the_image_does_not_cover_is_refused() {
+        // The count is 3 (03 00 00 00) and no segment holds its top byte,
+        // where the immortal count's 0x50 would go.
+        let mut segments = listed(&[0x4000]);
+        segments.push((0x4000, vec![3]));
+        let error = immortalize(&component(&segments)).expect_err("an uncovered count");
+        assert!(
+            matches!(error, Error::Immortal(ImmortalError::Outside(0x4000))),
             "{error:?}"
         );
     }

@@ -9,9 +9,9 @@ import json
 import re
 
 from .chain import run_chain
+from .immortal import _list_for_immortality
 from .interpreter import _patch_interpreter_for_good
 from .protocol import PROTOCOL_VERSION
-from .immortal import _list_for_immortality
 from .stale import _STALE_CONTAINERS, _find_stale_containers
 from .walk import _snapshot_objects
 

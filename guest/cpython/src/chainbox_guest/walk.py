@@ -56,6 +56,8 @@ def _snapshot_objects():
         if isinstance(obj, _LEAVES):
             continue
         try:
+            # What the collector sees (a module's dict, a function's code,
+            # a property's functions...), then what it does not.
             stack.extend(gc.get_referents(obj))
             if isinstance(obj, dict):
                 # A dict keyed by strings does not report its keys.
@@ -65,15 +67,10 @@ def _snapshot_objects():
                 stack.extend(list(vars(obj).keys()))
                 stack.extend(list(vars(obj).values()))
             elif isinstance(obj, types.CodeType):
+                # Not a collected type.
                 stack.extend(getattr(obj, field) for field in _CODE_FIELDS)
                 stack.extend(obj.co_varnames)
-            elif isinstance(obj, types.ModuleType):
-                stack.append(vars(obj))
-            elif isinstance(obj, (classmethod, staticmethod)):
-                stack.append(obj.__func__)
-            elif isinstance(obj, property):
-                stack.extend((obj.fget, obj.fset, obj.fdel))
-            elif hasattr(obj, "__dict__") and not isinstance(obj, types.FunctionType):
+            elif hasattr(obj, "__dict__") and not isinstance(obj, (types.FunctionType, types.ModuleType)):
                 stack.append(vars(obj))
         except Exception:
             pass
