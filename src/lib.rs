@@ -53,6 +53,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod policy;
 mod prefault;
+pub mod principal;
 pub mod python_choice;
 pub mod result;
 pub mod run_chain;
@@ -84,6 +85,7 @@ pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactS
 pub use chain::RunOptions;
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError, PythonChoice};
+pub use principal::{Owner, Principal};
 pub use result::{
     CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, Interpreter,
     PolicyDecision,
