@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the MCP servers the tests run against (pinned by package.json and
-# package-lock.json next to this script) into $CHAINBOX_MCP_SERVERS, by
+# Installs the MCP servers the tests run against, and oidc-provider for the
+# OAuth authorization server of the auth tests (auth_server.mjs), pinned by
+# package.json and package-lock.json next to this script, into
+# $CHAINBOX_MCP_SERVERS, by
 # default target/mcp-servers. Does nothing when that lock is already
 # installed there. Run by .ci/run before `cargo test`, and by the tests
 # themselves when the servers are missing.
