@@ -18,7 +18,11 @@
 //!    Then the policy's refusals, each `denied` (a `PermissionError`): a
 //!    per-tool `deny`; a tool outside `allowed_tools` (the allowlist a
 //!    skill sets); a tool needing a permission (`fs.read`, `net`…) that
-//!    `granted_permissions` lacks, the message naming the missing ones.
+//!    `granted_permissions` lacks, the message naming the missing ones; a
+//!    tool whose `required_scopes` the chain's principal (the authenticated
+//!    caller it runs for) does not all hold, naming the first missing
+//!    (`denied_scope`; a chain without a principal, the local user, is not
+//!    restricted by them).
 //! 5. **risk → approval**: above `max_risk_unapproved` a handler must approve
 //!    within `approval_timeout_s`; silence, failure or panic means denied.
 //! 6. **execution** bounded by the call timeout; a panicking tool is an error.
@@ -47,6 +51,7 @@ use crate::digest::{canonical_args, sha256_hex};
 use crate::journal::{Journal, JournalEntry, JournalError, ReplayDiverged};
 use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
+use crate::principal::Principal;
 use crate::result::{CallStatus, ChainCallRecord, ChainFile, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
 use crate::shaping::Shaper;
 use crate::telemetry;
@@ -61,13 +66,19 @@ use tracing::Instrument;
 pub const RUN_CHAIN: &str = "run_chain";
 
 /// The audit log's line for one tool call that ended (target
-/// `chainbox::audit`, level info): its record, and the size of its result
-/// when someone listens (`result_bytes`, 0 otherwise). The invoker writes
-/// one per call; a cancelled chain writes those of the calls it cut off.
-pub(crate) fn audit_call(run_id: &str, record: &ChainCallRecord, result_bytes: usize) {
+/// `chainbox::audit`, level info): its record, the size of its result
+/// when someone listens (`result_bytes`, 0 otherwise), and who the chain
+/// runs for when it has a principal (`principal_subject`,
+/// `principal_issuer`, `principal_client_id`: never a token). The invoker
+/// writes one per call; a cancelled chain writes those of the calls it cut
+/// off.
+pub(crate) fn audit_call(run_id: &str, principal: Option<&Principal>, record: &ChainCallRecord, result_bytes: usize) {
     tracing::info!(
         target: "chainbox::audit",
         run_id = %run_id,
+        principal_subject = principal.map(|p| p.owner.subject.as_str()),
+        principal_issuer = principal.map(|p| p.owner.issuer.as_str()),
+        principal_client_id = principal.and_then(|p| p.client_id.as_deref()),
         call_id = %record.call_id,
         tool = %record.tool,
         args_digest = %record.args_digest,
@@ -144,6 +155,9 @@ pub struct InvokerSession {
     journal_failure: Mutex<Option<JournalError>>,
     /// Who sees each call start and finish ([`crate::live`]).
     observer: Option<Observer>,
+    /// Who the chain runs for (`None`: the local user): checked against
+    /// each tool's `required_scopes`, named on the audit log.
+    principal: Option<Principal>,
     /// The span the session was made in (its chain's): every call's span
     /// is its child, whichever task or thread runs the call. Its id, not a
     /// handle: a session outlives its chain (a store is dropped later, on
@@ -213,6 +227,7 @@ impl InvokerSession {
             suspended: Mutex::new(None),
             journal_failure: Mutex::new(None),
             observer: None,
+            principal: None,
             parent: tracing::Span::current().id(),
             traced: true,
         }
@@ -223,6 +238,20 @@ impl InvokerSession {
     pub fn with_observer(mut self, observer: Option<Observer>) -> Self {
         self.observer = observer;
         self
+    }
+
+    /// The session's calls are made for `principal` (`None`: the local
+    /// user): a tool's `required_scopes` are checked against its scopes
+    /// (see the module's gate 4), and the audit log names it.
+    #[must_use]
+    pub fn with_principal(mut self, principal: Option<Principal>) -> Self {
+        self.principal = principal;
+        self
+    }
+
+    /// Who the chain runs for (`None`: the local user).
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
     }
 
     /// The session records every finished call in `journal`, and answers
@@ -459,7 +488,7 @@ impl InvokerSession {
             }
             _ => 0,
         };
-        audit_call(&self.run_id, &record, result_bytes);
+        audit_call(&self.run_id, self.principal.as_ref(), &record, result_bytes);
         if !span.is_disabled() {
             record_call(span, &record, &outcome, verdict_risk);
         }
@@ -543,6 +572,19 @@ impl InvokerSession {
             let why = format!(
                 "tool {name:?} needs permission {}, which the policy does not grant (granted_permissions)",
                 missing.join(", ")
+            );
+            return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
+        }
+        // The principal's scopes, before anyone is asked to approve: a human
+        // never approves a call its caller may not make. The local user
+        // (no principal) is not restricted by them.
+        if let Some(principal) = &self.principal
+            && let Some(scope) = principal.missing_scope(self.policy.required_scopes(name))
+        {
+            verdict.policy = Some(PolicyDecision::DeniedScope);
+            let why = format!(
+                "tool {name:?} requires scope {scope:?}, which the caller this chain runs for was not granted \
+                 (tools.{name}.required_scopes)"
             );
             return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
         }

@@ -107,6 +107,15 @@ pub struct ToolOverride {
     /// `call_timeout_s` it may be below `approval_timeout_s`: a fast tool
     /// keeps a short leash without shortening the human's time to answer.
     pub call_timeout_s: Option<f64>,
+    /// OAuth scopes the chain's principal (the authenticated caller it runs
+    /// for, [`crate::principal::Principal`]) must hold for a call to this
+    /// tool (`["payments:write"]`): a principal lacking one is denied
+    /// (`PermissionError`, policy `denied_scope`) before any approval is
+    /// asked. A chain without a principal (the local user: the CLI,
+    /// `serve` over stdio or without `--auth-issuer`) is not restricted by
+    /// it. Each scope is a non-empty string without whitespace.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub required_scopes: BTreeSet<String>,
 }
 
 impl Default for ChainPolicy {
@@ -270,6 +279,12 @@ impl ChainPolicy {
             if let Some(secs) = tool.call_timeout_s {
                 check_seconds(&format!("tools.{name}.call_timeout_s"), secs)?;
             }
+            if let Some(scope) = tool.required_scopes.iter().find(|s| !is_scope_token(s)) {
+                return Err(PolicyError::Field {
+                    field: format!("tools.{name}.required_scopes"),
+                    message: format!("scope {scope:?} must be a non-empty string without whitespace"),
+                });
+            }
         }
         Ok(())
     }
@@ -303,6 +318,13 @@ impl ChainPolicy {
     /// one, otherwise what the tool declared (or classified for this call).
     pub fn effective_risk(&self, tool: &str, declared: ToolRisk) -> ToolRisk {
         self.tools.get(tool).and_then(|o| o.risk).unwrap_or(declared)
+    }
+
+    /// The scopes a principal must hold to call `tool`
+    /// (`tools.NAME.required_scopes`; empty when the policy sets none).
+    pub fn required_scopes(&self, tool: &str) -> &BTreeSet<String> {
+        static NONE: BTreeSet<String> = BTreeSet::new();
+        self.tools.get(tool).map_or(&NONE, |o| &o.required_scopes)
     }
 
     /// Whether the policy refuses every call to `tool`.
@@ -354,6 +376,13 @@ fn check_seconds(field: &str, value: f64) -> Result<(), PolicyError> {
             value,
         })
     }
+}
+
+/// Whether `scope` can be an OAuth scope a token grants: non-empty, and
+/// no whitespace (a token's `scope` claim is space-separated, so a scope
+/// with a space in it could never be granted).
+fn is_scope_token(scope: &str) -> bool {
+    !scope.is_empty() && !scope.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// Seconds as a [`Duration`], never panicking on an unvalidated policy:
@@ -568,6 +597,50 @@ mod tests {
             matches!(&e, PolicyError::Field { field, .. } if field == "tools.send_email"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn required_scopes_are_parsed() {
+        let p = ChainPolicy::from_toml_str("[tools.pay]\nrequired_scopes = [\"payments:write\", \"payments:read\"]")
+            .unwrap();
+        let scopes: Vec<&str> = p.required_scopes("pay").iter().map(String::as_str).collect();
+        assert_eq!(scopes, ["payments:read", "payments:write"]);
+        assert!(p.required_scopes("other").is_empty());
+    }
+
+    #[test]
+    fn required_scope_with_a_space_is_rejected_naming_the_field() {
+        let e = err("tools.pay.required_scopes = [\"payments write\"]");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "tools.pay.required_scopes"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("\"payments write\""), "{e}");
+    }
+
+    #[test]
+    fn empty_required_scope_is_rejected_naming_the_field() {
+        let e = err("tools.pay.required_scopes = [\"\"]");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "tools.pay.required_scopes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn required_scopes_that_are_not_strings_are_rejected_naming_the_field() {
+        let e = err("tools.pay.required_scopes = [1]");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field.starts_with("tools.pay.required_scopes")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn required_scopes_round_trip_through_toml() {
+        let p = ChainPolicy::from_toml_str("tools.pay.required_scopes = [\"payments:write\"]").unwrap();
+        let text = toml::to_string(&p).unwrap();
+        assert_eq!(ChainPolicy::from_toml_str(&text).unwrap(), p);
     }
 
     #[test]

@@ -242,6 +242,10 @@ pub enum PolicyDecision {
     /// Refused because the policy's `allowed_tools` (set by a skill, say)
     /// does not list the tool.
     DeniedNotAllowed,
+    /// Refused because the chain's principal (the authenticated caller it
+    /// runs for) lacks a scope the policy's `tools.NAME.required_scopes`
+    /// asks for.
+    DeniedScope,
     /// The approval handler denied or skipped it, failed, or did not answer
     /// within `approval_timeout_s`.
     DeniedApproval,
@@ -255,6 +259,7 @@ contract_names!(PolicyDecision {
     DeniedTool => "denied_tool",
     DeniedPermission => "denied_permission",
     DeniedNotAllowed => "denied_not_allowed",
+    DeniedScope => "denied_scope",
     DeniedApproval => "denied_approval",
 });
 

@@ -33,6 +33,7 @@ use crate::invoker::{InvokerSession, audit_call};
 use crate::journal::Journal;
 use crate::live::Observer;
 use crate::policy::{ChainPolicy, PythonChoice};
+use crate::principal::Principal;
 use crate::python_choice::{Interpreter, needs_cpython};
 use crate::result::*;
 use crate::sandbox::{self, ChainSetup, ChainState, Meters, Reason};
@@ -99,6 +100,14 @@ pub struct RunOptions {
     /// tool calls as they start and finish ([`crate::live`]). `None`:
     /// nothing is sent, and nothing is paid for it.
     pub observer: Option<Observer>,
+    /// Who the chain runs for: the authenticated caller whose request
+    /// started it (`chainbox serve` with an identity provider). `None`: the
+    /// local user, whom no scope restricts. A principal's scopes are
+    /// checked against each tool's `required_scopes`
+    /// ([`crate::policy::ToolOverride`]); its subject and issuer (never a
+    /// token) are on the chain's span (`enduser.id`,
+    /// `chainbox.principal.issuer`) and on every call's audit line.
+    pub principal: Option<Principal>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -106,7 +115,8 @@ pub struct RunOptions {
 ///
 /// The chain is one [`telemetry::CHAIN_SPAN`], a child of the caller's
 /// current span, its tool calls' spans its children (see
-/// [`crate::telemetry`]).
+/// [`crate::telemetry`]); a chain run for a principal names it there
+/// (`enduser.id`: its subject, `chainbox.principal.issuer`: its issuer).
 pub(crate) async fn run(
     core: &Core,
     script: &str,
@@ -125,7 +135,15 @@ pub(crate) async fn run(
         chainbox.cpu_ms = tracing::field::Empty,
         chainbox.peak_memory_bytes = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
+        enduser.id = tracing::field::Empty,
+        chainbox.principal.issuer = tracing::field::Empty,
     );
+    if let Some(principal) = &options.principal
+        && !span.is_disabled()
+    {
+        span.record("enduser.id", principal.owner.subject.as_str());
+        span.record("chainbox.principal.issuer", principal.owner.issuer.as_str());
+    }
     let started = Instant::now();
     let result = run_in_span(core, script, registry, policy, approval, options)
         .instrument(span.clone())
@@ -319,7 +337,8 @@ impl Started {
         let store = options.artifacts.clone().unwrap_or_else(|| core.artifacts.clone());
         let shaper = Shaper::new(run_id.clone(), store, workspace.clone(), policy.max_inline_result_bytes);
         let session = InvokerSession::with_shaper(run_id, registry.clone(), policy.clone(), approval.clone(), shaper)
-            .with_observer(options.observer.clone());
+            .with_observer(options.observer.clone())
+            .with_principal(options.principal.clone());
         let session = Arc::new(match options.journal.clone() {
             Some(journal) => session.with_journal(journal),
             None => session,
@@ -661,11 +680,14 @@ impl Started {
             .iter()
             .filter(|r| r.error.as_deref() == Some(CANCELLED_CALL))
         {
-            audit_call(self.session.run_id(), record, 0);
+            audit_call(self.session.run_id(), self.session.principal(), record, 0);
         }
+        let principal = self.session.principal();
         tracing::info!(
             target: "chainbox::audit",
             run_id = %self.session.run_id(),
+            principal_subject = principal.map(|p| p.owner.subject.as_str()),
+            principal_issuer = principal.map(|p| p.owner.issuer.as_str()),
             kind = %ErrorKind::Cancelled,
             tool_calls = result.tool_calls,
             duration_ms = result.duration_ms,

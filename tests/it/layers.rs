@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 /// The floors, bottom first. A module may use only modules of the floors
 /// below its own; two modules of one floor know nothing of each other.
 const FLOORS: &[&[&str]] = &[
-    // Shared helpers: depend on nothing of ours.
-    &["digest", "util", "telemetry"],
+    // Shared helpers, and who a chain runs for: depend on nothing of ours.
+    &["digest", "util", "telemetry", "principal"],
     // Content-addressed artifacts, then the result contract that names them.
     &["artifacts"],
     &["result"],

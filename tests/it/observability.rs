@@ -817,3 +817,125 @@ async fn library_spans_nest_under_the_embedders_current_span() {
         "siblings under the chain: {spans:#?}"
     );
 }
+
+/// An embedder's subscriber exporting to `collector` on this thread, and
+/// its provider (shut it down to send the spans).
+fn embedder_tracing(
+    collector: &Collector,
+) -> (
+    tracing::subscriber::DefaultGuard,
+    opentelemetry_sdk::trace::SdkTracerProvider,
+) {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::WithExportConfig as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(format!("{}/v1/traces", collector.endpoint()))
+        .build()
+        .expect("an OTLP exporter");
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .build();
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("embedder")));
+    (tracing::subscriber::set_default(subscriber), provider)
+}
+
+/// A chain run for alice (of `https://id.example`), through the library.
+async fn run_for_alice() -> chainbox::ChainRunResult {
+    let options = chainbox::RunOptions {
+        principal: Some(chainbox::Principal::new(
+            "https://id.example",
+            "alice",
+            ["chainbox:run".to_owned()],
+        )),
+        ..chainbox::RunOptions::default()
+    };
+    crate::fixtures::engine()
+        .run_with(
+            "await add(a=1, b=2)",
+            &crate::fixtures::registry(),
+            &chainbox::ChainPolicy::default(),
+            &chainbox::Approval::auto(chainbox::ToolRisk::Critical),
+            options,
+        )
+        .await
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_chain_run_for_a_principal_names_its_subject_and_issuer_on_its_span() {
+    let collector = Collector::start();
+    let (default, provider) = embedder_tracing(&collector);
+    let result = run_for_alice().await;
+    crate::fixtures::assert_ok(&result);
+    drop(default);
+    provider.shutdown().expect("the spans are sent");
+
+    let spans = collector.spans();
+    let chain = attributes(the_chain_span(&spans));
+    assert_eq!(chain.get("enduser.id").map(String::as_str), Some("alice"), "{chain:#?}");
+    assert_eq!(
+        chain.get("chainbox.principal.issuer").map(String::as_str),
+        Some("https://id.example"),
+        "{chain:#?}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_chain_without_a_principal_has_no_enduser_on_its_span() {
+    let collector = Collector::start();
+    let (default, provider) = embedder_tracing(&collector);
+    let result = crate::fixtures::run("await add(a=1, b=2)").await;
+    crate::fixtures::assert_ok(&result);
+    drop(default);
+    provider.shutdown().expect("the spans are sent");
+
+    let chain = attributes(the_chain_span(&collector.spans()));
+    assert!(!chain.contains_key("enduser.id"), "{chain:#?}");
+    assert!(!chain.contains_key("chainbox.principal.issuer"), "{chain:#?}");
+}
+
+/// What a `tracing_subscriber::fmt` layer writes, kept for the test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("the buffer").extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("the buffer")).into_owned()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_audit_line_of_a_call_names_the_principal_the_chain_runs_for() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("chainbox::audit=info")
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let default = tracing::subscriber::set_default(subscriber);
+    let result = run_for_alice().await;
+    crate::fixtures::assert_ok(&result);
+    drop(default);
+
+    let text = captured.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("tool call") && l.contains("tool=add"))
+        .unwrap_or_else(|| panic!("no audit line for the call:\n{text}"));
+    assert!(line.contains("principal_subject=\"alice\""), "{line}");
+    assert!(line.contains("principal_issuer=\"https://id.example\""), "{line}");
+}

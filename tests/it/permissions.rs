@@ -1,20 +1,25 @@
 //! Permissions (the second seed): tools declare what they touch, the policy
-//! grants it or the invoker denies the call naming what is missing; and the
+//! grants it or the invoker denies the call naming what is missing; a
+//! tool's `required_scopes`, held by the chain's principal or denied before
+//! any approval is asked; and the
 //! seed's sandboxed `read_file`, through real chains, with every way out of
 //! its root refused.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chainbox::manifest::Manifest;
 use chainbox::result::PolicyDecision;
 use chainbox::tools::Permission;
 use chainbox::tools::command::CommandTool;
 use chainbox::tools::read_file::ReadFileTool;
-use chainbox::{Approval, CallStatus, ChainPolicy, ChainRunResult, Tool, ToolRegistry, ToolRisk};
+use chainbox::{
+    Approval, CallStatus, ChainPolicy, ChainRunResult, Principal, RunOptions, Tool, ToolRegistry, ToolRisk,
+};
 use serde_json::json;
 
-use crate::fixtures::engine;
+use crate::fixtures::{Silent, engine};
 
 fn granting(permissions: &[Permission]) -> ChainPolicy {
     ChainPolicy {
@@ -118,6 +123,102 @@ async fn manifest_permissions_are_enforced_in_a_chain() {
         .run(CATCH, &registry, &granting(&[Permission::FsWrite]), &approval)
         .await;
     assert_eq!(granted.output, json!(1), "{granted:#?}");
+}
+
+// ---------------------------------------------------------------- scopes
+
+/// `pay(amount)`, rated critical (every call is asked of the approval
+/// handler), requiring `payments:write` by policy; counting its runs.
+fn pay_tool(runs: &Arc<AtomicUsize>) -> Arc<dyn Tool> {
+    let runs = runs.clone();
+    Arc::new(
+        crate::fixtures::tool("pay", &["amount"], move |_| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(json!("paid"))
+        })
+        .with_risk(ToolRisk::Critical),
+    )
+}
+
+fn requiring_payments_write() -> ChainPolicy {
+    ChainPolicy::from_toml_str("approval_timeout_s = 0.2\n[tools.pay]\nrequired_scopes = [\"payments:write\"]")
+        .expect("policy")
+}
+
+fn principal(scopes: &[&str]) -> Principal {
+    Principal::new("https://id.example", "alice", scopes.iter().map(|s| (*s).to_owned()))
+}
+
+const PAY: &str = "try:\n    r = await pay(amount=5)\nexcept PermissionError as e:\n    r = 'denied: ' + str(e)\nr";
+
+/// `PAY` for `principal` under [`requiring_payments_write`], the approval
+/// handler one that never answers and counts its requests.
+async fn pay_for(principal: Option<Principal>, runs: &Arc<AtomicUsize>, approval: &Silent) -> ChainRunResult {
+    let registry = ToolRegistry::from_local([pay_tool(runs)]).expect("registry");
+    let options = RunOptions {
+        principal,
+        ..RunOptions::default()
+    };
+    engine()
+        .run_with(
+            PAY,
+            &registry,
+            &requiring_payments_write(),
+            &Approval::new(approval.clone()),
+            options,
+        )
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_principal_lacking_a_required_scope_is_denied_and_no_approval_is_asked() {
+    let (runs, approval) = (Arc::new(AtomicUsize::new(0)), Silent::default());
+    let r = pay_for(Some(principal(&["payments:read"])), &runs, &approval).await;
+    let message = r.output.as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("denied: ") && message.contains("\"pay\"") && message.contains("\"payments:write\""),
+        "{r:#?}"
+    );
+    let record = &r.call_trace[0];
+    assert_eq!(record.status, CallStatus::Denied);
+    assert_eq!(record.policy, Some(PolicyDecision::DeniedScope));
+    assert_eq!(record.error.as_deref(), message.strip_prefix("denied: "));
+    assert_eq!(approval.asked(), 0, "the approval handler was never asked");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_principal_holding_the_required_scopes_goes_on_to_the_approval_gate() {
+    let (runs, approval) = (Arc::new(AtomicUsize::new(0)), Silent::default());
+    let r = pay_for(Some(principal(&["payments:read", "payments:write"])), &runs, &approval).await;
+    assert_eq!(approval.asked(), 1, "{r:#?}");
+    // The handler never answers: denied at the approval gate, as before.
+    assert_eq!(r.call_trace[0].policy, Some(PolicyDecision::DeniedApproval), "{r:#?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_without_a_principal_is_not_restricted_by_required_scopes() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = ToolRegistry::from_local([pay_tool(&runs)]).expect("registry");
+    let r = engine()
+        .run(
+            PAY,
+            &registry,
+            &requiring_payments_write(),
+            &Approval::auto(ToolRisk::Critical),
+        )
+        .await;
+    assert_eq!(r.output, json!("paid"), "{r:#?}");
+    assert_eq!(r.call_trace[0].policy, Some(PolicyDecision::Approved));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_required_scope_with_a_space_is_a_policy_error_naming_the_field() {
+    let refused = ChainPolicy::from_toml_str("[tools.pay]\nrequired_scopes = [\"payments write\"]");
+    let Err(e) = refused else { panic!("accepted") };
+    assert!(e.to_string().contains("`tools.pay.required_scopes`"), "{e}");
 }
 
 // ---------------------------------------------------------------- read_file
