@@ -87,11 +87,17 @@ enum Command {
         #[arg(long, value_name = "URL")]
         artifacts: Option<String>,
     },
-    /// List the durable chains' calls that wait on a decision.
+    /// List the durable chains' calls that wait on a decision, with the
+    /// owner of each chain (`SUBJECT (ISSUER)`, or `local` for a chain the
+    /// local user started).
     Approvals {
         /// The store (`sqlite:PATH`, `postgres://...`).
         #[arg(long, value_name = "URL")]
         state: String,
+        /// Only the chains whose owner's subject is SUB; `--owner local`
+        /// for the chains the local user started (no owner).
+        #[arg(long, value_name = "SUB")]
+        owner: Option<String>,
         /// Print JSON (one array) instead of a table.
         #[arg(long)]
         json: bool,
@@ -524,30 +530,70 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             )?;
             Ok(live.report(&result, &saved, json))
         }
-        Command::Approvals { state, json } => {
+        Command::Approvals { state, owner, json } => {
+            /// How the table names a chain's owner.
+            const LOCAL: &str = "local";
             let runtime = runtime()?;
             let store = runtime
                 .block_on(crate::store::connect(&state))
                 .map_err(CliError::Store)?;
-            let pending = runtime.block_on(store.pending()).map_err(CliError::Store)?;
+            let mut pending = runtime.block_on(store.pending()).map_err(CliError::Store)?;
+            if let Some(wanted) = &owner {
+                pending.retain(|chain| match &chain.owner {
+                    Some(owner) => owner.subject == *wanted,
+                    None => wanted == LOCAL,
+                });
+            }
             if json {
                 let rows: Vec<serde_json::Value> = pending
                     .iter()
-                    .map(|(chain_id, call)| {
+                    .map(|chain| {
+                        let call = &chain.call;
                         serde_json::json!({
-                            "chain_id": chain_id, "seq": call.seq, "tool": call.tool,
+                            "chain_id": chain.chain_id, "owner": chain.owner, "seq": call.seq, "tool": call.tool,
                             "arguments": call.arguments, "risk": call.risk, "requested_at": call.requested_at,
                         })
                     })
                     .collect();
                 println!("{}", serde_json::to_string(&rows)?);
             } else {
-                for (chain_id, call) in &pending {
-                    let arguments = serde_json::to_string(&call.arguments)?;
-                    println!(
-                        "{chain_id}  #{}  {}  {}  {}  {arguments}",
-                        call.seq, call.tool, call.risk, call.requested_at
-                    );
+                let mut rows = vec![[
+                    "chain_id".to_owned(),
+                    "owner".to_owned(),
+                    "call".to_owned(),
+                    "tool".to_owned(),
+                    "risk".to_owned(),
+                    "requested_at".to_owned(),
+                    "arguments".to_owned(),
+                ]];
+                for chain in &pending {
+                    let call = &chain.call;
+                    rows.push([
+                        chain.chain_id.clone(),
+                        chain
+                            .owner
+                            .as_ref()
+                            .map_or_else(|| LOCAL.to_owned(), ToString::to_string),
+                        format!("#{}", call.seq),
+                        call.tool.clone(),
+                        call.risk.to_string(),
+                        call.requested_at.clone(),
+                        serde_json::to_string(&call.arguments)?,
+                    ]);
+                }
+                let mut widths = [0; 7];
+                for row in &rows {
+                    for (width, cell) in widths.iter_mut().zip(row) {
+                        *width = (*width).max(cell.chars().count());
+                    }
+                }
+                for row in &rows {
+                    // Every column padded but the last (the arguments).
+                    let mut cells: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:w$}")).collect();
+                    if let (Some(cell), Some(last)) = (cells.last_mut(), row.last()) {
+                        cell.clone_from(last);
+                    }
+                    println!("{}", cells.join("  "));
                 }
             }
             Ok(ExitCode::SUCCESS)

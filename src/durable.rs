@@ -15,6 +15,13 @@
 //! A resume first claims the chain in the store, so two processes resuming
 //! it at once do not both run it: the loser is told who holds it, or gets
 //! the finished chain's result.
+//!
+//! A handle may act for a principal ([`Durable::with_principal`]): the
+//! chains it runs record it as their owner and run for it (its scopes
+//! meet the tools' `required_scopes`), and it may decide or resume only
+//! the chains it owns ([`DurableError::NotOwner`] otherwise, before
+//! anything is claimed, recorded or run). A handle without one acts for
+//! the local user, who may act on every chain.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,6 +36,7 @@ use crate::engine::Engine;
 use crate::journal::{Journal, JournalEntry, JournalError};
 use crate::live::Observer;
 use crate::policy::ChainPolicy;
+use crate::principal::{self, Principal};
 use crate::result::{ChainRunResult, ChainStatus, ErrorKind};
 use crate::store::{ChainStore, Claim, Decision, StoreError, StoredChain};
 use crate::tools::ToolRegistry;
@@ -47,6 +55,14 @@ pub enum DurableError {
         chain_id: String,
         /// Who holds it, as it named itself.
         holder: String,
+    },
+    /// The chain belongs to another principal than the one this handle
+    /// acts for (or to the local user, whose chains no principal may
+    /// touch): nothing was claimed, recorded or run.
+    #[error("chain {chain_id:?} belongs to another principal")]
+    NotOwner {
+        /// The chain.
+        chain_id: String,
     },
     /// The stored chain cannot be read back (its policy or result).
     #[error("chain {chain_id:?} is stored in a form this chainbox cannot read: {why}")]
@@ -71,6 +87,9 @@ pub struct Durable {
     observer: Option<Observer>,
     /// Cancels the runs of this handle (see [`Self::cancelled_by`]).
     cancel: Option<CancellationToken>,
+    /// Who this handle acts for (`None`: the local user; see
+    /// [`Self::with_principal`]).
+    principal: Option<Principal>,
 }
 
 impl Durable {
@@ -83,6 +102,31 @@ impl Durable {
             process,
             observer: None,
             cancel: None,
+            principal: None,
+        }
+    }
+
+    /// This handle acts for `principal` (`None`: the local user). A chain
+    /// it runs records the principal's [`crate::Owner`] and runs for it
+    /// ([`RunOptions::principal`]); it decides and resumes only chains
+    /// that principal owns ([`DurableError::NotOwner`] for any other, a
+    /// local user's chain included), and a resume runs the chain for it,
+    /// with the scopes it holds now. Without one, every chain is its to
+    /// decide and resume.
+    #[must_use]
+    pub fn with_principal(mut self, principal: Option<Principal>) -> Self {
+        self.principal = principal;
+        self
+    }
+
+    /// [`DurableError::NotOwner`] unless this handle may act on `chain`.
+    fn check_owner(&self, chain: &StoredChain) -> Result<(), DurableError> {
+        if principal::may_act_on(self.principal.as_ref(), chain.owner.as_ref()) {
+            Ok(())
+        } else {
+            Err(DurableError::NotOwner {
+                chain_id: chain.chain_id.clone(),
+            })
         }
     }
 
@@ -117,7 +161,8 @@ impl Durable {
 
     /// Creates a durable chain and runs it: to its end, or to its first
     /// call that waits on a decision (status `suspended`; its `chain_id`
-    /// names it to [`Self::decide`] and [`Self::resume`]).
+    /// names it to [`Self::decide`] and [`Self::resume`]). Its owner is
+    /// this handle's principal.
     pub async fn run(
         &self,
         script: &str,
@@ -136,6 +181,7 @@ impl Durable {
             policy: policy_json,
             seed: rand_seed(),
             created_at: utc_now_rfc3339(),
+            owner: self.principal.as_ref().map(|p| p.owner.clone()),
         };
         self.store.create(&chain).await?;
         let claimant = self.claimant();
@@ -150,7 +196,8 @@ impl Durable {
 
     /// Records a human's decision on the chain's pending call (`seq`). A
     /// decision after the policy's `approval_expires_s` is recorded as a
-    /// denial saying so.
+    /// denial saying so. [`DurableError::NotOwner`] if this handle's
+    /// principal does not own the chain.
     pub async fn decide(
         &self,
         chain_id: &str,
@@ -176,6 +223,7 @@ impl Durable {
             .chain(chain_id)
             .await?
             .ok_or_else(|| StoreError::NoChain(chain_id.to_owned()))?;
+        self.check_owner(&chain)?;
         let policy = policy_of(&chain)?;
         let pending = self
             .store
@@ -211,7 +259,9 @@ impl Durable {
     /// end or its next suspension. Its result's trace covers the whole
     /// chain (the journaled calls say `replayed: true`). A finished chain
     /// gives its result again; one another process is resuming is
-    /// [`DurableError::BeingResumed`].
+    /// [`DurableError::BeingResumed`]; one this handle's principal does not
+    /// own is [`DurableError::NotOwner`] (nothing claimed or run). It runs
+    /// for this handle's principal, with the scopes it holds now.
     pub async fn resume(
         &self,
         chain_id: &str,
@@ -223,6 +273,7 @@ impl Durable {
             .chain(chain_id)
             .await?
             .ok_or_else(|| StoreError::NoChain(chain_id.to_owned()))?;
+        self.check_owner(&chain)?;
         let policy = policy_of(&chain)?;
         let claimant = self.claimant();
         match self.store.claim(chain_id, &claimant, lease(&policy)).await? {
@@ -281,6 +332,7 @@ impl Durable {
             seed: Some(chain.seed),
             observer: self.observer.clone(),
             cancel: self.cancel.clone(),
+            principal: self.principal.clone(),
             ..RunOptions::default()
         };
         let result = self
@@ -313,7 +365,9 @@ impl Durable {
 
 /// Durable chains straight from an [`Engine`], for a library user who keeps
 /// the engine and the store rather than a [`Durable`]. Each is the
-/// [`Durable`] method of the same name on this engine and `store`.
+/// [`Durable`] method of the same name on this engine and `store`, acting
+/// for the local user (for a principal, use
+/// [`Durable::with_principal`]).
 impl Engine {
     /// Durable chains on this engine, kept in `store`.
     pub fn durable(&self, store: Arc<dyn ChainStore>) -> Durable {

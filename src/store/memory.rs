@@ -7,7 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{ChainStore, Claim, Decision, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after, random_state_key};
+use super::{
+    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after,
+    random_state_key,
+};
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
@@ -100,13 +103,19 @@ impl ChainStore for MemoryStore {
         Ok(())
     }
 
-    async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError> {
+    async fn pending(&self) -> Result<Vec<PendingChain>, StoreError> {
         let chains = self.lock();
-        let mut pending: Vec<(String, PendingCall)> = chains
+        let mut pending: Vec<PendingChain> = chains
             .iter()
-            .filter_map(|(id, e)| e.pending.clone().map(|p| (id.clone(), p)))
+            .filter_map(|(id, e)| {
+                e.pending.clone().map(|call| PendingChain {
+                    chain_id: id.clone(),
+                    owner: e.chain.owner.clone(),
+                    call,
+                })
+            })
             .collect();
-        pending.sort_by(|a, b| a.1.requested_at.cmp(&b.1.requested_at));
+        pending.sort_by(|a, b| (&a.call.requested_at, &a.chain_id).cmp(&(&b.call.requested_at, &b.chain_id)));
         Ok(pending)
     }
 

@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use crate::approval::ApprovalDecision;
 use crate::journal::JournalEntry;
+use crate::principal::Owner;
 use crate::result::PendingCall;
 
 pub use memory::MemoryStore;
@@ -66,6 +67,23 @@ pub struct StoredChain {
     pub seed: u64,
     /// When it was created (UTC, RFC 3339).
     pub created_at: String,
+    /// Who it runs for: the principal that started it (`None`: the local
+    /// user, and every chain stored before chains had owners). Only its
+    /// owner, or the local user, may decide or resume it
+    /// ([`crate::principal::may_act_on`]).
+    #[serde(default)]
+    pub owner: Option<Owner>,
+}
+
+/// A chain waiting on a decision, as [`ChainStore::pending`] lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingChain {
+    /// The chain.
+    pub chain_id: String,
+    /// Who it runs for (`None`: the local user).
+    pub owner: Option<Owner>,
+    /// The call it waits on.
+    pub call: PendingCall,
 }
 
 /// A human's decision on a suspended chain's pending call.
@@ -142,8 +160,9 @@ pub trait ChainStore: Send + Sync {
     /// pending call it had before.
     async fn suspend(&self, chain_id: &str, pending: &PendingCall) -> Result<(), StoreError>;
 
-    /// Every chain waiting on a decision, with its pending call, oldest first.
-    async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError>;
+    /// Every chain waiting on a decision, with its owner and its pending
+    /// call, oldest request first.
+    async fn pending(&self) -> Result<Vec<PendingChain>, StoreError>;
 
     /// The call this chain waits on, if it waits on one: one row read, for
     /// a caller that knows its chain (a decision, a retry).

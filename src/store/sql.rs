@@ -19,8 +19,12 @@ use sqlx::error::ErrorKind as DbErrorKind;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use super::{ChainStore, Claim, Decision, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after, random_state_key};
+use super::{
+    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after,
+    random_state_key,
+};
 use crate::journal::JournalEntry;
+use crate::principal::Owner;
 use crate::result::PendingCall;
 
 /// How long an SQLite statement waits for another connection's write (one
@@ -44,7 +48,9 @@ const SQLITE_SCHEMA: &[&str] = &[
         claimed_until BIGINT,
         finished TEXT,
         pending TEXT,
-        pending_seq INTEGER
+        pending_seq INTEGER,
+        owner_issuer TEXT,
+        owner_subject TEXT
     )",
     "CREATE TABLE IF NOT EXISTS journal (
         chain_id TEXT NOT NULL REFERENCES chains (chain_id),
@@ -80,7 +86,9 @@ const POSTGRES_SCHEMA: &[&str] = &[
         claimed_until BIGINT,
         finished TEXT,
         pending TEXT,
-        pending_seq BIGINT
+        pending_seq BIGINT,
+        owner_issuer TEXT,
+        owner_subject TEXT
     )",
     "CREATE TABLE IF NOT EXISTS journal (
         chain_id TEXT NOT NULL REFERENCES chains (chain_id),
@@ -103,6 +111,19 @@ const POSTGRES_SCHEMA: &[&str] = &[
         value TEXT NOT NULL
     )",
 ];
+
+/// The columns of `chains` added after its first schema: a database made
+/// before them gets them on connect ([`SqlStore::connect`]), null in its
+/// old rows. Nullable TEXT on both engines.
+const ADDED_CHAINS_COLUMNS: &[&str] = &["owner_issuer", "owner_subject"];
+
+/// The `chains` columns a database has (SQLite).
+const SQLITE_CHAINS_COLUMNS: &str = "SELECT name FROM pragma_table_info('chains')";
+
+/// The `chains` columns a database has (PostgreSQL: the table the
+/// connection's search path finds, as the schema's statements do).
+const POSTGRES_CHAINS_COLUMNS: &str = "SELECT column_name::TEXT FROM information_schema.columns \
+                                       WHERE table_schema = current_schema() AND table_name = 'chains'";
 
 /// PostgreSQL runs `CREATE TABLE IF NOT EXISTS` of two processes at once
 /// into a unique violation of its catalog: the schema is created under
@@ -194,6 +215,10 @@ impl SqlStore {
         on_pool!(self, |pool, _begin| pool.close().await);
     }
 
+    /// Creates the tables that are missing and adds the columns a table
+    /// made by an older chainbox lacks ([`ADDED_CHAINS_COLUMNS`]), in one
+    /// transaction (on PostgreSQL under [`POSTGRES_SCHEMA_LOCK`]), so two
+    /// processes connecting at once neither race nor add a column twice.
     async fn create_schema(&self) -> Result<(), StoreError> {
         let fail = |e: sqlx::Error| backend("creating the schema", &e);
         match &self.pool {
@@ -201,6 +226,20 @@ impl SqlStore {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
                 for statement in SQLITE_SCHEMA {
                     sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
+                }
+                // SQLite has no `ADD COLUMN IF NOT EXISTS`: only the
+                // columns the table lacks are added.
+                let columns: Vec<String> = sqlx::query_scalar(SQLITE_CHAINS_COLUMNS)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+                for column in ADDED_CHAINS_COLUMNS {
+                    if !columns.iter().any(|c| c == column) {
+                        sqlx::query(&format!("ALTER TABLE chains ADD COLUMN {column} TEXT"))
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(fail)?;
+                    }
                 }
                 tx.commit().await.map_err(fail)
             }
@@ -213,6 +252,21 @@ impl SqlStore {
                     .map_err(fail)?;
                 for statement in POSTGRES_SCHEMA {
                     sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
+                }
+                // Read first: an `ALTER TABLE` takes the table's exclusive
+                // lock even when the column is there, and every connect
+                // would wait for the chains' open transactions.
+                let columns: Vec<String> = sqlx::query_scalar(POSTGRES_CHAINS_COLUMNS)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+                for column in ADDED_CHAINS_COLUMNS {
+                    if !columns.iter().any(|c| c == column) {
+                        sqlx::query(&format!("ALTER TABLE chains ADD COLUMN IF NOT EXISTS {column} TEXT"))
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(fail)?;
+                    }
                 }
                 tx.commit().await.map_err(fail)
             }
@@ -301,6 +355,22 @@ fn key_from_hex(text: &str) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
     Ok(key)
 }
 
+/// A chain's owner read back from its two columns: both set, or neither
+/// (the local user's chain, or one stored before chains had owners).
+fn owner_from_sql(
+    issuer: Option<String>,
+    subject: Option<String>,
+    chain_id: &str,
+) -> Result<Option<Owner>, StoreError> {
+    match (issuer, subject) {
+        (Some(issuer), Some(subject)) => Ok(Some(Owner { issuer, subject })),
+        (None, None) => Ok(None),
+        _ => Err(StoreError::Backend(format!(
+            "chains row of chain {chain_id:?}: owner_issuer and owner_subject are not both set or both null"
+        ))),
+    }
+}
+
 /// A call's number as the store keeps it (SQL has no unsigned integers).
 fn seq_to_sql(seq: u32) -> i64 {
     i64::from(seq)
@@ -315,7 +385,8 @@ fn seq_from_sql(seq: i64, table: &str, chain_id: &str) -> Result<u32, StoreError
 #[async_trait]
 impl ChainStore for SqlStore {
     async fn create(&self, chain: &StoredChain) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at) VALUES ($1, $2, $3, $4, $5)";
+        const SQL: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject) \
+                           VALUES ($1, $2, $3, $4, $5, $6, $7)";
         let policy = to_json(&chain.policy, "the policy")?;
         // The seed as decimal text: a u64 has no SQL integer type, and the
         // text reads as the seed it is.
@@ -326,6 +397,8 @@ impl ChainStore for SqlStore {
             .bind(&policy)
             .bind(&seed)
             .bind(&chain.created_at)
+            .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
+            .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
             .execute(pool)
             .await
             .map(drop));
@@ -337,13 +410,15 @@ impl ChainStore for SqlStore {
     }
 
     async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError> {
-        const SQL: &str = "SELECT script, policy, seed, created_at FROM chains WHERE chain_id = $1";
-        let row: Option<(String, String, String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
+        const SQL: &str =
+            "SELECT script, policy, seed, created_at, owner_issuer, owner_subject FROM chains WHERE chain_id = $1";
+        type Row = (String, String, String, String, Option<String>, Option<String>);
+        let row: Option<Row> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
             .bind(chain_id)
             .fetch_optional(pool)
             .await)
         .map_err(|e| backend("reading chains", &e))?;
-        let Some((script, policy, seed, created_at)) = row else {
+        let Some((script, policy, seed, created_at, owner_issuer, owner_subject)) = row else {
             return Ok(None);
         };
         let seed = seed.parse::<u64>().map_err(|e| {
@@ -357,6 +432,7 @@ impl ChainStore for SqlStore {
             policy: from_json(&policy, "chains", "policy", chain_id)?,
             seed,
             created_at,
+            owner: owner_from_sql(owner_issuer, owner_subject, chain_id)?,
         }))
     }
 
@@ -414,17 +490,24 @@ impl ChainStore for SqlStore {
         Ok(())
     }
 
-    async fn pending(&self) -> Result<Vec<(String, PendingCall)>, StoreError> {
-        const SQL: &str = "SELECT chain_id, pending FROM chains WHERE pending IS NOT NULL";
-        let rows: Vec<(String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_all(pool).await)
+    async fn pending(&self) -> Result<Vec<PendingChain>, StoreError> {
+        const SQL: &str = "SELECT chain_id, pending, owner_issuer, owner_subject FROM chains WHERE pending IS NOT NULL";
+        type Row = (String, String, Option<String>, Option<String>);
+        let rows: Vec<Row> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_all(pool).await)
             .map_err(|e| backend("reading the pending calls", &e))?;
         let mut pending = rows
-            .iter()
-            .map(|(chain_id, text)| Ok((chain_id.clone(), from_json(text, "chains", "pending", chain_id)?)))
-            .collect::<Result<Vec<(String, PendingCall)>, StoreError>>()?;
+            .into_iter()
+            .map(|(chain_id, text, owner_issuer, owner_subject)| {
+                Ok(PendingChain {
+                    call: from_json(&text, "chains", "pending", &chain_id)?,
+                    owner: owner_from_sql(owner_issuer, owner_subject, &chain_id)?,
+                    chain_id,
+                })
+            })
+            .collect::<Result<Vec<PendingChain>, StoreError>>()?;
         // Sorted here, not by ORDER BY: a database's text order follows its
         // collation; this is byte order, as in MemoryStore.
-        pending.sort_by(|a, b| (&a.1.requested_at, &a.0).cmp(&(&b.1.requested_at, &b.0)));
+        pending.sort_by(|a, b| (&a.call.requested_at, &a.chain_id).cmp(&(&b.call.requested_at, &b.chain_id)));
         Ok(pending)
     }
 

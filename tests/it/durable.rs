@@ -2,6 +2,8 @@
 //! suspends at a call that waits on a decision, holding nothing; a decision
 //! and a resume finish it without running any tool twice; an expired
 //! decision denies; two resumes at once run the call once. On both guests.
+//! A chain run for a principal is owned by it: another principal may not
+//! decide or resume it, the local user may.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,8 +11,10 @@ use std::time::Duration;
 
 use chainbox::approval::ApprovalDecision;
 use chainbox::durable::{Durable, DurableError};
+use chainbox::policy::ToolOverride;
+use chainbox::result::PolicyDecision;
 use chainbox::store::{ChainStore, Claim, MemoryStore};
-use chainbox::{Approval, ChainPolicy, ChainStatus, ErrorKind, PythonChoice, ToolRegistry, ToolRisk};
+use chainbox::{Approval, ChainPolicy, ChainStatus, ErrorKind, Principal, PythonChoice, ToolRegistry, ToolRisk};
 use serde_json::{Value, json};
 
 use crate::fixtures::{assert_ok, engine, tool};
@@ -109,7 +113,7 @@ async fn a_durable_chain_suspends_at_a_call_that_waits_on_a_decision_and_a_resum
         assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (1, 0));
         let listed = s.store.pending().await.expect("pending");
         assert_eq!(listed.len(), 1);
-        assert_eq!(listed[0].0, chain_id);
+        assert_eq!(listed[0].chain_id, chain_id);
 
         s.durable
             .decide(&chain_id, ApprovalDecision::Approved, "test")
@@ -404,4 +408,169 @@ async fn a_durable_chain_that_times_out_is_named_and_finished_in_the_store() {
         .await
         .expect("the result");
     assert_eq!(again.status, ChainStatus::Timeout);
+}
+
+// ------------------------------------------------------------ owners
+
+fn alice() -> Principal {
+    Principal::new("https://id.example", "alice", ["payments:write".to_owned()])
+}
+
+fn bob() -> Principal {
+    Principal::new("https://id.example", "bob", ["payments:write".to_owned()])
+}
+
+/// `SCRIPT` run by `principal` to its suspension at `wire`: the chain's id.
+async fn suspended_for(s: &Setup, principal: Option<Principal>) -> String {
+    let r = s
+        .durable
+        .clone()
+        .with_principal(principal)
+        .run(SCRIPT, &s.registry, &s.policy, &Approval::defer())
+        .await
+        .expect("runs");
+    assert_eq!(r.status, ChainStatus::Suspended, "{r:#?}");
+    r.chain_id.expect("a chain id")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_run_for_a_principal_records_it_as_its_owner() {
+    let s = setup(PythonChoice::Monty);
+    let chain_id = suspended_for(&s, Some(alice())).await;
+    let stored = s.store.chain(&chain_id).await.expect("chain").expect("stored");
+    assert_eq!(stored.owner, Some(alice().owner));
+    let listed = s.store.pending().await.expect("pending");
+    assert_eq!(listed[0].owner, Some(alice().owner));
+    let local = suspended_for(&s, None).await;
+    let stored = s.store.chain(&local).await.expect("chain").expect("stored");
+    assert_eq!(stored.owner, None, "the local user's chain has no owner");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_principals_decision_is_refused_and_records_nothing() {
+    let s = setup(PythonChoice::Monty);
+    let chain_id = suspended_for(&s, Some(alice())).await;
+    let refused = s
+        .durable
+        .clone()
+        .with_principal(Some(bob()))
+        .decide(&chain_id, ApprovalDecision::Approved, "bob")
+        .await;
+    assert!(
+        matches!(refused, Err(DurableError::NotOwner { chain_id: ref id }) if *id == chain_id),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.map(drop).map_err(|e| e.to_string()),
+        Err(format!("chain {chain_id:?} belongs to another principal"))
+    );
+    assert!(s.store.decisions(&chain_id).await.expect("decisions").is_empty());
+    assert!(
+        s.store.pending_of(&chain_id).await.expect("pending_of").is_some(),
+        "still waits"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_principals_resume_is_refused_and_runs_nothing() {
+    let s = setup(PythonChoice::Monty);
+    let chain_id = suspended_for(&s, Some(alice())).await;
+    s.durable
+        .clone()
+        .with_principal(Some(alice()))
+        .decide(&chain_id, ApprovalDecision::Approved, "alice")
+        .await
+        .expect("alice decides her own chain");
+    let bobs = s.durable.clone().with_principal(Some(bob()));
+    let refused = bobs.resume(&chain_id, &s.registry, &Approval::defer()).await;
+    assert!(matches!(refused, Err(DurableError::NotOwner { .. })), "{refused:?}");
+    assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (1, 0));
+    assert_eq!(
+        s.store
+            .claim(&chain_id, "a check", Duration::ZERO)
+            .await
+            .expect("claim"),
+        Claim::Won,
+        "bob's resume claimed nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_principal_may_not_decide_or_resume_a_local_users_chain() {
+    let s = setup(PythonChoice::Monty);
+    let chain_id = suspended_for(&s, None).await;
+    let alices = s.durable.clone().with_principal(Some(alice()));
+    let decided = alices.decide(&chain_id, ApprovalDecision::Approved, "alice").await;
+    assert!(matches!(decided, Err(DurableError::NotOwner { .. })), "{decided:?}");
+    let resumed = alices.resume(&chain_id, &s.registry, &Approval::defer()).await;
+    assert!(matches!(resumed, Err(DurableError::NotOwner { .. })), "{resumed:?}");
+    assert_eq!(s.wires.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_owner_decides_and_resumes_its_own_chain() {
+    let s = setup(PythonChoice::Monty);
+    let chain_id = suspended_for(&s, Some(alice())).await;
+    let alices = s.durable.clone().with_principal(Some(alice()));
+    alices
+        .decide(&chain_id, ApprovalDecision::Approved, "alice")
+        .await
+        .expect("decided");
+    let done = alices
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed");
+    assert_ok(&done);
+    assert_eq!(done.output, json!([10, "sent 5", 20]));
+    assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_local_user_decides_and_resumes_a_principals_chain() {
+    let s = setup(PythonChoice::Monty);
+    let chain_id = suspended_for(&s, Some(alice())).await;
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "operator")
+        .await
+        .expect("decided");
+    let done = s
+        .durable
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed");
+    assert_ok(&done);
+    assert_eq!(s.wires.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_runs_for_the_resuming_principal_with_the_scopes_it_holds_now() {
+    let mut s = setup(PythonChoice::Monty);
+    s.policy.tools.insert(
+        "wire".to_owned(),
+        ToolOverride {
+            required_scopes: ["payments:write".to_owned()].into(),
+            ..ToolOverride::default()
+        },
+    );
+    let chain_id = suspended_for(&s, Some(alice())).await;
+    s.durable
+        .decide(&chain_id, ApprovalDecision::Approved, "operator")
+        .await
+        .expect("decided");
+    // Alice again, her token no longer granting the scope.
+    let unscoped = Principal::new("https://id.example", "alice", []);
+    let r = s
+        .durable
+        .clone()
+        .with_principal(Some(unscoped))
+        .resume(&chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed");
+    assert_eq!(
+        r.error.as_ref().map(|e| e.error_type.as_str()),
+        Some("PermissionError"),
+        "{r:#?}"
+    );
+    assert_eq!(r.call_trace[1].policy, Some(PolicyDecision::DeniedScope), "{r:#?}");
+    assert_eq!(s.wires.load(Ordering::SeqCst), 0);
 }

@@ -3,6 +3,7 @@
 //! process is gone; `decide` and `resume` in new processes finish the chain
 //! without running any tool twice, with the answer an uninterrupted run
 //! gives. The tools are command tools that count their runs in files.
+//! `approvals` names whom each waiting chain runs for.
 
 use std::path::Path;
 use std::process::Command;
@@ -153,4 +154,89 @@ fn a_sqlite_state_keeps_offloaded_results_for_a_resume_in_another_process() {
     assert_eq!(out.status.code(), Some(0), "{resumed:#}");
     assert_eq!(resumed["output"], serde_json::json!(["sent 5", 500, "row 00499"]));
     assert_eq!((runs(dir.path(), "bump"), runs(dir.path(), "wire")), (1, 1));
+}
+
+/// `approvals` shows whom each waiting chain runs for, and `--owner`
+/// keeps one owner's chains (`local`: the local user's).
+#[test]
+fn approvals_shows_each_chains_owner_and_owner_keeps_one_owners_chains() {
+    use chainbox::Owner;
+    use chainbox::result::PendingCall;
+    use chainbox::store::StoredChain;
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let state = format!("sqlite:{}", dir.path().join("chains.db").display());
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let store = chainbox::store::connect(&state).await.expect("the store");
+        for (chain_id, owner, requested_at) in [
+            ("chain_alice", Some("alice"), "2026-12-06T10:00:01Z"),
+            ("chain_local", None, "2026-12-06T10:00:02Z"),
+        ] {
+            let chain = StoredChain {
+                chain_id: chain_id.to_owned(),
+                script: SCRIPT.to_owned(),
+                policy: serde_json::json!({}),
+                seed: 1,
+                created_at: "2026-12-06T10:00:00Z".to_owned(),
+                owner: owner.map(|subject| Owner {
+                    issuer: "https://id.example".to_owned(),
+                    subject: subject.to_owned(),
+                }),
+            };
+            store.create(&chain).await.expect("create");
+            let call = PendingCall {
+                seq: 2,
+                tool: "wire".to_owned(),
+                arguments: serde_json::Map::new(),
+                risk: chainbox::ToolRisk::Critical,
+                requested_at: requested_at.to_owned(),
+            };
+            store.suspend(chain_id, &call).await.expect("suspend");
+        }
+    });
+
+    let (code, out, err) = chainbox(&["approvals", "--state", &state]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and two chains:\n{out}");
+    assert!(lines[0].starts_with("chain_id") && lines[0].contains("owner"), "{out}");
+    assert!(
+        lines[1].starts_with("chain_alice") && lines[1].contains("alice (https://id.example)"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with("chain_local") && lines[2].contains(" local "),
+        "{out}"
+    );
+
+    let owners = |args: &[&str]| -> Vec<(String, Value)> {
+        let mut all = vec!["approvals", "--state", state.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let (code, out, err) = chainbox(&all);
+        assert_eq!(code, Some(0), "{err}");
+        let listed: Value = serde_json::from_str(&out).expect("JSON");
+        listed
+            .as_array()
+            .expect("an array")
+            .iter()
+            .map(|c| {
+                (
+                    c["chain_id"].as_str().unwrap_or_default().to_owned(),
+                    c["owner"].clone(),
+                )
+            })
+            .collect()
+    };
+    let alice = serde_json::json!({"issuer": "https://id.example", "subject": "alice"});
+    assert_eq!(
+        owners(&[]),
+        [
+            ("chain_alice".to_owned(), alice.clone()),
+            ("chain_local".to_owned(), Value::Null)
+        ]
+    );
+    assert_eq!(owners(&["--owner", "alice"]), [("chain_alice".to_owned(), alice)]);
+    assert_eq!(owners(&["--owner", "local"]), [("chain_local".to_owned(), Value::Null)]);
+    assert_eq!(owners(&["--owner", "bob"]), []);
 }

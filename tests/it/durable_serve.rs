@@ -575,6 +575,6 @@ async fn a_decision_meant_for_one_call_is_never_recorded_for_a_later_one() {
     );
     let pending = store.pending().await.expect("pending");
     assert_eq!(pending.len(), 1, "call #2 still waits: {pending:?}");
-    assert_eq!(pending[0].1.seq, 2);
+    assert_eq!(pending[0].call.seq, 2);
     assert_eq!(store.decisions(&chain_id).await.expect("decisions").len(), 1);
 }

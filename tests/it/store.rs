@@ -8,13 +8,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chainbox::journal::JournalEntry;
 use chainbox::result::PendingCall;
-use chainbox::store::{self, ChainStore, Claim, Decision, MemoryStore, SqlStore, StoreError, StoredChain};
-use chainbox::{ApprovalDecision, CallStatus, ToolRisk};
+use chainbox::store::{
+    self, ChainStore, Claim, Decision, MemoryStore, PendingChain, SqlStore, StoreError, StoredChain,
+};
+use chainbox::{ApprovalDecision, CallStatus, Owner, ToolRisk};
 use chainbox_protocol::CallOutcome;
 use serde_json::{Value, json};
 
@@ -53,6 +56,31 @@ fn chain(chain_id: &str) -> StoredChain {
             .expect("policy JSON"),
         seed: u64::MAX,
         created_at: "2026-12-06T10:00:00Z".to_owned(),
+        owner: None,
+    }
+}
+
+/// [`chain`], owned by `subject` of the test's identity provider.
+fn owned_chain(chain_id: &str, subject: &str) -> StoredChain {
+    StoredChain {
+        owner: Some(owner(subject)),
+        ..chain(chain_id)
+    }
+}
+
+fn owner(subject: &str) -> Owner {
+    Owner {
+        issuer: "https://id.example".to_owned(),
+        subject: subject.to_owned(),
+    }
+}
+
+/// A pending chain as `pending()` lists it.
+fn listed(chain_id: &str, owner: Option<Owner>, call: PendingCall) -> PendingChain {
+    PendingChain {
+        chain_id: chain_id.to_owned(),
+        owner,
+        call,
     }
 }
 
@@ -170,12 +198,11 @@ async fn pending_lists_the_suspended_chains_oldest_first(backend: &Backend) {
         .suspend("c1", &pending(2, "2026-12-06T10:00:02Z"))
         .await
         .expect("suspend");
-    let listed = store.pending().await.expect("pending");
     assert_eq!(
-        listed,
+        store.pending().await.expect("pending"),
         [
-            ("c2".to_owned(), pending(4, "2026-12-06T10:00:01Z")),
-            ("c1".to_owned(), pending(2, "2026-12-06T10:00:02Z")),
+            listed("c2", None, pending(4, "2026-12-06T10:00:01Z")),
+            listed("c1", None, pending(2, "2026-12-06T10:00:02Z")),
         ]
     );
     assert_eq!(
@@ -184,6 +211,34 @@ async fn pending_lists_the_suspended_chains_oldest_first(backend: &Backend) {
         "one chain's pending call"
     );
     assert_eq!(store.pending_of("c3").await.expect("pending_of"), None);
+}
+
+async fn a_chains_owner_reads_back_with_it_and_in_the_pending_list(backend: &Backend) {
+    let store = backend.open().await;
+    let alices = owned_chain("c1", "alice");
+    store.create(&alices).await.expect("create");
+    store.create(&chain("c2")).await.expect("create");
+    assert_eq!(store.chain("c1").await.expect("chain"), Some(alices));
+    assert_eq!(
+        store.chain("c2").await.expect("chain").and_then(|c| c.owner),
+        None,
+        "the local user's chain has no owner"
+    );
+    store
+        .suspend("c1", &pending(1, "2026-12-06T10:00:01Z"))
+        .await
+        .expect("suspend");
+    store
+        .suspend("c2", &pending(3, "2026-12-06T10:00:02Z"))
+        .await
+        .expect("suspend");
+    assert_eq!(
+        store.pending().await.expect("pending"),
+        [
+            listed("c1", Some(owner("alice")), pending(1, "2026-12-06T10:00:01Z")),
+            listed("c2", None, pending(3, "2026-12-06T10:00:02Z")),
+        ]
+    );
 }
 
 async fn a_decision_on_the_pending_call_is_recorded_and_ends_the_wait(backend: &Backend) {
@@ -407,6 +462,7 @@ suite!(
     the_journal_keeps_its_entries_in_seq_order_and_refuses_a_seq_twice,
     a_missing_chain_is_no_chain_for_every_method_but_chain,
     pending_lists_the_suspended_chains_oldest_first,
+    a_chains_owner_reads_back_with_it_and_in_the_pending_list,
     a_decision_on_the_pending_call_is_recorded_and_ends_the_wait,
     a_decision_on_another_call_or_on_no_pending_call_is_not_pending,
     a_claim_is_held_by_one_claimant_until_released,
@@ -479,6 +535,83 @@ async fn a_row_that_is_not_json_is_a_backend_error_naming_its_table_and_chain() 
         matches!(claim, Err(StoreError::Backend(ref m)) if m.contains("chains row of chain \"c1\"") && m.contains("finished")),
         "{claim:?}"
     );
+}
+
+/// The `chains` table as chainbox made it before chains had owners.
+const CHAINS_BEFORE_OWNERS: &str = "CREATE TABLE chains (
+    chain_id TEXT PRIMARY KEY,
+    script TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    claimed_by TEXT,
+    claimed_until BIGINT,
+    finished TEXT,
+    pending TEXT,
+    pending_seq BIGINT
+)";
+
+/// A chain of that time, suspended at a call.
+const OLD_CHAIN: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at, pending, pending_seq) \
+     VALUES ('old', 'x = await bump(n=1)', '{}', '7', '2026-12-01T10:00:00Z', \
+     '{\"seq\":1,\"tool\":\"rm\",\"arguments\":{},\"risk\":\"critical\",\"requested_at\":\"2026-12-01T10:00:00Z\"}', 1)";
+
+/// A store on a database made before chains had owners: the connect adds
+/// the owner columns, the old chain reads back unowned (as a chain and in
+/// the pending list), a new chain keeps its owner, and connecting again
+/// changes nothing.
+async fn the_columns_are_added_to_a_database_made_before_owners(url: &str) {
+    let store = SqlStore::connect(url).await.expect("connect to the old database");
+    let old = store.chain("old").await.expect("chain").expect("the old chain");
+    assert_eq!((old.seed, old.owner), (7, None));
+    let waiting = store.pending().await.expect("pending");
+    assert_eq!(
+        waiting
+            .iter()
+            .map(|c| (c.chain_id.as_str(), c.owner.clone()))
+            .collect::<Vec<_>>(),
+        [("old", None)]
+    );
+    store.create(&owned_chain("new", "alice")).await.expect("create");
+    store.close().await;
+    let again = SqlStore::connect(url).await.expect("connect again");
+    assert_eq!(
+        again.chain("new").await.expect("chain"),
+        Some(owned_chain("new", "alice"))
+    );
+    assert_eq!(again.chain("old").await.expect("chain").and_then(|c| c.owner), None);
+    again.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sqlite_database_made_before_owners_gets_the_owner_columns_on_connect() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite:{}", dir.path().join("old.db").display());
+    {
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url)
+            .expect("URL")
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.expect("raw connect");
+        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN] {
+            sqlx::query(sql).execute(&pool).await.expect(sql);
+        }
+        pool.close().await;
+    }
+    the_columns_are_added_to_a_database_made_before_owners(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_database_made_before_owners_gets_the_owner_columns_on_connect() {
+    let Some(server) = PgServer::start() else { return };
+    let url = server.create_database("before_owners").await;
+    {
+        let pool = sqlx::PgPool::connect(&url).await.expect("raw connect");
+        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN] {
+            sqlx::query(sql).execute(&pool).await.expect(sql);
+        }
+        pool.close().await;
+    }
+    the_columns_are_added_to_a_database_made_before_owners(&url).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
