@@ -62,12 +62,12 @@ fn bench(c: &mut Criterion) {
     });
 
     let server = ChainServer::new(engine.clone(), registry.clone(), policy.clone(), approval.clone());
-    let listener = serve::bind_http(([127, 0, 0, 1], 0).into(), false).expect("bind");
+    let listener = serve::bind_http(([127, 0, 0, 1], 0).into(), &serve::HttpAccess::Loopback).expect("bind");
     let addr = listener.local_addr().expect("bound address");
     let shutdown = tokio_util::sync::CancellationToken::new();
     let stop = shutdown.clone();
     let _guard = runtime.enter();
-    runtime.spawn(async move { serve::serve_http(server, listener, false, stop).await });
+    runtime.spawn(async move { serve::serve_http(server, listener, serve::HttpAccess::Loopback, stop).await });
     let mut kept = TcpStream::connect(addr).expect("connect");
     let session = open_session(&mut kept, addr);
     let call = format!(

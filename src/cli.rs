@@ -189,8 +189,50 @@ enum Command {
         /// is printed on stderr.
         #[arg(long, value_name = "ADDR")]
         http: Option<SocketAddr>,
-        /// Allow `--http` on a non-loopback address, and any `Host` header.
-        #[arg(long, requires = "http")]
+        /// Authenticate every HTTP request as an OAuth 2.1 resource server:
+        /// a bearer access token (a JWT) from this issuer, with `aud` the
+        /// `--auth-resource`, granting `chainbox:run`. Chains, approvals and
+        /// request states belong to the token's principal (`iss`, `sub`).
+        #[arg(
+            long,
+            value_name = "ISSUER_URL",
+            env = "CHAINBOX_AUTH_ISSUER",
+            requires_all = ["http", "auth_resource"]
+        )]
+        auth_issuer: Option<String>,
+        /// The canonical URL clients connect to (e.g.
+        /// `https://chains.example.com/mcp`): the audience tokens must name
+        /// and the metadata's `resource`. Configured, never taken from a
+        /// request's `Host`.
+        #[arg(
+            long,
+            value_name = "PUBLIC_URL",
+            env = "CHAINBOX_AUTH_RESOURCE",
+            requires = "auth_issuer"
+        )]
+        auth_resource: Option<String>,
+        /// Where the issuer's signing keys are (a JWK Set URL); by default
+        /// the `jwks_uri` of the issuer's metadata.
+        #[arg(long, value_name = "URL", env = "CHAINBOX_AUTH_JWKS", requires = "auth_issuer")]
+        auth_jwks: Option<String>,
+        /// Another audience accepted besides `--auth-resource` (an identity
+        /// provider's API identifier); repeatable (comma-separated in the
+        /// environment variable).
+        #[arg(
+            long = "auth-audience",
+            value_name = "AUDIENCE",
+            env = "CHAINBOX_AUTH_AUDIENCE",
+            value_delimiter = ',',
+            requires = "auth_issuer"
+        )]
+        auth_audiences: Vec<String>,
+        /// Serve `--http` on any address to anyone who reaches it, without
+        /// authentication: only behind a proxy that authenticates callers.
+        #[arg(long, requires = "http", conflicts_with = "auth_issuer")]
+        insecure_no_auth: bool,
+        /// Gone: it served remote callers unauthenticated. Use
+        /// `--auth-issuer` or `--insecure-no-auth`.
+        #[arg(long, hide = true)]
         allow_remote: bool,
         /// Largest request read, in bytes (overrides the policy's
         /// `max_request_bytes`, 16 MiB by default): a larger one gets a
@@ -394,6 +436,15 @@ enum CliError {
     /// `--artifacts` names no store this chainbox can open.
     #[error("--artifacts: {0}")]
     Artifacts(crate::artifacts::ArtifactError),
+    /// `serve --auth-*` names an unusable URL.
+    #[error(transparent)]
+    Auth(crate::auth::ConfigError),
+    /// `serve --allow-remote`, whose meaning is gone.
+    #[error(
+        "--allow-remote is gone: a remote `serve` authenticates its callers with --auth-issuer ISSUER_URL \
+         --auth-resource PUBLIC_URL, or runs behind an authenticating proxy with --insecure-no-auth"
+    )]
+    AllowRemoteGone,
     /// `decide --arguments` is not a JSON object.
     #[error("--arguments {0}: not a JSON object")]
     Arguments(String),
@@ -696,14 +747,39 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             policy,
             approve,
             http,
+            auth_issuer,
+            auth_resource,
+            auth_jwks,
+            auth_audiences,
+            insecure_no_auth,
             allow_remote,
             max_request_bytes,
             state,
             artifacts,
         } => {
+            if allow_remote {
+                return Err(CliError::AllowRemoteGone);
+            }
+            let mut policy = load_policy(policy.as_deref())?;
+            let access = match (auth_issuer, auth_resource) {
+                (Some(issuer), Some(resource)) => {
+                    let mut config = crate::auth::AuthConfig::new(&issuer, &resource, auth_jwks.as_deref())
+                        .map_err(CliError::Auth)?;
+                    config.extra_audiences = auth_audiences;
+                    // The metadata offers every scope the policy asks for.
+                    config.extra_scopes = policy
+                        .tools
+                        .values()
+                        .flat_map(|t| t.required_scopes.iter().cloned())
+                        .collect();
+                    serve::HttpAccess::OAuth(Arc::new(crate::auth::Authenticator::new(config)))
+                }
+                _ if insecure_no_auth => serve::HttpAccess::InsecureNoAuth,
+                _ => serve::HttpAccess::Loopback,
+            };
             // Refuse a bad address before anything slow starts.
             let listener = match http {
-                Some(addr) => Some(serve::bind_http(addr, allow_remote)?),
+                Some(addr) => Some(serve::bind_http(addr, &access)?),
                 None => None,
             };
             let runtime = runtime()?;
@@ -711,11 +787,18 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             // MCP servers are started next), also while it starts.
             let shutdown = CancellationToken::new();
             stop_on_signals(&runtime, shutdown.clone());
+            if let serve::HttpAccess::OAuth(auth) = &access {
+                // The keys now, so that a wrong issuer shows at start; the
+                // server starts anyway and fetches them when asked (an
+                // identity provider may come up after it).
+                if let Err(e) = runtime.block_on(auth.keys().prefetch()) {
+                    eprintln!("chainbox: warning: {e}; requests get 503 until the issuer's keys can be fetched");
+                }
+            }
             let registry = match &tools {
                 Some(path) => load_registry(&runtime, path)?,
                 None => ToolRegistry::new(),
             };
-            let mut policy = load_policy(policy.as_deref())?;
             if let Some(bytes) = max_request_bytes {
                 policy.max_request_bytes = bytes;
             }
@@ -758,7 +841,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                     ChainServer::with_store(engine, registry, policy, fallback, durable, key)
                 }
             };
-            let served = runtime.block_on(serve(server, listener, allow_remote, shutdown));
+            let served = runtime.block_on(serve(server, listener, access, shutdown));
             // Dropping the runtime's tasks drops what is left of the chains
             // and the registry: command tools and MCP servers are killed
             // with them. A read of stdin in flight cannot be cancelled, so
@@ -791,7 +874,7 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 async fn serve(
     server: ChainServer,
     listener: Option<std::net::TcpListener>,
-    allow_remote: bool,
+    access: serve::HttpAccess,
     shutdown: CancellationToken,
 ) -> Result<(), CliError> {
     if shutdown.is_cancelled() {
@@ -810,7 +893,14 @@ async fn serve(
     };
     let bound = listener.local_addr().map_err(CliError::BoundAddress)?;
     eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
-    Ok(serve::serve_http(server, listener, allow_remote, shutdown).await?)
+    if let serve::HttpAccess::OAuth(auth) = &access {
+        eprintln!(
+            "chainbox: callers authenticate with {} for {}",
+            auth.config().issuer,
+            auth.config().resource_id()
+        );
+    }
+    Ok(serve::serve_http(server, listener, access, shutdown).await?)
 }
 
 /// Listens for SIGTERM and SIGINT from now on (the listeners are made

@@ -37,6 +37,7 @@
 
 pub mod approval;
 pub mod artifacts;
+pub mod auth;
 pub mod chain;
 pub mod cli;
 pub mod demo;

@@ -48,7 +48,11 @@ pub struct Principal {
 
 impl Principal {
     /// A principal with these scopes and no client id.
-    pub fn new(issuer: impl Into<String>, subject: impl Into<String>, scopes: impl IntoIterator<Item = String>) -> Self {
+    pub fn new(
+        issuer: impl Into<String>,
+        subject: impl Into<String>,
+        scopes: impl IntoIterator<Item = String>,
+    ) -> Self {
         Self {
             owner: Owner {
                 issuer: issuer.into(),
@@ -94,7 +98,10 @@ mod tests {
         let bob = Principal::new("https://id.example", "bob", []);
         assert!(may_act_on(Some(&alice), Some(&alice.owner)));
         assert!(!may_act_on(Some(&bob), Some(&alice.owner)));
-        assert!(!may_act_on(Some(&alice), None), "a local user's chain is no principal's");
+        assert!(
+            !may_act_on(Some(&alice), None),
+            "a local user's chain is no principal's"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The `requestState` of `chainbox serve --state`: a sealed note naming a
-//! suspended durable chain and the call it waits on, so that a client's
-//! retry can resume the chain on any node that reaches the same store.
+//! suspended durable chain, the call it waits on and the principal it
+//! belongs to, so that its owner's retry can resume the chain on any node
+//! that reaches the same store, and nobody else's can.
 //!
 //! A client echoes `requestState` back verbatim, and may change it: the
 //! server trusts only what it sealed. The note ([`RequestState`]: chain id,
@@ -27,7 +28,8 @@ const PREFIX: &str = "cb1";
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// What a sealed `requestState` says: the chain and the call it waits on.
+/// What a sealed `requestState` says: the chain, the call it waits on, and
+/// whose it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestState {
     /// The durable chain.
@@ -36,6 +38,10 @@ pub struct RequestState {
     pub seq: u32,
     /// When the state was handed out (UTC, RFC 3339): for the logs.
     pub issued_at: String,
+    /// The principal it was handed to (`None`: the local user, when the
+    /// server authenticates nobody): only its retry is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::principal::Owner>,
 }
 
 /// The key a `requestState` is sealed with: at least 32 bytes. Its
@@ -175,6 +181,10 @@ mod tests {
             chain_id: "chain_1".into(),
             seq: 2,
             issued_at: "2026-12-06T12:00:00Z".into(),
+            owner: Some(crate::principal::Owner {
+                issuer: "https://id.example".into(),
+                subject: "alice".into(),
+            }),
         }
     }
 

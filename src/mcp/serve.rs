@@ -18,9 +18,17 @@
 //!   unguessable `requestState`, until the client retries with the answer),
 //!   otherwise to the fallback handler (`--approve`, deny by default), under
 //!   the policy's approval timeout either way.
-//! - Over HTTP, only loopback addresses are bound unless the caller allows
-//!   remote binds, and requests whose `Host` or `Origin` is not loopback are
-//!   refused (DNS rebinding), both by rmcp's own checks.
+//! - Over HTTP, only loopback addresses are bound unless callers are
+//!   authenticated ([`HttpAccess::OAuth`]: every request needs a valid
+//!   bearer token, see [`crate::auth`]) or the operator says a proxy does
+//!   it ([`HttpAccess::InsecureNoAuth`]); without authentication, requests
+//!   whose `Host` is not loopback are refused, and a browser `Origin` must
+//!   be loopback (DNS rebinding), both by rmcp's own checks.
+//! - With authentication, everything a call leaves behind belongs to its
+//!   principal: durable chains record it as their owner, a `requestState`
+//!   is sealed with it, a parked chain remembers it, and a retry by
+//!   another principal is refused (`-32602`) with nothing recorded or run.
+//!   Without it, callers are the local user.
 //! - A chain lives no longer than its request: when rmcp cancels the
 //!   request (`notifications/cancelled`; over HTTP a dropped stateless
 //!   request or a `DELETE`d session; stdin closed) or the server shuts down
@@ -73,10 +81,13 @@ use super::request_limit;
 use super::sealed_state::{OpenError, RequestState, StateKey};
 use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
+use crate::auth::Authenticator;
+use crate::auth::http::HttpAuth;
 use crate::chain::RunOptions;
 use crate::durable::{Durable, DurableError};
 use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
+use crate::principal::{Owner, Principal, may_act_on};
 use crate::result::{ChainRunResult, ChainStatus, PendingCall};
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
 use crate::store::StoreError;
@@ -92,10 +103,11 @@ const INSTRUCTIONS: &str = "chainbox runs Python chain scripts in a sandbox. Cal
 /// Errors starting or running the server.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A non-loopback address without `--allow-remote`.
+    /// A non-loopback address without authentication.
     #[error(
-        "refusing to serve on {0}: it is not a loopback address (anyone who can reach it could run chains); \
-         pass --allow-remote to serve there anyway"
+        "refusing to serve on {0}: it is not a loopback address, and without --auth-issuer anyone who can \
+         reach it could run chains; pass --auth-issuer ISSUER_URL --auth-resource PUBLIC_URL to authenticate \
+         callers, or --insecure-no-auth behind a proxy that authenticates them"
     )]
     NotLoopback(SocketAddr),
     /// The address could not be bound.
@@ -180,6 +192,8 @@ struct Parked {
     chain: Running,
     pending: PendingApproval,
     since: Instant,
+    /// Whose chain it is: only its principal's retry answers it.
+    owner: Option<Owner>,
 }
 
 /// The key of the approval form among a round's input requests.
@@ -272,7 +286,7 @@ impl ChainServer {
     /// Cancelling `cancel` ends the chain as `cancelled` (see
     /// [`RunOptions::cancel`]).
     pub async fn run_chain(&self, code: &str, approval: &Approval, cancel: CancellationToken) -> CallToolResult {
-        self.run_chain_observed(code, approval, cancel, None).await
+        self.run_chain_observed(code, approval, cancel, None, None).await
     }
 
     /// [`Self::run_chain`], its events given to `observer` as it runs.
@@ -282,11 +296,13 @@ impl ChainServer {
         approval: &Approval,
         cancel: CancellationToken,
         observer: Option<Observer>,
+        principal: Option<Principal>,
     ) -> CallToolResult {
         let shared = &self.inner;
         let options = RunOptions {
             cancel: Some(cancel),
             observer,
+            principal,
             ..RunOptions::default()
         };
         let result = shared
@@ -316,7 +332,7 @@ impl ChainServer {
 
     /// Starts `code` in its own task, its approvals sent to the returned
     /// receiver (one at a time: the next waits until the first is answered).
-    fn start(&self, code: &str) -> Running {
+    fn start(&self, code: &str, principal: Option<Principal>) -> Running {
         let (approval, approvals) = Approval::channel(1);
         let server = self.clone();
         let code = code.to_owned();
@@ -324,8 +340,14 @@ impl ChainServer {
         let chain_cancel = cancel.clone();
         // The chain's task keeps the trace context it was started in.
         let trace = opentelemetry::Context::current();
-        let task =
-            tokio::spawn(async move { server.run_chain(&code, &approval, chain_cancel).await }.with_context(trace));
+        let task = tokio::spawn(
+            async move {
+                server
+                    .run_chain_observed(&code, &approval, chain_cancel, None, principal)
+                    .await
+            }
+            .with_context(trace),
+        );
         Running {
             task,
             approvals,
@@ -336,14 +358,19 @@ impl ChainServer {
     /// Waits for `chain` to finish or to ask for an approval; in the second
     /// case parks it and answers with the approval form to fill in. If the
     /// request is cancelled (`ct`) meanwhile, so is the chain.
-    async fn drive(&self, mut chain: Running, ct: &CancellationToken) -> Result<CallToolResponse, ErrorData> {
+    async fn drive(
+        &self,
+        mut chain: Running,
+        owner: Option<Owner>,
+        ct: &CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
         let finished = |done: Result<CallToolResult, tokio::task::JoinError>| {
             done.map(CallToolResponse::from)
                 .map_err(|e| ErrorData::internal_error(format!("the chain's task failed: {e}"), None))
         };
         tokio::select! {
             done = &mut chain.task => finished(done),
-            Some(pending) = chain.approvals.recv() => Ok(self.park(chain, pending)),
+            Some(pending) = chain.approvals.recv() => Ok(self.park(chain, pending, owner)),
             () = ct.cancelled() => {
                 // Nobody reads the answer; waiting for it lets the chain
                 // end itself, logged as cancelled.
@@ -355,7 +382,7 @@ impl ChainServer {
 
     /// Parks `chain` on `pending` under a fresh request state and returns
     /// the input-required result asking for it.
-    fn park(&self, chain: Running, pending: PendingApproval) -> CallToolResponse {
+    fn park(&self, chain: Running, pending: PendingApproval, owner: Option<Owner>) -> CallToolResponse {
         let state = uuid::Uuid::new_v4().simple().to_string();
         let asking = input_required(&pending.request, state.clone());
         let keep_for = self.inner.policy.approval_timeout();
@@ -373,6 +400,7 @@ impl ChainServer {
                 chain,
                 pending,
                 since: Instant::now(),
+                owner,
             },
         );
         asking
@@ -385,27 +413,38 @@ impl ChainServer {
         &self,
         state: &str,
         responses: Option<&InputResponses>,
+        caller: Option<&Principal>,
         ct: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
-        let parked = self
-            .inner
-            .parked
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(state);
-        let Some(Parked { chain, pending, .. }) = parked else {
+        let parked = {
+            let mut parked = self
+                .inner
+                .parked
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            // Another principal's state is no state to it: the chain stays
+            // parked for its owner.
+            match parked.get(state) {
+                Some(p) if may_act_on(caller, p.owner.as_ref()) => parked.remove(state),
+                _ => None,
+            }
+        };
+        let Some(Parked {
+            chain, pending, owner, ..
+        }) = parked
+        else {
             return Err(ErrorData::invalid_params(
                 "unknown or expired requestState: call run_chain again without it",
                 None,
             ));
         };
         let Some(response) = responses.and_then(|r| r.get(APPROVAL_INPUT)) else {
-            return Ok(self.park(chain, pending));
+            return Ok(self.park(chain, pending, owner));
         };
         let answer: ElicitResult = serde_json::from_value(response.clone())
             .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
         pending.respond(decision_of(&answer));
-        self.drive(chain, ct).await
+        self.drive(chain, owner, ct).await
     }
 }
 
@@ -420,17 +459,23 @@ impl ChainServer {
         code: &str,
         approval: &Approval,
         observer: Option<Observer>,
+        caller: Option<&Principal>,
         ct: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
         let shared = &self.inner;
         let result = self
             .cancellable(ct, |cancel| {
-                let durable = store.durable.clone().cancelled_by(cancel).with_observer(observer);
+                let durable = store
+                    .durable
+                    .clone()
+                    .cancelled_by(cancel)
+                    .with_observer(observer)
+                    .with_principal(caller.cloned());
                 async move { durable.run(code, &shared.registry, &shared.policy, approval).await }
             })
             .await
             .map_err(|e| store_error(&e))?;
-        Ok(self.durable_answer(store, &result))
+        Ok(self.durable_answer(store, &result, caller))
     }
 
     /// A retry of a suspended durable chain (`state`, sealed by this store's
@@ -441,14 +486,24 @@ impl ChainServer {
         store: &DurableServe,
         state: &str,
         responses: Option<&InputResponses>,
+        caller: Option<&Principal>,
         ct: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
-        let RequestState { chain_id, seq, .. } = store.key.open(state).map_err(|e| refused_state(&e))?;
+        let RequestState {
+            chain_id, seq, owner, ..
+        } = store.key.open(state).map_err(|e| refused_state(&e))?;
+        // Bound to the principal it was sealed for, on every node: another
+        // principal's retry records nothing and runs nothing. (The store's
+        // owner is checked again by every decide and resume.)
+        if !may_act_on(caller, owner.as_ref()) {
+            tracing::warn!(chain_id, "refused a requestState sealed for another principal");
+            return Err(refused_owner());
+        }
+        let durable = store.durable.clone().with_principal(caller.cloned());
         if let Some(response) = responses.and_then(|r| r.get(APPROVAL_INPUT)) {
             let answer: ElicitResult = serde_json::from_value(response.clone())
                 .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
-            match store
-                .durable
+            match durable
                 .decide_call(&chain_id, Some(seq), decision_of(&answer), DECIDED_BY)
                 .await
             {
@@ -456,6 +511,7 @@ impl ChainServer {
                 // chain went on: the first decision on a call stands.
                 Ok(_) | Err(DurableError::Store(StoreError::NotPending { .. })) => {}
                 Err(DurableError::Store(StoreError::NoChain(_))) => return Err(unknown_chain(&chain_id)),
+                Err(DurableError::NotOwner { .. }) => return Err(refused_owner()),
                 Err(e) => return Err(store_error(&e)),
             }
         }
@@ -465,17 +521,17 @@ impl ChainServer {
             // Still waiting on a call (this one, unanswered; or a later
             // one): ask for it, without running anything.
             if let Some(pending) = self.pending_of(store, &chain_id).await? {
-                return Ok(self.ask(store, &chain_id, &pending));
+                return Ok(self.ask(store, &chain_id, &pending, caller));
             }
             let resumed = self
                 .cancellable(ct, |cancel| {
-                    let durable = store.durable.clone().cancelled_by(cancel);
+                    let durable = durable.clone().cancelled_by(cancel);
                     let chain_id = chain_id.clone();
                     async move { durable.resume(&chain_id, &shared.registry, &Approval::defer()).await }
                 })
                 .await;
             match resumed {
-                Ok(result) => return Ok(self.durable_answer(store, &result)),
+                Ok(result) => return Ok(self.durable_answer(store, &result, caller)),
                 // Another request resumes it: its outcome is this retry's
                 // too, once it is in the store.
                 Err(DurableError::BeingResumed { .. }) if Instant::now() < deadline && !ct.is_cancelled() => {
@@ -491,6 +547,7 @@ impl ChainServer {
                     ));
                 }
                 Err(DurableError::Store(StoreError::NoChain(_))) => return Err(unknown_chain(&chain_id)),
+                Err(DurableError::NotOwner { .. }) => return Err(refused_owner()),
                 Err(e) => return Err(store_error(&e)),
             }
         }
@@ -508,16 +565,27 @@ impl ChainServer {
 
     /// A durable chain's result for MCP: a suspended chain asks for its
     /// pending call; any other ending is the usual result.
-    fn durable_answer(&self, store: &DurableServe, result: &ChainRunResult) -> CallToolResponse {
+    fn durable_answer(
+        &self,
+        store: &DurableServe,
+        result: &ChainRunResult,
+        caller: Option<&Principal>,
+    ) -> CallToolResponse {
         match (&result.status, &result.chain_id, &result.pending) {
-            (ChainStatus::Suspended, Some(chain_id), Some(pending)) => self.ask(store, chain_id, pending),
+            (ChainStatus::Suspended, Some(chain_id), Some(pending)) => self.ask(store, chain_id, pending, caller),
             _ => call_tool_result(result).into(),
         }
     }
 
     /// The input-required result asking for `pending`, with a sealed state
-    /// naming it.
-    fn ask(&self, store: &DurableServe, chain_id: &str, pending: &PendingCall) -> CallToolResponse {
+    /// naming it and the principal it is for (`caller`, whose chain it is).
+    fn ask(
+        &self,
+        store: &DurableServe,
+        chain_id: &str,
+        pending: &PendingCall,
+        caller: Option<&Principal>,
+    ) -> CallToolResponse {
         let request = ApprovalRequest {
             run_id: chain_id.to_owned(),
             call_id: u64::from(pending.seq),
@@ -530,6 +598,7 @@ impl ChainServer {
             chain_id: chain_id.to_owned(),
             seq: pending.seq,
             issued_at: crate::util::utc_now_rfc3339(),
+            owner: caller.map(|p| p.owner.clone()),
         });
         input_required(&request, state)
     }
@@ -550,6 +619,16 @@ fn input_required(request: &ApprovalRequest, state: String) -> CallToolResponse 
 fn refused_state(why: &OpenError) -> ErrorData {
     ErrorData::invalid_params(
         format!("requestState refused: {why}; nothing was run (call run_chain again without it)"),
+        None,
+    )
+}
+
+/// The protocol error for a sealed state of another principal's chain: the
+/// same words for a state whose seal names another principal and for one
+/// whose chain the store says is another's.
+fn refused_owner() -> ErrorData {
+    ErrorData::invalid_params(
+        "requestState refused: it belongs to another principal; nothing was run (call run_chain again without it)",
         None,
     )
 }
@@ -665,10 +744,12 @@ impl ServerHandler for ChainServer {
         // request's connection drops, and when the session ends (stdin
         // closed, HTTP `DELETE`); the chain ends with it.
         let responses = request.input_responses.as_ref();
+        let caller = caller(&context);
+        let caller = caller.as_ref();
         if let Some(state) = &request.request_state {
             return match &self.inner.durable {
-                Some(store) => self.retry_durable(store, state, responses, &context.ct).await,
-                None => self.resume(state, responses, &context.ct).await,
+                Some(store) => self.retry_durable(store, state, responses, caller, &context.ct).await,
+                None => self.resume(state, responses, caller, &context.ct).await,
             };
         }
         let code = chain_code(request.arguments.as_ref())?;
@@ -687,18 +768,22 @@ impl ServerHandler for ChainServer {
                 // The fallback decides at once: nothing to outlive the request.
                 (ApprovalRoute::Handler(approval), _) | (ApprovalRoute::Elicit(approval), None) => Ok(self
                     .cancellable(&context.ct, |cancel| {
-                        self.run_chain_observed(code, &approval, cancel, observer)
+                        self.run_chain_observed(code, &approval, cancel, observer, caller.cloned())
                     })
                     .await
                     .into()),
                 (ApprovalRoute::Elicit(approval), Some(store)) => {
-                    self.run_durable(store, code, &approval, observer, &context.ct).await
-                }
-                (ApprovalRoute::InputRequired, Some(store)) => {
-                    self.run_durable(store, code, &Approval::defer(), observer, &context.ct)
+                    self.run_durable(store, code, &approval, observer, caller, &context.ct)
                         .await
                 }
-                (ApprovalRoute::InputRequired, None) => self.drive(self.start(code), &context.ct).await,
+                (ApprovalRoute::InputRequired, Some(store)) => {
+                    self.run_durable(store, code, &Approval::defer(), observer, caller, &context.ct)
+                        .await
+                }
+                (ApprovalRoute::InputRequired, None) => {
+                    let owner = caller.map(|p| p.owner.clone());
+                    self.drive(self.start(code, caller.cloned()), owner, &context.ct).await
+                }
             }
         }
         .with_context(parent)
@@ -760,6 +845,19 @@ impl LiveStdout {
         let _ = self.chunks.send(None);
         let _ = self.sender.await;
     }
+}
+
+/// Who sent the request: the principal the HTTP layer authenticated
+/// ([`crate::auth::http`] puts it in the request's extensions, which rmcp
+/// hands over with the request's `Parts`); `None` for the local user
+/// (stdio, or HTTP without `--auth-issuer`).
+fn caller(context: &RequestContext<RoleServer>) -> Option<Principal> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<Principal>()
+        .cloned()
 }
 
 /// The trace context the client sent in the request's `_meta`
@@ -885,11 +983,35 @@ pub async fn serve_stdio(server: ChainServer, shutdown: CancellationToken) -> Re
     running.waiting().await.map(|_| ()).map_err(ServeError::Session)
 }
 
+/// Who may call `serve --http`, and how that is checked.
+#[derive(Clone)]
+pub enum HttpAccess {
+    /// Anyone on this machine, unauthenticated: loopback addresses only,
+    /// requests naming a loopback `Host` only (the default; the MCP
+    /// conformance suite runs this way).
+    Loopback,
+    /// Anyone who reaches the address, unauthenticated, any `Host`
+    /// (`--insecure-no-auth`): for a server behind a proxy that
+    /// authenticates its callers.
+    InsecureNoAuth,
+    /// Callers with a valid access token of the configured issuer
+    /// (`--auth-issuer`), any address and `Host`: an OAuth 2.1 resource
+    /// server ([`crate::auth`]).
+    OAuth(Arc<Authenticator>),
+}
+
+impl HttpAccess {
+    /// Whether a non-loopback address may be bound.
+    fn allows_remote(&self) -> bool {
+        !matches!(self, Self::Loopback)
+    }
+}
+
 /// Binds `addr` for [`serve_http`], refusing a non-loopback address unless
-/// `allow_remote`. Synchronous, so a bad address is refused before the
-/// engine is built.
-pub fn bind_http(addr: SocketAddr, allow_remote: bool) -> Result<std::net::TcpListener, ServeError> {
-    if !addr.ip().is_loopback() && !allow_remote {
+/// `access` authenticates callers or explicitly does not need to.
+/// Synchronous, so a bad address is refused before the engine is built.
+pub fn bind_http(addr: SocketAddr, access: &HttpAccess) -> Result<std::net::TcpListener, ServeError> {
+    if !addr.ip().is_loopback() && !access.allows_remote() {
         return Err(ServeError::NotLoopback(addr));
     }
     let bind_err = |source| ServeError::Bind { addr, source };
@@ -917,10 +1039,13 @@ const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
 const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 /// Serves `server` as streamable HTTP at [`HTTP_PATH`] on `listener` until
-/// `shutdown` is cancelled. Requests must name a loopback `Host` (unless
-/// `allow_remote`: then any host) and, when they carry an `Origin`, a
-/// loopback origin, so a web page cannot reach the server through DNS
-/// rebinding. A POST body over [`ChainServer::max_request_bytes`], or one
+/// `shutdown` is cancelled. With [`HttpAccess::OAuth`] every request needs
+/// a valid bearer token ([`crate::auth::http`]) and the Protected Resource
+/// Metadata is served beside the endpoint. Without authentication,
+/// requests must name a loopback `Host` (unless
+/// [`HttpAccess::InsecureNoAuth`]: then any host). Requests carrying an
+/// `Origin` must name a loopback origin, so a web page cannot reach the
+/// server through DNS rebinding. A POST body over [`ChainServer::max_request_bytes`], or one
 /// that is not JSON-RPC, gets a JSON-RPC error (see
 /// `request_limit`). Connections are `TCP_NODELAY`: a response goes
 /// out in more than one write (headers, then SSE events), and Nagle's
@@ -929,7 +1054,7 @@ const HTTP_SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 pub async fn serve_http(
     server: ChainServer,
     listener: std::net::TcpListener,
-    allow_remote: bool,
+    access: HttpAccess,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let listener = TcpListener::from_std(listener)
@@ -945,7 +1070,9 @@ pub async fn serve_http(
         .with_cancellation_token(shutdown.child_token())
         .with_allowed_origins(LOOPBACK_ORIGINS.iter().copied())
         .enforce_origin_validation();
-    config = if allow_remote {
+    // A bearer token, not the `Host`, is what keeps a rebinding page out
+    // of an authenticating server (a page cannot send the token).
+    config = if access.allows_remote() {
         config.disable_allowed_hosts()
     } else {
         config.with_allowed_hosts(LOOPBACK_HOSTS.iter().copied())
@@ -955,12 +1082,23 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new()
+    let mut router = axum::Router::new()
         .nest_service(HTTP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(
             limit,
             request_limit::check_http_request,
         ));
+    if let HttpAccess::OAuth(authenticator) = access {
+        let auth = Arc::new(HttpAuth::new(authenticator));
+        // The token is checked first: an unauthenticated request's body is
+        // never read.
+        router = router
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&auth),
+                crate::auth::http::require_token,
+            ))
+            .merge(crate::auth::http::metadata_routes(auth, HTTP_PATH));
+    }
     let grace = shutdown.clone();
     let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned());
     tokio::select! {

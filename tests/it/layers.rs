@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[&[&str]] = &[
     // Shared helpers, and who a chain runs for: depend on nothing of ours.
     &["digest", "util", "telemetry", "principal"],
-    // Content-addressed artifacts, then the result contract that names them.
-    &["artifacts"],
+    // Content-addressed artifacts, and who is calling (access tokens
+    // checked); then the result contract that names artifacts.
+    &["artifacts", "auth"],
     &["result"],
     // What a chain may call, the chain's files, its journal, and what
     // it shows as it runs.

@@ -9,6 +9,7 @@ mod fixtures;
 
 mod adversarial;
 mod artifacts;
+mod auth;
 mod auth_provider;
 mod cancellation;
 mod cli;

@@ -398,7 +398,7 @@ async fn http_refuses_a_foreign_origin() {
 }
 
 #[test]
-fn http_refuses_a_non_loopback_bind_without_allow_remote() {
+fn http_refuses_a_non_loopback_bind_without_authentication() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_chainbox"))
         .current_dir(repo())
         .args(["serve", "--http", "0.0.0.0:0"])
@@ -408,7 +408,7 @@ fn http_refuses_a_non_loopback_bind_without_allow_remote() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("not a loopback address") && stderr.contains("--allow-remote"),
+        stderr.contains("not a loopback address") && stderr.contains("--auth-issuer"),
         "{stderr}"
     );
 }
