@@ -22,7 +22,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use super::mcp_serve::{START_TIMEOUT, jsonrpc_of};
+use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, served_address};
 
 /// The issuer the minted tokens name.
 const ISSUER: &str = "https://id.chainbox.test";
@@ -223,22 +223,7 @@ impl Site {
             command.env(key, value);
         }
         let child = command.spawn().expect("spawning chainbox serve");
-        let started = Instant::now();
-        let addr = loop {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let found = text
-                .lines()
-                .find_map(|l| l.strip_prefix("chainbox: serving MCP at http://"))
-                .and_then(|url| url.trim().trim_end_matches("/mcp").parse().ok());
-            if let Some(addr) = found {
-                break addr;
-            }
-            assert!(
-                started.elapsed() < START_TIMEOUT,
-                "{name} never said where it serves:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let addr = served_address(&log_path, name);
         Serving {
             child,
             addr,

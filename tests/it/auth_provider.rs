@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Map, Value, json};
 
 use super::auth::{Answer, Serving, Site, bearer, free_port, post, run_chain};
+use super::durable_serve::{answered, asks_for, completed};
 use super::store::PgServer;
 
 /// Longest the Python client may take (it starts an interpreter, imports
@@ -410,34 +411,6 @@ impl Nodes {
     }
 }
 
-/// The `requestState` of an input-required answer asking to approve
-/// `tool`; panics on anything else.
-fn asks_for(message: &Value, tool: &str) -> String {
-    let result = &message["result"];
-    assert_eq!(result["resultType"], "input_required", "{message:#}");
-    let text = result["inputRequests"]["approval"]["params"]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(text.contains(&format!("`{tool}`")), "{message:#}");
-    result["requestState"].as_str().expect("a requestState").to_owned()
-}
-
-/// The retry params: `state`, and the user's approval.
-fn approved(state: &str) -> Value {
-    json!({
-        "requestState": state,
-        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}},
-    })
-}
-
-/// The chain result of a completed answer; panics on anything else.
-fn completed(message: &Value) -> &Value {
-    let result = &message["result"];
-    assert_ne!(result["resultType"], "input_required", "{message:#}");
-    assert_ne!(result["isError"], true, "{message:#}");
-    &result["structuredContent"]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn bob_cannot_resume_alices_suspended_chain_on_another_node_and_alice_can_once() {
     let Some(nodes) = Nodes::start("auth_provider_resume").await else {
@@ -450,7 +423,7 @@ async fn bob_cannot_resume_alices_suspended_chain_on_another_node_and_alice_can_
 
     // Bob, authenticated, with alice's state and an approval: refused,
     // nothing recorded, nothing run.
-    let refused = nodes.call(&nodes.b, &bob, approved(&state)).await;
+    let refused = nodes.call(&nodes.b, &bob, answered(&state, true)).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused:#}");
     assert!(refused.get("result").is_none(), "{refused:#}");
     assert_eq!(nodes.site.runs("pay"), 0, "bob's retry ran alice's call");
@@ -461,13 +434,13 @@ async fn bob_cannot_resume_alices_suspended_chain_on_another_node_and_alice_can_
     asks_for(&again, "pay");
     assert_eq!(nodes.site.runs("pay"), 0);
 
-    let done = nodes.call(&nodes.b, &alice, approved(&state)).await;
+    let done = nodes.call(&nodes.b, &alice, answered(&state, true)).await;
     let result = completed(&done);
     assert_eq!(result["status"], "ok", "{done:#}");
     assert_eq!(nodes.site.runs("pay"), 1);
 
     // The same retry again: the chain's result, not another payment.
-    let replayed = nodes.call(&nodes.a, &alice, approved(&state)).await;
+    let replayed = nodes.call(&nodes.a, &alice, answered(&state, true)).await;
     assert_eq!(completed(&replayed)["status"], "ok", "{replayed:#}");
     assert_eq!(nodes.site.runs("pay"), 1, "a second retry paid again");
 }

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, post, read_response};
+use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, post, read_response, served_address};
 use super::s3::S3Server;
 use super::store::PgServer;
 
@@ -60,10 +60,6 @@ impl Fixture {
     /// How many times `tool` ran.
     fn runs(&self, tool: &str) -> usize {
         std::fs::read_to_string(self.dir.path().join(format!("{tool}.runs"))).map_or(0, |text| text.lines().count())
-    }
-
-    fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
 
     /// The answer of an uninterrupted run (`chainbox run --approve auto`),
@@ -111,23 +107,7 @@ impl Fixture {
             command.env(key, value);
         }
         let child = command.spawn().expect("spawning chainbox serve");
-        let started = Instant::now();
-        let addr = loop {
-            let found = self
-                .log(name)
-                .lines()
-                .find_map(|l| l.strip_prefix("chainbox: serving MCP at http://"))
-                .and_then(|url| url.trim().trim_end_matches("/mcp").parse().ok());
-            if let Some(addr) = found {
-                break addr;
-            }
-            assert!(
-                started.elapsed() < START_TIMEOUT,
-                "{name} never said where it serves:\n{}",
-                self.log(name)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let addr = served_address(&self.dir.path().join(format!("{name}.log")), name);
         Node { child, addr }
     }
 }
@@ -182,7 +162,7 @@ async fn call_async(addr: SocketAddr, extra: Value) -> Value {
 
 /// The `requestState` of an input-required answer asking to approve
 /// `tool`; panics on anything else.
-fn asks_for(message: &Value, tool: &str) -> String {
+pub(crate) fn asks_for(message: &Value, tool: &str) -> String {
     let result = &message["result"];
     assert_eq!(result["resultType"], "input_required", "{message:#}");
     let form = &result["inputRequests"]["approval"];
@@ -192,7 +172,7 @@ fn asks_for(message: &Value, tool: &str) -> String {
 }
 
 /// The retry params: `state`, and the user's approval (or refusal).
-fn answered(state: &str, approve: bool) -> Value {
+pub(crate) fn answered(state: &str, approve: bool) -> Value {
     json!({
         "requestState": state,
         "inputResponses": {"approval": {"action": "accept", "content": {"approve": approve}}},
@@ -200,7 +180,7 @@ fn answered(state: &str, approve: bool) -> Value {
 }
 
 /// The chain result of a completed answer; panics on anything else.
-fn completed(message: &Value) -> &Value {
+pub(crate) fn completed(message: &Value) -> &Value {
     let result = &message["result"];
     assert_ne!(result["resultType"], "input_required", "{message:#}");
     assert_ne!(result["isError"], true, "{message:#}");

@@ -22,6 +22,28 @@ use tokio::io::AsyncBufReadExt;
 /// Longest a test waits for the server (a cold module cache compiles the guest).
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The address a `chainbox serve --http` process whose stderr goes to
+/// `log` says it serves at (`chainbox: serving MCP at http://ADDR/mcp`),
+/// waited for up to [`START_TIMEOUT`]; `name` names it in the panic.
+pub(crate) fn served_address(log: &std::path::Path, name: &str) -> SocketAddr {
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let found = text
+            .lines()
+            .find_map(|l| l.strip_prefix("chainbox: serving MCP at http://"))
+            .and_then(|url| url.trim().trim_end_matches("/mcp").parse().ok());
+        if let Some(addr) = found {
+            return addr;
+        }
+        assert!(
+            started.elapsed() < START_TIMEOUT,
+            "{name} never said where it serves:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
