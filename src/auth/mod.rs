@@ -81,9 +81,14 @@ pub struct AuthConfig {
     /// The authorization server's issuer URL: tokens' `iss` must be exactly
     /// this, and its metadata says where its keys are.
     pub issuer: String,
-    /// The canonical URL clients connect to (`https://chains.example.com/mcp`):
-    /// the metadata's `resource`, and the audience tokens must carry.
+    /// The canonical URL clients connect to (`https://chains.example.com/mcp`),
+    /// parsed: where the metadata's URL comes from.
     pub resource: url::Url,
+    /// The same URL exactly as configured: the metadata's `resource`, which
+    /// a client sends back as its RFC 8707 resource indicator, and so the
+    /// audience tokens must carry (`Url` would print `https://host` as
+    /// `https://host/`, another audience).
+    resource_id: String,
     /// Other audiences accepted besides `resource` (an identity provider
     /// that puts an API identifier in `aud`).
     pub extra_audiences: Vec<String>,
@@ -122,22 +127,23 @@ impl AuthConfig {
     /// [`ConfigError::Url`] naming the flag when a URL is not an absolute
     /// `https` URL (`http` only on a loopback host), or carries a fragment.
     pub fn new(issuer: &str, resource: &str, jwks: Option<&str>) -> Result<Self, ConfigError> {
-        let issuer_url = checked_url("--auth-issuer", issuer)?;
-        let resource = checked_url("--auth-resource", resource)?;
+        // Both are kept as given: `iss` must be exactly the issuer, `aud`
+        // exactly the resource.
+        let (issuer, resource_id) = (issuer.trim(), resource.trim());
+        checked_url("--auth-issuer", issuer)?;
+        let resource = checked_url("--auth-resource", resource_id)?;
         if resource.query().is_some() {
             return Err(ConfigError::Url {
                 flag: "--auth-resource",
-                url: resource.to_string(),
+                url: resource_id.to_owned(),
                 why: "a resource identifier has no query (RFC 8707)".into(),
             });
         }
         let jwks_uri = jwks.map(|j| checked_url("--auth-jwks", j)).transpose()?;
-        // The issuer is compared as given (`iss` must be exactly it), not
-        // as `Url` prints it (which adds a `/` to a bare host).
-        let _ = issuer_url;
         Ok(Self {
             issuer: issuer.to_owned(),
             resource,
+            resource_id: resource_id.to_owned(),
             extra_audiences: Vec::new(),
             jwks_uri,
             refetch_interval: Duration::from_secs(10),
@@ -146,21 +152,9 @@ impl AuthConfig {
         })
     }
 
-    /// The resource as clients see it and tokens name it (no trailing `/`
-    /// added to a path).
-    pub fn resource_id(&self) -> String {
-        resource_string(&self.resource)
-    }
-}
-
-/// `url` as written for a resource: `Url` prints a bare host with a
-/// trailing `/`, which an audience `https://host` would not match.
-fn resource_string(url: &url::Url) -> String {
-    let text = url.as_str();
-    if url.path() == "/" && url.query().is_none() {
-        text.trim_end_matches('/').to_owned()
-    } else {
-        text.to_owned()
+    /// The resource as configured: as clients see it and tokens name it.
+    pub fn resource_id(&self) -> &str {
+        &self.resource_id
     }
 }
 
@@ -314,7 +308,7 @@ impl Authenticator {
 
     /// An authenticator for `config` with these keys (tests, benches).
     pub fn with_keys(config: AuthConfig, keys: KeySource) -> Self {
-        let mut audiences = vec![config.resource_id()];
+        let mut audiences = vec![config.resource_id().to_owned()];
         audiences.extend(config.extra_audiences.iter().cloned());
         let validations = ACCEPTED_ALGORITHMS
             .iter()
@@ -433,4 +427,57 @@ fn token_error(e: &jsonwebtoken::errors::Error) -> TokenError {
 /// Whether `family` is one an asymmetric key can verify.
 fn is_asymmetric(family: AlgorithmFamily) -> bool {
     !matches!(family, AlgorithmFamily::Hmac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_is_kept_exactly_as_configured() {
+        for resource in [
+            "https://chains.example.com",
+            "https://chains.example.com/mcp/",
+            "http://127.0.0.1:8931/mcp",
+        ] {
+            let config = AuthConfig::new("https://id.example/", resource, None).expect("a valid config");
+            assert_eq!(config.resource_id(), resource);
+            assert_eq!(config.issuer, "https://id.example/", "the issuer as given");
+        }
+    }
+
+    #[test]
+    fn plain_http_is_refused_off_loopback_naming_the_flag() {
+        let e = AuthConfig::new("https://id.example", "http://chains.example.com/mcp", None).unwrap_err();
+        assert!(e.to_string().starts_with("--auth-resource"), "{e}");
+        let e = AuthConfig::new("http://id.example", "https://chains.example.com/mcp", None).unwrap_err();
+        assert!(e.to_string().starts_with("--auth-issuer"), "{e}");
+    }
+
+    #[test]
+    fn a_resource_with_a_query_or_fragment_is_refused() {
+        for resource in [
+            "https://chains.example.com/mcp?x=1",
+            "https://chains.example.com/mcp#top",
+        ] {
+            assert!(
+                AuthConfig::new("https://id.example", resource, None).is_err(),
+                "{resource}"
+            );
+        }
+    }
+
+    #[test]
+    fn scopes_are_read_from_scope_and_from_scp_in_either_shape() {
+        let claims: Claims = serde_json::from_value(serde_json::json!({
+            "iss": "i", "sub": "s", "exp": 1, "scope": "a b", "scp": ["c"]
+        }))
+        .expect("claims");
+        assert_eq!(claims.scopes(), ["a", "b", "c"].map(String::from).into());
+        let entra: Claims = serde_json::from_value(serde_json::json!({
+            "iss": "i", "sub": "s", "exp": 1, "scp": "d e"
+        }))
+        .expect("claims");
+        assert_eq!(entra.scopes(), ["d", "e"].map(String::from).into());
+    }
 }
