@@ -192,8 +192,9 @@ pub struct KeySource {
     /// Held while fetching, so that requests arriving meanwhile wait for
     /// that fetch instead of making their own.
     fetching: tokio::sync::Mutex<()>,
-    /// When the last fetch started (successful or not).
-    last_fetch: Mutex<Option<Instant>>,
+    /// When the last fetch started, and how it ended for the requests
+    /// waiting on it (`Ok`: keys are held, new or old; `Err`: none are).
+    last_fetch: Mutex<Option<(Instant, Result<(), JwksError>)>>,
     refetch_interval: Duration,
     max_age: Duration,
 }
@@ -260,8 +261,7 @@ impl KeySource {
         if matches!(self.origin, Origin::Fixed) {
             return Err(TokenError::UnknownKey.into());
         }
-        let stale = held.as_ref().is_none_or(|set| set.fetched.elapsed() >= self.max_age);
-        self.refresh(stale).await?;
+        self.refresh().await?;
         self.held()
             .and_then(|set| set.find(kid, alg))
             .ok_or_else(|| TokenError::UnknownKey.into())
@@ -276,28 +276,28 @@ impl KeySource {
         if matches!(self.origin, Origin::Fixed) {
             return Ok(());
         }
-        self.refresh(true).await
+        self.refresh().await
     }
 
-    /// Fetches the keys again unless another request just did (`must`: the
-    /// keys held are missing or too old, so fetch regardless of the
-    /// interval). A failed fetch keeps the keys held before.
-    async fn refresh(&self, must: bool) -> Result<(), JwksError> {
+    /// Fetches the keys again, unless a fetch started less than the refetch
+    /// interval ago or while this request waited for the one before: then
+    /// that fetch's outcome stands. So neither tokens naming made-up keys
+    /// nor an unreachable issuer make more than one fetch per interval
+    /// (requests meanwhile get the held keys, or the last failure at once).
+    /// A failed fetch keeps the keys held before.
+    async fn refresh(&self) -> Result<(), JwksError> {
         let started_waiting = Instant::now();
         let _fetching = self.fetching.lock().await;
+        let started = Instant::now();
         {
-            let mut last = self.last_fetch.lock().unwrap_or_else(|p| p.into_inner());
-            // Another request fetched while this one waited: use its keys.
-            if last.is_some_and(|t| t >= started_waiting) {
-                return Ok(());
+            let last = self.last_fetch.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, outcome)) = &*last
+                && (*at >= started_waiting || at.elapsed() < self.refetch_interval)
+            {
+                return outcome.clone();
             }
-            if !must && last.is_some_and(|t| t.elapsed() < self.refetch_interval) {
-                return Ok(());
-            }
-            *last = Some(Instant::now());
         }
-        let set = self.fetch().await;
-        match set {
+        let outcome = match self.fetch().await {
             Ok(set) => {
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(set));
                 Ok(())
@@ -308,7 +308,9 @@ impl KeySource {
                 Ok(())
             }
             Err(e) => Err(e),
-        }
+        };
+        *self.last_fetch.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, outcome.clone()));
+        outcome
     }
 
     /// One fetch of the key set (after finding its URL, the first time).

@@ -693,6 +693,18 @@ async fn tokens_naming_unknown_keys_fetch_the_keys_at_most_once_per_interval() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_issuer_without_usable_keys_is_asked_once_per_interval_and_requests_fail_at_once() {
+    let jwks = JwksServer::start(&[]).await;
+    let auth = authenticator(&jwks, Duration::from_secs(3600));
+    let token = SigningKey::es256("k1").sign(&claims("alice", "chainbox:run", "https://chains.example.com/mcp"));
+    for _ in 0..5 {
+        let refused = auth.authenticate(&token).await;
+        assert!(matches!(refused, Err(AuthError::Keys(_))), "{refused:?}");
+    }
+    assert_eq!(jwks.fetches(), 1, "every request asked the issuer again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_token_verified_once_is_not_verified_again() {
     let key = SigningKey::es256("k1");
     let jwks = JwksServer::start(&[&key]).await;
