@@ -49,11 +49,44 @@ impl Key {
     }
 }
 
-/// A 2048-bit RSA key: aws-lc-rs makes it, in PKCS#8.
-fn rsa() -> EncodingKey {
+/// A 2048-bit RSA key (aws-lc-rs makes it) and its public JWK: the
+/// signer wants PKCS#1, the private key inside aws-lc-rs's PKCS#8.
+fn rsa(kid: &'static str) -> Key {
+    use aws_lc_rs::signature::KeyPair as _;
     let key = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).expect("RSA key");
     let der = <aws_lc_rs::rsa::KeyPair as AsDer<Pkcs8V1Der<'static>>>::as_der(&key).expect("PKCS#8");
-    EncodingKey::from_rsa_der(der.as_ref())
+    let b64 = |bytes: &[u8]| base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes);
+    let public = key.public_key();
+    Key {
+        alg: Algorithm::RS256,
+        kid,
+        private: Arc::new(EncodingKey::from_rsa_der(pkcs1_of(der.as_ref()))),
+        jwk: json!({"kty": "RSA", "kid": kid, "alg": "RS256",
+            "n": b64(public.modulus().big_endian_without_leading_zero()),
+            "e": b64(public.exponent().big_endian_without_leading_zero())}),
+    }
+}
+
+/// The PKCS#1 key inside a PKCS#8 `PrivateKeyInfo` (SEQUENCE { version,
+/// algorithm, OCTET STRING privateKey }).
+fn pkcs1_of(pkcs8: &[u8]) -> &[u8] {
+    // One DER element at the start of `b`: (tag, contents, the rest).
+    fn element(b: &[u8]) -> (u8, &[u8], &[u8]) {
+        let (tag, first) = (b[0], b[1]);
+        let (len, at) = if first < 0x80 {
+            (first as usize, 2)
+        } else {
+            let n = (first & 0x7f) as usize;
+            (b[2..2 + n].iter().fold(0usize, |acc, &x| acc << 8 | x as usize), 2 + n)
+        };
+        (tag, &b[at..at + len], &b[at + len..])
+    }
+    let (_, info, _) = element(pkcs8);
+    let (_, _, rest) = element(info); // version
+    let (_, _, rest) = element(rest); // algorithm
+    let (tag, key, _) = element(rest);
+    assert_eq!(tag, 0x04, "PKCS#8 privateKey is an OCTET STRING");
+    key
 }
 
 fn benches(c: &mut Criterion) {
@@ -67,7 +100,7 @@ fn benches(c: &mut Criterion) {
     let keys = [
         Key::new(Algorithm::ES256, "es", EncodingKey::from_ec_der(es.as_ref())),
         Key::new(Algorithm::EdDSA, "ed", EncodingKey::from_ed_der(ed.as_ref())),
-        Key::new(Algorithm::RS256, "rs", rsa()),
+        rsa("rs"),
     ];
     let config = AuthConfig::new(ISSUER, RESOURCE, None).expect("config");
     let set = json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
