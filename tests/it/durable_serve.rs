@@ -15,6 +15,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+use super::auth::run_chain;
 use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, post, read_response, served_address};
 use super::s3::S3Server;
 use super::store::PgServer;
@@ -134,18 +135,7 @@ fn call(addr: SocketAddr, extra: Value) -> Value {
 
 /// [`call`] of another script.
 fn call_with(addr: SocketAddr, code: &str, extra: Value) -> Value {
-    let mut params = json!({
-        "name": "run_chain",
-        "arguments": {"code": code},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        },
-    });
-    if let (Some(params), Value::Object(extra)) = (params.as_object_mut(), extra) {
-        params.extend(extra);
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let body = run_chain(code, extra).to_string();
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(ROUND_TIMEOUT)).expect("timeout");
     post(&mut stream, addr, body.as_bytes());

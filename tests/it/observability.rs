@@ -771,25 +771,12 @@ async fn serve_continues_the_clients_trace_from_meta_traceparent_and_flushes_on_
 
 #[tokio::test(flavor = "current_thread")]
 async fn library_spans_nest_under_the_embedders_current_span() {
-    use opentelemetry::trace::TracerProvider as _;
-    use opentelemetry_otlp::WithExportConfig as _;
     use tracing::Instrument as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
 
     let collector = Collector::start();
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_endpoint(format!("{}/v1/traces", collector.endpoint()))
-        .build()
-        .expect("an OTLP exporter");
-    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
     // The embedder's own subscriber and OpenTelemetry layer, on this
     // thread (the runtime's only one).
-    let subscriber =
-        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("embedder")));
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (_default, provider) = embedder_tracing(&collector);
 
     let request = tracing::info_span!("embedder.request");
     let result = crate::fixtures::engine()
