@@ -490,6 +490,33 @@ async fn a_token_without_chainbox_run_gets_403_insufficient_scope() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_auth_settings_also_come_from_the_environment() {
+    let site = Site::new("");
+    let key = SigningKey::ed25519("env");
+    let jwks = JwksServer::start(&[&key]).await;
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let server = site.serve(
+        "serve",
+        port,
+        &[],
+        &[
+            ("CHAINBOX_AUTH_ISSUER", ISSUER),
+            ("CHAINBOX_AUTH_RESOURCE", &resource),
+            ("CHAINBOX_AUTH_JWKS", &jwks.url()),
+            ("CHAINBOX_AUTH_AUDIENCE", "api://chainbox,https://other.example"),
+        ],
+    );
+    let url = server.url("/mcp");
+    let none = post(&url, &run_chain(NOTE, json!({})), &[]).await;
+    assert_eq!(none.status, 401, "{}", none.body);
+    // An extra audience from the comma-separated variable is accepted.
+    let token = key.sign(&claims("alice", "chainbox:run", "api://chainbox"));
+    let answer = post(&url, &run_chain(NOTE, json!({})), &bearer(&token)).await;
+    assert_eq!(answer.message()["result"]["structuredContent"]["status"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_valid_token_runs_the_chain() {
     let setup = Setup::start("").await;
     let answer = setup.call(NOTE, Some(&setup.token("alice", "chainbox:run"))).await;
