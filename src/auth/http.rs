@@ -72,16 +72,6 @@ impl HttpAuth {
         }
     }
 
-    /// The authenticator.
-    pub fn authenticator(&self) -> &Arc<Authenticator> {
-        &self.auth
-    }
-
-    /// The URL of the resource's metadata document, as challenges name it.
-    pub fn metadata_url(&self) -> &str {
-        &self.metadata_url
-    }
-
     /// The Protected Resource Metadata document.
     pub fn metadata(&self) -> serde_json::Value {
         let config = self.auth.config();
@@ -156,7 +146,7 @@ impl HttpAuth {
 
 /// The metadata document's URL for `resource`: its origin, the well-known
 /// path, then the resource's own path (RFC 9728 section 3.1).
-pub fn metadata_url(resource: &url::Url) -> String {
+fn metadata_url(resource: &url::Url) -> String {
     let origin = resource.origin().ascii_serialization();
     let path = resource.path().trim_end_matches('/');
     format!("{origin}{METADATA_PATH}{path}")
@@ -165,7 +155,7 @@ pub fn metadata_url(resource: &url::Url) -> String {
 /// The paths the metadata is served at: the root form, the form for
 /// `endpoint` (where the MCP service is mounted), and the form for the configured
 /// resource's path when a proxy mounts the endpoint elsewhere.
-pub fn metadata_paths(auth: &HttpAuth, endpoint: &str) -> Vec<String> {
+fn metadata_paths(auth: &HttpAuth, endpoint: &str) -> Vec<String> {
     let mut paths = vec![METADATA_PATH.to_owned(), format!("{METADATA_PATH}{endpoint}")];
     let own = format!(
         "{METADATA_PATH}{}",
@@ -317,6 +307,25 @@ mod tests {
         assert_eq!(
             metadata_url(&bare),
             "https://chains.example.com/.well-known/oauth-protected-resource"
+        );
+    }
+
+    #[test]
+    fn the_metadata_is_also_served_at_the_path_a_proxy_mounts_the_resource_on() {
+        let config = super::super::AuthConfig::new("https://id.example", "https://chains.example.com/team/mcp", None)
+            .expect("config");
+        let auth = HttpAuth::new(Arc::new(Authenticator::new(config)));
+        assert_eq!(
+            metadata_paths(&auth, "/mcp"),
+            [
+                "/.well-known/oauth-protected-resource",
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource/team/mcp"
+            ]
+        );
+        assert_eq!(
+            auth.metadata_url,
+            "https://chains.example.com/.well-known/oauth-protected-resource/team/mcp"
         );
     }
 

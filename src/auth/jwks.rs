@@ -18,7 +18,7 @@ use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey};
 use serde_json::Value;
 
-use super::{AuthConfig, TokenError, is_asymmetric};
+use super::{AuthConfig, AuthError, TokenError};
 
 /// How long one fetch (metadata or keys) may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,30 +63,9 @@ pub enum JwksError {
     },
 }
 
-/// Why a key for a token could not be given.
-#[derive(Debug, thiserror::Error)]
-pub enum KeyError {
-    /// The token names no key the issuer publishes (after a refetch).
-    #[error(transparent)]
-    Token(#[from] TokenError),
-    /// The keys could not be fetched.
-    #[error(transparent)]
-    Jwks(#[from] JwksError),
-}
-
-impl From<KeyError> for super::AuthError {
-    fn from(e: KeyError) -> Self {
-        match e {
-            KeyError::Token(t) => Self::Token(t),
-            KeyError::Jwks(j) => Self::Keys(j),
-        }
-    }
-}
-
 /// One usable public key.
 struct Key {
     kid: Option<String>,
-    family: AlgorithmFamily,
     /// The key's `alg`, when it names one: then only that algorithm.
     alg: Option<Algorithm>,
     key: Arc<DecodingKey>,
@@ -127,7 +106,7 @@ impl KeySet {
     /// The key verifying a token signed with `alg` under `kid`: the key of
     /// that id, or, for a token naming none, the only key of `alg`'s family.
     fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<Arc<DecodingKey>> {
-        let fits = |k: &&Key| k.family == alg.family() && k.alg.is_none_or(|a| a == alg);
+        let fits = |k: &&Key| k.key.family() == alg.family() && k.alg.is_none_or(|a| a == alg);
         match kid {
             Some(kid) => self.keys.iter().filter(fits).find(|k| k.kid.as_deref() == Some(kid)),
             None => {
@@ -148,7 +127,7 @@ fn usable(jwk: &Jwk) -> Option<Key> {
         return None;
     }
     let key = DecodingKey::from_jwk(jwk).ok()?;
-    if !is_asymmetric(key.family()) {
+    if key.family() == AlgorithmFamily::Hmac {
         return None;
     }
     let alg = match jwk.common.key_algorithm {
@@ -162,7 +141,6 @@ fn usable(jwk: &Jwk) -> Option<Key> {
     }
     Some(Key {
         kid: jwk.common.key_id.clone(),
-        family: key.family(),
         alg,
         key: Arc::new(key),
     })
@@ -248,20 +226,22 @@ impl KeySource {
     /// last fetch is older than the refetch interval).
     ///
     /// # Errors
-    /// [`TokenError::UnknownKey`] when no key fits; [`JwksError`] when the
-    /// keys cannot be fetched and none are held.
-    pub async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<Arc<DecodingKey>, KeyError> {
+    /// [`AuthError::Token`] ([`TokenError::UnknownKey`]) when no key fits;
+    /// [`AuthError::Keys`] when the keys cannot be fetched and none are held.
+    pub async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<Arc<DecodingKey>, AuthError> {
         let held = self.held();
-        if let Some(set) = &held {
-            let fresh = matches!(self.origin, Origin::Fixed) || set.fetched.elapsed() < self.max_age;
-            if let Some(key) = set.find(kid, alg).filter(|_| fresh) {
-                return Ok(key);
-            }
+        let Origin::Remote(remote) = &self.origin else {
+            return held
+                .and_then(|set| set.find(kid, alg))
+                .ok_or_else(|| TokenError::UnknownKey.into());
+        };
+        if let Some(key) = held
+            .filter(|set| set.fetched.elapsed() < self.max_age)
+            .and_then(|set| set.find(kid, alg))
+        {
+            return Ok(key);
         }
-        if matches!(self.origin, Origin::Fixed) {
-            return Err(TokenError::UnknownKey.into());
-        }
-        self.refresh().await?;
+        self.refresh(remote).await?;
         self.held()
             .and_then(|set| set.find(kid, alg))
             .ok_or_else(|| TokenError::UnknownKey.into())
@@ -273,10 +253,10 @@ impl KeySource {
     /// # Errors
     /// [`JwksError`] when they cannot be fetched.
     pub async fn prefetch(&self) -> Result<(), JwksError> {
-        if matches!(self.origin, Origin::Fixed) {
-            return Ok(());
+        match &self.origin {
+            Origin::Fixed => Ok(()),
+            Origin::Remote(remote) => self.refresh(remote).await,
         }
-        self.refresh().await
     }
 
     /// Fetches the keys again, unless a fetch started less than the refetch
@@ -285,7 +265,7 @@ impl KeySource {
     /// nor an unreachable issuer make more than one fetch per interval
     /// (requests meanwhile get the held keys, or the last failure at once).
     /// A failed fetch keeps the keys held before.
-    async fn refresh(&self) -> Result<(), JwksError> {
+    async fn refresh(&self, remote: &Remote) -> Result<(), JwksError> {
         let started_waiting = Instant::now();
         let _fetching = self.fetching.lock().await;
         let started = Instant::now();
@@ -297,7 +277,7 @@ impl KeySource {
                 return outcome.clone();
             }
         }
-        let outcome = match self.fetch().await {
+        let outcome = match remote.fetch().await {
             Ok(set) => {
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(set));
                 Ok(())
@@ -312,33 +292,24 @@ impl KeySource {
         *self.last_fetch.lock().unwrap_or_else(|p| p.into_inner()) = Some((started, outcome.clone()));
         outcome
     }
+}
 
+impl Remote {
     /// One fetch of the key set (after finding its URL, the first time).
     async fn fetch(&self) -> Result<KeySet, JwksError> {
-        let Origin::Remote(remote) = &self.origin else {
-            return Err(JwksError::Fetch {
-                url: "(fixed keys)".into(),
-                why: "a fixed key set is not fetched".into(),
-            });
-        };
-        let Remote {
-            issuer,
-            jwks_uri,
-            discovered,
-            client,
-        } = remote.as_ref();
-        let known = jwks_uri
+        let known = self
+            .jwks_uri
             .clone()
-            .or_else(|| discovered.lock().unwrap_or_else(|p| p.into_inner()).clone());
+            .or_else(|| self.discovered.lock().unwrap_or_else(|p| p.into_inner()).clone());
         let url = match known {
             Some(url) => url,
             None => {
-                let url = discover(client, issuer).await?;
-                *discovered.lock().unwrap_or_else(|p| p.into_inner()) = Some(url.clone());
+                let url = discover(&self.client, &self.issuer).await?;
+                *self.discovered.lock().unwrap_or_else(|p| p.into_inner()) = Some(url.clone());
                 url
             }
         };
-        let document = get_json(client, &url, "JWK Set").await?;
+        let document = get_json(&self.client, &url, "JWK Set").await?;
         let set = KeySet::parse(&document, url.as_str())?;
         tracing::info!(jwks = %url, keys = set.keys.len(), "fetched the issuer's signing keys");
         Ok(set)

@@ -40,7 +40,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::{Algorithm, AlgorithmFamily, Validation};
+use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -218,7 +218,7 @@ pub enum TokenError {
     Audience,
     /// A required claim is missing (`exp`, `sub`, `iss`, `aud`).
     #[error("the token lacks the `{0}` claim")]
-    MissingClaim(&'static str),
+    MissingClaim(String),
 }
 
 /// Why a request could not be authenticated.
@@ -363,11 +363,12 @@ impl Authenticator {
         let data = jsonwebtoken::decode::<Claims>(token, &key, validation).map_err(|e| token_error(&e))?;
         let claims = data.claims;
         if claims.sub.is_empty() {
-            return Err(TokenError::MissingClaim("sub").into());
+            return Err(TokenError::MissingClaim("sub".into()).into());
         }
-        let mut principal = Principal::new(claims.iss.clone(), claims.sub.clone(), claims.scopes());
-        principal.client_id = claims.client_id.clone().or_else(|| claims.azp.clone());
-        self.remember(digest, &principal, claims.exp);
+        let (scopes, exp) = (claims.scopes(), claims.exp);
+        let mut principal = Principal::new(claims.iss, claims.sub, scopes);
+        principal.client_id = claims.client_id.or(claims.azp);
+        self.remember(digest, &principal, exp);
         Ok(principal)
     }
 
@@ -384,7 +385,7 @@ impl Authenticator {
     /// leeway its validation allowed), [`VERIFIED_TTL`] at most.
     fn remember(&self, digest: [u8; 32], principal: &Principal, exp: u64) {
         let now_s = jsonwebtoken::get_current_timestamp();
-        let left = Duration::from_secs((exp + LEEWAY_S).saturating_sub(now_s)).min(VERIFIED_TTL);
+        let left = Duration::from_secs(exp.saturating_add(LEEWAY_S).saturating_sub(now_s)).min(VERIFIED_TTL);
         let now = Instant::now();
         let mut verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
         if verified.len() >= VERIFIED_CAPACITY {
@@ -413,20 +414,9 @@ fn token_error(e: &jsonwebtoken::errors::Error) -> TokenError {
         K::InvalidIssuer => TokenError::Issuer,
         K::InvalidAudience => TokenError::Audience,
         K::InvalidAlgorithm | K::InvalidAlgorithmName => TokenError::Algorithm("(not the key's)".into()),
-        K::MissingRequiredClaim(claim) => TokenError::MissingClaim(match claim.as_str() {
-            "exp" => "exp",
-            "iss" => "iss",
-            "aud" => "aud",
-            "sub" => "sub",
-            _ => "nbf",
-        }),
+        K::MissingRequiredClaim(claim) => TokenError::MissingClaim(claim.clone()),
         _ => TokenError::Malformed,
     }
-}
-
-/// Whether `family` is one an asymmetric key can verify.
-fn is_asymmetric(family: AlgorithmFamily) -> bool {
-    !matches!(family, AlgorithmFamily::Hmac)
 }
 
 #[cfg(test)]

@@ -179,6 +179,8 @@ struct Running {
     task: JoinHandle<CallToolResult>,
     approvals: mpsc::Receiver<PendingApproval>,
     cancel: CancellationToken,
+    /// Whose chain it is: only its principal's retry answers it.
+    owner: Option<Owner>,
 }
 
 impl Drop for Running {
@@ -192,8 +194,6 @@ struct Parked {
     chain: Running,
     pending: PendingApproval,
     since: Instant,
-    /// Whose chain it is: only its principal's retry answers it.
-    owner: Option<Owner>,
 }
 
 /// The key of the approval form among a round's input requests.
@@ -333,6 +333,7 @@ impl ChainServer {
     /// Starts `code` in its own task, its approvals sent to the returned
     /// receiver (one at a time: the next waits until the first is answered).
     fn start(&self, code: &str, principal: Option<Principal>) -> Running {
+        let owner = principal.as_ref().map(|p| p.owner.clone());
         let (approval, approvals) = Approval::channel(1);
         let server = self.clone();
         let code = code.to_owned();
@@ -352,25 +353,21 @@ impl ChainServer {
             task,
             approvals,
             cancel,
+            owner,
         }
     }
 
     /// Waits for `chain` to finish or to ask for an approval; in the second
     /// case parks it and answers with the approval form to fill in. If the
     /// request is cancelled (`ct`) meanwhile, so is the chain.
-    async fn drive(
-        &self,
-        mut chain: Running,
-        owner: Option<Owner>,
-        ct: &CancellationToken,
-    ) -> Result<CallToolResponse, ErrorData> {
+    async fn drive(&self, mut chain: Running, ct: &CancellationToken) -> Result<CallToolResponse, ErrorData> {
         let finished = |done: Result<CallToolResult, tokio::task::JoinError>| {
             done.map(CallToolResponse::from)
                 .map_err(|e| ErrorData::internal_error(format!("the chain's task failed: {e}"), None))
         };
         tokio::select! {
             done = &mut chain.task => finished(done),
-            Some(pending) = chain.approvals.recv() => Ok(self.park(chain, pending, owner)),
+            Some(pending) = chain.approvals.recv() => Ok(self.park(chain, pending)),
             () = ct.cancelled() => {
                 // Nobody reads the answer; waiting for it lets the chain
                 // end itself, logged as cancelled.
@@ -382,7 +379,7 @@ impl ChainServer {
 
     /// Parks `chain` on `pending` under a fresh request state and returns
     /// the input-required result asking for it.
-    fn park(&self, chain: Running, pending: PendingApproval, owner: Option<Owner>) -> CallToolResponse {
+    fn park(&self, chain: Running, pending: PendingApproval) -> CallToolResponse {
         let state = uuid::Uuid::new_v4().simple().to_string();
         let asking = input_required(&pending.request, state.clone());
         let keep_for = self.inner.policy.approval_timeout();
@@ -400,7 +397,6 @@ impl ChainServer {
                 chain,
                 pending,
                 since: Instant::now(),
-                owner,
             },
         );
         asking
@@ -425,26 +421,23 @@ impl ChainServer {
             // Another principal's state is no state to it: the chain stays
             // parked for its owner.
             match parked.get(state) {
-                Some(p) if may_act_on(caller, p.owner.as_ref()) => parked.remove(state),
+                Some(p) if may_act_on(caller, p.chain.owner.as_ref()) => parked.remove(state),
                 _ => None,
             }
         };
-        let Some(Parked {
-            chain, pending, owner, ..
-        }) = parked
-        else {
+        let Some(Parked { chain, pending, .. }) = parked else {
             return Err(ErrorData::invalid_params(
                 "unknown or expired requestState: call run_chain again without it",
                 None,
             ));
         };
         let Some(response) = responses.and_then(|r| r.get(APPROVAL_INPUT)) else {
-            return Ok(self.park(chain, pending, owner));
+            return Ok(self.park(chain, pending));
         };
         let answer: ElicitResult = serde_json::from_value(response.clone())
             .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
         pending.respond(decision_of(&answer));
-        self.drive(chain, owner, ct).await
+        self.drive(chain, ct).await
     }
 }
 
@@ -781,8 +774,7 @@ impl ServerHandler for ChainServer {
                         .await
                 }
                 (ApprovalRoute::InputRequired, None) => {
-                    let owner = caller.map(|p| p.owner.clone());
-                    self.drive(self.start(code, caller.cloned()), owner, &context.ct).await
+                    self.drive(self.start(code, caller.cloned()), &context.ct).await
                 }
             }
         }
