@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair};
 use base64::Engine as _;
@@ -22,7 +22,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use super::mcp_serve::{START_TIMEOUT, jsonrpc_of, served_address};
+use super::mcp_serve::{jsonrpc_of, serve_refuses, served_address};
 
 /// The issuer the minted tokens name.
 const ISSUER: &str = "https://id.chainbox.test";
@@ -344,28 +344,41 @@ struct Setup {
     resource: String,
 }
 
+/// How a [`Setup`] gives `serve` its auth settings.
+enum Settings {
+    Flags,
+    /// The `CHAINBOX_AUTH_*` variables, with the extra audiences
+    /// `api://chainbox` and `https://other.example`.
+    Environment,
+}
+
 impl Setup {
+    /// A server with auth settings as flags and an ES256 key.
     async fn start(policy: &str) -> Self {
+        Self::launch(policy, SigningKey::es256("k1"), Settings::Flags).await
+    }
+
+    async fn launch(policy: &str, key: SigningKey, settings: Settings) -> Self {
         let site = Site::new(policy);
-        let key = SigningKey::es256("k1");
         let jwks = JwksServer::start(&[&key]).await;
         let port = free_port();
         let resource = format!("http://127.0.0.1:{port}/mcp");
-        let server = site.serve(
-            "serve",
-            port,
-            &[
-                "--auth-issuer",
-                ISSUER,
-                "--auth-resource",
-                &resource,
-                "--auth-jwks",
-                &jwks.url(),
-                "--approve",
-                "auto",
-            ],
-            &[("CHAINBOX_LOG", "debug")],
-        );
+        let jwks_url = jwks.url();
+        let auth = [
+            ("--auth-issuer", "CHAINBOX_AUTH_ISSUER", ISSUER),
+            ("--auth-resource", "CHAINBOX_AUTH_RESOURCE", &resource),
+            ("--auth-jwks", "CHAINBOX_AUTH_JWKS", &jwks_url),
+        ];
+        let mut args = vec!["--approve", "auto"];
+        let mut env = vec![("CHAINBOX_LOG", "debug")];
+        match settings {
+            Settings::Flags => args.extend(auth.iter().flat_map(|(flag, _, value)| [*flag, *value])),
+            Settings::Environment => {
+                env.extend(auth.iter().map(|(_, var, value)| (*var, *value)));
+                env.push(("CHAINBOX_AUTH_AUDIENCE", "api://chainbox,https://other.example"));
+            }
+        }
+        let server = site.serve("serve", port, &args, &env);
         Self {
             site,
             key,
@@ -458,6 +471,7 @@ async fn every_refused_token_gets_401_invalid_token_and_runs_nothing() {
         ("HS256 keyed with the public key", hs256_with_public_key),
         ("no exp", setup.key.sign(&without("exp"))),
         ("no sub", setup.key.sign(&without("sub"))),
+        ("an empty sub", setup.key.sign(&with("sub", json!("")))),
         (
             "not valid before an hour from now",
             setup.key.sign(&with("nbf", json!(now() + 3600))),
@@ -482,6 +496,35 @@ async fn every_refused_token_gets_401_invalid_token_and_runs_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_cannot_have_the_issuers_keys_answers_503_and_runs_nothing() {
+    let site = Site::new("");
+    let keyless = JwksServer::start(&[]).await;
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let server = site.serve(
+        "serve",
+        port,
+        &[
+            "--auth-issuer",
+            ISSUER,
+            "--auth-resource",
+            &resource,
+            "--auth-jwks",
+            &keyless.url(),
+        ],
+        &[],
+    );
+    let token = SigningKey::es256("k1").sign(&claims("alice", "chainbox:run", &resource));
+    let answer = post(&server.url("/mcp"), &run_chain(NOTE, json!({})), &bearer(&token)).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(
+        answer.header("www-authenticate").is_empty(),
+        "not the client's fault: no challenge"
+    );
+    assert_eq!(site.runs("note"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_token_without_chainbox_run_gets_403_insufficient_scope() {
     let setup = Setup::start("").await;
     let answer = setup.call(NOTE, Some(&setup.token("carol", "profile:read"))).await;
@@ -491,28 +534,13 @@ async fn a_token_without_chainbox_run_gets_403_insufficient_scope() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_auth_settings_also_come_from_the_environment() {
-    let site = Site::new("");
-    let key = SigningKey::ed25519("env");
-    let jwks = JwksServer::start(&[&key]).await;
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let server = site.serve(
-        "serve",
-        port,
-        &[],
-        &[
-            ("CHAINBOX_AUTH_ISSUER", ISSUER),
-            ("CHAINBOX_AUTH_RESOURCE", &resource),
-            ("CHAINBOX_AUTH_JWKS", &jwks.url()),
-            ("CHAINBOX_AUTH_AUDIENCE", "api://chainbox,https://other.example"),
-        ],
-    );
-    let url = server.url("/mcp");
-    let none = post(&url, &run_chain(NOTE, json!({})), &[]).await;
-    assert_eq!(none.status, 401, "{}", none.body);
+    let setup = Setup::launch("", SigningKey::ed25519("env"), Settings::Environment).await;
+    assert_challenge(&setup.call(NOTE, None).await, 401, None, &setup);
     // An extra audience from the comma-separated variable is accepted.
-    let token = key.sign(&claims("alice", "chainbox:run", "api://chainbox"));
-    let answer = post(&url, &run_chain(NOTE, json!({})), &bearer(&token)).await;
+    let token = setup
+        .key
+        .sign(&claims("alice", "chainbox:run", "https://other.example"));
+    let answer = setup.call(NOTE, Some(&token)).await;
     assert_eq!(answer.message()["result"]["structuredContent"]["status"], "ok");
 }
 
@@ -750,32 +778,20 @@ async fn a_token_verified_once_is_not_verified_again() {
 
 #[test]
 fn allow_remote_alone_no_longer_serves_remote_callers() {
-    let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
-        .args(["serve", "--http", "0.0.0.0:0", "--allow-remote"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("chainbox serve");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--auth-issuer"));
+    let stderr = serve_refuses(&["--http", "0.0.0.0:0", "--allow-remote"]);
+    assert!(stderr.contains("--auth-issuer"), "{stderr}");
 }
 
 #[test]
 fn an_http_resource_url_off_loopback_is_refused_naming_the_flag() {
-    let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--auth-issuer",
-            ISSUER,
-            "--auth-resource",
-            "http://chains.example.com/mcp",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("chainbox serve");
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_refuses(&[
+        "--http",
+        "127.0.0.1:0",
+        "--auth-issuer",
+        ISSUER,
+        "--auth-resource",
+        "http://chains.example.com/mcp",
+    ]);
     assert!(
         stderr.contains("--auth-resource") && stderr.contains("https"),
         "{stderr}"
@@ -792,24 +808,8 @@ async fn insecure_no_auth_serves_a_non_loopback_address() {
         .stderr(Stdio::from(std::fs::File::create(&log_path).expect("log")))
         .spawn()
         .expect("chainbox serve");
-    let started = Instant::now();
-    while !std::fs::read_to_string(&log_path)
-        .unwrap_or_default()
-        .contains("serving MCP at http://0.0.0.0:")
-    {
-        assert!(
-            started.elapsed() < START_TIMEOUT,
-            "{}",
-            std::fs::read_to_string(&log_path).unwrap_or_default()
-        );
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!(
-                "serve exited {status}: {}",
-                std::fs::read_to_string(&log_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let addr = served_address(&log_path, "serve --insecure-no-auth");
+    assert!(addr.ip().is_unspecified(), "{addr}");
     let _ = child.kill();
     let _ = child.wait();
 }

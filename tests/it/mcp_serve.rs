@@ -419,16 +419,24 @@ async fn http_refuses_a_foreign_origin() {
     assert_eq!(status, 403, "a foreign page's Origin must be refused");
 }
 
-#[test]
-fn http_refuses_a_non_loopback_bind_without_authentication() {
+/// The stderr of `chainbox serve ARGS`, which must refuse to start
+/// (exit 2: bad input).
+pub(crate) fn serve_refuses(args: &[&str]) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_chainbox"))
         .current_dir(repo())
-        .args(["serve", "--http", "0.0.0.0:0"])
+        .arg("serve")
+        .args(args)
         .stdin(Stdio::null())
         .output()
         .expect("running chainbox serve");
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
+#[test]
+fn http_refuses_a_non_loopback_bind_without_authentication() {
+    let stderr = serve_refuses(&["--http", "0.0.0.0:0"]);
     assert!(
         stderr.contains("not a loopback address") && stderr.contains("--auth-issuer"),
         "{stderr}"
