@@ -14,7 +14,9 @@ use chainbox::durable::{Durable, DurableError};
 use chainbox::policy::ToolOverride;
 use chainbox::result::PolicyDecision;
 use chainbox::store::{ChainStore, Claim, MemoryStore};
-use chainbox::{Approval, ChainPolicy, ChainStatus, ErrorKind, Principal, PythonChoice, ToolRegistry, ToolRisk};
+use chainbox::{
+    Approval, ChainPolicy, ChainRunResult, ChainStatus, ErrorKind, Principal, PythonChoice, ToolRegistry, ToolRisk,
+};
 use serde_json::{Value, json};
 
 use crate::fixtures::{assert_ok, engine, tool};
@@ -433,6 +435,19 @@ async fn suspended_for(s: &Setup, principal: Option<Principal>) -> String {
     r.chain_id.expect("a chain id")
 }
 
+/// Approves the pending call of `chain_id` through `handle` and resumes
+/// the chain there to its end.
+async fn approve_and_finish(handle: &Durable, s: &Setup, chain_id: &str) -> ChainRunResult {
+    handle
+        .decide(chain_id, ApprovalDecision::Approved, "approver")
+        .await
+        .expect("decided");
+    handle
+        .resume(chain_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resumed")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chain_run_for_a_principal_records_it_as_its_owner() {
     let s = setup(PythonChoice::Monty);
@@ -512,14 +527,7 @@ async fn the_owner_decides_and_resumes_its_own_chain() {
     let s = setup(PythonChoice::Monty);
     let chain_id = suspended_for(&s, Some(alice())).await;
     let alices = s.durable.clone().with_principal(Some(alice()));
-    alices
-        .decide(&chain_id, ApprovalDecision::Approved, "alice")
-        .await
-        .expect("decided");
-    let done = alices
-        .resume(&chain_id, &s.registry, &Approval::defer())
-        .await
-        .expect("resumed");
+    let done = approve_and_finish(&alices, &s, &chain_id).await;
     assert_ok(&done);
     assert_eq!(done.output, json!([10, "sent 5", 20]));
     assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (2, 1));
@@ -529,17 +537,10 @@ async fn the_owner_decides_and_resumes_its_own_chain() {
 async fn the_local_user_decides_and_resumes_a_principals_chain() {
     let s = setup(PythonChoice::Monty);
     let chain_id = suspended_for(&s, Some(alice())).await;
-    s.durable
-        .decide(&chain_id, ApprovalDecision::Approved, "operator")
-        .await
-        .expect("decided");
-    let done = s
-        .durable
-        .resume(&chain_id, &s.registry, &Approval::defer())
-        .await
-        .expect("resumed");
+    let done = approve_and_finish(&s.durable, &s, &chain_id).await;
     assert_ok(&done);
-    assert_eq!(s.wires.load(Ordering::SeqCst), 1);
+    assert_eq!(done.output, json!([10, "sent 5", 20]));
+    assert_eq!((s.bumps.load(Ordering::SeqCst), s.wires.load(Ordering::SeqCst)), (2, 1));
 }
 
 #[tokio::test(flavor = "multi_thread")]
