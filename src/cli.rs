@@ -86,6 +86,25 @@ enum Command {
         /// Default: in memory, this process only.
         #[arg(long, value_name = "URL")]
         artifacts: Option<String>,
+        /// Run the script as a cell of a session kept in `--state`: `new`
+        /// starts one (the result names it: `session_id`), an id continues
+        /// it. The names earlier cells bound are defined, their tool calls
+        /// are not made again.
+        #[arg(long, value_name = "new|ID", requires = "state")]
+        session: Option<String>,
+    },
+    /// List the sessions of a store (`sessions --state URL`), or end one
+    /// (`sessions rm ID --state URL`).
+    Sessions {
+        /// `rm ID` ends session ID: no cell runs in it again.
+        #[command(subcommand)]
+        action: Option<SessionsAction>,
+        /// The store (`sqlite:PATH`, `postgres://...`).
+        #[arg(long, value_name = "URL", global = true)]
+        state: Option<String>,
+        /// Print JSON (one array) instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// List the durable chains' calls that wait on a decision, with the
     /// owner of each chain (`SUBJECT (ISSUER)`, or `local` for a chain the
@@ -299,6 +318,16 @@ enum ApproveMode {
     Defer,
 }
 
+/// What `chainbox sessions` does besides listing.
+#[derive(Debug, Subcommand)]
+enum SessionsAction {
+    /// End a session for good: no cell runs in it again.
+    Rm {
+        /// The session (its `session_id`).
+        session_id: String,
+    },
+}
+
 /// The decisions of `chainbox decide`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum DecisionArg {
@@ -445,6 +474,9 @@ enum CliError {
          --auth-resource PUBLIC_URL, or runs behind an authenticating proxy with --insecure-no-auth"
     )]
     AllowRemoteGone,
+    /// `sessions` without `--state`.
+    #[error("sessions: --state URL names the store the sessions are in")]
+    NoState,
     /// `decide --arguments` is not a JSON object.
     #[error("--arguments {0}: not a JSON object")]
     Arguments(String),
@@ -543,6 +575,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             python,
             state,
             artifacts,
+            session,
         } => {
             let source = read_script(&script)?;
             let runtime = runtime()?;
@@ -562,9 +595,13 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             let live = LiveStdout::start(!json);
             if let Some(state) = state {
                 let durable = durable(&runtime, &state, artifacts.as_deref())?.with_observer(live.observer());
-                let result = runtime
-                    .block_on(durable.run(&source, &registry, &policy, &approval))
-                    .map_err(CliError::Durable)?;
+                let result = match &session {
+                    Some(session) => {
+                        runtime.block_on(durable.run_cell(session, &source, &registry, &policy, &approval))
+                    }
+                    None => runtime.block_on(durable.run(&source, &registry, &policy, &approval)),
+                }
+                .map_err(CliError::Durable)?;
                 return Ok(live.report(&result, &[], json));
             }
             let (result, saved) = run_chain(
@@ -580,6 +617,51 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 artifacts.as_deref(),
             )?;
             Ok(live.report(&result, &saved, json))
+        }
+        Command::Sessions { action, state, json } => {
+            let state = state.ok_or(CliError::NoState)?;
+            let runtime = runtime()?;
+            let durable = durable(&runtime, &state, None)?;
+            if let Some(SessionsAction::Rm { session_id }) = action {
+                runtime
+                    .block_on(durable.end_session(&session_id))
+                    .map_err(CliError::Durable)?;
+                println!("session {session_id} ended");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let sessions = runtime.block_on(durable.sessions()).map_err(CliError::Durable)?;
+            if json {
+                println!("{}", serde_json::to_string(&sessions)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut rows = vec![
+                [
+                    "session_id",
+                    "owner",
+                    "cells",
+                    "interpreter",
+                    "state",
+                    "last_used_at",
+                    "expires_at",
+                ]
+                .map(str::to_owned),
+            ];
+            for session in &sessions {
+                rows.push([
+                    session.session_id.clone(),
+                    session
+                        .owner
+                        .as_ref()
+                        .map_or_else(|| "local".to_owned(), ToString::to_string),
+                    session.cells.to_string(),
+                    session.interpreter.as_str().to_owned(),
+                    session.state.clone(),
+                    session.last_used_at.clone(),
+                    session.expires_at.clone(),
+                ]);
+            }
+            print_table(&rows);
+            Ok(ExitCode::SUCCESS)
         }
         Command::Approvals { state, owner, json } => {
             /// How the table names a chain's owner.
@@ -632,20 +714,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                         serde_json::to_string(&call.arguments)?,
                     ]);
                 }
-                let mut widths = [0; 7];
-                for row in &rows {
-                    for (width, cell) in widths.iter_mut().zip(row) {
-                        *width = (*width).max(cell.chars().count());
-                    }
-                }
-                for row in &rows {
-                    // Every column padded but the last (the arguments).
-                    let mut cells: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:w$}")).collect();
-                    if let (Some(cell), Some(last)) = (cells.last_mut(), row.last()) {
-                        cell.clone_from(last);
-                    }
-                    println!("{}", cells.join("  "));
-                }
+                print_table(&rows);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -1188,6 +1257,24 @@ impl LiveStdout {
     }
 }
 
+/// Prints `rows` (the first the header) as columns, each padded to its
+/// widest cell but the last.
+fn print_table<const N: usize>(rows: &[[String; N]]) {
+    let mut widths = [0; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let mut cells: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:w$}")).collect();
+        if let (Some(cell), Some(last)) = (cells.last_mut(), row.last()) {
+            cell.clone_from(last);
+        }
+        println!("{}", cells.join("  "));
+    }
+}
+
 /// Prints the result and picks the exit code. With `--json`, stdout is one
 /// `ChainRunResult`, plus `saved_files` when `--out` copied any.
 fn report(result: &ChainRunResult, saved: &[SavedFile], json: bool) -> ExitCode {
@@ -1298,6 +1385,13 @@ fn readable_after_stdout(result: &ChainRunResult) -> String {
     for w in &result.warnings {
         let line = w.line.map(|l| format!(" (line {l})")).unwrap_or_default();
         let _ = writeln!(out, "warning: {}{line}", w.message);
+    }
+    if let Some(session) = &result.session {
+        let _ = writeln!(
+            out,
+            "── session {} · cell {} · expires {} ──\n  next cell: chainbox run CELL --state URL --session {}",
+            session.session_id, session.cell, session.session_expires_at, session.session_id
+        );
     }
     out
 }

@@ -102,6 +102,28 @@ pub enum Refused {
     /// A resumed chain asked for another call than its journal holds.
     #[error(transparent)]
     Diverged(#[from] ReplayDiverged),
+    /// A session's earlier cell, replayed, made a call its journal does
+    /// not hold: it no longer does what it did, and its tool must not run
+    /// now (its turn is over).
+    #[error(
+        "replay diverged at call #{seq}: session cell {cell} now calls {tool:?}, a call it did not make when it ran; the session cannot be rebuilt"
+    )]
+    Unjournaled {
+        /// The call's number.
+        seq: u32,
+        /// The cell (1-based).
+        cell: usize,
+        /// The tool it calls now.
+        tool: String,
+    },
+    /// The guest named a session cell the run does not have.
+    #[error("the guest began cell {index}, but the run has {cells}")]
+    NoSuchCell {
+        /// The index it gave.
+        index: u32,
+        /// How many cells the run has.
+        cells: usize,
+    },
 }
 
 /// The call past the budget: it ends the chain.
@@ -125,6 +147,9 @@ pub struct Admitted {
     arg_bytes: usize,
     started: Instant,
     slot: usize,
+    /// It belongs to a session's earlier cell, replayed: answered from the
+    /// journal, no part of this run's trace or events.
+    replayed_cell: bool,
 }
 
 impl Admitted {
@@ -165,6 +190,11 @@ pub struct InvokerSession {
     parent: Option<tracing::Id>,
     /// Whether its calls get spans (a spare instance's warm-up call does not).
     traced: bool,
+    /// A session's run ([`Self::with_cells`]): the number of the call
+    /// before each cell's first, the new cell's last; empty for a chain.
+    cell_bases: Vec<u32>,
+    /// The cell the guest runs now ([`Self::enter_cell`]).
+    cell: AtomicU32,
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -172,7 +202,8 @@ pub struct InvokerSession {
 enum Slot {
     Running(Running),
     Done(ChainCallRecord),
-    /// The call the chain suspended at: not in the trace.
+    /// Not in the trace: the call the chain suspended at, or a call of a
+    /// session's earlier cell replayed.
     Pending,
 }
 
@@ -230,6 +261,8 @@ impl InvokerSession {
             principal: None,
             parent: tracing::Span::current().id(),
             traced: true,
+            cell_bases: Vec::new(),
+            cell: AtomicU32::new(0),
         }
     }
 
@@ -265,6 +298,52 @@ impl InvokerSession {
         self.replay.sort_by_key(|entry| entry.seq);
         self.journal = Some(journal);
         self
+    }
+
+    /// The session runs a session's cells (see `chainbox_protocol::RunRequest::cells`):
+    /// `bases[i]` is the number of the call before cell `i`'s first, the
+    /// last one the new cell's. Calls of an earlier cell are numbered from
+    /// its base and answered from the journal only (one it does not hold
+    /// ends the chain: [`Refused::Unjournaled`]), and are no part of the
+    /// trace, the events or the audit log (they ran when their cell did);
+    /// the new cell's calls are numbered from its base, and the budget
+    /// counts only them. The guest says which cell it runs
+    /// ([`Self::enter_cell`]); until it does, the first.
+    #[must_use]
+    pub fn with_cells(mut self, bases: Vec<u32>) -> Self {
+        if let Some(first) = bases.first() {
+            self.calls = AtomicU32::new(*first);
+        }
+        self.cell_bases = bases;
+        self
+    }
+
+    /// The guest begins cell `index` of the session's run: its calls are
+    /// numbered from that cell's base.
+    pub fn enter_cell(&self, index: u32) -> Result<(), Refused> {
+        let base = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.cell_bases.get(i))
+            .ok_or(Refused::NoSuchCell {
+                index,
+                cells: self.cell_bases.len(),
+            })?;
+        self.cell.store(index, Ordering::Relaxed);
+        self.calls.store(*base, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The cell running now, if it is an earlier one, replayed: its index.
+    fn replaying_cell(&self) -> Option<usize> {
+        let cell = self.cell.load(Ordering::Relaxed) as usize;
+        (cell + 1 < self.cell_bases.len()).then_some(cell)
+    }
+
+    /// The number of the call before the running cell's first (0 for a
+    /// chain): the budget counts calls past it.
+    fn budget_base(&self) -> u32 {
+        let cell = self.cell.load(Ordering::Relaxed) as usize;
+        self.cell_bases.get(cell).copied().unwrap_or(0)
     }
 
     /// The session's calls get no spans: a spare instance's warm-up, no
@@ -339,12 +418,27 @@ impl InvokerSession {
 
     fn admit_with_id(&self, call: ToolCall, call_id: String) -> Result<Admitted, Refused> {
         let attempted = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        if attempted > self.policy.max_tool_calls {
-            return Err(BudgetExceeded {
-                attempted,
-                limit: self.policy.max_tool_calls,
+        let replayed_cell = self.replaying_cell();
+        match replayed_cell {
+            // An earlier cell's calls were counted when it ran.
+            Some(cell) if self.journaled(attempted).is_none() => {
+                return Err(Refused::Unjournaled {
+                    seq: attempted,
+                    cell: cell + 1,
+                    tool: call.tool,
+                });
             }
-            .into());
+            Some(_) => {}
+            None => {
+                let in_cell = attempted.saturating_sub(self.budget_base());
+                if in_cell > self.policy.max_tool_calls {
+                    return Err(BudgetExceeded {
+                        attempted: in_cell,
+                        limit: self.policy.max_tool_calls,
+                    }
+                    .into());
+                }
+            }
         }
         let canonical = canonical_args(&call.args);
         let args_digest = sha256_hex(&canonical);
@@ -370,6 +464,7 @@ impl InvokerSession {
             arg_bytes: canonical.len(),
             started,
             slot,
+            replayed_cell: replayed_cell.is_some(),
         })
     }
 
@@ -411,6 +506,7 @@ impl InvokerSession {
             arg_bytes,
             started,
             slot,
+            replayed_cell,
         } = admitted;
         // Raw arguments may hold secrets: only at debug level.
         tracing::debug!(target: "chainbox::audit", run_id = %self.run_id, tool = %call.tool, args = ?call.args, "tool call arguments");
@@ -435,6 +531,10 @@ impl InvokerSession {
                     .await
             }
         };
+        if replayed_cell {
+            self.drop_slot(slot);
+            return outcome;
+        }
         // The call the chain suspends at has no outcome yet: it is the
         // result's `pending`, not a record, and the journal does not hold it.
         if self.lock_suspended().as_ref().is_some_and(|p| p.seq == number) {

@@ -83,13 +83,13 @@ pub use approval::{
     TerminalApproval,
 };
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore, ObjectArtifactStore};
-pub use chain::RunOptions;
+pub use chain::{Cells, RunOptions};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError, PythonChoice};
 pub use principal::{Owner, Principal};
 pub use result::{
     CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, Interpreter,
-    PolicyDecision,
+    PolicyDecision, SessionCell,
 };
 pub use tools::{
     AnyTool, ContentBlock, Tool, ToolCallRequest, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolKind,

@@ -41,6 +41,17 @@ pub struct ChainPolicy {
     pub approval_expires_s: f64,
     /// Seconds the whole chain may take, tool calls included.
     pub total_timeout_s: f64,
+    /// Seconds a session (`Durable::run_cell`) lives on after its
+    /// last cell: a cell sent later finds it expired (an error of kind
+    /// `session`, never an empty session).
+    pub session_expires_s: f64,
+    /// Cells one session may run; the cell past it is refused (kind
+    /// `session`).
+    pub max_session_cells: u32,
+    /// Seconds an MCP task (`chainbox serve --state`, a client that
+    /// declared the tasks extension) is kept from its creation: its
+    /// `ttlMs`. Past it, `tasks/get` finds no such task.
+    pub task_ttl_s: f64,
     /// Results whose JSON is larger than this are offloaded to the artifact store.
     pub max_inline_result_bytes: u64,
     /// Calls above this risk need approval.
@@ -125,6 +136,9 @@ impl Default for ChainPolicy {
             call_timeout_s: 60.0,
             approval_timeout_s: 55.0,
             approval_expires_s: 86_400.0,
+            session_expires_s: 86_400.0,
+            max_session_cells: 200,
+            task_ttl_s: 86_400.0,
             total_timeout_s: 300.0,
             max_inline_result_bytes: 4096,
             max_risk_unapproved: ToolRisk::Safe,
@@ -246,6 +260,8 @@ impl ChainPolicy {
             ("call_timeout_s", self.call_timeout_s),
             ("approval_timeout_s", self.approval_timeout_s),
             ("approval_expires_s", self.approval_expires_s),
+            ("session_expires_s", self.session_expires_s),
+            ("task_ttl_s", self.task_ttl_s),
             ("total_timeout_s", self.total_timeout_s),
             ("max_cpu_s", self.max_cpu_s),
         ] {

@@ -102,6 +102,10 @@ pub enum ErrorKind {
     /// A resumed chain asked for another tool call than its journal holds
     /// at that point (the message names the call); no tool ran for it.
     ReplayDiverged,
+    /// A session's cell could not run: the session is unknown (or
+    /// another principal's), ended, expired, full or busy (the message
+    /// says which); nothing ran.
+    Session,
 }
 
 /// `as_str` (the name the JSON contract uses) and `Display` for a
@@ -142,6 +146,7 @@ contract_names!(ErrorKind {
     Crash => "crash",
     Policy => "policy",
     ReplayDiverged => "replay_diverged",
+    Session => "session",
 });
 
 /// The error part of a [`ChainRunResult`].
@@ -397,6 +402,22 @@ pub struct ChainRunResult {
     /// The call a suspended chain waits on a decision for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<PendingCall>,
+    /// A session's cell: which session and cell it was (its fields are
+    /// the result's own in the JSON). Left out for a chain.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionCell>,
+}
+
+/// Which session a cell's result belongs to ([`ChainRunResult::session`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCell {
+    /// The session's id: what the next cell names it by.
+    pub session_id: String,
+    /// The cell's number in the session, from 1.
+    pub cell: u32,
+    /// When the session ends unless another cell runs before (UTC, RFC
+    /// 3339): its last use plus the policy's `session_expires_s`.
+    pub session_expires_at: String,
 }
 
 /// A tool call a suspended chain waits on a human's decision for.
@@ -415,6 +436,29 @@ pub struct PendingCall {
 }
 
 impl ChainRunResult {
+    /// A result with `status` and nothing else: no output, no calls, no
+    /// error yet.
+    pub(crate) fn empty(status: ChainStatus) -> Self {
+        ChainRunResult {
+            status,
+            output: Value::Null,
+            output_text: String::new(),
+            stdout: String::new(),
+            error: None,
+            tool_calls: 0,
+            duration_ms: 0.0,
+            call_trace: Vec::new(),
+            warnings: Vec::new(),
+            artifacts: Vec::new(),
+            files: Vec::new(),
+            usage: Usage::default(),
+            interpreter: Interpreter::Monty,
+            chain_id: None,
+            session: None,
+            pending: None,
+        }
+    }
+
     /// Whether the chain completed successfully.
     pub fn is_ok(&self) -> bool {
         self.status == ChainStatus::Ok
@@ -494,6 +538,7 @@ mod tests {
             usage: Usage::default(),
             interpreter: Interpreter::Cpython,
             chain_id: None,
+            session: None,
             pending: None,
         };
         let v = serde_json::to_value(&r).unwrap();

@@ -89,6 +89,33 @@ pub fn run_chain_tool(registry: &ToolRegistry, policy: &ChainPolicy) -> RunChain
     }
 }
 
+impl RunChainTool {
+    /// The tool of a server that keeps sessions (one with a chain store):
+    /// an optional `session` argument (`"new"`, or the `session_id` a
+    /// result named), and the description says what it keeps and for how
+    /// long (`policy`'s `session_expires_s`, `max_session_cells`).
+    #[must_use]
+    pub fn with_sessions(mut self, policy: &ChainPolicy) -> Self {
+        let _ = write!(
+            self.description,
+            "
+Sessions: pass `session: \"new\"` and the result names a `session_id`; pass that              id with the next script and it runs as the next cell of a Python REPL: the              variables, functions, classes and imports earlier cells defined are there, and              their tool calls are not made again. A session expires {expires} s after its last              cell and holds at most {cells} cells; an expired or unknown session is an error              (kind `session`), never an empty session.\n",
+            expires = seconds(policy.session_expires_s),
+            cells = policy.max_session_cells,
+        );
+        if let Some(properties) = self.input_schema["properties"].as_object_mut() {
+            properties.insert(
+                "session".to_owned(),
+                json!({
+                    "type": "string",
+                    "description": "\"new\" to start a session, or the session_id of an earlier result to run this script as its next cell."
+                }),
+            );
+        }
+        self
+    }
+}
+
 /// A number of seconds as a person writes it: `60`, `0.5`.
 fn seconds(s: f64) -> String {
     if s.fract() == 0.0 && s.abs() < 1e15 {

@@ -108,6 +108,23 @@ pub struct RunOptions {
     /// token) are on the chain's span (`enduser.id`,
     /// `chainbox.principal.issuer`) and on every call's audit line.
     pub principal: Option<Principal>,
+    /// The script is a session's new cell, and these are what came before
+    /// it (a session's cell, `Durable::run_cell`): the earlier cells run first, in
+    /// the same namespace, their calls answered from the journal. `None`:
+    /// a chain.
+    pub cells: Option<Cells>,
+}
+
+/// A session's earlier cells, for a run of its new cell
+/// ([`RunOptions::cells`]). Each cell's calls are numbered from its base
+/// (the number of the call before its first), so a cell's calls keep their
+/// numbers in the journal whichever cells are replayed before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cells {
+    /// The earlier cells kept, oldest first: source and base.
+    pub earlier: Vec<(String, u32)>,
+    /// The new cell's base.
+    pub base: u32,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -256,6 +273,8 @@ struct Started {
     durable: bool,
     /// Its randomness's seed ([`RunOptions::seed`]).
     seed: Option<u64>,
+    /// A session's earlier cells ([`RunOptions::cells`]), for the guest.
+    cells: Vec<String>,
 }
 
 /// The guest has returned from `_start` (or trapped).
@@ -339,10 +358,21 @@ impl Started {
         let session = InvokerSession::with_shaper(run_id, registry.clone(), policy.clone(), approval.clone(), shaper)
             .with_observer(options.observer.clone())
             .with_principal(options.principal.clone());
-        let session = Arc::new(match options.journal.clone() {
+        let session = match options.journal.clone() {
             Some(journal) => session.with_journal(journal),
             None => session,
-        });
+        };
+        let (session, cells) = match options.cells {
+            Some(Cells { earlier, base }) => {
+                let bases = earlier.iter().map(|(_, base)| *base).chain([base]).collect();
+                (
+                    session.with_cells(bases),
+                    earlier.into_iter().map(|(source, _)| source).collect(),
+                )
+            }
+            None => (session, Vec::new()),
+        };
+        let session = Arc::new(session);
         let meters = Meters::new(&policy, options.observer);
         Started {
             policy,
@@ -352,6 +382,7 @@ impl Started {
             cancel: options.cancel,
             durable: options.journal.is_some(),
             seed: options.seed,
+            cells,
         }
     }
 
@@ -448,6 +479,7 @@ impl Started {
         };
         let setup = ChainSetup {
             script,
+            cells: &self.cells,
             registry,
             policy: &self.policy,
             session: self.session.clone(),
@@ -717,23 +749,7 @@ impl Started {
 }
 
 fn empty_result(status: ChainStatus) -> ChainRunResult {
-    ChainRunResult {
-        status,
-        output: Value::Null,
-        output_text: String::new(),
-        stdout: String::new(),
-        error: None,
-        tool_calls: 0,
-        duration_ms: 0.0,
-        call_trace: Vec::new(),
-        warnings: Vec::new(),
-        artifacts: Vec::new(),
-        files: Vec::new(),
-        usage: Usage::default(),
-        interpreter: Interpreter::Monty,
-        chain_id: None,
-        pending: None,
-    }
+    ChainRunResult::empty(status)
 }
 
 fn new_run_id() -> String {

@@ -294,6 +294,7 @@ impl Placeholder {
         );
         sandbox::ChainSetup {
             script,
+            cells: &[],
             registry: &self.registry,
             policy: &self.policy,
             session,

@@ -61,10 +61,11 @@ use async_trait::async_trait;
 use axum::serve::ListenerExt;
 use opentelemetry::context::FutureExt as _;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode, ErrorData, Implementation,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CustomRequest,
+    CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, ErrorCode,
+    ErrorData, GetTaskParams, GetTaskResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -76,6 +77,8 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+mod tasks;
 
 use super::request_limit;
 use super::sealed_state::{OpenError, RequestState, StateKey};
@@ -155,6 +158,9 @@ struct Shared {
     shutdown: CancellationToken,
     /// The chain store, when the server has one (`--state`).
     durable: Option<DurableServe>,
+    /// The MCP tasks this node runs now, by id: cancelling one stops its
+    /// chain (see `tasks`).
+    tasks: Mutex<HashMap<String, CancellationToken>>,
 }
 
 /// Durable chains of a server with a chain store, and the key its
@@ -228,7 +234,10 @@ impl ChainServer {
         fallback: Approval,
         durable: Option<DurableServe>,
     ) -> Self {
-        let spec = run_chain_tool(&registry, &policy);
+        let spec = match durable {
+            Some(_) => run_chain_tool(&registry, &policy).with_sessions(&policy),
+            None => run_chain_tool(&registry, &policy),
+        };
         let tool = Tool::new(spec.name, spec.description, json_object(spec.input_schema))
             .with_raw_output_schema(Arc::new(json_object(spec.output_schema)));
         ChainServer {
@@ -241,6 +250,7 @@ impl ChainServer {
                 parked: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 durable,
+                tasks: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -443,13 +453,16 @@ impl ChainServer {
 
 /// Durable chains (a server with a chain store).
 impl ChainServer {
-    /// Runs `code` as a durable chain, its approvals asked of `approval`,
-    /// its events given to `observer`, cancelled with `ct`; a suspension is
-    /// answered with input-required.
+    /// Runs `code` as a durable chain (or as a cell of `session`: `new` or
+    /// an id), its approvals asked of `approval`, its events given to
+    /// `observer`, cancelled with `ct`; a suspension is answered with
+    /// input-required.
+    #[allow(clippy::too_many_arguments)]
     async fn run_durable(
         &self,
         store: &DurableServe,
         code: &str,
+        session: Option<&str>,
         approval: &Approval,
         observer: Option<Observer>,
         caller: Option<&Principal>,
@@ -464,7 +477,16 @@ impl ChainServer {
                     .cancelled_by(cancel)
                     .with_observer(observer)
                     .with_principal(caller.cloned());
-                async move { durable.run(code, &shared.registry, &shared.policy, approval).await }
+                async move {
+                    match session {
+                        Some(session) => {
+                            durable
+                                .run_cell(session, code, &shared.registry, &shared.policy, approval)
+                                .await
+                        }
+                        None => durable.run(code, &shared.registry, &shared.policy, approval).await,
+                    }
+                }
             })
             .await
             .map_err(|e| store_error(&e))?;
@@ -579,14 +601,7 @@ impl ChainServer {
         pending: &PendingCall,
         caller: Option<&Principal>,
     ) -> CallToolResponse {
-        let request = ApprovalRequest {
-            run_id: chain_id.to_owned(),
-            call_id: u64::from(pending.seq),
-            tool: pending.tool.clone(),
-            arguments: pending.arguments.clone(),
-            risk: pending.risk,
-            requested_at: pending.requested_at.clone(),
-        };
+        let request = pending_request(chain_id, pending);
         let state = store.key.seal(&RequestState {
             chain_id: chain_id.to_owned(),
             seq: pending.seq,
@@ -600,12 +615,30 @@ impl ChainServer {
 /// The input-required result asking the client's user to approve `request`,
 /// to be retried with `state`.
 fn input_required(request: &ApprovalRequest, state: String) -> CallToolResponse {
+    CallToolResponse::InputRequired(InputRequiredResult::new(Some(approval_requests(request)), Some(state)))
+}
+
+/// The input requests asking the client's user to approve `request`: the
+/// approval form under [`APPROVAL_INPUT`].
+fn approval_requests(request: &ApprovalRequest) -> InputRequests {
     let mut requests = InputRequests::new();
     requests.insert(
         APPROVAL_INPUT.into(),
         InputRequest::Elicitation(ElicitRequest::new(approval_form(request))),
     );
-    CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
+    requests
+}
+
+/// The approval request of a durable chain's pending call.
+fn pending_request(chain_id: &str, pending: &PendingCall) -> ApprovalRequest {
+    ApprovalRequest {
+        run_id: chain_id.to_owned(),
+        call_id: u64::from(pending.seq),
+        tool: pending.tool.clone(),
+        arguments: pending.arguments.clone(),
+        risk: pending.risk,
+        requested_at: pending.requested_at.clone(),
+    }
 }
 
 /// The protocol error for a `requestState` whose seal does not verify.
@@ -686,7 +719,11 @@ fn json_object(value: Value) -> JsonObject {
 
 impl ServerHandler for ChainServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = match &self.inner.durable {
+            Some(_) => ServerCapabilities::builder().enable_tools().enable_tasks().build(),
+            None => ServerCapabilities::builder().enable_tools().build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("chainbox", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -701,6 +738,30 @@ impl ServerHandler for ChainServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         (name == RUN_CHAIN).then(|| self.inner.tool.clone())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_task_status(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_task_inputs(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_run(request, context).await
     }
 
     /// The stand-in for a request over the size limit (see
@@ -745,7 +806,14 @@ impl ServerHandler for ChainServer {
                 None => self.resume(state, responses, caller, &context.ct).await,
             };
         }
-        let code = chain_code(request.arguments.as_ref())?;
+        let (code, session) = chain_code(request.arguments.as_ref(), self.inner.durable.is_some())?;
+        // A client that polls: the chain as a task (a session's cell runs
+        // in the request, as without the extension).
+        if let (Some(store), None) = (&self.inner.durable, session)
+            && self.answers_with_task(&context)
+        {
+            return self.create_task(store, code, caller).await;
+        }
         // The chain's span continues the client's trace (`_meta.traceparent`).
         let parent = client_trace(&request, &context).unwrap_or_else(opentelemetry::Context::current);
         let route = self.approval_route(&context);
@@ -758,6 +826,11 @@ impl ServerHandler for ChainServer {
         let observer = live.as_ref().map(|live| live.observer.clone());
         let answer = async {
             match (route, &self.inner.durable) {
+                // A session's cell is durable however its calls are approved.
+                (ApprovalRoute::Handler(approval), Some(store)) if session.is_some() => {
+                    self.run_durable(store, code, session, &approval, observer, caller, &context.ct)
+                        .await
+                }
                 // The fallback decides at once: nothing to outlive the request.
                 (ApprovalRoute::Handler(approval), _) | (ApprovalRoute::Elicit(approval), None) => Ok(self
                     .cancellable(&context.ct, |cancel| {
@@ -766,11 +839,11 @@ impl ServerHandler for ChainServer {
                     .await
                     .into()),
                 (ApprovalRoute::Elicit(approval), Some(store)) => {
-                    self.run_durable(store, code, &approval, observer, caller, &context.ct)
+                    self.run_durable(store, code, session, &approval, observer, caller, &context.ct)
                         .await
                 }
                 (ApprovalRoute::InputRequired, Some(store)) => {
-                    self.run_durable(store, code, &Approval::defer(), observer, caller, &context.ct)
+                    self.run_durable(store, code, session, &Approval::defer(), observer, caller, &context.ct)
                         .await
                 }
                 (ApprovalRoute::InputRequired, None) => {
@@ -865,17 +938,39 @@ fn client_trace(
     crate::telemetry::context_from_traceparent(meta.get_traceparent()?, meta.get_tracestate())
 }
 
-/// The `code` argument of a `run_chain` call, the only one it takes.
-fn chain_code(arguments: Option<&JsonObject>) -> Result<&str, ErrorData> {
+/// The `code` argument of a `run_chain` call, and its `session` on a
+/// server that keeps sessions (`sessions`).
+fn chain_code(arguments: Option<&JsonObject>, sessions: bool) -> Result<(&str, Option<&str>), ErrorData> {
     let arguments = arguments.ok_or_else(|| ErrorData::invalid_params("run_chain needs `code` (a string)", None))?;
-    if let Some(other) = arguments.keys().find(|k| *k != "code") {
-        return Err(ErrorData::invalid_params(
-            format!("run_chain takes only `code`, not `{other}`"),
-            None,
-        ));
+    let takes = if sessions {
+        "`code` and `session`"
+    } else {
+        "only `code`"
+    };
+    if let Some(other) = arguments
+        .keys()
+        .find(|k| *k != "code" && (!sessions || *k != "session"))
+    {
+        let why = match other.as_str() {
+            "session" => {
+                "this server keeps no sessions: they live in a chain store (`chainbox serve --state URL`)".to_owned()
+            }
+            _ => format!("run_chain takes {takes}, not `{other}`"),
+        };
+        return Err(ErrorData::invalid_params(why, None));
     }
+    let session = match arguments.get("session") {
+        None => None,
+        Some(Value::String(session)) => Some(session.as_str()),
+        Some(_) => {
+            return Err(ErrorData::invalid_params(
+                "run_chain's `session` must be a string: \"new\" or a session_id",
+                None,
+            ));
+        }
+    };
     match arguments.get("code") {
-        Some(Value::String(code)) => Ok(code),
+        Some(Value::String(code)) => Ok((code, session)),
         Some(_) => Err(ErrorData::invalid_params("run_chain's `code` must be a string", None)),
         None => Err(ErrorData::invalid_params("run_chain needs `code` (a string)", None)),
     }

@@ -181,6 +181,13 @@ pub(crate) fn add_to_linker(linker: &mut Linker<ChainState>) -> wasmtime::Result
     )?;
     linker.func_wrap(
         m,
+        imports::CELL,
+        |mut caller: Caller<'_, ChainState>, index: i32| -> wasmtime::Result<()> {
+            enter_cell(caller.data_mut(), index as u32)
+        },
+    )?;
+    linker.func_wrap(
+        m,
         imports::C_MATH,
         |mut caller: Caller<'_, ChainState>, code: i32, x: f64, y: f64| -> wasmtime::Result<f64> {
             match c_math::eval(code as u32, x, y) {
@@ -265,6 +272,10 @@ pub(crate) fn add_to_component_linker(linker: &mut component::Linker<ChainState>
             store.data().meters.print(&text);
             Ok(())
         },
+    )?;
+    host.func_wrap(
+        "cell",
+        |mut store: StoreContextMut<'_, ChainState>, (index,): (u32,)| enter_cell(store.data_mut(), index),
     )?;
     host.func_wrap(
         "c-math",
@@ -357,6 +368,15 @@ fn cancel(state: &mut ChainState, id: u32) {
         task.abort();
         state.session.close_cancelled(slot, CANCELLED_BY_SCRIPT);
     }
+}
+
+/// The guest begins cell `index` of a session's run (the `cell` import);
+/// a cell the run does not have ends the chain.
+fn enter_cell(state: &mut ChainState, index: u32) -> wasmtime::Result<()> {
+    let session = state.session.clone();
+    session
+        .enter_cell(index)
+        .map_err(|refused| state.fail(Fatal::Refused(refused)))
 }
 
 /// Admits `call` against the chain's budget (ending the chain when it is

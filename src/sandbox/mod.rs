@@ -213,6 +213,8 @@ impl ChainState {
 /// Everything a run needs that the engine does not own.
 pub(crate) struct ChainSetup<'a> {
     pub script: &'a str,
+    /// A session's earlier cells (`RunRequest::cells`); empty for a chain.
+    pub cells: &'a [String],
     pub registry: &'a ToolRegistry,
     pub policy: &'a ChainPolicy,
     pub session: Arc<InvokerSession>,
@@ -361,6 +363,7 @@ impl ChainState {
         let request = RunRequest {
             version: PROTOCOL_VERSION,
             script: setup.script.to_owned(),
+            cells: setup.cells.to_vec(),
             tools,
             limits: GuestLimits {
                 max_memory_bytes: soft,
@@ -451,8 +454,11 @@ fn classify_trap(state: &ChainState, err: &wasmtime::Error) -> ChainError {
             Fatal::Refused(Refused::Budget(b)) => {
                 ChainError::new(ErrorKind::ToolBudget, "ToolBudgetExceeded", b.to_string())
             }
-            Fatal::Refused(Refused::Diverged(d)) => {
-                ChainError::new(ErrorKind::ReplayDiverged, "ReplayDiverged", d.to_string())
+            Fatal::Refused(refused @ (Refused::Diverged(_) | Refused::Unjournaled { .. })) => {
+                ChainError::new(ErrorKind::ReplayDiverged, "ReplayDiverged", refused.to_string())
+            }
+            Fatal::Refused(refused @ Refused::NoSuchCell { .. }) => {
+                ChainError::new(ErrorKind::Crash, "ProtocolError", refused.to_string())
             }
             Fatal::Protocol(m) => ChainError::new(ErrorKind::Crash, "ProtocolError", m.clone()),
             // The chain's result says `suspended` (the session's pending

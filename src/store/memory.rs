@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{
-    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after,
-    random_state_key,
+    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, StoredSession, StoredTask,
+    epoch_ms_after, random_state_key,
 };
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
@@ -19,6 +19,8 @@ use crate::result::PendingCall;
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     chains: Mutex<BTreeMap<String, Entry>>,
+    sessions: Mutex<BTreeMap<String, StoredSession>>,
+    tasks: Mutex<BTreeMap<String, StoredTask>>,
     state_key: Mutex<Option<[u8; STATE_KEY_BYTES]>>,
 }
 
@@ -178,6 +180,75 @@ impl ChainStore for MemoryStore {
         entry.finished = Some(result.clone());
         entry.claimed_by = None;
         entry.pending = None;
+        Ok(())
+    }
+
+    async fn create_session(&self, chain: &StoredChain, session: &StoredSession) -> Result<(), StoreError> {
+        // The chain's id is the session's: taken for one, taken for both.
+        self.create(chain).await?;
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.insert(session.session_id.clone(), session.clone());
+        Ok(())
+    }
+
+    async fn session(&self, session_id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(sessions.get(session_id).cloned())
+    }
+
+    async fn update_session(&self, session: &StoredSession) -> Result<(), StoreError> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let stored = sessions
+            .get_mut(&session.session_id)
+            .ok_or_else(|| StoreError::NoChain(session.session_id.clone()))?;
+        let ended = stored.ended.take().or_else(|| session.ended.clone());
+        *stored = StoredSession {
+            ended,
+            owner: stored.owner.clone(),
+            created_at: stored.created_at.clone(),
+            ..session.clone()
+        };
+        Ok(())
+    }
+
+    async fn sessions(&self) -> Result<Vec<StoredSession>, StoreError> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<StoredSession> = sessions.values().cloned().collect();
+        all.sort_by(|a, b| (&a.created_at, &a.session_id).cmp(&(&b.created_at, &b.session_id)));
+        Ok(all)
+    }
+
+    async fn create_task(&self, chain: &StoredChain, task: &StoredTask) -> Result<(), StoreError> {
+        self.create(chain).await?;
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        tasks.insert(task.task_id.clone(), task.clone());
+        Ok(())
+    }
+
+    async fn task(&self, task_id: &str) -> Result<Option<StoredTask>, StoreError> {
+        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(tasks.get(task_id).cloned())
+    }
+
+    async fn end_task(&self, task_id: &str, outcome: &Value) -> Result<bool, StoreError> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let task = tasks
+            .get_mut(task_id)
+            .ok_or_else(|| StoreError::NoChain(task_id.to_owned()))?;
+        if task.outcome.is_some() {
+            return Ok(false);
+        }
+        task.outcome = Some(outcome.clone());
+        task.updated_at = crate::util::utc_now_rfc3339();
+        Ok(true)
+    }
+
+    async fn cancel_task(&self, task_id: &str) -> Result<(), StoreError> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let task = tasks
+            .get_mut(task_id)
+            .ok_or_else(|| StoreError::NoChain(task_id.to_owned()))?;
+        task.cancel_requested = true;
         Ok(())
     }
 

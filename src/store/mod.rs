@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::approval::ApprovalDecision;
 use crate::journal::JournalEntry;
 use crate::principal::Owner;
-use crate::result::PendingCall;
+use crate::result::{Interpreter, PendingCall};
 
 pub use memory::MemoryStore;
 pub use sql::SqlStore;
@@ -73,6 +73,85 @@ pub struct StoredChain {
     /// ([`crate::principal::may_act_on`]).
     #[serde(default)]
     pub owner: Option<Owner>,
+}
+
+/// A session as the store keeps it (see [`crate::durable::Sessions`]): a
+/// durable chain of the same id holds its owner, seed, journal, pending
+/// call and claim; this holds its cells and its life.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredSession {
+    /// Its id (its chain's too).
+    pub session_id: String,
+    /// Who it belongs to (its chain's owner; `None`: the local user).
+    #[serde(default)]
+    pub owner: Option<Owner>,
+    /// The interpreter its cells run on: `monty` until a cell needs
+    /// CPython, then `cpython` for good.
+    pub interpreter: Interpreter,
+    /// When it was created (UTC, RFC 3339).
+    pub created_at: String,
+    /// When its last cell ended (UTC, RFC 3339).
+    pub last_used_at: String,
+    /// When it expires unless a cell runs before (UTC, RFC 3339).
+    pub expires_at: String,
+    /// Why it ended (`removed`, `expired at ...`), once it has: it is then
+    /// never run again. Never cleared once set.
+    pub ended: Option<String>,
+    /// Its cells, in order.
+    pub cells: Vec<StoredCell>,
+}
+
+/// One cell of a [`StoredSession`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCell {
+    /// Its source.
+    pub source: String,
+    /// The number of the call before its first: its calls are journaled
+    /// from `base + 1`.
+    pub base: u32,
+    /// What the next cells make of it.
+    pub state: CellState,
+    /// The policy a suspended cell runs under, for its resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Value>,
+}
+
+/// What became of a session's cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellState {
+    /// It ran to its end or raised: its names live on, and later cells
+    /// replay it.
+    Kept,
+    /// A limit or a failure of the host stopped it: it is not replayed
+    /// (its calls stay journaled; its names are gone).
+    Dropped,
+    /// It waits on a decision; its resume completes it.
+    Suspended,
+}
+
+/// An MCP task (`chainbox serve`'s tasks, see `crate::mcp`) as the store
+/// keeps it: a durable chain run for a client that polls it, on any node.
+/// Its status is read from its chain (a pending call: input required) and
+/// its own `outcome` once it has ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredTask {
+    /// Its id (its chain's too).
+    pub task_id: String,
+    /// Who it belongs to (its chain's owner; `None`: the local user).
+    #[serde(default)]
+    pub owner: Option<Owner>,
+    /// When it was created (UTC, RFC 3339).
+    pub created_at: String,
+    /// When its status last changed as the store knows it (UTC, RFC 3339).
+    pub updated_at: String,
+    /// How long after its creation it is kept, in milliseconds.
+    pub ttl_ms: u64,
+    /// A client asked to cancel it: the node running it stops it.
+    pub cancel_requested: bool,
+    /// How it ended (`{"completed": CallToolResult}`, `{"failed": error}`,
+    /// `{"cancelled": null}`), once it has; never replaced.
+    pub outcome: Option<Value>,
 }
 
 /// A chain waiting on a decision, as [`ChainStore::pending`] lists it.
@@ -189,6 +268,36 @@ pub trait ChainStore: Send + Sync {
     /// The chain ended with `result` (JSON): kept for a late claimant, and
     /// the claim and any pending call are cleared.
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError>;
+
+    /// Records a new session: its chain and its row, in one transaction
+    /// ([`StoreError::Exists`] if the id is taken).
+    async fn create_session(&self, chain: &StoredChain, session: &StoredSession) -> Result<(), StoreError>;
+
+    /// The session, if there is one with this id (its owner read from its
+    /// chain).
+    async fn session(&self, session_id: &str) -> Result<Option<StoredSession>, StoreError>;
+
+    /// Writes the session's cells, interpreter, last use and expiry, and
+    /// its `ended` if it has none yet (an ended session stays ended).
+    async fn update_session(&self, session: &StoredSession) -> Result<(), StoreError>;
+
+    /// Every session, oldest first.
+    async fn sessions(&self) -> Result<Vec<StoredSession>, StoreError>;
+
+    /// Records a new task and its chain, in one transaction
+    /// ([`StoreError::Exists`] if the id is taken).
+    async fn create_task(&self, chain: &StoredChain, task: &StoredTask) -> Result<(), StoreError>;
+
+    /// The task, if there is one with this id (its owner read from its
+    /// chain).
+    async fn task(&self, task_id: &str) -> Result<Option<StoredTask>, StoreError>;
+
+    /// Records how the task ended, unless an outcome is recorded already:
+    /// whether this one was.
+    async fn end_task(&self, task_id: &str, outcome: &Value) -> Result<bool, StoreError>;
+
+    /// Marks the task's cancellation as requested.
+    async fn cancel_task(&self, task_id: &str) -> Result<(), StoreError>;
 
     /// The key that seals the `requestState`s `chainbox serve --state`
     /// hands out: 32 random bytes, created by the first caller and the same

@@ -20,12 +20,12 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 use super::{
-    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, epoch_ms_after,
-    random_state_key,
+    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, StoredSession, StoredTask,
+    epoch_ms_after, random_state_key,
 };
 use crate::journal::JournalEntry;
 use crate::principal::Owner;
-use crate::result::PendingCall;
+use crate::result::{Interpreter, PendingCall};
 
 /// How long an SQLite statement waits for another connection's write (one
 /// process's or another's) before it fails: generous, since every write is
@@ -68,6 +68,23 @@ const SQLITE_SCHEMA: &[&str] = &[
     )",
     "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
     "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        interpreter TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        ended TEXT,
+        cells TEXT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS tasks (
+        task_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        ttl_ms BIGINT NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        outcome TEXT
+    )",
     "CREATE TABLE IF NOT EXISTS secrets (
         name TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -106,6 +123,23 @@ const POSTGRES_SCHEMA: &[&str] = &[
     )",
     "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
     "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        interpreter TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        ended TEXT,
+        cells TEXT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS tasks (
+        task_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        ttl_ms BIGINT NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        outcome TEXT
+    )",
     "CREATE TABLE IF NOT EXISTS secrets (
         name TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -371,6 +405,59 @@ fn owner_from_sql(
     }
 }
 
+/// How a chain is created ([`ChainStore::create`], and a session's).
+const INSERT_CHAIN: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject) \
+                            VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// The columns a session is read back from, its chain's owner with them.
+const SELECT_SESSIONS: &str = "SELECT s.session_id, s.interpreter, s.created_at, s.last_used_at, s.expires_at, \
+                               s.ended, s.cells, c.owner_issuer, c.owner_subject \
+                               FROM sessions s JOIN chains c ON c.chain_id = s.session_id";
+
+/// A row of [`SELECT_SESSIONS`].
+type SessionRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+);
+
+/// A session read back from its row.
+fn session_from_sql(row: SessionRow) -> Result<StoredSession, StoreError> {
+    let (session_id, interpreter, created_at, last_used_at, expires_at, ended, cells, issuer, subject) = row;
+    Ok(StoredSession {
+        owner: owner_from_sql(issuer, subject, &session_id)?,
+        interpreter: interpreter_from_sql(&interpreter, &session_id)?,
+        cells: from_json(&cells, "sessions", "cells", &session_id)?,
+        created_at,
+        last_used_at,
+        expires_at,
+        ended,
+        session_id,
+    })
+}
+
+/// An interpreter as the `sessions` table keeps it.
+fn interpreter_to_sql(interpreter: Interpreter) -> &'static str {
+    interpreter.as_str()
+}
+
+/// An interpreter read back.
+fn interpreter_from_sql(text: &str, session_id: &str) -> Result<Interpreter, StoreError> {
+    match text {
+        "monty" => Ok(Interpreter::Monty),
+        "cpython" => Ok(Interpreter::Cpython),
+        _ => Err(StoreError::Backend(format!(
+            "sessions row of session {session_id:?}: interpreter {text:?} is neither monty nor cpython"
+        ))),
+    }
+}
+
 /// A call's number as the store keeps it (SQL has no unsigned integers).
 fn seq_to_sql(seq: u32) -> i64 {
     i64::from(seq)
@@ -385,8 +472,7 @@ fn seq_from_sql(seq: i64, table: &str, chain_id: &str) -> Result<u32, StoreError
 #[async_trait]
 impl ChainStore for SqlStore {
     async fn create(&self, chain: &StoredChain) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject) \
-                           VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        const SQL: &str = INSERT_CHAIN;
         let policy = to_json(&chain.policy, "the policy")?;
         // The seed as decimal text: a u64 has no SQL integer type, and the
         // text reads as the seed it is.
@@ -659,6 +745,193 @@ impl ChainStore for SqlStore {
         .map_err(|e| backend("finishing the chain", &e))?;
         if done == 0 {
             return Err(StoreError::NoChain(chain_id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn create_session(&self, chain: &StoredChain, session: &StoredSession) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO sessions \
+                           (session_id, interpreter, created_at, last_used_at, expires_at, ended, cells) \
+                           VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        let policy = to_json(&chain.policy, "the policy")?;
+        let seed = chain.seed.to_string();
+        let cells = to_json(&session.cells, "the cells")?;
+        let fail = |e: sqlx::Error| {
+            if is_unique_violation(&e) {
+                StoreError::Exists(format!("session {:?}", session.session_id))
+            } else {
+                backend("creating the session", &e)
+            }
+        };
+        on_pool!(self, |pool, begin| {
+            let mut tx = pool.begin_with(begin).await.map_err(fail)?;
+            sqlx::query(INSERT_CHAIN)
+                .bind(&chain.chain_id)
+                .bind(&chain.script)
+                .bind(&policy)
+                .bind(&seed)
+                .bind(&chain.created_at)
+                .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
+                .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
+                .execute(&mut *tx)
+                .await
+                .map_err(fail)?;
+            sqlx::query(SQL)
+                .bind(&session.session_id)
+                .bind(interpreter_to_sql(session.interpreter))
+                .bind(&session.created_at)
+                .bind(&session.last_used_at)
+                .bind(&session.expires_at)
+                .bind(session.ended.as_deref())
+                .bind(&cells)
+                .execute(&mut *tx)
+                .await
+                .map_err(fail)?;
+            tx.commit().await.map_err(fail)
+        })
+    }
+
+    async fn session(&self, session_id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let sql = format!("{SELECT_SESSIONS} WHERE s.session_id = $1");
+        let row: Option<SessionRow> = on_pool!(self, |pool, _begin| sqlx::query_as(&sql)
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await)
+        .map_err(|e| backend("reading the session", &e))?;
+        row.map(session_from_sql).transpose()
+    }
+
+    async fn update_session(&self, session: &StoredSession) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE sessions SET interpreter = $1, last_used_at = $2, expires_at = $3, \
+                           ended = COALESCE(ended, $4), cells = $5 WHERE session_id = $6";
+        let cells = to_json(&session.cells, "the cells")?;
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(interpreter_to_sql(session.interpreter))
+            .bind(&session.last_used_at)
+            .bind(&session.expires_at)
+            .bind(session.ended.as_deref())
+            .bind(&cells)
+            .bind(&session.session_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("updating the session", &e))?;
+        if done == 0 {
+            return Err(StoreError::NoChain(session.session_id.clone()));
+        }
+        Ok(())
+    }
+
+    async fn sessions(&self) -> Result<Vec<StoredSession>, StoreError> {
+        let rows: Vec<SessionRow> = on_pool!(self, |pool, _begin| sqlx::query_as(SELECT_SESSIONS)
+            .fetch_all(pool)
+            .await)
+        .map_err(|e| backend("reading the sessions", &e))?;
+        let mut sessions = rows.into_iter().map(session_from_sql).collect::<Result<Vec<_>, _>>()?;
+        // Byte order, as in MemoryStore (see `pending`).
+        sessions.sort_by(|a, b| (&a.created_at, &a.session_id).cmp(&(&b.created_at, &b.session_id)));
+        Ok(sessions)
+    }
+
+    async fn create_task(&self, chain: &StoredChain, task: &StoredTask) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO tasks (task_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
+                           VALUES ($1, $2, $3, $4, $5, $6)";
+        let policy = to_json(&chain.policy, "the policy")?;
+        let seed = chain.seed.to_string();
+        let outcome = task.outcome.as_ref().map(|o| to_json(o, "the outcome")).transpose()?;
+        let ttl_ms = i64::try_from(task.ttl_ms).unwrap_or(i64::MAX);
+        let fail = |e: sqlx::Error| {
+            if is_unique_violation(&e) {
+                StoreError::Exists(format!("task {:?}", task.task_id))
+            } else {
+                backend("creating the task", &e)
+            }
+        };
+        on_pool!(self, |pool, begin| {
+            let mut tx = pool.begin_with(begin).await.map_err(fail)?;
+            sqlx::query(INSERT_CHAIN)
+                .bind(&chain.chain_id)
+                .bind(&chain.script)
+                .bind(&policy)
+                .bind(&seed)
+                .bind(&chain.created_at)
+                .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
+                .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
+                .execute(&mut *tx)
+                .await
+                .map_err(fail)?;
+            sqlx::query(SQL)
+                .bind(&task.task_id)
+                .bind(&task.created_at)
+                .bind(&task.updated_at)
+                .bind(ttl_ms)
+                .bind(task.cancel_requested)
+                .bind(outcome.as_deref())
+                .execute(&mut *tx)
+                .await
+                .map_err(fail)?;
+            tx.commit().await.map_err(fail)
+        })
+    }
+
+    async fn task(&self, task_id: &str) -> Result<Option<StoredTask>, StoreError> {
+        const SQL: &str = "SELECT t.created_at, t.updated_at, t.ttl_ms, t.cancel_requested, t.outcome, \
+                           c.owner_issuer, c.owner_subject \
+                           FROM tasks t JOIN chains c ON c.chain_id = t.task_id WHERE t.task_id = $1";
+        type Row = (
+            String,
+            String,
+            i64,
+            bool,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let row: Option<Row> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
+            .bind(task_id)
+            .fetch_optional(pool)
+            .await)
+        .map_err(|e| backend("reading the task", &e))?;
+        let Some((created_at, updated_at, ttl_ms, cancel_requested, outcome, issuer, subject)) = row else {
+            return Ok(None);
+        };
+        Ok(Some(StoredTask {
+            owner: owner_from_sql(issuer, subject, task_id)?,
+            task_id: task_id.to_owned(),
+            created_at,
+            updated_at,
+            ttl_ms: u64::try_from(ttl_ms).unwrap_or(0),
+            cancel_requested,
+            outcome: outcome
+                .map(|text| from_json(&text, "tasks", "outcome", task_id))
+                .transpose()?,
+        }))
+    }
+
+    async fn end_task(&self, task_id: &str, outcome: &Value) -> Result<bool, StoreError> {
+        const SQL: &str = "UPDATE tasks SET outcome = $1, updated_at = $2 WHERE task_id = $3 AND outcome IS NULL";
+        let text = to_json(outcome, "the outcome")?;
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&text)
+            .bind(crate::util::utc_now_rfc3339())
+            .bind(task_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("ending the task", &e))?;
+        Ok(done == 1)
+    }
+
+    async fn cancel_task(&self, task_id: &str) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE tasks SET cancel_requested = TRUE WHERE task_id = $1";
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(task_id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("cancelling the task", &e))?;
+        if done == 0 {
+            return Err(StoreError::NoChain(task_id.to_owned()));
         }
         Ok(())
     }

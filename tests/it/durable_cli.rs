@@ -13,7 +13,7 @@ use serde_json::Value;
 /// A manifest of `bump(n)` (safe; `bump(n, rows=R)` answers R rows
 /// instead) and `wire(amount)` (critical), command tools appending a line
 /// to `DIR/<tool>.runs` per run.
-fn counting_manifest(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn counting_manifest(dir: &Path) -> std::path::PathBuf {
     let tool = dir.join("count.py");
     std::fs::write(
         &tool,
@@ -32,11 +32,11 @@ fn counting_manifest(dir: &Path) -> std::path::PathBuf {
     manifest
 }
 
-fn runs(dir: &Path, tool: &str) -> usize {
+pub(crate) fn runs(dir: &Path, tool: &str) -> usize {
     std::fs::read_to_string(dir.join(format!("{tool}.runs"))).map_or(0, |text| text.lines().count())
 }
 
-fn chainbox(args: &[&str]) -> (Option<i32>, String, String) {
+pub(crate) fn chainbox(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_chainbox"))
         .args(args)
         .output()

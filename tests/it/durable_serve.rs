@@ -32,13 +32,13 @@ const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
 /// tools appending a line to `<tool>.runs` per run; `wire` then takes a
 /// second, so that two resumes at once overlap; `rows(n)` lists `n` rows,
 /// a result to offload when large), and the servers' logs.
-struct Fixture {
+pub(crate) struct Fixture {
     dir: tempfile::TempDir,
     manifest: PathBuf,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().expect("a temp dir");
         let tool = dir.path().join("count.py");
         std::fs::write(
@@ -59,7 +59,7 @@ impl Fixture {
     }
 
     /// How many times `tool` ran.
-    fn runs(&self, tool: &str) -> usize {
+    pub(crate) fn runs(&self, tool: &str) -> usize {
         std::fs::read_to_string(self.dir.path().join(format!("{tool}.runs"))).map_or(0, |text| text.lines().count())
     }
 
@@ -86,7 +86,7 @@ impl Fixture {
 
     /// Starts `chainbox serve --http 127.0.0.1:0 --state URL` as `name`
     /// (its stderr in `<name>.log`), with `env` set.
-    fn node(&self, name: &str, state: &str, env: &[(&str, &str)]) -> Node {
+    pub(crate) fn node(&self, name: &str, state: &str, env: &[(&str, &str)]) -> Node {
         self.node_with(name, state, env, &[])
     }
 
@@ -114,9 +114,9 @@ impl Fixture {
 }
 
 /// A `chainbox serve` process, killed when dropped.
-struct Node {
+pub(crate) struct Node {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Drop for Node {
@@ -134,7 +134,7 @@ fn call(addr: SocketAddr, extra: Value) -> Value {
 }
 
 /// [`call`] of another script.
-fn call_with(addr: SocketAddr, code: &str, extra: Value) -> Value {
+pub(crate) fn call_with(addr: SocketAddr, code: &str, extra: Value) -> Value {
     let body = run_chain(code, extra).to_string();
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(ROUND_TIMEOUT)).expect("timeout");
@@ -179,7 +179,7 @@ pub(crate) fn completed(message: &Value) -> &Value {
 
 /// A fresh PostgreSQL database's URL, or `None` where PostgreSQL is
 /// missing outside CI (`PgServer::start` says so loudly).
-async fn postgres(name: &str) -> Option<(PgServer, String)> {
+pub(crate) async fn postgres(name: &str) -> Option<(PgServer, String)> {
     let server = PgServer::start()?;
     let url = server.create_database(name).await;
     Some((server, url))

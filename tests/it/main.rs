@@ -36,6 +36,7 @@ mod provenance;
 mod s3;
 mod sandbox;
 mod seeded;
+mod sessions;
 mod skills;
 mod soak;
 mod specs;

@@ -66,6 +66,12 @@ class FakeHost:
     def stdout(self, text):
         self.events.append(("stdout", text))
 
+    def cell(self, index):
+        self.events.append(("cell", index))
+
+    def cells(self):
+        return [e[1] for e in self.events if e[0] == "cell"]
+
     def tool_calls(self):
         return [e for e in self.events if e[0] in ("call", "start")]
 
@@ -90,7 +96,7 @@ TOOLS = [
 ]
 
 
-def run(script, host=None, tools=TOOLS, version=4, recursion=500, workspace=None):
+def run(script, host=None, tools=TOOLS, version=5, recursion=500, workspace=None, cells=None):
     host = host if host is not None else FakeHost({"echo": echo, "get_weather": echo})
     request = {
         "version": version,
@@ -98,6 +104,8 @@ def run(script, host=None, tools=TOOLS, version=4, recursion=500, workspace=None
         "tools": tools,
         "limits": {"max_memory_bytes": 1 << 30, "max_recursion_depth": recursion},
     }
+    if cells is not None:
+        request["cells"] = cells
     text = chainbox_guest.run_chain(json.dumps(request), host, workspace or "/nonexistent-workspace")
     return json.loads(text), host
 
@@ -145,9 +153,9 @@ class Answers(unittest.TestCase):
         self.assertEqual(finish["result"]["output_text"], "None")
 
     def test_version_mismatch_is_an_internal_error(self):
-        finish, host = run("await echo(1)", version=3)
+        finish, host = run("await echo(1)", version=4)
         self.assertEqual(finish["result"]["exc_type"], "InternalError")
-        self.assertIn("host 3, guest 4", finish["result"]["message"])
+        self.assertIn("host 4, guest 5", finish["result"]["message"])
         self.assertEqual(host.events, [])
 
     def test_malformed_request_is_an_internal_error(self):
@@ -426,6 +434,155 @@ class Errors(unittest.TestCase):
         host.stdout = None  # calling it raises TypeError inside the guest
         finish, _ = run("print('x')", host=host)
         self.assertEqual(finish["result"]["status"], "error")
+
+
+class Sessions(unittest.TestCase):
+    """A session's run (`RunRequest.cells`): its earlier cells run first, in
+    one namespace, as Python's REPL runs its inputs."""
+
+    def test_names_persist_across_cells(self):
+        cells = ["x = 1", "def f():\n    return x + 1", "class C:\n    v = 3", "import math"]
+        finish, host = run("[x, f(), C.v, math.floor(2.5)]", cells=cells)
+        self.assertEqual(finish["result"]["output"], [1, 2, 3, 2])
+        self.assertEqual(finish["warnings"], [])
+
+    def test_one_main_module_for_every_cell(self):
+        cells = ["import sys\nm = sys.modules['__main__']", "def g():\n    return globals()"]
+        finish, _ = run("[m is sys.modules['__main__'], __name__, g() is globals()]", cells=cells)
+        self.assertEqual(finish["result"]["output"], [True, "__main__", True])
+
+    def test_an_exception_ends_only_its_own_cell(self):
+        cells = [
+            "a = 1\nraise ValueError('boom')\nb = 2",
+            "import sys\nc = 3\nsys.exit(1)",
+            "d = 4\nraise KeyboardInterrupt",
+            "import asyncio\ne = 5\nawait asyncio.sleep(0)\n1 / 0",
+            "f = 6",
+        ]
+        finish, host = run("[a, c, d, e, f, 'b' in globals()]", cells=cells)
+        self.assertEqual(finish["result"]["output"], [1, 3, 4, 5, 6, False])
+        self.assertEqual(host.cells(), [0, 1, 2, 3, 4, 5])
+
+    def test_an_earlier_cell_that_does_not_compile_is_skipped(self):
+        finish, host = run("[x, y]", cells=["x = 1", "y = (", "y = 2"])
+        self.assertEqual(finish["result"]["output"], [1, 2])
+        self.assertEqual(host.cells(), [0, 1, 2, 3])
+
+    def test_a_new_cell_that_does_not_compile_is_reported_as_a_script(self):
+        finish, host = run("x = 1\ny = (", cells=["x = 1"])
+        result = finish["result"]
+        self.assertTrue(result["compile"])
+        self.assertEqual((result["exc_type"], result["line"]), ("SyntaxError", 2))
+        self.assertIn('File "<python-input-1>", line 2', result["traceback"])
+        self.assertEqual(host.events, [])
+
+    def test_earlier_cells_output_is_not_sent(self):
+        cells = ["print('old')", "import sys\nsys.stdout.write('partial')", "await echo(1)\nprint('after a call')"]
+        finish, host = run("print('new')\nsys.stdout.write('!')", cells=cells)
+        self.assertEqual(host.printed(), "new\n!")
+        self.assertEqual(finish["result"]["status"], "ok")
+
+    def test_an_earlier_value_is_not_the_answer(self):
+        finish, _ = run("y = 1", cells=["41 + 1", "'still not'"])
+        self.assertEqual((finish["result"]["output"], finish["result"]["output_text"]), (None, "None"))
+        finish, _ = run("x", cells=["x = 41 + 1", "x"])
+        self.assertEqual(finish["result"]["output"], 42)
+        finish, _ = run("'__chain_answer__' in globals()", cells=["5"])
+        self.assertEqual(finish["result"]["output"], False)
+
+    def test_the_host_hears_of_each_cell_before_its_calls(self):
+        finish, host = run("await echo(3)", cells=["await echo(1)", "x = 1", "await echo(2)"])
+        self.assertEqual(
+            [e[1] if e[0] == "cell" else e[2 if e[0] == "start" else 1]["args"]["a"] for e in host.events
+             if e[0] in ("cell", "call", "start")],
+            [0, 1, 1, 2, 2, 3, 3],
+        )
+        self.assertEqual(host.kinds(), ["cell", "call", "cell", "cell", "call", "cell", "call"])
+
+    def test_earlier_cells_tool_calls_are_answered_by_the_host(self):
+        cells = [
+            "r = await echo(1)",
+            "import asyncio\ng = await asyncio.gather(echo(2), get_weather('x'))",
+            "async def main():\n    return await echo(4)\nm = asyncio.run(main())",
+            "art = load_artifact('h')",
+        ]
+        finish, host = run("[r, g, m, art]", cells=cells)
+        self.assertEqual(finish["result"]["output"], [{"a": 1}, [{"a": 2}, {"city": "x"}], {"a": 4}, {"loaded": "h"}])
+        self.assertEqual(host.kinds(), ["cell", "call", "cell", "start", "start", "wait", "cell", "call", "cell", "load_artifact", "cell"])
+
+    def test_a_traceback_through_an_earlier_cell_shows_its_line(self):
+        finish, _ = run("x = 1\nf()", cells=["def f():\n    return 1 / 0"])
+        result = finish["result"]
+        self.assertEqual((result["exc_type"], result["line"]), ("ZeroDivisionError", 2))
+        tb = result["traceback"]
+        self.assertTrue(tb.startswith('Traceback (most recent call last):\n  File "<python-input-1>", line 2, in <module>\n    f()\n'), tb)
+        self.assertIn('  File "<python-input-0>", line 2, in f\n    return 1 / 0\n', tb)
+        self.assertTrue(tb.endswith("ZeroDivisionError: division by zero\n"), tb)
+        self.assertNotIn("chainbox_guest", tb)
+
+    def test_the_sources_are_only_the_runs(self):
+        import linecache
+
+        finish, _ = run("import inspect\ninspect.getsource(f)", cells=["def f():\n    return 1"])
+        self.assertEqual(finish["result"]["output"], "def f():\n    return 1")
+        self.assertNotIn("<python-input-0>", linecache.cache)
+        self.assertNotIn("<python-input-1>", linecache.cache)
+
+    def test_without_cells_the_script_is_main_py(self):
+        for cells in (None, []):
+            finish, host = run("def f():\n    return 1 / 0\nf()", cells=cells)
+            self.assertTrue(finish["result"]["traceback"].startswith('Traceback (most recent call last):\n  File "main.py", line 3'))
+            self.assertEqual(host.cells(), [])
+
+    def test_earlier_cells_coroutines_never_awaited_do_not_warn(self):
+        cells = [
+            "c = echo(1)",  # alive until the chain ends
+            "echo(2)\nasync def h():\n    pass\nh()",  # collected at once
+            "def make():\n    return echo(3)",
+        ]
+        finish, host = run("x = 1\nd = get_weather('x')\ne = make()\n5", cells=cells)
+        self.assertEqual(finish["result"]["output"], 5)
+        self.assertEqual(
+            finish["warnings"],
+            [
+                {"message": "coroutine 'get_weather' was never awaited", "line": 2},
+                # Made by an earlier cell's function: no line of the new cell.
+                {"message": "coroutine 'echo' was never awaited", "line": None},
+            ],
+        )
+        self.assertEqual(host.tool_calls(), [])
+
+    def test_a_malformed_cells_list_is_an_internal_error(self):
+        for cells in ("x = 1", [1], None, {"0": "x"}):
+            host = FakeHost()
+            request = {"version": 5, "script": "1", "tools": [], "limits": {}, "cells": cells}
+            finish = json.loads(chainbox_guest.run_chain(json.dumps(request), host))
+            self.assertEqual(finish["result"]["exc_type"], "InternalError", cells)
+            self.assertIn("malformed run request", finish["result"]["message"])
+            self.assertEqual(host.events, [])
+
+    def test_a_failing_cell_call_is_the_guests_failure(self):
+        host = FakeHost({"echo": echo})
+
+        def cell(index):
+            raise RuntimeError("host gone")
+
+        host.cell = cell
+        finish, _ = run("1", host=host, cells=["x = 1"])
+        self.assertEqual(finish["result"]["exc_type"], "InternalError")
+        self.assertIn("host gone", finish["result"]["message"])
+        self.assertIs(sys.stdout, sys.__stdout__)
+
+    def test_each_cell_starts_at_the_chains_recursion_limit(self):
+        cells = ["import sys\nsys.setrecursionlimit(50)", "def f(n):\n    return 0 if n == 0 else f(n - 1)\nok = f(80)"]
+        finish, _ = run("[ok, f(80)]", cells=cells, recursion=100)
+        self.assertEqual(finish["result"]["output"], [0, 0])
+
+    def test_a_session_leaks_nothing_into_the_next_chain(self):
+        run("1", cells=["leak = 1\nprint('x')"])
+        finish, host = run("print('y')\nleak")
+        self.assertEqual(finish["result"]["exc_type"], "NameError")
+        self.assertEqual(host.printed(), "y\n")
 
 
 class Sandbox(unittest.TestCase):

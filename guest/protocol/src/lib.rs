@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 /// an `InternalError` naming both versions (the host then reports a script
 /// error, and no tool call can have happened). The host needs no check of its
 /// own: it embeds the guest it was built with.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The virtual path of the chain's workspace: where the host mounts it, and
 /// the script's working directory, so `open('out.csv', 'w')` writes there
@@ -86,6 +86,13 @@ pub mod imports {
     /// answers equal native CPython's on the host to the last bit. Pure: no
     /// state, no authority; an unknown code ends the chain as a protocol error.
     pub const C_MATH: &str = "c_math";
+    /// `cell(index: i32)`: the guest begins cell `index` of a session's
+    /// run ([`RunRequest::cells`](super::RunRequest::cells)): `0..cells.len()`
+    /// for the earlier cells it replays, `cells.len()` for the new one, the
+    /// `script`. Called before each cell, and only when `cells` is not
+    /// empty, so the host answers each cell's calls from its own part of the
+    /// journal and counts the new cell's calls against its budget.
+    pub const CELL: &str = "cell";
     /// The functions of [`C_MATH`], by code (monty's `CMathFn` order, as
     /// the monty guest's tests check; the CPython guest's `protocol.py` is
     /// generated from this list).
@@ -98,7 +105,7 @@ pub mod imports {
 
     /// Every import, the whole list (a test checks the guest module imports
     /// exactly these and the host's linker defines them).
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 11] = [
         REQUEST,
         TAKE,
         CALL,
@@ -109,6 +116,7 @@ pub mod imports {
         STDOUT,
         FINISH,
         C_MATH,
+        CELL,
     ];
 }
 
@@ -123,6 +131,16 @@ pub struct RunRequest {
     pub tools: Vec<ToolDecl>,
     /// Interpreter limits applied inside the guest.
     pub limits: GuestLimits,
+    /// A session's earlier cells, oldest first (empty for a plain chain).
+    /// The guest runs them before `script`, in one namespace, as Python's
+    /// REPL runs its inputs: the names each binds live on; an exception
+    /// ends only its own cell (the names bound before it stay); their
+    /// output is discarded and their values ignored. Then `script`, the
+    /// session's new cell, runs in that namespace and is reported as a
+    /// chain's script is. Before each cell the guest calls
+    /// [`imports::CELL`] with its index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<String>,
 }
 
 /// The guest's built-in function that loads an offloaded result's full value.

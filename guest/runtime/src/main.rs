@@ -21,11 +21,11 @@ use chainbox_protocol::{
     CallOutcome, Completions, Finish, FsOutcome, GuestLimits, LOAD_ARTIFACT_FN, LoadArtifact, PROTOCOL_VERSION,
     RunRequest, ScriptError, ScriptResult, ToolCall, ToolDecl, WORKSPACE, Wait, Warning, decode, encode, sleep_of,
 };
-use monty::{MontyRun, RunProgress};
+use monty::{MontyRepl, MontyRun, ReplProgress, ReplStartError, RunProgress};
 use monty_types::{
     AssertMessageAnnotations, CMathFn, CompileOptions, ExcData, ExcType, ExtFunctionResult, MontyException,
-    MontyObject, NameLookupResult, ObjectRef, OsErrorData, OsFunctionCall, PrintWriter, PrintWriterCallback,
-    ResourceLimits, ResourceTracker,
+    MontyObject, NameLookupResult, NamedValues, ObjectRef, OsErrorData, OsFunctionCall, PrintWriter,
+    PrintWriterCallback, ResourceLimits, ResourceTracker, SourceRange,
 };
 use serde_json::{Map, Value};
 
@@ -50,6 +50,7 @@ mod ffi {
         pub fn stdout(ptr: *const u8, len: i32);
         pub fn finish(ptr: *const u8, len: i32);
         pub fn c_math(code: i32, x: f64, y: f64) -> f64;
+        pub fn cell(index: i32);
     }
 }
 
@@ -89,6 +90,9 @@ mod ffi {
         no_host()
     }
     pub unsafe fn c_math(_: i32, _: f64, _: f64) -> f64 {
+        no_host()
+    }
+    pub unsafe fn cell(_: i32) {
         no_host()
     }
 }
@@ -150,6 +154,12 @@ fn host_stdout(text: &str) {
 fn host_c_math(f: CMathFn, x: f64, y: f64) -> f64 {
     // SAFETY: plain numbers, no pointers.
     unsafe { ffi::c_math(f.code() as i32, x, y) }
+}
+
+/// Tells the host that the session's cell `index` begins (`imports::CELL`).
+fn host_cell(index: usize) {
+    // SAFETY: a plain number, no pointers.
+    unsafe { ffi::cell(index as i32) };
 }
 
 fn host_finish(finish: &Finish) {
@@ -258,6 +268,9 @@ fn run(req: RunRequest) -> Finish {
         Some(limits.max_memory_bytes as usize),
         false,
     ));
+    if !req.cells.is_empty() {
+        return run_session(req, host_cell);
+    }
     let mut runner = match MontyRun::new(req.script.clone(), "main.py", vec![], compile_options()) {
         Ok(runner) => runner,
         Err(exc) => return failed_at_start(script_error(&exc, true)),
@@ -265,28 +278,89 @@ fn run(req: RunRequest) -> Finish {
     // Relative paths resolve in the workspace (monty's default is `/`,
     // where nothing is mounted).
     runner.set_cwd(WORKSPACE);
-    let mut chain = Chain {
-        line_starts: line_starts(&req.script),
-        tools: req.tools,
-        stdout: Stdout::default(),
-        unawaited: BTreeMap::new(),
-    };
+    let mut chain = Chain::new(req.tools, &req.script, Vec::new());
     let tracker = ResourceTracker::new(resource_limits(limits));
     let progress = runner.start(vec![], tracker, PrintWriter::Callback(&mut chain.stdout));
     let result = chain.drive(progress);
-    chain.stdout.flush();
-    let result = match result {
-        Ok(value) => answer(value.as_ref()),
-        Err(exc) => {
-            let mut error = script_error(&exc, false);
-            chain.add_name_hint(&mut error);
-            ScriptResult::Error(error)
-        }
-    };
-    Finish {
-        result,
-        warnings: chain.never_awaited(),
+    chain.finish(result)
+}
+
+/// Runs a session's run (`RunRequest::cells`): its earlier cells, then the
+/// new cell, the `script`, in one monty REPL, as CPython's REPL runs its
+/// inputs. `begin_cell` is told each cell's index before it runs (the
+/// host's `cell`).
+///
+/// Every cell is one REPL input, `<python-input-N>` for cell N, the name
+/// its tracebacks show, as in CPython's REPL. An earlier cell runs for the
+/// names it binds: its output is discarded (`PrintWriter::Disabled`, never
+/// the host's stdout), its value ignored, its never-awaited calls
+/// forgotten, and an exception ends only that cell. The new cell is
+/// reported as a chain's script is.
+fn run_session(req: RunRequest, mut begin_cell: impl FnMut(usize)) -> Finish {
+    let new_cell = req.cells.len();
+    // The new cell compiled alone first: monty's REPL reports a compile
+    // error as it reports a raise, and a cell monty cannot compile is a
+    // compile error, as a chain's script is (under `auto` the host may
+    // hand it to CPython), found before any cell runs or calls a tool.
+    // Compiling depends on no name an earlier cell binds.
+    if let Err(exc) = MontyRun::new(req.script.clone(), &cell_name(new_cell), vec![], compile_options()) {
+        return failed_at_start(script_error(&exc, true));
     }
+    // One tracker, one heap and one memory limit for the whole session.
+    let tracker = ResourceTracker::new(resource_limits(&req.limits));
+    let mut repl = MontyRepl::new("main.py", tracker, compile_options());
+    repl.set_cwd(WORKSPACE);
+    let mut chain = Chain::new(req.tools, &req.script, req.cells);
+    chain.muted = true;
+    for index in 0..new_cell {
+        begin_cell(index);
+        let progress = repl.feed_start(fed(&chain.cells[index]), NamedValues::default(), PrintWriter::Disabled);
+        repl = match chain.drive_cell(progress) {
+            Ok((repl, _)) => repl,
+            Err(error) => error.repl,
+        };
+        // monty numbers a cell's calls from 0: the next cell's are others.
+        chain.unawaited.clear();
+    }
+    begin_cell(new_cell);
+    chain.muted = false;
+    let progress = repl.feed_start(
+        fed(&req.script),
+        NamedValues::default(),
+        PrintWriter::Callback(&mut chain.stdout),
+    );
+    let result = chain
+        .drive_cell(progress)
+        .map(|(_, value)| value)
+        .map_err(|error| error.error);
+    chain.finish(result)
+}
+
+/// Awaiting a tool call an earlier cell of the session made: CPython would
+/// run it now; monty's REPL forgets a cell's calls when the cell ends, so
+/// nothing can answer it.
+fn earlier_cells_call() -> MontyException {
+    MontyException::runtime_error(
+        "a tool call made in an earlier cell cannot be awaited in a later one: call the tool again in this cell",
+    )
+}
+
+/// The name monty's REPL gives a session's cell `index` (CPython's REPL
+/// names its inputs so).
+fn cell_name(index: usize) -> String {
+    format!("<python-input-{index}>")
+}
+
+/// The cell a source position names (`<python-input-N>`), if a session's.
+fn cell_index(filename: &str) -> Option<usize> {
+    filename.strip_prefix("<python-input-")?.strip_suffix('>')?.parse().ok()
+}
+
+/// What the REPL is fed for a cell: an empty cell as a blank line, since
+/// monty's REPL gives an empty input no number and would misname the
+/// cells after it.
+fn fed(cell: &str) -> &str {
+    if cell.is_empty() { "\n" } else { cell }
 }
 
 /// The script's answer as the CPython guest reports it: JSON where
@@ -483,8 +557,15 @@ fn is_missing_await(exc: &MontyException) -> bool {
 /// One running chain: the tools it may call, its workspace and its output.
 struct Chain {
     tools: Vec<ToolDecl>,
+    /// Where each line of the script (a session's new cell) starts.
     line_starts: Vec<u32>,
+    /// A session's earlier cells (empty for a chain): the sources a
+    /// position in `<python-input-N>` indexes.
+    cells: Vec<String>,
     stdout: Stdout,
+    /// The output is discarded (a session's earlier cells), never written
+    /// to `stdout`.
+    muted: bool,
     /// Tool calls made without an immediate `await`, by call id, not yet
     /// started on the host. In CPython calling an `async def` only creates a
     /// coroutine, which runs once awaited; so here a call is started only
@@ -501,102 +582,177 @@ struct Unawaited {
     message: Vec<u8>,
 }
 
-impl Chain {
-    /// Drives the interpreter until the script completes or fails.
-    fn drive(&mut self, mut progress: Result<RunProgress, MontyException>) -> Result<MontyObject, MontyException> {
-        loop {
-            progress = match progress? {
-                RunProgress::Complete(value) => return Ok(value),
-                RunProgress::NameLookup(lookup) => {
-                    let known = self.is_tool(&lookup.name) || lookup.name == LOAD_ARTIFACT_FN;
-                    let answer = if known {
-                        NameLookupResult::Value(MontyObject::function(lookup.name.clone(), None))
-                    } else {
-                        NameLookupResult::Undefined
-                    };
-                    lookup.resume(answer, PrintWriter::Callback(&mut self.stdout))
-                }
-                RunProgress::FunctionCall(call)
-                    if call.function_name == LOAD_ARTIFACT_FN && !self.is_tool(LOAD_ARTIFACT_FN) =>
-                {
-                    // A plain function, not a tool: no await, no budget.
-                    self.stdout.flush();
-                    let result = load_artifact(&call.args);
-                    let print = PrintWriter::Callback(&mut self.stdout);
-                    match result {
-                        Ok(value) => call.resume(ExtFunctionResult::Return(value), print),
-                        Err(exc) => call.resume(ExtFunctionResult::Error(exc), print),
+/// The drive loop, written once for both of monty's progress families: a
+/// chain's script (`RunProgress`) and a session's cells (`ReplProgress`,
+/// the same suspensions with the same API), which differ only in how they
+/// complete (`$complete => $done`) and in their error type.
+macro_rules! drive_loop {
+    ($(#[$attr:meta])* fn $name:ident($Progress:ident, $Err:ty) -> $Done:ty { $complete:pat => $done:expr }) => {
+        $(#[$attr])*
+        fn $name(&mut self, mut progress: Result<$Progress, $Err>) -> Result<$Done, $Err> {
+            loop {
+                progress = match progress? {
+                    $complete => return Ok($done),
+                    $Progress::NameLookup(lookup) => {
+                        let known = self.is_tool(&lookup.name) || lookup.name == LOAD_ARTIFACT_FN;
+                        let answer = if known {
+                            NameLookupResult::Value(MontyObject::function(lookup.name.clone(), None))
+                        } else {
+                            NameLookupResult::Undefined
+                        };
+                        lookup.resume(answer, self.print())
                     }
-                }
-                RunProgress::FunctionCall(call) => {
-                    let Some(tool) = self.tools.iter().find(|t| t.name == call.function_name) else {
-                        // monty calls a name the script never defined as a
-                        // host function; it is one only if it names a tool.
-                        // Anything else is Python's NameError, and never
-                        // reaches the host.
-                        let answer = ExtFunctionResult::NotFound(call.function_name.clone());
-                        progress = call.resume(answer, PrintWriter::Callback(&mut self.stdout));
-                        continue;
-                    };
-                    let message = tool_call(tool, &call.args);
-                    let message = match message {
-                        Ok(message) => message,
-                        Err(exc) => {
-                            let print = PrintWriter::Callback(&mut self.stdout);
-                            progress = if call.allow_eager_await {
-                                call.resume_eager(Err(exc), print)
-                            } else {
-                                call.resume(ExtFunctionResult::Error(exc), print)
-                            };
+                    $Progress::FunctionCall(call)
+                        if call.function_name == LOAD_ARTIFACT_FN && !self.is_tool(LOAD_ARTIFACT_FN) =>
+                    {
+                        // A plain function, not a tool: no await, no budget.
+                        self.stdout.flush();
+                        let result = load_artifact(&call.args);
+                        let print = self.print();
+                        match result {
+                            Ok(value) => call.resume(ExtFunctionResult::Return(value), print),
+                            Err(exc) => call.resume(ExtFunctionResult::Error(exc), print),
+                        }
+                    }
+                    $Progress::FunctionCall(call) => {
+                        let Some(tool) = self.tools.iter().find(|t| t.name == call.function_name) else {
+                            // monty calls a name the script never defined as a
+                            // host function; it is one only if it names a tool.
+                            // Anything else is Python's NameError, and never
+                            // reaches the host.
+                            let answer = ExtFunctionResult::NotFound(call.function_name.clone());
+                            progress = call.resume(answer, self.print());
+                            continue;
+                        };
+                        let message = tool_call(tool, &call.args);
+                        let message = match message {
+                            Ok(message) => message,
+                            Err(exc) => {
+                                let print = self.print();
+                                progress = if call.allow_eager_await {
+                                    call.resume_eager(Err(exc), print)
+                                } else {
+                                    call.resume(ExtFunctionResult::Error(exc), print)
+                                };
+                                continue;
+                            }
+                        };
+                        if call.allow_eager_await {
+                            self.stdout.flush();
+                            let outcome = decode_outcome(&host_call(&message));
+                            call.resume_eager(outcome, self.print())
+                        } else {
+                            let line = self.line(&call.position);
+                            let tool = call.function_name.clone();
+                            self.unawaited.insert(call.call_id, Unawaited { tool, line, message });
+                            call.resume_pending(self.print())
+                        }
+                    }
+                    $Progress::ResolveFutures(waiting) => {
+                        self.stdout.flush();
+                        // Exactly the calls something awaits (the vendored
+                        // monty's `pending_call_ids`): start those not started yet.
+                        let ids = waiting.pending_call_ids().to_vec();
+                        if ids.is_empty() && !self.cells.is_empty() {
+                            // What the cell awaits is a tool call an earlier
+                            // cell made, which monty's REPL keeps no track of
+                            // past its cell.
+                            progress = waiting.abort(earlier_cells_call(), self.print());
                             continue;
                         }
-                    };
-                    if call.allow_eager_await {
-                        self.stdout.flush();
-                        let outcome = decode_outcome(&host_call(&message));
-                        call.resume_eager(outcome, PrintWriter::Callback(&mut self.stdout))
-                    } else {
-                        let line = line_of(&self.line_starts, &call.position);
-                        let tool = call.function_name.clone();
-                        self.unawaited.insert(call.call_id, Unawaited { tool, line, message });
-                        call.resume_pending(PrintWriter::Callback(&mut self.stdout))
+                        for id in &ids {
+                            if let Some(call) = self.unawaited.remove(id) {
+                                host_start(*id, &call.message);
+                            }
+                        }
+                        let results = match decode::<Completions>("completions", &host_wait(&ids)) {
+                            Ok(done) => done
+                                .done
+                                .into_iter()
+                                .filter(|(id, _)| ids.contains(id))
+                                .map(|(id, outcome)| (id, ext_result(outcome_to_result(outcome))))
+                                .collect(),
+                            Err(e) => ids
+                                .iter()
+                                .map(|id| (*id, ExtFunctionResult::Error(MontyException::runtime_error(&e))))
+                                .collect(),
+                        };
+                        waiting.resume(results, self.print())
                     }
-                }
-                RunProgress::ResolveFutures(waiting) => {
-                    self.stdout.flush();
-                    // Exactly the calls something awaits (the vendored
-                    // monty's `pending_call_ids`): start those not started yet.
-                    let ids = waiting.pending_call_ids().to_vec();
-                    for id in &ids {
-                        if let Some(call) = self.unawaited.remove(id) {
-                            host_start(*id, &call.message);
+                    $Progress::OsCall(call) => {
+                        self.stdout.flush();
+                        if call.allow_eager_await {
+                            // `await asyncio.sleep(d)` with nothing else to run.
+                            let result = os_on_host(&call.function_call);
+                            call.resume_eager(result, self.print())
+                        } else {
+                            call.resume_with(self.print(), os_call)
                         }
                     }
-                    let results = match decode::<Completions>("completions", &host_wait(&ids)) {
-                        Ok(done) => done
-                            .done
-                            .into_iter()
-                            .filter(|(id, _)| ids.contains(id))
-                            .map(|(id, outcome)| (id, ext_result(outcome_to_result(outcome))))
-                            .collect(),
-                        Err(e) => ids
-                            .iter()
-                            .map(|id| (*id, ExtFunctionResult::Error(MontyException::runtime_error(&e))))
-                            .collect(),
-                    };
-                    waiting.resume(results, PrintWriter::Callback(&mut self.stdout))
-                }
-                RunProgress::OsCall(call) => {
-                    self.stdout.flush();
-                    if call.allow_eager_await {
-                        // `await asyncio.sleep(d)` with nothing else to run.
-                        let result = os_on_host(&call.function_call);
-                        call.resume_eager(result, PrintWriter::Callback(&mut self.stdout))
-                    } else {
-                        call.resume_with(PrintWriter::Callback(&mut self.stdout), os_call)
-                    }
-                }
-            };
+                };
+            }
+        }
+    };
+}
+
+impl Chain {
+    fn new(tools: Vec<ToolDecl>, script: &str, cells: Vec<String>) -> Chain {
+        Chain {
+            tools,
+            line_starts: line_starts(script),
+            cells,
+            stdout: Stdout::default(),
+            muted: false,
+            unawaited: BTreeMap::new(),
+        }
+    }
+
+    drive_loop! {
+        /// Drives the interpreter until the script completes or fails.
+        fn drive(RunProgress, MontyException) -> MontyObject { RunProgress::Complete(value) => value }
+    }
+
+    drive_loop! {
+        /// Drives one cell of a session until it completes or fails; either
+        /// way the REPL comes back, with the names the cell bound.
+        fn drive_cell(ReplProgress, Box<ReplStartError>) -> (MontyRepl, MontyObject) {
+            ReplProgress::Complete { repl, value } => (repl, value)
+        }
+    }
+
+    /// Where the script's output goes.
+    fn print(&mut self) -> PrintWriter<'_> {
+        if self.muted {
+            PrintWriter::Disabled
+        } else {
+            PrintWriter::Callback(&mut self.stdout)
+        }
+    }
+
+    /// The 1-based line of `position` in the source it names: a session's
+    /// earlier cell (a call in a function that cell defined), else the
+    /// script.
+    fn line(&self, position: &SourceRange) -> u32 {
+        match cell_index(&position.filename).and_then(|index| self.cells.get(index)) {
+            Some(cell) => line_of(&line_starts(cell), position),
+            None => line_of(&self.line_starts, position),
+        }
+    }
+
+    /// How the script (a session's new cell) ended, for the host.
+    fn finish(&mut self, result: Result<MontyObject, MontyException>) -> Finish {
+        self.stdout.flush();
+        let result = match result {
+            Ok(value) => answer(value.as_ref()),
+            Err(exc) => {
+                let mut error = script_error(&exc, false);
+                self.add_name_hint(&mut error);
+                ScriptResult::Error(error)
+            }
+        };
+        Finish {
+            result,
+            warnings: self.never_awaited(),
         }
     }
 
@@ -783,6 +939,144 @@ fn os_on_host(call: &OsFunctionCall) -> Result<MontyObject, MontyException> {
 mod tests {
     use super::*;
 
+    /// A session run with `cells` before `script`, natively: the cells
+    /// call no host function (no awaited tool, no file, no output of the
+    /// new cell). Returns the finish and the cells begun.
+    fn session(cells: &[&str], script: &str) -> (Finish, Vec<usize>) {
+        let req = RunRequest {
+            version: PROTOCOL_VERSION,
+            script: script.into(),
+            tools: vec![ToolDecl {
+                name: "get_x".into(),
+                params: vec![],
+            }],
+            limits: GuestLimits {
+                max_memory_bytes: 1 << 30,
+                max_recursion_depth: 200,
+            },
+            cells: cells.iter().map(|cell| (*cell).to_owned()).collect(),
+        };
+        let mut begun = Vec::new();
+        let finish = run_session(req, |index| begun.push(index));
+        (finish, begun)
+    }
+
+    fn output_text(finish: &Finish) -> &str {
+        match &finish.result {
+            ScriptResult::Ok { output_text, .. } => output_text,
+            ScriptResult::Error(error) => panic!("the cell failed: {error:?}"),
+        }
+    }
+
+    fn error(finish: &Finish) -> &ScriptError {
+        match &finish.result {
+            ScriptResult::Error(error) => error,
+            ok => panic!("the cell succeeded: {ok:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sessions_cells_share_one_namespace_and_each_is_begun() {
+        let (finish, begun) = session(&["x = 1", "y = x + 1\ndef f(n):\n    return n * y"], "f(x + y)");
+        assert_eq!(output_text(&finish), "6");
+        assert_eq!(begun, [0, 1, 2]);
+        assert!(finish.warnings.is_empty());
+    }
+
+    #[test]
+    fn an_exception_ends_only_its_own_cell_and_keeps_the_names_bound_before_it() {
+        let cells = ["a = 1\nraise ValueError('boom')\nb = 2", "c = a + 1"];
+        let (finish, begun) = session(&cells, "(a, c)");
+        assert_eq!(output_text(&finish), "(1, 2)");
+        assert_eq!(begun, [0, 1, 2]);
+        let (finish, _) = session(&cells, "b");
+        let error = error(&finish);
+        assert_eq!(error.exc_type, "NameError");
+        assert_eq!(error.message, "name 'b' is not defined");
+        assert!(!error.compile);
+    }
+
+    #[test]
+    fn an_earlier_cells_output_is_discarded_and_its_value_ignored() {
+        // Natively the host's `stdout` panics: nothing reaches it.
+        let (finish, _) = session(&["print('hidden')\nz = 3\nz * 100", "print(z, end='')"], "z");
+        assert_eq!(output_text(&finish), "3");
+    }
+
+    #[test]
+    fn the_new_cells_answer_is_reported_as_a_scripts_is() {
+        let cells = ["class A:\n    def __repr__(self):\n        return 'A!'"];
+        let (finish, _) = session(&cells, "A()");
+        assert_eq!(output_text(&finish), "A!");
+        let (finish, _) = session(&cells, "'text'");
+        assert_eq!(
+            finish.result,
+            ScriptResult::Ok {
+                output: Value::String("text".into()),
+                output_text: "text".into(),
+            }
+        );
+        let (finish, _) = session(&cells, "n = 1");
+        assert_eq!(output_text(&finish), "None");
+    }
+
+    #[test]
+    fn a_sessions_tracebacks_name_each_cell_as_cpythons_repl_does() {
+        // An empty cell is an input too: the cells after it keep their numbers.
+        let cells = ["", "def f():\n    raise KeyError('k')"];
+        let (finish, begun) = session(&cells, "\n\nf()");
+        assert_eq!(begun, [0, 1, 2]);
+        let error = error(&finish);
+        assert_eq!(error.exc_type, "KeyError");
+        assert_eq!(error.message, "'k'");
+        // The line where it was raised, in the cell that defined `f`.
+        assert_eq!(error.line, Some(2));
+        let frames = [
+            "File \"<python-input-2>\", line 3, in <module>\n    f()\n",
+            "File \"<python-input-1>\", line 2, in f\n    raise KeyError('k')\nKeyError: 'k'",
+        ];
+        assert!(
+            frames.iter().all(|frame| error.traceback.contains(frame)),
+            "{}",
+            error.traceback
+        );
+    }
+
+    #[test]
+    fn a_new_cell_monty_cannot_compile_is_a_compile_error_before_any_cell_runs() {
+        let (finish, begun) = session(&["x = 1"], "x = (");
+        let error = error(&finish);
+        assert!(error.compile);
+        assert_eq!(error.exc_type, "SyntaxError");
+        assert!(error.traceback.contains("<python-input-1>"), "{}", error.traceback);
+        assert!(begun.is_empty());
+        // An earlier cell that does not compile binds nothing, and ends only itself.
+        let (finish, begun) = session(&["x = (", "y = 2"], "y");
+        assert_eq!(output_text(&finish), "2");
+        assert_eq!(begun, [0, 1, 2]);
+    }
+
+    #[test]
+    fn only_the_new_cells_never_awaited_calls_are_warned_of() {
+        let cells = ["c = get_x()", "def g():\n    return get_x()"];
+        let (finish, _) = session(&cells, "d = 1\ne = g()");
+        let lines: Vec<_> = finish.warnings.iter().map(|w| (w.message.as_str(), w.line)).collect();
+        // The call is on line 2 of the cell that defined `g`.
+        assert_eq!(lines, [("coroutine 'get_x' was never awaited", Some(2))]);
+        let (finish, _) = session(&cells, "1");
+        assert!(finish.warnings.is_empty(), "{:?}", finish.warnings);
+    }
+
+    #[test]
+    fn awaiting_a_call_an_earlier_cell_made_is_a_clear_error_and_never_reaches_the_host() {
+        let (finish, _) = session(&["c = get_x()"], "d = 1\nawait c");
+        let error = error(&finish);
+        assert_eq!(error.exc_type, "RuntimeError");
+        assert_eq!(error.message, earlier_cells_call().message().unwrap());
+        assert_eq!(error.line, Some(2));
+        assert!(finish.warnings.is_empty(), "{:?}", finish.warnings);
+    }
+
     #[test]
     fn c_math_codes_are_the_protocols() {
         use chainbox_protocol::imports::{C_MATH_BINARY, C_MATH_FUNCTIONS};
@@ -872,7 +1166,9 @@ mod tests {
                 params: vec![],
             }],
             line_starts: vec![0],
+            cells: Vec::new(),
             stdout: Stdout::default(),
+            muted: false,
             unawaited: BTreeMap::new(),
         }
     }

@@ -11,7 +11,10 @@ reaches the outside world only through the `host` imports:
 - `load_artifact(handle)` asks `host.load_artifact` for an offloaded value;
 - `print` output streams out through `host.stdout`;
 - sleeps (`time.sleep`, `asyncio.sleep`, timeouts) are `host.wait` calls
-  with a timeout, so a sleeping chain parks on the host.
+  with a timeout, so a sleeping chain parks on the host;
+- a session's run (`RunRequest.cells`) runs its earlier cells first, in the
+  same `__main__`, as Python's REPL runs its inputs (their output and
+  warnings discarded), calling `host.cell` before each cell.
 
 It is the CPython twin of the monty guest (`guest/runtime/src/main.rs`,
 the behavioural spec); the chain's answer and the value rules follow the

@@ -6,16 +6,17 @@ import warnings
 from .messages import _JSON_DECODE, _JSON_ENCODE, _internal_error, _script_error, _wire
 from .protocol import PROTOCOL_VERSION, WORKSPACE
 from .reports import _head, _head_tail, _safe_str
-from .script import compile_script
+from .script import SCRIPT_FILENAME, cell_filename, compile_script
 from .session import _Session
 from .stale import _STALE_CONTAINERS, _rehash_stale_containers
 
 
 def run_chain(request, host, workspace=WORKSPACE):
     """Runs one chain: a `RunRequest` (JSON text) in, a `Finish` (JSON text)
-    out. `host` has the four imports of the `host` interface: `start`,
-    `wait`, `load_artifact`, `stdout`. Never raises: an exception escaping
-    `run` would trap the whole instance."""
+    out. `host` has the imports of the `host` interface: `call`, `start`,
+    `wait`, `cancel`, `load_artifact`, `stdout`, and `cell` (called only
+    for a session's run, one with `cells`). Never raises: an exception
+    escaping `run` would trap the whole instance."""
     try:
         finish = _run(request, host, workspace)
     except BaseException as exc:
@@ -45,12 +46,19 @@ def _run(request, host, workspace):
         limits = dict(req["limits"])
         if not isinstance(script, str) or not all(isinstance(n, str) for n, _ in tools):
             raise TypeError("script and tool names must be strings")
+        # A session's earlier cells (absent, or empty, for a plain chain).
+        cells = None
+        if "cells" in req:
+            cells = req["cells"]
+            if type(cells) is not list or not all(isinstance(c, str) for c in cells):
+                raise TypeError("cells must be a list of strings")
+            cells = cells or None
     except (ValueError, KeyError, TypeError) as exc:
         return _internal_error(f"malformed run request message: {exc}")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning: CPython would print it to stderr
-            code = compile_script(script)
+            code = compile_script(script, SCRIPT_FILENAME if cells is None else cell_filename(len(cells)))
     except Exception as exc:
         # SyntaxError (and IndentationError...), or the parser's own limits
         # (RecursionError, MemoryError, ValueError for NUL bytes).
@@ -59,4 +67,17 @@ def _run(request, host, workspace):
         tb = "".join(traceback.format_exception_only(type(exc), exc))
         error = _script_error(type(exc).__name__, _head(message), compile=True, line=line, tb=_head_tail(tb))
         return {"result": error, "warnings": []}
-    return _Session(host, tools, limits).run(code, script, workspace)
+    if cells is not None:
+        cells = [(cell, _compile_earlier_cell(cell, index)) for index, cell in enumerate(cells)]
+    return _Session(host, tools, limits).run(code, script, workspace, cells)
+
+
+def _compile_earlier_cell(source, index):
+    """A session's earlier cell `index`, compiled; None when it does not
+    compile (then it is skipped: it failed when it ran as the new cell)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return compile_script(source, cell_filename(index))
+    except Exception:
+        return None

@@ -9,7 +9,7 @@ import os
 import sys
 import types
 
-from .script import SCRIPT_FILENAME
+from .script import is_script_file
 
 
 # Linux's errno numbers by name (x86-64's and aarch64's; generated from
@@ -106,7 +106,7 @@ def _install_linux_errno(patch, stack):
     renumbered = {}
 
     def on_raise(code, offset, exc):
-        if code.co_filename != SCRIPT_FILENAME or not isinstance(exc, _ERRNO_ERRORS) or id(exc) in renumbered:
+        if not is_script_file(code.co_filename) or not isinstance(exc, _ERRNO_ERRORS) or id(exc) in renumbered:
             return
         renumbered[id(exc)] = exc
         if code.co_code[offset] == raise_statement:
@@ -157,7 +157,7 @@ def _install_linux_errno(patch, stack):
     original_strerror = os.strerror
 
     def script_strerror(code):
-        if type(code) is int and sys._getframe(1).f_code.co_filename == SCRIPT_FILENAME:
+        if type(code) is int and is_script_file(sys._getframe(1).f_code.co_filename):
             own = wasi_for_linux.get(code)
             if own is None and code in table:
                 return f"Unknown error {code}"

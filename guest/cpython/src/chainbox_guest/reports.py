@@ -4,7 +4,7 @@ the guest's own frames left out."""
 import os
 import traceback
 
-from .script import SCRIPT_FILENAME
+from .script import SCRIPT_FILENAME, is_script_file
 
 # Most characters of an error message, and of each end of a traceback, the
 # guest reports (the monty guest's MAX_REPORTED_BYTES): the host cuts them
@@ -35,12 +35,14 @@ def _safe_str(exc):
         return f"<exception str() failed>"
 
 
-def _script_line(exc):
-    """Line of the innermost frame of the script in the traceback."""
+def _script_line(exc, filename=SCRIPT_FILENAME):
+    """Line of the innermost frame of the script in the traceback: of the
+    file `filename` (in a session, the new cell's: a line of an earlier
+    cell is not one of the script the chain reports)."""
     line = None
     tb = exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == SCRIPT_FILENAME:
+        if tb.tb_frame.f_code.co_filename == filename:
             line = tb.tb_lineno
         tb = tb.tb_next
     return line
@@ -53,7 +55,7 @@ def _prune(te, seen):
         return
     seen.add(id(te))
     frames = [f for f in te.stack if os.path.dirname(f.filename) != _GUEST_DIR]
-    first = next((i for i, f in enumerate(frames) if f.filename == SCRIPT_FILENAME), 0)
+    first = next((i for i, f in enumerate(frames) if is_script_file(f.filename)), 0)
     te.stack = traceback.StackSummary.from_list(frames[first:])
     _prune(te.__cause__, seen)
     _prune(te.__context__, seen)

@@ -1,11 +1,28 @@
-"""Compiling the chain's script (reference.py's `compile_script`)."""
+"""Compiling the chain's script (reference.py's `compile_script`), and the
+file names the script's code carries."""
 
 import ast
 
 # The file name the script's code and frames carry: how tracebacks, warnings
 # and errno renumbering tell the script's frames from everything else.
 SCRIPT_FILENAME = "main.py"
+# In a session (`RunRequest.cells` not empty), cell k's file name instead,
+# k counted from 0 and the new cell the last: the names Python's REPL (and
+# monty's) gives its inputs, so a traceback through a function an earlier
+# cell defined shows that cell's line.
+CELL_FILENAME_PREFIX = "<python-input-"
 ANSWER = "__chain_answer__"  # the name reference.py's compile_script assigns
+
+
+def cell_filename(index):
+    """The file name of a session's cell `index` (see `CELL_FILENAME_PREFIX`)."""
+    return f"{CELL_FILENAME_PREFIX}{index}>"
+
+
+def is_script_file(name):
+    """Whether code of file `name` is the script's: a chain's `main.py`, or
+    any cell of a session."""
+    return name == SCRIPT_FILENAME or name.startswith(CELL_FILENAME_PREFIX)
 
 
 def compile_script(source, filename=SCRIPT_FILENAME):

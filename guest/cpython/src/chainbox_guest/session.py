@@ -18,8 +18,8 @@ from .loop import GuestLoop, _guest_asyncio_run, _nanoseconds
 from .messages import _JSON_DECODE, _JSON_ENCODE, _decode_outcome, _encode, _outcome_value, _script_error
 from .protocol import LOAD_ARTIFACT_FN
 from .reports import MISSING_AWAIT_HINT, _format_traceback, _head, _is_missing_await, _safe_str, _script_line
-from .script import ANSWER, SCRIPT_FILENAME
-from .stdio import _HostStdout
+from .script import ANSWER, SCRIPT_FILENAME, cell_filename
+from .stdio import _DISCARDING_HOST, _HostStdout
 from .suggestions import closest_name
 from .values import _stack_depth, _to_json_in_script, to_json
 from .wit import wit_world
@@ -27,6 +27,13 @@ from .wit import wit_world
 
 class _Session:
     """One chain: its host, tools, pending calls, output and warnings."""
+
+    # Class attributes: only a session's run (`RunRequest.cells`) sets them
+    # on its instance. The file name of the script's code (in a session, the
+    # new cell's, `cell_filename`), and whether the earlier cells are
+    # running (`replay`).
+    filename = SCRIPT_FILENAME
+    replaying = False
 
     def __init__(self, host, tools, limits):
         self.host = host
@@ -155,13 +162,26 @@ class _Session:
             ns[LOAD_ARTIFACT_FN] = self.make_load_artifact()
         return module
 
-    def run(self, code, source, workspace):
-        """Runs the compiled script; returns the `Finish`."""
+    def run(self, code, source, workspace, cells=None):
+        """Runs the compiled script; returns the `Finish`. In a session,
+        `cells` are its earlier cells (`RunRequest.cells`), `(source, code)`
+        pairs, oldest first, `code` None for one that did not compile: they
+        run first, in the same namespace (`replay`), and `code` is the new
+        cell's."""
         module = self.namespace()
+        if cells is not None:
+            self.filename = cell_filename(len(cells))
         with contextlib.ExitStack() as stack:
-            _Sandbox(self, module, source, workspace).install(stack)
+            _Sandbox(self, module, source, workspace, cells).install(stack)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
+                heard = 0  # warnings caught before the new cell: the earlier cells'
+                if cells is not None:
+                    # The guest's own failures here are not the script's:
+                    # they end the chain as an internal error (`run_chain`).
+                    self.replay(cells, module.__dict__)
+                    heard = len(caught)
+                    self.host.cell(len(cells))
                 try:
                     exc = None
                     with _recursion_limit(self.limits.get("max_recursion_depth")):
@@ -181,10 +201,46 @@ class _Session:
             if not self.hooked_warnings:
                 # This interpreter did not call the hook: take the warnings
                 # it emitted instead (without lines).
-                for w in caught:
+                for w in caught[heard:] if heard else caught:
                     if issubclass(w.category, RuntimeWarning) and "was never awaited" in str(w.message):
                         self.warnings.append({"message": str(w.message).split("\n")[0], "line": None})
         return {"result": result, "warnings": self.warnings}
+
+    def replay(self, cells, ns):
+        """Runs a session's earlier cells in `ns`, oldest first, as Python's
+        REPL runs its inputs: the names each binds live on; an exception,
+        whatever it is (SystemExit and KeyboardInterrupt too), ends only its
+        own cell; a cell that did not compile is skipped. Their output is
+        discarded, their values ignored, and their coroutines never
+        awaited warn nothing (`_warn_unawaited_coroutine`). The host hears
+        of each cell before it runs (`cell`), so it answers that cell's
+        calls; an exception of the host's `cell` is the guest's own, and
+        propagates."""
+        host, stdout = self.host, self.stdout
+        depth = self.limits.get("max_recursion_depth")
+        self.replaying = True
+        stdout._host = _DISCARDING_HOST
+        try:
+            for index, (_source, code) in enumerate(cells):
+                host.cell(index)
+                # A cell without a final expression answers None, not an
+                # earlier cell's value.
+                ns.pop(ANSWER, None)
+                if code is None:
+                    continue
+                try:
+                    with _recursion_limit(depth):
+                        self.execute(code, ns)
+                except BaseException:
+                    pass
+            ns.pop(ANSWER, None)
+            # What the earlier cells left to the collector (coroutines never
+            # awaited among it) goes now, while they are still quiet.
+            gc.collect()
+            stdout.flush()  # a partial line: discarded
+        finally:
+            stdout._host = host
+            self.replaying = False
 
     def execute(self, code, ns):
         # A script without top-level await runs as `python main.py` would: no
@@ -227,7 +283,7 @@ class _Session:
                     if tb.rstrip("\n").endswith(message):
                         tb = tb.rstrip("\n") + hint + "\n"
                     message += hint
-        return _script_error(type(exc).__name__, message, line=_script_line(exc), tb=tb)
+        return _script_error(type(exc).__name__, message, line=_script_line(exc, self.filename), tb=tb)
 
 
 @contextlib.contextmanager
@@ -247,11 +303,12 @@ class _Sandbox:
     """Every change to the interpreter a chain runs under, each undone by
     the ExitStack it is installed on."""
 
-    def __init__(self, session, module, source, workspace):
+    def __init__(self, session, module, source, workspace, cells=None):
         self.session = session
         self.module = module
         self.source = source
         self.workspace = workspace
+        self.cells = cells
 
     def install(self, stack):
         session = self.session
@@ -272,10 +329,10 @@ class _Sandbox:
         old_main = sys.modules.get("__main__")
         sys.modules["__main__"] = self.module
         stack.callback(_restore_item, sys.modules, "__main__", old_main)
-        lines = self.source.splitlines(keepends=True)
-        old_cache = linecache.cache.get(SCRIPT_FILENAME)
-        linecache.cache[SCRIPT_FILENAME] = (len(self.source), None, lines, SCRIPT_FILENAME)
-        stack.callback(_restore_item, linecache.cache, SCRIPT_FILENAME, old_cache)
+        _register_source(stack, session.filename, self.source)
+        if self.cells is not None:
+            for index, (source, _code) in enumerate(self.cells):
+                _register_source(stack, cell_filename(index), source)
 
         # Relative paths land in the workspace, when the host preopened it.
         if self.workspace is None:
@@ -300,6 +357,14 @@ class _Sandbox:
         else:
             if old_cwd is not None:
                 stack.callback(_chdir_quietly, old_cwd)
+
+
+def _register_source(stack, filename, source):
+    """`source` is the text of `filename` in tracebacks and `inspect`."""
+    lines = source.splitlines(keepends=True)
+    old_cache = linecache.cache.get(filename)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    stack.callback(_restore_item, linecache.cache, filename, old_cache)
 
 
 def _restore_item(mapping, key, old):

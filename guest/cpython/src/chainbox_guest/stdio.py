@@ -47,6 +47,18 @@ class _HostStdout(io.TextIOBase):
             self._host.stdout(_wire(text))
 
 
+class _DiscardingHost:
+    """The host a `_HostStdout` writes to while a session's earlier cells
+    run: their output never reaches the chain's (`RunRequest.cells`)."""
+
+    @staticmethod
+    def stdout(text):
+        pass
+
+
+_DISCARDING_HOST = _DiscardingHost()
+
+
 class _Discard(io.TextIOBase):
     """`sys.stderr` of a chain: the monty guest has none, so it goes nowhere."""
 

@@ -42,6 +42,10 @@ use crate::store::{ChainStore, Claim, Decision, StoreError, StoredChain};
 use crate::tools::ToolRegistry;
 use crate::util::utc_now_rfc3339;
 
+mod session;
+
+pub use session::{BUSY_WAIT, NEW_SESSION, SessionRefusal, SessionSummary};
+
 /// Why a durable chain could not be run, decided or resumed.
 #[derive(Debug, thiserror::Error)]
 pub enum DurableError {
@@ -170,19 +174,8 @@ impl Durable {
         policy: &ChainPolicy,
         approval: &Approval,
     ) -> Result<ChainRunResult, DurableError> {
-        let chain_id = format!("chain_{}", uuid::Uuid::new_v4().simple());
-        let policy_json = serde_json::to_value(policy).map_err(|e| DurableError::Corrupt {
-            chain_id: chain_id.clone(),
-            why: e.to_string(),
-        })?;
-        let chain = StoredChain {
-            chain_id: chain_id.clone(),
-            script: script.to_owned(),
-            policy: policy_json,
-            seed: rand_seed(),
-            created_at: utc_now_rfc3339(),
-            owner: self.principal.as_ref().map(|p| p.owner.clone()),
-        };
+        let chain = self.new_chain(script, policy)?;
+        let chain_id = chain.chain_id.clone();
         self.store.create(&chain).await?;
         let claimant = self.claimant();
         match self.store.claim(&chain_id, &claimant, lease(policy)).await? {
@@ -192,6 +185,26 @@ impl Durable {
         }
         self.run_claimed(&chain, &claimant, registry, policy, approval, History::default())
             .await
+    }
+
+    /// A new chain of `script` under `policy`, owned by this handle's
+    /// principal, with a fresh id and seed: not stored yet (a caller
+    /// storing it with more, such as `ChainStore::create_task`, runs it with
+    /// [`Self::resume`]).
+    pub fn new_chain(&self, script: &str, policy: &ChainPolicy) -> Result<StoredChain, DurableError> {
+        let chain_id = format!("chain_{}", uuid::Uuid::new_v4().simple());
+        let policy = serde_json::to_value(policy).map_err(|e| DurableError::Corrupt {
+            chain_id: chain_id.clone(),
+            why: e.to_string(),
+        })?;
+        Ok(StoredChain {
+            chain_id,
+            script: script.to_owned(),
+            policy,
+            seed: rand_seed(),
+            created_at: utc_now_rfc3339(),
+            owner: self.principal.as_ref().map(|p| p.owner.clone()),
+        })
     }
 
     /// Records a human's decision on the chain's pending call (`seq`). A
@@ -268,6 +281,9 @@ impl Durable {
         registry: &ToolRegistry,
         approval: &Approval,
     ) -> Result<ChainRunResult, DurableError> {
+        if let Some(session) = self.store.session(chain_id).await? {
+            return self.resume_session(session, registry, approval).await;
+        }
         let chain = self
             .store
             .chain(chain_id)
@@ -316,28 +332,18 @@ impl Durable {
         History { journal, decisions }: History,
     ) -> Result<ChainRunResult, DurableError> {
         let chain_id = chain.chain_id.clone();
-        let journal = Arc::new(StoreJournal {
-            store: self.store.clone(),
-            chain_id: chain_id.clone(),
-            recorded: journal,
-        });
-        let approval = Approval::new(Recorded {
-            decisions: decisions.into_iter().map(|d| (d.seq, d.decision)).collect(),
-            otherwise: approval.clone(),
-        });
-        let options = RunOptions {
-            run_id: Some(chain_id.clone()),
-            journal: Some(journal as Arc<dyn Journal>),
-            // The chain's randomness replays with its script.
-            seed: Some(chain.seed),
-            observer: self.observer.clone(),
-            cancel: self.cancel.clone(),
-            principal: self.principal.clone(),
-            ..RunOptions::default()
-        };
+        let history = History { journal, decisions };
         let result = self
-            .engine
-            .run_with(&chain.script, registry, policy, &approval, options)
+            .run_journaled(
+                chain,
+                claimant,
+                &chain.script,
+                policy,
+                registry,
+                approval,
+                history,
+                RunOptions::default(),
+            )
             .await;
         match (&result.status, &result.pending) {
             (ChainStatus::Suspended, Some(pending)) => {
@@ -360,6 +366,74 @@ impl Durable {
             }
         }
         Ok(result)
+    }
+}
+
+impl Durable {
+    /// Runs `script` (`chain`'s, or with [`RunOptions::cells`] a session's
+    /// cell) journaled in `chain`'s store and answered from `history`: its
+    /// recorded calls from the journal, its decided calls from the
+    /// decisions, the rest asked of `approval`; with the chain's seed, for
+    /// this handle's principal, observer and cancellation.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_journaled(
+        &self,
+        chain: &StoredChain,
+        claimant: &str,
+        script: &str,
+        policy: &ChainPolicy,
+        registry: &ToolRegistry,
+        approval: &Approval,
+        History { journal, decisions }: History,
+        options: RunOptions,
+    ) -> ChainRunResult {
+        let journal = Arc::new(StoreJournal {
+            store: self.store.clone(),
+            chain_id: chain.chain_id.clone(),
+            recorded: journal,
+        });
+        let approval = Approval::new(Recorded {
+            decisions: decisions.into_iter().map(|d| (d.seq, d.decision)).collect(),
+            otherwise: approval.clone(),
+        });
+        let options = RunOptions {
+            run_id: Some(chain.chain_id.clone()),
+            journal: Some(journal as Arc<dyn Journal>),
+            // The chain's randomness replays with its script.
+            seed: Some(chain.seed),
+            observer: self.observer.clone(),
+            cancel: self.cancel.clone(),
+            principal: self.principal.clone(),
+            ..options
+        };
+        let run = self.engine.run_with(script, registry, policy, &approval, options);
+        self.renewing(&chain.chain_id, claimant, run).await
+    }
+
+    /// Runs `work` while renewing this run's claim on `chain_id` every
+    /// [`CLAIM_RENEWAL`], so its lease ([`CLAIM_LEASE`]) lapses soon after
+    /// this process dies, and never while it lives and runs.
+    async fn renewing<T>(&self, chain_id: &str, claimant: &str, work: impl Future<Output = T>) -> T {
+        let renew = async {
+            loop {
+                tokio::time::sleep(CLAIM_RENEWAL).await;
+                match self.store.claim(chain_id, claimant, CLAIM_LEASE).await {
+                    Ok(Claim::Won) => {}
+                    // Lost (this process stalled past the lease) or
+                    // finished meanwhile: nothing left to renew.
+                    Ok(other) => {
+                        tracing::warn!(chain_id, claim = ?other, "a running chain's claim could not be renewed");
+                        std::future::pending::<()>().await;
+                    }
+                    Err(e) => tracing::warn!(chain_id, error = %e, "renewing a running chain's claim failed"),
+                }
+            }
+        };
+        tokio::pin!(work);
+        tokio::select! {
+            out = &mut work => out,
+            () = renew => unreachable!("the claim's renewal loop never ends"),
+        }
     }
 }
 
@@ -453,17 +527,20 @@ impl ApprovalHandler for Recorded {
     }
 }
 
-/// How long a run's claim on its chain lasts: the run's own bound (the
-/// policy's total timeout) and a margin for the store's writes after it. A
-/// claim older than this belongs to a process that died mid-run, and the
-/// next resume takes the chain over. No heartbeat is needed, since no live
-/// run outlasts its total timeout.
-fn lease(policy: &ChainPolicy) -> Duration {
-    policy.total_timeout() + CLAIM_MARGIN
-}
+/// How long a run's claim on its chain lasts unless renewed: a running
+/// chain renews it every [`CLAIM_RENEWAL`] ([`Durable::renewing`]), so a
+/// claim older than this belongs to a process that died (or stalled for
+/// this long), and the next resume takes the chain over.
+pub const CLAIM_LEASE: Duration = Duration::from_secs(30);
 
-/// What a claim's lease adds to the run's total timeout.
-const CLAIM_MARGIN: Duration = Duration::from_secs(60);
+/// How often a running chain renews its claim.
+const CLAIM_RENEWAL: Duration = Duration::from_secs(5);
+
+/// The lease a run's claim starts with (whatever the policy: a live run
+/// renews it).
+fn lease(_policy: &ChainPolicy) -> Duration {
+    CLAIM_LEASE
+}
 
 fn policy_of(chain: &StoredChain) -> Result<ChainPolicy, DurableError> {
     serde_json::from_value(chain.policy.clone()).map_err(|e| DurableError::Corrupt {
