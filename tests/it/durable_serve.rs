@@ -28,10 +28,11 @@ const SCRIPT: &str = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await b
 /// second once the server is up).
 const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A temporary folder: the manifest of `bump`, `wire` and `rows` (command
-/// tools appending a line to `<tool>.runs` per run; `wire` then takes a
-/// second, so that two resumes at once overlap; `rows(n)` lists `n` rows,
-/// a result to offload when large), and the servers' logs.
+/// A temporary folder: the manifest of `bump`, `wire`, `rows` and `nap`
+/// (command tools appending a line to `<tool>.runs` per run; `wire` then
+/// takes a second, so that two resumes at once overlap; `rows(n)` lists
+/// `n` rows, a result to offload when large; `nap(s)` sleeps `s` seconds),
+/// and the servers' logs.
 pub(crate) struct Fixture {
     dir: tempfile::TempDir,
     manifest: PathBuf,
@@ -43,7 +44,7 @@ impl Fixture {
         let tool = dir.path().join("count.py");
         std::fs::write(
             &tool,
-            "import json, sys, os, time\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nif req['name'] == 'wire':\n    time.sleep(1)\nargs = req['arguments']\nif req['name'] == 'rows':\n    print(json.dumps(['row %d' % i for i in range(args['n'])]))\nelse:\n    print(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
+            "import json, sys, os, time\nreq = json.load(sys.stdin)\nwith open(os.path.join(sys.argv[1], req['name'] + '.runs'), 'a') as f:\n    f.write('x\\n')\nif req['name'] == 'wire':\n    time.sleep(1)\nargs = req['arguments']\nif req['name'] == 'nap':\n    time.sleep(args['s'])\n    print('null')\n    sys.exit(0)\nif req['name'] == 'rows':\n    print(json.dumps(['row %d' % i for i in range(args['n'])]))\nelse:\n    print(json.dumps(10 * args['n'] if req['name'] == 'bump' else 'sent %d' % args['amount']))\n",
         )
         .expect("the tool");
         let manifest = dir.path().join("tools.toml");
@@ -51,7 +52,7 @@ impl Fixture {
         std::fs::write(
             &manifest,
             format!(
-                "[[tool]]\nname = \"bump\"\ndescription = \"counts\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"wire\"\ndescription = \"sends\"\nrisk = \"critical\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\namount = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"rows\"\ndescription = \"lists rows\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n"
+                "[[tool]]\nname = \"bump\"\ndescription = \"counts\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"wire\"\ndescription = \"sends\"\nrisk = \"critical\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\namount = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"rows\"\ndescription = \"lists rows\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\nn = {{ type = \"integer\" }}\n\n[[tool]]\nname = \"nap\"\ndescription = \"sleeps\"\ncommand = [\"python3\", {py:?}, {d:?}]\n[tool.input_schema]\ntype = \"object\"\n[tool.input_schema.properties]\ns = {{ type = \"number\" }}\n"
             ),
         )
         .expect("the manifest");
@@ -115,7 +116,7 @@ impl Fixture {
 
 /// A `chainbox serve` process, killed when dropped.
 pub(crate) struct Node {
-    child: Child,
+    pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
 }
 

@@ -41,5 +41,6 @@ mod skills;
 mod soak;
 mod specs;
 mod store;
+mod tasks;
 mod tool_kinds;
 mod vendored_monty;

@@ -803,7 +803,12 @@ pub(crate) fn post(stream: &mut TcpStream, addr: SocketAddr, body: &[u8]) {
     if let Some(method) = message["method"].as_str() {
         standard.push_str(&format!("Mcp-Method: {method}\r\n"));
     }
-    if let Some(name) = message["params"]["name"].as_str() {
+    // `params.name` (tools/call) or `params.taskId` (tasks/*), as rmcp
+    // reads it.
+    if let Some(name) = message["params"]["name"]
+        .as_str()
+        .or_else(|| message["params"]["taskId"].as_str())
+    {
         standard.push_str(&format!("Mcp-Name: {name}\r\n"));
     }
     let head = format!(

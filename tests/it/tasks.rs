@@ -1,0 +1,202 @@
+//! MCP tasks (the `io.modelcontextprotocol/tasks` extension of protocol
+//! 2026-07-28) on two `chainbox serve --state` nodes on one throwaway
+//! PostgreSQL, through raw stateless HTTP JSON-RPC (no client speaks the
+//! extension yet): a client that declares it gets a task for its
+//! `run_chain`, polls it on the other node, answers its input request
+//! there, cancels it there, and a task whose node is killed is finished by
+//! the other one from its journal.
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::durable_serve::{Fixture, postgres};
+use crate::mcp_serve::{jsonrpc_of, post, read_response};
+
+/// The request `_meta` of a client that declared form elicitation and the
+/// tasks extension.
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        },
+    })
+}
+
+/// One stateless JSON-RPC request to `addr`: its response message.
+fn rpc(addr: SocketAddr, method: &str, mut params: Value) -> Value {
+    params["_meta"] = meta();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    post(&mut stream, addr, body.as_bytes());
+    let (_, body) = read_response(&mut stream);
+    jsonrpc_of(&body)
+}
+
+/// [`rpc`] on a blocking thread.
+async fn rpc_async(addr: SocketAddr, method: &'static str, params: Value) -> Value {
+    tokio::task::spawn_blocking(move || rpc(addr, method, params))
+        .await
+        .expect("the request's thread")
+}
+
+/// Starts `code` as a task on `addr`: its id, after checking the task's
+/// fields.
+async fn start(addr: SocketAddr, code: &str) -> String {
+    let created = rpc_async(
+        addr,
+        "tools/call",
+        json!({"name": "run_chain", "arguments": {"code": code}}),
+    )
+    .await;
+    let task = &created["result"];
+    assert_eq!(task["resultType"], "task", "{created:#}");
+    assert_eq!(task["status"], "working", "{created:#}");
+    for field in ["ttlMs", "pollIntervalMs"] {
+        assert!(task[field].as_u64().is_some_and(|ms| ms > 0), "{field}: {created:#}");
+    }
+    for field in ["createdAt", "lastUpdatedAt"] {
+        assert!(task[field].is_string(), "{field}: {created:#}");
+    }
+    task["taskId"].as_str().expect("a taskId").to_owned()
+}
+
+/// Polls `tasks/get` on `addr` until the task's status is `want` (or the
+/// deadline passes): the task.
+async fn poll(addr: SocketAddr, task_id: &str, want: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let got = rpc_async(addr, "tasks/get", json!({"taskId": task_id})).await;
+        let status = got["result"]["status"].as_str().unwrap_or_default().to_owned();
+        if status == want {
+            return got["result"].clone();
+        }
+        assert!(
+            !["completed", "failed", "cancelled"].contains(&status.as_str()) && got.get("error").is_none(),
+            "the task ended as {status}, not {want}: {got:#}"
+        );
+        assert!(Instant::now() < deadline, "still {status} after {within:?}: {got:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_started_on_node_a_is_polled_to_its_result_on_node_b() {
+    let Some((_pg, url)) = postgres("tasks_poll").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let task_id = start(a.addr, "x = await bump(n=1)\ny = await bump(n=2)\n[x, y]").await;
+    let done = poll(b.addr, &task_id, "completed", Duration::from_secs(60)).await;
+    assert_eq!(done["taskId"], task_id.as_str());
+    assert_eq!(
+        done["result"]["structuredContent"]["output"],
+        json!([10, 20]),
+        "{done:#}"
+    );
+    assert_ne!(done["result"]["isError"], true);
+    assert_eq!(fx.runs("bump"), 2);
+
+    // A failed chain is still a completed task, its result an error.
+    let task_id = start(b.addr, "1 / 0").await;
+    let done = poll(a.addr, &task_id, "completed", Duration::from_secs(60)).await;
+    assert_eq!(done["result"]["isError"], true, "{done:#}");
+    assert_eq!(
+        done["result"]["structuredContent"]["error"]["type"],
+        "ZeroDivisionError"
+    );
+
+    let unknown = rpc_async(a.addr, "tasks/get", json!({"taskId": "chain_nope"})).await;
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no such task")),
+        "{unknown:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_waiting_for_approval_is_answered_with_tasks_update_on_the_other_node() {
+    let Some((_pg, url)) = postgres("tasks_update").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let code = "a = await bump(n=1)\nr = await wire(amount=5)\nb = await bump(n=2)\n[a, r, b]";
+    let task_id = start(a.addr, code).await;
+    let waiting = poll(b.addr, &task_id, "input_required", Duration::from_secs(60)).await;
+    let form = &waiting["inputRequests"]["approval"];
+    assert!(
+        form["params"]["message"].as_str().is_some_and(|m| m.contains("`wire`")),
+        "{waiting:#}"
+    );
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (1, 0));
+
+    let answer = json!({"approval": {"action": "accept", "content": {"approve": true}}});
+    let ack = rpc_async(
+        b.addr,
+        "tasks/update",
+        json!({"taskId": task_id, "inputResponses": answer}),
+    )
+    .await;
+    assert!(ack.get("error").is_none(), "{ack:#}");
+    let done = poll(a.addr, &task_id, "completed", Duration::from_secs(60)).await;
+    assert_eq!(
+        done["result"]["structuredContent"]["output"],
+        json!([10, "sent 5", 20]),
+        "{done:#}"
+    );
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1), "each call ran once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_cancelled_on_node_b_stops_its_chain_on_node_a() {
+    let Some((_pg, url)) = postgres("tasks_cancel").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let task_id = start(a.addr, "await nap(s=30)\nawait bump(n=1)").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fx.runs("nap") == 0 {
+        assert!(Instant::now() < deadline, "nap never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let asked = Instant::now();
+    let ack = rpc_async(b.addr, "tasks/cancel", json!({"taskId": task_id})).await;
+    assert!(ack.get("error").is_none(), "{ack:#}");
+    poll(b.addr, &task_id, "cancelled", Duration::from_secs(20)).await;
+    assert!(asked.elapsed() < Duration::from_secs(25), "the nap was cut short");
+    assert_eq!(fx.runs("bump"), 0, "nothing after the cancellation ran");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_whose_node_is_killed_is_finished_by_the_other_node() {
+    let Some((_pg, url)) = postgres("tasks_killed").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let mut a = fx.node("a", &url, &[]);
+    let b = fx.node("b", &url, &[]);
+    let task_id = start(a.addr, "x = await bump(n=1)\nawait nap(s=3)\nx + await bump(n=2)").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fx.runs("nap") == 0 {
+        assert!(Instant::now() < deadline, "nap never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    a.child.kill().expect("SIGKILL node A");
+    a.child.wait().expect("node A ends");
+    // Within the claim's lease (30 s) and a run, B takes it over.
+    let done = poll(b.addr, &task_id, "completed", Duration::from_secs(90)).await;
+    assert_eq!(done["result"]["structuredContent"]["output"], 30, "{done:#}");
+    assert_eq!(
+        fx.runs("bump"),
+        2,
+        "the call journaled before the kill did not run again"
+    );
+}
