@@ -300,7 +300,10 @@ pub(crate) async fn post(url: &str, message: &Value, headers: &[(&str, String)])
     if let Some(method) = message["method"].as_str() {
         request = request.header("mcp-method", method);
     }
-    if let Some(name) = message["params"]["name"].as_str() {
+    if let Some(name) = message["params"]["name"]
+        .as_str()
+        .or_else(|| message["params"]["taskId"].as_str())
+    {
         request = request.header("mcp-name", name);
     }
     for (name, value) in headers {
@@ -359,7 +362,18 @@ impl Setup {
     }
 
     async fn launch(policy: &str, key: SigningKey, settings: Settings) -> Self {
+        Self::launch_with(policy, key, settings, false).await
+    }
+
+    /// A server with auth settings as flags, an ES256 key and a chain
+    /// store (a SQLite file of the site's): sessions and tasks.
+    async fn start_durable(policy: &str) -> Self {
+        Self::launch_with(policy, SigningKey::es256("k1"), Settings::Flags, true).await
+    }
+
+    async fn launch_with(policy: &str, key: SigningKey, settings: Settings, durable: bool) -> Self {
         let site = Site::new(policy);
+        let state = format!("sqlite:{}", site.path("chains.db").display());
         let jwks = JwksServer::start(&[&key]).await;
         let port = free_port();
         let resource = format!("http://127.0.0.1:{port}/mcp");
@@ -370,6 +384,9 @@ impl Setup {
             ("--auth-jwks", "CHAINBOX_AUTH_JWKS", &jwks_url),
         ];
         let mut args = vec!["--approve", "auto"];
+        if durable {
+            args.extend(["--state", state.as_str()]);
+        }
         let mut env = vec![("CHAINBOX_LOG", "debug")];
         match settings {
             Settings::Flags => args.extend(auth.iter().flat_map(|(flag, _, value)| [*flag, *value])),
@@ -625,6 +642,72 @@ async fn another_principal_cannot_answer_a_parked_approval_and_its_owner_still_c
     let result = &alices.message()["result"]["structuredContent"];
     assert_eq!(result["status"], "ok", "{result:#}");
     assert_eq!(setup.site.runs("pay"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_principals_session_and_task_are_no_such_session_and_no_such_task() {
+    let setup = Setup::start_durable("").await;
+    let (alice, bob) = (setup.token("alice", "chainbox:run"), setup.token("bob", "chainbox:run"));
+    let url = setup.server.url("/mcp");
+    let cell = |code: &str, session: &str| run_chain(code, json!({"arguments": {"code": code, "session": session}}));
+
+    let first = post(&url, &cell("secret = 42", "new"), &bearer(&alice)).await;
+    let id = first.message()["result"]["structuredContent"]["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    let bobs = post(&url, &cell("secret", &id), &bearer(&bob)).await;
+    let refused = &bobs.message()["result"]["structuredContent"]["error"];
+    assert_eq!(refused["kind"], "session", "{}", bobs.body);
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no such session")),
+        "{}",
+        bobs.body
+    );
+    let alices = post(&url, &cell("secret", &id), &bearer(&alice)).await;
+    assert_eq!(
+        alices.message()["result"]["structuredContent"]["output"],
+        42,
+        "{}",
+        alices.body
+    );
+
+    // A task: its id is no task of bob's, for any method.
+    let mut task_call = run_chain("1 + 1", json!({}));
+    task_call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+        json!({"io.modelcontextprotocol/tasks": {}});
+    let created = post(&url, &task_call, &bearer(&alice)).await.message();
+    assert_eq!(created["result"]["resultType"], "task", "{created:#}");
+    let task_id = created["result"]["taskId"].as_str().expect("a task id").to_owned();
+    let meta = task_call["params"]["_meta"].clone();
+    for method in ["tasks/get", "tasks/cancel"] {
+        let request = json!({"jsonrpc": "2.0", "id": 2, "method": method,
+            "params": {"taskId": task_id, "_meta": meta}});
+        let answer = post(&url, &request, &bearer(&bob)).await.message();
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("no such task")),
+            "{method}: {answer:#}"
+        );
+    }
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": task_id, "_meta": meta}});
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = post(&url, &get, &bearer(&alice)).await.message();
+        if answer["result"]["status"] == "completed" {
+            assert_eq!(
+                answer["result"]["result"]["structuredContent"]["output"], 2,
+                "{answer:#}"
+            );
+            break;
+        }
+        assert_eq!(answer["result"]["status"], "working", "{answer:#}");
+        assert!(std::time::Instant::now() < deadline, "{answer:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
