@@ -1,12 +1,13 @@
-//! What a session's cell costs: `rebuild_50_cells_<store>` times one cell of
-//! a session that has run 50 cells of one call each (`v_k = await noop(i=k)`),
+//! What a session's cell costs: `rebuild_<n>_cells_<store>` times one cell of
+//! a session that has run `n` (1 or 50) cells of one call each
+//! (`v_k = await noop(i=k)`),
 //! on a fresh process's view of it: the session read from the store, its
 //! 50 cells replayed on a fresh instance (their calls answered from the
 //! journal), the new cell run, the session written back. `chain` is a
 //! fresh chain's start and end (`1`), the baseline. Stores: `memory`,
 //! `sqlite`, and `postgres` when `CHAINBOX_BENCH_POSTGRES` names a
 //! server's URL. Each measured session is a copy of one built once (its
-//! copy is not timed), so every measurement rebuilds exactly 50 cells.
+//! copy is not timed), so every measurement rebuilds exactly `n` cells.
 //! `--python` is the policy's: monty, then CPython (`_cpython`).
 
 use std::sync::Arc;
@@ -22,8 +23,8 @@ use chainbox::{
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
 
-/// Cells of the session each measurement rebuilds.
-const CELLS: usize = 50;
+/// Cells of the sessions the measurements rebuild.
+const CELLS: [usize; 2] = [1, 50];
 
 struct Noop(ToolInfo);
 
@@ -102,11 +103,11 @@ fn benches(c: &mut Criterion) {
             b.to_async(&runtime)
                 .iter(|| engine.run("1", &registry, &policy, &approval))
         });
-        for (name, url) in &stores {
+        for ((name, url), cells) in stores.iter().flat_map(|store| CELLS.map(|n| (store, n))) {
             let store: Arc<dyn ChainStore> = runtime.block_on(store::connect(url)).expect("store");
             let durable = Durable::new(engine.clone(), store.clone());
             let mut id = NEW_SESSION.to_owned();
-            for k in 0..CELLS {
+            for k in 0..cells {
                 let cell = format!("v{k} = await noop(i={k})");
                 let r = runtime
                     .block_on(durable.run_cell(&id, &cell, &registry, &policy, &approval))
@@ -114,7 +115,8 @@ fn benches(c: &mut Criterion) {
                 assert!(r.is_ok(), "{r:?}");
                 id = r.session.expect("a session").session_id;
             }
-            group.bench_function(format!("rebuild_{CELLS}_cells_{name}"), |b| {
+            let last = format!("v{}", cells - 1);
+            group.bench_function(format!("rebuild_{cells}_cells_{name}"), |b| {
                 b.iter_custom(|iters| {
                     let mut spent = Duration::ZERO;
                     for _ in 0..iters {
@@ -122,7 +124,7 @@ fn benches(c: &mut Criterion) {
                         let copy = runtime.block_on(copy(&store, &id, n));
                         let start = Instant::now();
                         let r = runtime
-                            .block_on(durable.run_cell(&copy, "v49", &registry, &policy, &approval))
+                            .block_on(durable.run_cell(&copy, &last, &registry, &policy, &approval))
                             .expect("a cell");
                         spent += start.elapsed();
                         assert!(r.is_ok(), "{r:?}");
