@@ -45,7 +45,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         runs: runs.clone(),
     };
     let registry = ToolRegistry::from_local([Arc::new(lookup) as Arc<dyn Tool>])?;
-    let durable = engine.durable(store);
     let (policy, approval) = (ChainPolicy::default(), Approval::deny_all());
 
     let mut session = NEW_SESSION.to_owned();
@@ -54,7 +53,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "def warmer(a, b):\n    return a if a['celsius'] >= b['celsius'] else b\nlima = await lookup(city='Lima')\nwarmer(paris, lima)['city']",
         "[paris['celsius'], lima['celsius']]",
     ] {
-        let result = durable.run_cell(&session, cell, &registry, &policy, &approval).await?;
+        let result = engine
+            .run_cell(&store, &session, cell, &registry, &policy, &approval)
+            .await?;
         let at = result.session.as_ref().ok_or("not a session's result")?;
         println!("cell {} of {}: {}", at.cell, at.session_id, result.output_text);
         session.clone_from(&at.session_id);

@@ -464,6 +464,24 @@ impl Engine {
             .await
     }
 
+    /// Runs `cell` in the session `session` of `store` (an id, or
+    /// [`NEW_SESSION`] to start one): the names earlier cells bound are
+    /// defined, their tool calls are not made again. See
+    /// [`Durable::run_cell`].
+    pub async fn run_cell(
+        &self,
+        store: &Arc<dyn ChainStore>,
+        session: &str,
+        cell: &str,
+        registry: &ToolRegistry,
+        policy: &ChainPolicy,
+        approval: &Approval,
+    ) -> Result<ChainRunResult, DurableError> {
+        self.durable(store.clone())
+            .run_cell(session, cell, registry, policy, approval)
+            .await
+    }
+
     /// Continues the chain `chain_id` of `store`, answered from its journal,
     /// to its end or its next suspension. See [`Durable::resume`].
     pub async fn resume(
