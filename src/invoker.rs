@@ -167,7 +167,12 @@ pub struct InvokerSession {
     policy: Arc<ChainPolicy>,
     approval: Approval,
     shaper: Shaper,
+    /// The number of the last call made: its count for a chain; in a
+    /// session's run, numbered from the running cell's base.
     calls: AtomicU32,
+    /// Calls the script attempted in this run (a session's replayed cells'
+    /// included), whatever their numbers.
+    attempted: AtomicU32,
     trace: Mutex<Vec<Slot>>,
     /// Where each finished call is recorded, for a durable chain.
     journal: Option<Arc<dyn Journal>>,
@@ -252,6 +257,7 @@ impl InvokerSession {
             approval,
             shaper,
             calls: AtomicU32::new(0),
+            attempted: AtomicU32::new(0),
             trace: Mutex::new(Vec::new()),
             journal: None,
             replay: Vec::new(),
@@ -406,7 +412,7 @@ impl InvokerSession {
     /// Calls the script has attempted so far (admitted or refused by the
     /// budget): zero means no tool has been asked to do anything.
     pub fn calls_attempted(&self) -> u32 {
-        self.calls.load(Ordering::Relaxed)
+        self.attempted.load(Ordering::Relaxed)
     }
 
     /// Gate 1, the budget, and the call's trace record opened under a fresh
@@ -417,6 +423,7 @@ impl InvokerSession {
     }
 
     fn admit_with_id(&self, call: ToolCall, call_id: String) -> Result<Admitted, Refused> {
+        self.attempted.fetch_add(1, Ordering::Relaxed);
         let attempted = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let replayed_cell = self.replaying_cell();
         match replayed_cell {
