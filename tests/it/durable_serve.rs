@@ -34,7 +34,7 @@ const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
 /// `n` rows, a result to offload when large; `nap(s)` sleeps `s` seconds),
 /// and the servers' logs.
 pub(crate) struct Fixture {
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     manifest: PathBuf,
 }
 

@@ -200,3 +200,53 @@ async fn a_task_whose_node_is_killed_is_finished_by_the_other_node() {
         "the call journaled before the kill did not run again"
     );
 }
+
+/// rmcp's own client, which speaks the extension: it declares it at
+/// initialisation (a stateful HTTP session), gets a task for its
+/// `tools/call` and polls it with `tasks/get` to its result.
+#[tokio::test(flavor = "multi_thread")]
+async fn rmcps_client_gets_a_task_and_polls_it_to_its_result() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams, Implementation,
+        TaskPayload,
+    };
+    use rmcp::transport::StreamableHttpClientTransport;
+    let fx = Fixture::new();
+    let state = format!("sqlite:{}", fx.dir.path().join("chains.db").display());
+    let node = fx.node("a", &state, &[]);
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{}/mcp", node.addr));
+    let client = ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("chainbox-tests", "0"),
+    )
+    .serve(transport)
+    .await
+    .expect("the MCP session starts");
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("code".into(), "x = await bump(n=4)\nx + 2".into());
+    let answered = client
+        .call_tool_once(CallToolRequestParams::new("run_chain").with_arguments(arguments))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(created) = answered else {
+        panic!("not a task: {answered:?}");
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let result = loop {
+        let got = client
+            .get_task(GetTaskParams::new(created.task.task_id.clone()))
+            .await
+            .expect("tasks/get");
+        match got.task.payload {
+            TaskPayload::Completed { result } => break result,
+            TaskPayload::Working => {}
+            other => panic!("the task is {other:?}"),
+        }
+        assert!(Instant::now() < deadline, "still working");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(result["structuredContent"]["output"], 42, "{result:#?}");
+    assert_eq!(fx.runs("bump"), 1);
+    client.cancel().await.expect("close");
+}
