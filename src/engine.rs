@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
 use crate::chain::{self, RunOptions};
-use crate::guests::Core;
 pub use crate::guests::EngineError;
+use crate::guests::{Core, WarmSessions};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
 use crate::result::ChainRunResult;
@@ -34,6 +34,13 @@ pub struct EngineConfig {
     /// the pool keeps each slot's written pages resident (Linux 6.7+, see
     /// `guests`): nothing is learned or mapped there.
     pub prefault: bool,
+    /// Sessions whose instance stays parked after a cell, so their next
+    /// cell on this engine continues it instead of replaying the session
+    /// (see `docs/sessions.md`); the least recently used go first. 0: every
+    /// cell replays. Each pool has this many instances more.
+    pub max_warm_sessions: u32,
+    /// Linear memory the parked instances may hold between them, in bytes.
+    pub max_warm_session_bytes: u64,
 }
 
 impl Default for EngineConfig {
@@ -43,6 +50,8 @@ impl Default for EngineConfig {
             max_concurrent_chains: 1000,
             artifacts: None,
             prefault: true,
+            max_warm_sessions: crate::guests::DEFAULT_WARM_SESSIONS,
+            max_warm_session_bytes: crate::guests::DEFAULT_WARM_SESSION_BYTES,
         }
     }
 }
@@ -61,7 +70,11 @@ impl Engine {
 
     /// An engine with this configuration.
     pub fn with_config(config: EngineConfig) -> Result<Self, EngineError> {
-        let mut core = Core::new(config.cache_dir, config.max_concurrent_chains, config.artifacts)?;
+        let warm = WarmSessions {
+            max: config.max_warm_sessions,
+            max_bytes: config.max_warm_session_bytes,
+        };
+        let mut core = Core::new(config.cache_dir, config.max_concurrent_chains, config.artifacts, warm)?;
         // A pool that keeps each slot's written pages needs no prefaulting:
         // they are mapped in already (and mapping them again cost a trivial
         // chain ~3 µs).
@@ -69,6 +82,12 @@ impl Engine {
             core.hot_pages = learn_hot_pages(&core);
         }
         Ok(Engine { inner: core.start()? })
+    }
+
+    /// Drops the instance this engine keeps parked for `session`'s next
+    /// cell, if any (the session has ended).
+    pub(crate) fn forget_session(&self, session: &str) {
+        self.inner.forget_session(session);
     }
 
     /// The engine's default artifact store, where chains' offloaded results

@@ -96,6 +96,14 @@ impl Workspace {
         }
     }
 
+    /// Gives up the temporary directory this workspace made or adopted,
+    /// with what is in it (a session's instance parked for its next cell
+    /// keeps it; see `guests/parked.rs`); `None` if it has none.
+    pub(crate) fn take_temp(&mut self) -> Option<tempfile::TempDir> {
+        self.mounts = None;
+        self.temp.take()
+    }
+
     /// The mount table serving the script's file calls.
     pub fn mounts(&mut self) -> Result<&mut MountTable, WorkspaceError> {
         if self.mounts.is_none() {

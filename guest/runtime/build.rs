@@ -1,5 +1,5 @@
 //! Exports the pre-initialisation entry (`chainbox_warm`, see main.rs)
-//! next to `_start`: a binary's `#[no_mangle]` functions are not exported
+//! and the next run's (`chainbox_next`) next to `_start`: a binary's `#[no_mangle]` functions are not exported
 //! by default. Only for wasm: the guest's unit tests build natively.
 //!
 //! Also sizes the guest's shadow stack (in linear memory, below the data:
@@ -12,6 +12,7 @@
 fn main() {
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("wasm32") {
         println!("cargo:rustc-link-arg-bins=--export=chainbox_warm");
+        println!("cargo:rustc-link-arg-bins=--export=chainbox_next");
         println!("cargo:rustc-link-arg-bins=-zstack-size=2097152");
     }
 }

@@ -27,7 +27,8 @@ use wasmtime::{Memory, Store};
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
 use crate::guests::{
-    Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, RunExport,
+    Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, Parked, ParkedEntry,
+    RunExport, WarmKey,
 };
 use crate::invoker::{InvokerSession, audit_call};
 use crate::journal::Journal;
@@ -125,6 +126,11 @@ pub struct Cells {
     pub earlier: Vec<(String, u32)>,
     /// The new cell's base.
     pub base: u32,
+    /// The session's id: the instance a cell leaves is parked under it
+    /// for the session's next cell on this engine, which then continues it
+    /// instead of running the earlier cells again (`guests/parked.rs`).
+    /// `None`: every cell replays.
+    pub session: Option<String>,
 }
 
 /// Runs one chain on `core`. Never fails: every outcome is a
@@ -216,6 +222,7 @@ async fn run_in_span(
         result = chain.run(core, script, registry, Interpreter::Cpython).await;
     }
     chain.close(&mut result);
+    chain.park(core, script, &result);
     result.duration_ms = millis(started.elapsed());
     if result.error_kind() == Some(ErrorKind::Cancelled) {
         chain.audit_cancelled(&result);
@@ -273,8 +280,25 @@ struct Started {
     durable: bool,
     /// Its randomness's seed ([`RunOptions::seed`]).
     seed: Option<u64>,
-    /// A session's earlier cells ([`RunOptions::cells`]), for the guest.
-    cells: Vec<String>,
+    /// A session's earlier cells ([`RunOptions::cells`]), for the guest;
+    /// `None` for a chain.
+    cells: Option<Vec<String>>,
+    /// A session's cell that may run on, and leave, a parked instance.
+    warm: Option<WarmCell>,
+    /// The run whose instance is to be parked once the chain's result is
+    /// closed ([`Started::park`]).
+    parkable: Mutex<Option<Executed>>,
+}
+
+/// A session's cell whose instance may be parked, and continued: what its
+/// instance's state is named by ([`WarmKey`]).
+struct WarmCell {
+    session: String,
+    /// The kept cells before it, source and base.
+    earlier: Vec<(String, u32)>,
+    base: u32,
+    /// The tools as the guest knows them, encoded.
+    tools: Vec<u8>,
 }
 
 /// The guest has returned from `_start` (or trapped).
@@ -288,8 +312,18 @@ struct Executed {
     /// The CPython guest, for a CPython run: its next spare instance is
     /// made once this store is dropped.
     cpython: Option<Arc<CpythonGuest>>,
+    /// What a later run of this instance would call: its guest's
+    /// `chainbox_next` or `run` (see `guests/parked.rs`).
+    again: Option<Again>,
     /// The chain's pool slot, held until its store is dropped.
     _slot: OwnedSemaphorePermit,
+}
+
+/// [`Executed::again`].
+#[derive(Clone)]
+enum Again {
+    Monty(wasmtime::TypedFunc<(), ()>),
+    Cpython(RunExport),
 }
 
 /// Stops a CPython chain's guest if the chain is dropped before its guest
@@ -362,15 +396,23 @@ impl Started {
             Some(journal) => session.with_journal(journal),
             None => session,
         };
-        let (session, cells) = match options.cells {
-            Some(Cells { earlier, base }) => {
+        let (session, cells, warm) = match options.cells {
+            Some(Cells {
+                earlier,
+                base,
+                session: id,
+            }) => {
                 let bases = earlier.iter().map(|(_, base)| *base).chain([base]).collect();
-                (
-                    session.with_cells(bases),
-                    earlier.into_iter().map(|(source, _)| source).collect(),
-                )
+                let sources = earlier.iter().map(|(source, _)| source.clone()).collect();
+                let warm = id.map(|session| WarmCell {
+                    session,
+                    earlier,
+                    base,
+                    tools: chainbox_protocol::encode(&sandbox::tool_decls(registry)),
+                });
+                (session.with_cells(bases), Some(sources), warm)
             }
-            None => (session, Vec::new()),
+            None => (session, None, None),
         };
         let session = Arc::new(session);
         let meters = Meters::new(&policy, options.observer);
@@ -383,7 +425,57 @@ impl Started {
             durable: options.journal.is_some(),
             seed: options.seed,
             cells,
+            warm,
+            parkable: Mutex::new(None),
         }
+    }
+
+    /// The key of the state a session's instance holds after its kept
+    /// cells `cells`, on `interpreter`.
+    fn warm_key<'a>(
+        &self,
+        warm: &WarmCell,
+        interpreter: Interpreter,
+        cells: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> WarmKey {
+        WarmKey::new(
+            &warm.session,
+            self.seed,
+            interpreter,
+            &warm.tools,
+            self.policy.max_memory_bytes,
+            cells,
+        )
+    }
+
+    /// Parks the instance of a session's cell that ran to its end or
+    /// raised ([`Started::run_on`] kept it aside) for the session's next
+    /// cell, with its workspace; any other ending's instance is retired.
+    fn park(&self, core: &Core, script: &str, result: &ChainRunResult) {
+        let Some(run) = self.parkable.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        let kept = result.status == ChainStatus::Ok || result.error_kind() == Some(ErrorKind::Script);
+        let (Some(warm), Some(again), true) = (&self.warm, run.again.clone(), kept) else {
+            return run.retire(core);
+        };
+        let workspace = self.workspace.lock().unwrap_or_else(|p| p.into_inner()).take_temp();
+        let entry = match (again, &run.cpython) {
+            (Again::Monty(next), None) => ParkedEntry::Monty(next),
+            // Its `/workspace` preopen is that directory: without it, no next cell.
+            (Again::Cpython(export), Some(guest)) if workspace.is_some() => ParkedEntry::Cpython(export, guest.clone()),
+            _ => return run.retire(core),
+        };
+        let cells = warm.earlier.iter().map(|(source, base)| (source.as_str(), *base));
+        let key = self.warm_key(warm, result.interpreter, cells.chain([(script, warm.base)]));
+        let Executed { store, memory, .. } = run;
+        let parked = Parked {
+            store,
+            memory,
+            entry,
+            workspace,
+        };
+        core.park(&warm.session, key, parked);
     }
 
     /// The guest runs in a pool slot under the total timeout and the
@@ -447,7 +539,16 @@ impl Started {
                     true => self.timed_out(self.policy.total_timeout(), interpreter),
                     false => self.finish(&mut run),
                 };
-                run.retire(core);
+                // A session's cell that ended (not stopped, not suspended):
+                // its instance may be parked once the result is closed.
+                if self.warm.is_some() && !run.timed_out && self.session.suspended().is_none() {
+                    let mut parkable = self.parkable.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(earlier) = parkable.replace(run) {
+                        earlier.retire(core);
+                    }
+                } else {
+                    run.retire(core);
+                }
                 result
             }
             Err(why) => self.crash(&why.to_string()),
@@ -479,7 +580,8 @@ impl Started {
         };
         let setup = ChainSetup {
             script,
-            cells: &self.cells,
+            cells: self.cells.as_deref(),
+            continued: false,
             registry,
             policy: &self.policy,
             session: self.session.clone(),
@@ -488,8 +590,27 @@ impl Started {
             interpreter,
             seed: self.seed,
         };
-        let (mut store, memory, start) = match core.instance_for(setup).await? {
-            Instance::Monty(MontyInstance { store, memory, start }) => (store, memory, start),
+        // A session's cell continues the instance its previous cell left
+        // here, if that holds the session's state; else a fresh one replays.
+        let parked = match &self.warm {
+            Some(warm) => {
+                let cells = warm.earlier.iter().map(|(source, base)| (source.as_str(), *base));
+                let key = self.warm_key(warm, interpreter, cells);
+                core.unpark(&warm.session, key, setup)
+            }
+            None => Err(setup),
+        };
+        let instance = match parked {
+            Ok(instance) => instance,
+            Err(setup) => core.instance_for(setup).await?,
+        };
+        let (mut store, memory, start, next) = match instance {
+            Instance::Monty(MontyInstance {
+                store,
+                memory,
+                start,
+                next,
+            }) => (store, memory, start, next),
             Instance::Cpython { store, run, guest } => return self.execute_cpython(store, run, guest, slot).await,
         };
         store.data_mut().guest_memory = memory;
@@ -501,6 +622,7 @@ impl Started {
             trap,
             timed_out: false,
             cpython: None,
+            again: next.map(Again::Monty),
             _slot: slot,
         })
     }
@@ -565,6 +687,7 @@ impl Started {
                 trap,
                 timed_out,
                 cpython: Some(guest),
+                again: Some(Again::Cpython(run)),
                 _slot: slot,
             };
             if let Err(abandoned) = sender.send(run) {

@@ -268,6 +268,7 @@ impl Durable {
         }
         session.ended = Some("removed".to_owned());
         self.store.update_session(&session).await?;
+        self.engine.forget_session(session_id);
         // Its chain finished too: a claim on it now says so.
         let ended = serde_json::json!({ "session_ended": "removed" });
         self.store.finish(session_id, &ended).await?;
@@ -459,7 +460,11 @@ impl Durable {
             policy.python = PythonChoice::Cpython;
         }
         let options = RunOptions {
-            cells: Some(Cells { earlier, base }),
+            cells: Some(Cells {
+                earlier,
+                base,
+                session: Some(id.clone()),
+            }),
             ..RunOptions::default()
         };
         let mut result = self

@@ -12,6 +12,7 @@
 //! in the `Store` built by `sandbox`.
 
 mod cache;
+mod parked;
 mod threads;
 mod warm;
 
@@ -33,6 +34,7 @@ use crate::python_choice::Interpreter;
 use crate::sandbox::{self, ChainState, PageSizeError, UnstoppableGuest, Watchdog};
 use crate::tools::ToolRegistry;
 use cache::{cache, cache_key, cached_or_compiled, deserialize_component_file, load_module};
+pub(crate) use parked::{Entry as ParkedEntry, Parked, ParkedSessions, WarmKey};
 pub(crate) use threads::{GuestThreads, NoThread};
 pub(crate) use warm::WarmSlots;
 
@@ -201,7 +203,35 @@ pub(crate) struct Core {
     /// Drops finished chains' stores and makes the next monty instance
     /// ahead of its chain (see [`crate::housekeeper`]).
     pub(crate) housekeeper: Housekeeper<MontyInstance>,
+    /// Sessions' instances kept for their next cell (`parked.rs`).
+    pub(crate) parked: ParkedSessions,
+    /// How many instances `parked` may hold (each pool has as many slots
+    /// more than chains).
+    max_warm_sessions: u32,
 }
+
+/// How many sessions' instances an engine keeps warm, and how much linear
+/// memory they may hold between them ([`crate::EngineConfig`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WarmSessions {
+    pub(crate) max: u32,
+    pub(crate) max_bytes: u64,
+}
+
+impl Default for WarmSessions {
+    fn default() -> Self {
+        WarmSessions {
+            max: DEFAULT_WARM_SESSIONS,
+            max_bytes: DEFAULT_WARM_SESSION_BYTES,
+        }
+    }
+}
+
+/// [`crate::EngineConfig::max_warm_sessions`]'s default.
+pub const DEFAULT_WARM_SESSIONS: u32 = 16;
+
+/// [`crate::EngineConfig::max_warm_session_bytes`]'s default.
+pub const DEFAULT_WARM_SESSION_BYTES: u64 = 1 << 30;
 
 /// A monty instance ready for its chain: instantiated, its hot pages mapped
 /// in, its `_start` not yet called (nothing of any script has run in it).
@@ -209,7 +239,12 @@ pub(crate) struct Core {
 pub(crate) struct MontyInstance {
     pub(crate) store: wasmtime::Store<ChainState>,
     pub(crate) memory: Option<wasmtime::Memory>,
+    /// What runs the chain: `_start`, or `chainbox_next` on an instance
+    /// that ran a session's cell already (`parked.rs`).
     pub(crate) start: wasmtime::TypedFunc<(), ()>,
+    /// Its `chainbox_next`, for a session's next cell on this instance
+    /// (`None`: a guest without it, whose sessions are always replayed).
+    pub(crate) next: Option<wasmtime::TypedFunc<(), ()>>,
 }
 
 /// What CPython chains run on: their own wasmtime engine (the component
@@ -294,7 +329,8 @@ impl Placeholder {
         );
         sandbox::ChainSetup {
             script,
-            cells: &[],
+            cells: None,
+            continued: false,
             registry: &self.registry,
             policy: &self.policy,
             session,
@@ -531,6 +567,7 @@ impl Core {
         let instance = (self.pre.instantiate_async(&mut store).await).map_err(InstanceError::Instantiate)?;
         let start = (instance.get_typed_func::<(), ()>(&mut store, "_start"))
             .map_err(|source| InstanceError::NoEntryPoint { name: "_start", source })?;
+        let next = (instance.get_typed_func::<(), ()>(&mut store, chainbox_protocol::imports::NEXT_EXPORT)).ok();
         let memory = instance.get_memory(&mut store, "memory");
         // A slot whose memory is not known keeps every trim off until it
         // is freed.
@@ -544,7 +581,12 @@ impl Core {
             unsafe { self.hot_pages.apply(memory.data_ptr(&store), memory.data_size(&store)) };
         }
         drop(making);
-        Ok(MontyInstance { store, memory, start })
+        Ok(MontyInstance {
+            store,
+            memory,
+            start,
+            next,
+        })
     }
 
     /// The CPython guest, built on first use.
@@ -555,10 +597,11 @@ impl Core {
         let dir = self.cache_dir.clone();
         let stop = self.stop_ticker.clone();
         let slots = self.cpython_slots;
+        let parked = self.max_warm_sessions;
         let guest = self
             .cpython
             .get_or_init(|| async move {
-                let built = tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots)).await;
+                let built = tokio::task::spawn_blocking(move || CpythonGuest::new(dir, stop, slots, parked)).await;
                 built
                     .unwrap_or_else(|e| Err(EngineError::CpythonBuild(e)))
                     .map_err(Arc::new)
@@ -569,13 +612,19 @@ impl Core {
 }
 
 impl CpythonGuest {
-    fn new(cache_dir: Option<PathBuf>, stop_ticker: Arc<AtomicBool>, chains: u32) -> Result<Arc<Self>, EngineError> {
+    fn new(
+        cache_dir: Option<PathBuf>,
+        stop_ticker: Arc<AtomicBool>,
+        chains: u32,
+        parked: u32,
+    ) -> Result<Arc<Self>, EngineError> {
         // Its chains are stopped through a page of the host's size: a host
         // whose pages the guest's guard span does not cover is refused.
         sandbox::guard_page_len().map_err(EngineError::Host)?;
-        // One more instance than chains: the spare. (A finished chain's
-        // store, dropped on another thread, keeps its chain's slot permit.)
-        let slots = chains.saturating_add(1);
+        // One more instance than chains: the spare (a finished chain's
+        // store, dropped on another thread, keeps its chain's slot permit);
+        // and the sessions' parked instances.
+        let slots = chains.saturating_add(1).saturating_add(parked);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(slots)
             .total_core_instances(slots * CPYTHON_CORE_INSTANCES)
@@ -660,6 +709,7 @@ impl Core {
         cache_dir: Option<PathBuf>,
         max_concurrent_chains: u32,
         artifacts: Option<Arc<dyn ArtifactStore>>,
+        warm_sessions: WarmSessions,
     ) -> Result<Core, EngineError> {
         let slots = max_concurrent_chains.max(1);
         // One more instance than chains: the spare. (A finished chain's
@@ -670,7 +720,11 @@ impl Core {
         // housekeeper's next spare) then race for the flush, and the loser
         // fails ("maximum concurrent limit … reached"; seen back to back
         // with 4 slots). With this room the pool never fills.
-        let instances = slots.saturating_add(1).saturating_add(decommit_backlog());
+        // And the sessions' parked instances.
+        let instances = slots
+            .saturating_add(1)
+            .saturating_add(decommit_backlog())
+            .saturating_add(warm_sessions.max);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_core_instances(instances)
             .total_memories(instances)
@@ -722,6 +776,8 @@ impl Core {
             stop_ticker,
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
+            parked: ParkedSessions::new(warm_sessions.max, warm_sessions.max_bytes),
+            max_warm_sessions: warm_sessions.max,
         })
     }
 
@@ -785,7 +841,9 @@ mod tests {
     #[test]
     fn a_seeded_cpython_chain_draws_the_same_on_a_spare_as_on_a_fresh_instance() {
         let runtime = runtime();
-        let core = Core::new(None, 1, None).and_then(Core::start).expect("core");
+        let core = Core::new(None, 1, None, WarmSessions::default())
+            .and_then(Core::start)
+            .expect("core");
         let guest = Arc::clone(runtime.block_on(core.cpython()).expect("the CPython guest"));
         guest.housekeeper.request_spare();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -854,7 +912,9 @@ mod tests {
     /// `PAGEMAP_SCAN`: freed slots are decommitted).
     #[cfg(target_os = "linux")]
     fn warmed_cpython_spare(runtime: &tokio::runtime::Runtime) -> Option<(Arc<Core>, Spare, usize)> {
-        let core = Core::new(None, 1, None).and_then(Core::start).expect("core");
+        let core = Core::new(None, 1, None, WarmSessions::default())
+            .and_then(Core::start)
+            .expect("core");
         if !core.keeps_written_pages {
             return None;
         }
@@ -907,7 +967,9 @@ mod tests {
     fn after_a_burst_only_the_slots_freed_last_keep_their_pages() {
         let runtime = runtime();
         let burst = warm::IDLE_WARM_SLOTS + 6;
-        let core = Core::new(None, burst as u32, None).and_then(Core::start).expect("core");
+        let core = Core::new(None, burst as u32, None, WarmSessions::default())
+            .and_then(Core::start)
+            .expect("core");
         if !core.keeps_written_pages {
             return; // no PAGEMAP_SCAN here: freed slots are decommitted
         }

@@ -213,8 +213,11 @@ impl ChainState {
 /// Everything a run needs that the engine does not own.
 pub(crate) struct ChainSetup<'a> {
     pub script: &'a str,
-    /// A session's earlier cells (`RunRequest::cells`); empty for a chain.
-    pub cells: &'a [String],
+    /// A session's earlier cells (`RunRequest::cells`); `None` for a chain.
+    pub cells: Option<&'a [String]>,
+    /// The earlier cells ran on this instance already, whose last run
+    /// kept their namespace (`RunRequest::continued`).
+    pub continued: bool,
     pub registry: &'a ToolRegistry,
     pub policy: &'a ChainPolicy,
     pub session: Arc<InvokerSession>,
@@ -274,6 +277,13 @@ pub(crate) fn new_store(engine: &wasmtime::Engine, setup: ChainSetup<'_>) -> Res
         }
     });
     Ok(store)
+}
+
+impl ChainState {
+    /// The bytes of linear memory its instance has.
+    pub(crate) fn memory_size(&self) -> usize {
+        self.memory.current()
+    }
 }
 
 /// Whether a spare store's instance is within `policy`'s memory limit
@@ -343,32 +353,41 @@ fn wasi_for(setup: &ChainSetup<'_>, randomness: Source) -> Result<WasiP1Ctx, Sto
     Ok(wasi.build_p1())
 }
 
+/// The tools as the guest knows them: each one's name and parameters.
+pub(crate) fn tool_decls(registry: &ToolRegistry) -> Vec<ToolDecl> {
+    registry
+        .iter()
+        .map(|tool| ToolDecl {
+            name: tool.name().to_owned(),
+            params: tool
+                .as_local()
+                .map(|t| schema_params(t.input_schema()))
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The limits the guest enforces on itself under `policy`.
+pub(crate) fn guest_limits(policy: &ChainPolicy) -> GuestLimits {
+    GuestLimits {
+        max_memory_bytes: monty_memory_limit(policy.max_memory_bytes),
+        max_recursion_depth: MAX_RECURSION_DEPTH,
+    }
+}
+
 impl ChainState {
     /// The state of a store for the chain of `setup`, with `wasi` drawing
     /// from the source `entropy` restarts (see [`wasi_for`]).
     fn for_chain(setup: ChainSetup<'_>, wasi: WasiP1Ctx, entropy: Entropy) -> ChainState {
         let policy = setup.policy;
-        let tools = setup
-            .registry
-            .iter()
-            .map(|tool| ToolDecl {
-                name: tool.name().to_owned(),
-                params: tool
-                    .as_local()
-                    .map(|t| schema_params(t.input_schema()))
-                    .unwrap_or_default(),
-            })
-            .collect();
-        let soft = monty_memory_limit(policy.max_memory_bytes);
         let request = RunRequest {
             version: PROTOCOL_VERSION,
             script: setup.script.to_owned(),
-            cells: setup.cells.to_vec(),
-            tools,
-            limits: GuestLimits {
-                max_memory_bytes: soft,
-                max_recursion_depth: MAX_RECURSION_DEPTH,
-            },
+            cells: setup.cells.map(<[String]>::to_vec).unwrap_or_default(),
+            tools: tool_decls(setup.registry),
+            limits: guest_limits(policy),
+            session: setup.cells.is_some(),
+            continued: setup.continued,
         };
         let meters = setup.meters;
         let interrupt = (setup.interpreter == Interpreter::Cpython)

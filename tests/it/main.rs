@@ -37,6 +37,7 @@ mod s3;
 mod sandbox;
 mod seeded;
 mod sessions;
+mod sessions_warm;
 mod skills;
 mod soak;
 mod specs;

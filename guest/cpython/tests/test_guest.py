@@ -96,7 +96,7 @@ TOOLS = [
 ]
 
 
-def run(script, host=None, tools=TOOLS, version=5, recursion=500, workspace=None, cells=None):
+def run(script, host=None, tools=TOOLS, version=6, recursion=500, workspace=None, cells=None, session=False, continued=False):
     host = host if host is not None else FakeHost({"echo": echo, "get_weather": echo})
     request = {
         "version": version,
@@ -106,6 +106,10 @@ def run(script, host=None, tools=TOOLS, version=5, recursion=500, workspace=None
     }
     if cells is not None:
         request["cells"] = cells
+    if session:
+        request["session"] = True
+    if continued:
+        request["continued"] = True
     text = chainbox_guest.run_chain(json.dumps(request), host, workspace or "/nonexistent-workspace")
     return json.loads(text), host
 
@@ -153,9 +157,9 @@ class Answers(unittest.TestCase):
         self.assertEqual(finish["result"]["output_text"], "None")
 
     def test_version_mismatch_is_an_internal_error(self):
-        finish, host = run("await echo(1)", version=4)
+        finish, host = run("await echo(1)", version=5)
         self.assertEqual(finish["result"]["exc_type"], "InternalError")
-        self.assertIn("host 4, guest 5", finish["result"]["message"])
+        self.assertIn("host 5, guest 6", finish["result"]["message"])
         self.assertEqual(host.events, [])
 
     def test_malformed_request_is_an_internal_error(self):
@@ -540,7 +544,7 @@ class Sessions(unittest.TestCase):
             "echo(2)\nasync def h():\n    pass\nh()",  # collected at once
             "def make():\n    return echo(3)",
         ]
-        finish, host = run("x = 1\nd = get_weather('x')\ne = make()\n5", cells=cells)
+        finish, host = run("x = 1\nget_weather('x')\nd = get_weather('y')\nmake()\n5", cells=cells)
         self.assertEqual(finish["result"]["output"], 5)
         self.assertEqual(
             finish["warnings"],
@@ -548,14 +552,48 @@ class Sessions(unittest.TestCase):
                 {"message": "coroutine 'get_weather' was never awaited", "line": 2},
                 # Made by an earlier cell's function: no line of the new cell.
                 {"message": "coroutine 'echo' was never awaited", "line": None},
+                # `d` is not collected: a session's names live on, as in
+                # Python's REPL.
             ],
         )
         self.assertEqual(host.tool_calls(), [])
 
+    def test_a_first_cell_is_python_input_0_and_the_host_hears_of_it(self):
+        finish, host = run("def f():\n    return 1 / 0\nf()", session=True)
+        self.assertTrue(finish["result"]["traceback"].startswith('Traceback (most recent call last):\n  File "<python-input-0>", line 3'))
+        self.assertEqual(host.cells(), [0])
+
+    def test_a_continued_run_goes_on_in_the_namespace_the_last_run_kept(self):
+        cells = ["import math, random\nx = random.random()\nr = await echo(1)"]
+        first, _ = run(cells[0] + "\nx", session=True)
+        finish, host = run("[x, r, math.floor(2.5)]", cells=cells, continued=True)
+        self.assertEqual(finish["result"]["output"], [first["result"]["output"], {"a": 1}, 2])
+        # The earlier cell did not run again: no call, only the new cell heard of.
+        self.assertEqual(host.kinds(), ["cell"])
+        self.assertEqual(host.cells(), [1])
+
+    def test_a_continued_run_keeps_the_names_a_raising_cell_bound(self):
+        run("y = 2\n1 / 0", session=True)
+        finish, _ = run("y", cells=["y = 2\n1 / 0"], continued=True)
+        self.assertEqual(finish["result"]["output"], 2)
+
+    def test_a_tool_an_earlier_cell_bound_calls_through_the_running_chain(self):
+        cells = ["from functools import partial\np = partial(echo, 1)\nasync def twice():\n    return [await echo(2), await p(3)]"]
+        run(cells[0], session=True)
+        finish, host = run("await twice()", cells=cells, continued=True)
+        self.assertEqual(finish["result"]["output"], [{"a": 2}, {"a": 1, "b": 3}])
+        self.assertEqual(len(host.tool_calls()), 2)
+
+    def test_a_continued_run_with_nothing_kept_is_an_internal_error(self):
+        run("x = 1")  # a chain's run keeps nothing
+        finish, host = run("x", cells=["x = 1"], continued=True)
+        self.assertEqual(finish["result"]["exc_type"], "InternalError")
+        self.assertEqual(host.kinds(), [])
+
     def test_a_malformed_cells_list_is_an_internal_error(self):
         for cells in ("x = 1", [1], None, {"0": "x"}):
             host = FakeHost()
-            request = {"version": 5, "script": "1", "tools": [], "limits": {}, "cells": cells}
+            request = {"version": 6, "script": "1", "tools": [], "limits": {}, "cells": cells}
             finish = json.loads(chainbox_guest.run_chain(json.dumps(request), host))
             self.assertEqual(finish["result"]["exc_type"], "InternalError", cells)
             self.assertIn("malformed run request", finish["result"]["message"])

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 /// an `InternalError` naming both versions (the host then reports a script
 /// error, and no tool call can have happened). The host needs no check of its
 /// own: it embeds the guest it was built with.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The virtual path of the chain's workspace: where the host mounts it, and
 /// the script's working directory, so `open('out.csv', 'w')` writes there
@@ -93,6 +93,13 @@ pub mod imports {
     /// empty, so the host answers each cell's calls from its own part of the
     /// journal and counts the new cell's calls against its budget.
     pub const CELL: &str = "cell";
+    /// The monty guest's second entry point, `chainbox_next()`: runs the
+    /// next [`RunRequest`](super::RunRequest) (read with `request`, ended
+    /// with `finish`, as `_start` does) on an instance whose `_start` has
+    /// returned: a session's next cell, `continued`, on the instance that
+    /// ran the previous one. (The CPython guest's `run` export is called
+    /// again instead.)
+    pub const NEXT_EXPORT: &str = "chainbox_next";
     /// The functions of [`C_MATH`], by code (monty's `CMathFn` order, as
     /// the monty guest's tests check; the CPython guest's `protocol.py` is
     /// generated from this list).
@@ -141,6 +148,27 @@ pub struct RunRequest {
     /// [`imports::CELL`] with its index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cells: Vec<String>,
+    /// The run is a session's cell (its first one too, whose `cells` is
+    /// empty): the guest runs `script` as the next input of a REPL, names
+    /// its file `<python-input-N>` (N = `cells.len()`), calls
+    /// [`imports::CELL`] before each cell, and keeps the REPL's namespace
+    /// after the run, so a later run on this instance may continue it
+    /// (`continued`). Without it, and with `cells` empty, the run is a
+    /// chain's.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub session: bool,
+    /// The earlier `cells` already ran on this instance: its last run was
+    /// this session's previous cell and kept its namespace (`session`).
+    /// The guest does not run them again; it runs `script` in the kept
+    /// namespace (the cells' sources are still sent, for the lines of
+    /// their functions in tracebacks). A guest with nothing kept ends the
+    /// run at once with an `InternalError`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub continued: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The guest's built-in function that loads an offloaded result's full value.

@@ -206,6 +206,20 @@ impl PrintWriterCallback for Stdout {
 
 fn main() {
     monty::set_c_math(host_c_math);
+    run_requested();
+}
+
+/// The second entry point (`chainbox_next`, see the protocol's
+/// `NEXT_EXPORT`): the next run on an instance whose `_start` has
+/// returned, a session's next cell continuing the REPL the last run kept.
+/// Exported by `build.rs`.
+#[unsafe(no_mangle)]
+pub extern "C" fn chainbox_next() {
+    run_requested();
+}
+
+/// Reads the host's run request, runs it, and delivers its finish.
+fn run_requested() {
     let finish = match decode::<RunRequest>("run request", &host_request()) {
         Ok(req) if req.version == PROTOCOL_VERSION => run(req),
         Ok(req) => internal_error(format!(
@@ -268,7 +282,7 @@ fn run(req: RunRequest) -> Finish {
         Some(limits.max_memory_bytes as usize),
         false,
     ));
-    if !req.cells.is_empty() {
+    if req.session || !req.cells.is_empty() {
         return run_session(req, host_cell);
     }
     let mut runner = match MontyRun::new(req.script.clone(), "main.py", vec![], compile_options()) {
@@ -285,10 +299,18 @@ fn run(req: RunRequest) -> Finish {
     chain.finish(result)
 }
 
+std::thread_local! {
+    /// The REPL a session's run left (`RunRequest::session`), for the
+    /// instance's next run to continue (`RunRequest::continued`). The
+    /// guest is single-threaded: this is one static.
+    static KEPT: std::cell::RefCell<Option<MontyRepl>> = const { std::cell::RefCell::new(None) };
+}
+
 /// Runs a session's run (`RunRequest::cells`): its earlier cells, then the
 /// new cell, the `script`, in one monty REPL, as CPython's REPL runs its
 /// inputs. `begin_cell` is told each cell's index before it runs (the
-/// host's `cell`).
+/// host's `cell`). The REPL is kept afterwards ([`KEPT`]); a `continued`
+/// run takes it instead of running the earlier cells again.
 ///
 /// Every cell is one REPL input, `<python-input-N>` for cell N, the name
 /// its tracebacks show, as in CPython's REPL. An earlier cell runs for the
@@ -306,13 +328,21 @@ fn run_session(req: RunRequest, mut begin_cell: impl FnMut(usize)) -> Finish {
     if let Err(exc) = MontyRun::new(req.script.clone(), &cell_name(new_cell), vec![], compile_options()) {
         return failed_at_start(script_error(&exc, true));
     }
-    // One tracker, one heap and one memory limit for the whole session.
-    let tracker = ResourceTracker::new(resource_limits(&req.limits));
-    let mut repl = MontyRepl::new("main.py", tracker, compile_options());
-    repl.set_cwd(WORKSPACE);
+    let kept = KEPT.with_borrow_mut(Option::take);
+    let (mut repl, replay) = match (req.continued, kept) {
+        (true, Some(repl)) => (repl, 0..0),
+        (true, None) => return internal_error("a continued run, but no earlier run kept its session".into()),
+        (false, _) => {
+            // One tracker, one heap and one memory limit for the whole session.
+            let tracker = ResourceTracker::new(resource_limits(&req.limits));
+            let mut repl = MontyRepl::new("main.py", tracker, compile_options());
+            repl.set_cwd(WORKSPACE);
+            (repl, 0..new_cell)
+        }
+    };
     let mut chain = Chain::new(req.tools, &req.script, req.cells);
     chain.muted = true;
-    for index in 0..new_cell {
+    for index in replay {
         begin_cell(index);
         let progress = repl.feed_start(fed(&chain.cells[index]), NamedValues::default(), PrintWriter::Disabled);
         repl = match chain.drive_cell(progress) {
@@ -329,10 +359,17 @@ fn run_session(req: RunRequest, mut begin_cell: impl FnMut(usize)) -> Finish {
         NamedValues::default(),
         PrintWriter::Callback(&mut chain.stdout),
     );
-    let result = chain
-        .drive_cell(progress)
-        .map(|(_, value)| value)
-        .map_err(|error| error.error);
+    let result = match chain.drive_cell(progress) {
+        Ok((repl, value)) => {
+            KEPT.set(Some(repl));
+            Ok(value)
+        }
+        Err(error) => {
+            let ReplStartError { repl, error } = *error;
+            KEPT.set(Some(repl));
+            Err(error)
+        }
+    };
     chain.finish(result)
 }
 
@@ -943,6 +980,12 @@ mod tests {
     /// call no host function (no awaited tool, no file, no output of the
     /// new cell). Returns the finish and the cells begun.
     fn session(cells: &[&str], script: &str) -> (Finish, Vec<usize>) {
+        session_run(cells, script, false)
+    }
+
+    /// [`session`], `continued` on the REPL this thread's last session run
+    /// kept when `continued`.
+    fn session_run(cells: &[&str], script: &str, continued: bool) -> (Finish, Vec<usize>) {
         let req = RunRequest {
             version: PROTOCOL_VERSION,
             script: script.into(),
@@ -955,6 +998,8 @@ mod tests {
                 max_recursion_depth: 200,
             },
             cells: cells.iter().map(|cell| (*cell).to_owned()).collect(),
+            session: true,
+            continued,
         };
         let mut begun = Vec::new();
         let finish = run_session(req, |index| begun.push(index));
@@ -994,6 +1039,32 @@ mod tests {
         assert_eq!(error.exc_type, "NameError");
         assert_eq!(error.message, "name 'b' is not defined");
         assert!(!error.compile);
+    }
+
+    #[test]
+    fn a_continued_run_goes_on_in_the_repl_the_last_run_kept_without_running_earlier_cells() {
+        let (finish, begun) = session(&[], "x = 20\nx");
+        assert_eq!((output_text(&finish), begun.as_slice()), ("20", [0].as_slice()));
+        // Were the earlier cell run again, it would raise before binding `y`.
+        let (finish, begun) = session_run(&["raise ValueError('ran twice')"], "y = x + 1\ny", true);
+        assert_eq!((output_text(&finish), begun.as_slice()), ("21", [1].as_slice()));
+        let (finish, _) = session_run(&["", ""], "(x, y)", true);
+        assert_eq!(output_text(&finish), "(20, 21)");
+    }
+
+    #[test]
+    fn a_continued_run_keeps_the_names_a_raising_cell_bound() {
+        let (finish, _) = session(&[], "a = 1\nraise ValueError('boom')");
+        assert_eq!(error(&finish).exc_type, "ValueError");
+        let (finish, _) = session_run(&[""], "a", true);
+        assert_eq!(output_text(&finish), "1");
+    }
+
+    #[test]
+    fn a_continued_run_with_nothing_kept_is_an_internal_error() {
+        let (finish, begun) = session_run(&["x = 1"], "x", true);
+        assert_eq!(error(&finish).exc_type, "InternalError");
+        assert!(begun.is_empty());
     }
 
     #[test]

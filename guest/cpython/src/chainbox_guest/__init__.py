@@ -80,6 +80,7 @@ if wit_world is not None:
 
         def run(self, request: str) -> str:
             global _ARMED
+            reseed = None
             if not _ARMED:
                 _wit_host.arm(b"\0")
                 _ARMED = True
@@ -91,9 +92,11 @@ if wit_world is not None:
                 # generator the host has restarted for it since: the same
                 # reseed draws its first bytes, as the first run's did on a
                 # fresh instance, so a chain's `random` (and what it draws
-                # after) is the same on either (`RunOptions::seed`).
-                random.seed()
-            return run_chain(request, _wit_host)
+                # after) is the same on either (`RunOptions::seed`). A
+                # session's next cell continuing this instance's last run
+                # is not reseeded: its randomness goes on (`run_chain`).
+                reseed = random.seed
+            return run_chain(request, _wit_host, reseed=reseed)
 
     # Whether this instance has let the host find its guard page (the
     # `arm` import): the first `run` does, before any script.

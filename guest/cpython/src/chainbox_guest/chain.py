@@ -11,14 +11,17 @@ from .session import _Session
 from .stale import _STALE_CONTAINERS, _rehash_stale_containers
 
 
-def run_chain(request, host, workspace=WORKSPACE):
+def run_chain(request, host, workspace=WORKSPACE, reseed=None):
     """Runs one chain: a `RunRequest` (JSON text) in, a `Finish` (JSON text)
     out. `host` has the imports of the `host` interface: `call`, `start`,
     `wait`, `cancel`, `load_artifact`, `stdout`, and `cell` (called only
-    for a session's run, one with `cells`). Never raises: an exception
-    escaping `run` would trap the whole instance."""
+    for a session's run, one with `cells` or `session`). `reseed`, if
+    given, is called before the script runs unless the run continues a
+    session this instance kept (`continued`: its randomness goes on where
+    the last cell left it). Never raises: an exception escaping `run` would
+    trap the whole instance."""
     try:
-        finish = _run(request, host, workspace)
+        finish = _run(request, host, workspace, reseed)
     except BaseException as exc:
         try:
             finish = _internal_error(f"the guest failed: {type(exc).__name__}: {_head(_safe_str(exc), 2000)}")
@@ -33,7 +36,7 @@ def run_chain(request, host, workspace=WORKSPACE):
             return '{"result":{"status":"error","compile":false,"exc_type":"InternalError","message":"the guest failed","line":null,"traceback":"","memory_limit":false},"warnings":[]}'
 
 
-def _run(request, host, workspace):
+def _run(request, host, workspace, reseed=None):
     if _STALE_CONTAINERS:
         _rehash_stale_containers()
     try:
@@ -53,8 +56,18 @@ def _run(request, host, workspace):
             if type(cells) is not list or not all(isinstance(c, str) for c in cells):
                 raise TypeError("cells must be a list of strings")
             cells = cells or None
+        # A session's cell (its first one too), and whether this instance
+        # ran the earlier ones already and kept their namespace.
+        session = req.get("session", False)
+        continued = req.get("continued", False)
+        if type(session) is not bool or type(continued) is not bool:
+            raise TypeError("session and continued must be booleans")
+        if session and cells is None:
+            cells = []
     except (ValueError, KeyError, TypeError) as exc:
         return _internal_error(f"malformed run request message: {exc}")
+    if reseed is not None and not continued:
+        reseed()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning: CPython would print it to stderr
@@ -67,9 +80,12 @@ def _run(request, host, workspace):
         tb = "".join(traceback.format_exception_only(type(exc), exc))
         error = _script_error(type(exc).__name__, _head(message), compile=True, line=line, tb=_head_tail(tb))
         return {"result": error, "warnings": []}
-    if cells is not None:
+    if continued:
+        # Run already, on this instance: their sources only, for tracebacks.
+        cells = [(cell, None) for cell in cells or ()]
+    elif cells is not None:
         cells = [(cell, _compile_earlier_cell(cell, index)) for index, cell in enumerate(cells)]
-    return _Session(host, tools, limits).run(code, script, workspace, cells)
+    return _Session(host, tools, limits).run(code, script, workspace, cells, continued)
 
 
 def _compile_earlier_cell(source, index):

@@ -8,7 +8,7 @@ against the constants, and rewrites it when run with CHAINBOX_BLESS=1:
 """
 
 # guest/protocol `PROTOCOL_VERSION`
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 # guest/protocol `WORKSPACE`
 WORKSPACE = "/workspace"

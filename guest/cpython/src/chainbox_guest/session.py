@@ -15,7 +15,7 @@ import warnings
 from . import current, interpreter
 from .interpreter import _patch, _patch_interpreter
 from .loop import GuestLoop, _guest_asyncio_run, _nanoseconds
-from .messages import _JSON_DECODE, _JSON_ENCODE, _decode_outcome, _encode, _outcome_value, _script_error
+from .messages import _JSON_DECODE, _JSON_ENCODE, _decode_outcome, _encode, _internal_error, _outcome_value, _script_error
 from .protocol import LOAD_ARTIFACT_FN
 from .reports import MISSING_AWAIT_HINT, _format_traceback, _head, _is_missing_await, _safe_str, _script_line
 from .script import ANSWER, SCRIPT_FILENAME, cell_filename
@@ -23,6 +23,12 @@ from .stdio import _DISCARDING_HOST, _HostStdout
 from .suggestions import closest_name
 from .values import _stack_depth, _to_json_in_script, to_json
 from .wit import wit_world
+
+
+# The namespace (`__main__` module) a session's run left, for the
+# instance's next run to continue (`RunRequest.continued`); None after a
+# chain's run.
+_kept = None
 
 
 class _Session:
@@ -95,9 +101,10 @@ class _Session:
         return call_id, fut
 
     def make_tool(self, name, params):
-        begin = self.begin
-        cancel = self.host.cancel
-        pending = self.pending
+        # The chain the call belongs to is the one running when it is
+        # awaited, not the one that made the function: a session's kept
+        # namespace (`_kept`) holds its tools, and what an earlier cell
+        # built from them (a `partial`, a closure), into later cells' runs.
         # The `ToolCall`'s head, encoded once: a call encodes its arguments
         # only (the C encoder's cost is per dict entry).
         head = '{"tool":' + _encode(name) + ',"args":'
@@ -115,7 +122,8 @@ class _Session:
                 arguments[key] = _to_json_in_script(value)
             # One coroutine per call (this one): each costs its creation
             # and its origin. (No arguments: no encoder call.)
-            outcome, fut = begin(head + (_encode(arguments) if arguments else "{}") + "}")
+            session = current._current_session()
+            outcome, fut = session.begin(head + (_encode(arguments) if arguments else "{}") + "}")
             if fut is None:
                 return _decode_outcome(outcome)
             call_id = outcome
@@ -126,10 +134,10 @@ class _Session:
                 # cancelled task): the host stops the tool, as cancelling
                 # a task cancels its I/O. (A coroutine closed unfinished,
                 # when the chain ends, leaves its call to the host.)
-                cancel(call_id)
+                session.host.cancel(call_id)
                 raise
             finally:
-                pending.pop(call_id, None)
+                session.pending.pop(call_id, None)
             return _outcome_value(outcome)
 
         # The coroutine takes its name from these: "coroutine 'NAME' was
@@ -141,10 +149,9 @@ class _Session:
         return tool
 
     def make_load_artifact(self):
-        session = self
-
         def load_artifact(handle):
             message = _encode({"handle": _to_json_in_script(handle)})
+            session = current._current_session()
             session.stdout.flush()
             return _decode_outcome(session.host.load_artifact(message))
 
@@ -162,13 +169,25 @@ class _Session:
             ns[LOAD_ARTIFACT_FN] = self.make_load_artifact()
         return module
 
-    def run(self, code, source, workspace, cells=None):
+    def run(self, code, source, workspace, cells=None, continued=False):
         """Runs the compiled script; returns the `Finish`. In a session,
         `cells` are its earlier cells (`RunRequest.cells`), `(source, code)`
         pairs, oldest first, `code` None for one that did not compile: they
         run first, in the same namespace (`replay`), and `code` is the new
-        cell's."""
-        module = self.namespace()
+        cell's; unless `continued`: then they ran on this instance already,
+        and the namespace its last run kept is the new cell's.
+
+        A session's namespace outlives the run (`_kept`), as a REPL's does:
+        a coroutine bound to one of its names warns when it is collected,
+        not when the cell ends. A chain's is cleared at its end."""
+        global _kept
+        kept, _kept = _kept, None
+        if continued:
+            if kept is None:
+                return _internal_error("a continued run, but no earlier run kept its session")
+            module = kept
+        else:
+            module = self.namespace()
         if cells is not None:
             self.filename = cell_filename(len(cells))
         with contextlib.ExitStack() as stack:
@@ -179,7 +198,8 @@ class _Session:
                 if cells is not None:
                     # The guest's own failures here are not the script's:
                     # they end the chain as an internal error (`run_chain`).
-                    self.replay(cells, module.__dict__)
+                    if not continued:
+                        self.replay(cells, module.__dict__)
                     heard = len(caught)
                     self.host.cell(len(cells))
                 try:
@@ -193,8 +213,12 @@ class _Session:
                     result = self.report(exc)
                     exc = None  # its frames hold the script's objects
                 # Coroutines never awaited warn when collected: drop every
-                # reference to what the script made, then collect.
-                module.__dict__.clear()
+                # reference to what the script made (a session's names
+                # live on instead), then collect.
+                if cells is not None:
+                    _kept = module
+                else:
+                    module.__dict__.clear()
                 module = None
                 gc.collect()
                 self.stdout.flush()
