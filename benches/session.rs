@@ -4,11 +4,16 @@
 //! on a fresh process's view of it: the session read from the store, its
 //! 50 cells replayed on a fresh instance (their calls answered from the
 //! journal), the new cell run, the session written back. `chain` is a
-//! fresh chain's start and end (`1`), the baseline. Stores: `memory`,
+//! fresh chain's start and end (`1`), the baseline; `chain_call` a fresh
+//! chain of what a warm cell runs (a call and a name), not durable. Stores: `memory`,
 //! `sqlite`, and `postgres` when `CHAINBOX_BENCH_POSTGRES` names a
 //! server's URL. Each measured session is a copy of one built once (its
 //! copy is not timed), so every measurement rebuilds exactly `n` cells.
-//! `--python` is the policy's: monty, then CPython (`_cpython`).
+//! `warm_cell_<store>` times a cell on the engine that ran the session's
+//! previous cell, which continues the instance it parked (the warm path:
+//! nothing replays); sessions of up to [`WARM_CELLS`] cells, each cell a
+//! call and a name. `--python` is the policy's: monty, then CPython
+//! (`_cpython`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,6 +30,10 @@ use serde_json::{Map, Value, json};
 
 /// Cells of the sessions the measurements rebuild.
 const CELLS: [usize; 2] = [1, 50];
+
+/// Cells a session of the warm measurement runs before a new one starts
+/// (untimed), so a measured cell is the 2nd to the 20th of its session.
+const WARM_CELLS: usize = 20;
 
 struct Noop(ToolInfo);
 
@@ -103,6 +112,10 @@ fn benches(c: &mut Criterion) {
             b.to_async(&runtime)
                 .iter(|| engine.run("1", &registry, &policy, &approval))
         });
+        group.bench_function("chain_call", |b| {
+            b.to_async(&runtime)
+                .iter(|| engine.run("v1 = await noop(i=1)\nv1", &registry, &policy, &approval))
+        });
         for ((name, url), cells) in stores.iter().flat_map(|store| CELLS.map(|n| (store, n))) {
             let store: Arc<dyn ChainStore> = runtime.block_on(store::connect(url)).expect("store");
             let durable = Durable::new(engine.clone(), store.clone());
@@ -114,6 +127,31 @@ fn benches(c: &mut Criterion) {
                     .expect("a cell");
                 assert!(r.is_ok(), "{r:?}");
                 id = r.session.expect("a session").session_id;
+            }
+            if cells == 1 {
+                let mut warm = (String::new(), WARM_CELLS);
+                group.bench_function(format!("warm_cell_{name}"), |b| {
+                    b.iter_custom(|iters| {
+                        let mut spent = Duration::ZERO;
+                        for _ in 0..iters {
+                            if warm.1 == WARM_CELLS {
+                                let r = runtime
+                                    .block_on(durable.run_cell(NEW_SESSION, "v = 0", &registry, &policy, &approval))
+                                    .expect("a cell");
+                                warm = (r.session.expect("a session").session_id, 1);
+                            }
+                            let cell = format!("v{k} = await noop(i={k})\nv{k}", k = warm.1);
+                            let start = Instant::now();
+                            let r = runtime
+                                .block_on(durable.run_cell(&warm.0, &cell, &registry, &policy, &approval))
+                                .expect("a cell");
+                            spent += start.elapsed();
+                            assert!(r.is_ok(), "{r:?}");
+                            warm.1 += 1;
+                        }
+                        spent
+                    })
+                });
             }
             let last = format!("v{}", cells - 1);
             group.bench_function(format!("rebuild_{cells}_cells_{name}"), |b| {

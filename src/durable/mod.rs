@@ -502,6 +502,18 @@ struct History {
     decisions: Vec<Decision>,
 }
 
+impl History {
+    /// The base of a session's next cell: past every call journaled or
+    /// decided so far (a call denied and never run is decided, not
+    /// journaled: a later cell's call of that number would take its
+    /// decision).
+    fn next_base(&self) -> u32 {
+        let journaled = self.journal.iter().map(|entry| entry.seq);
+        let decided = self.decisions.iter().map(|decision| decision.seq);
+        journaled.chain(decided).max().unwrap_or(0)
+    }
+}
+
 /// A chain's journal in its store.
 struct StoreJournal {
     store: Arc<dyn ChainStore>,

@@ -108,7 +108,7 @@ pub enum SessionRefusal {
 
 impl SessionRefusal {
     /// The result a refused cell gets: nothing ran.
-    fn into_result(self) -> ChainRunResult {
+    pub(crate) fn into_result(self) -> ChainRunResult {
         let mut result = ChainRunResult::empty(ChainStatus::Error);
         result.error = Some(ChainError::new(ErrorKind::Session, "SessionError", self.to_string()));
         result
@@ -172,8 +172,88 @@ impl Durable {
             .await
     }
 
+    /// Records `cell` as the next cell of `session` (an id, or
+    /// [`NEW_SESSION`]) without running it, and answers the session's id:
+    /// a cell that runs as an MCP task. It holds the session (no other
+    /// cell runs meanwhile) until [`Durable::resume`] of the session runs
+    /// it, on any node, to its end or a suspension; a node that dies
+    /// running it leaves it to the next resume, its calls answered from
+    /// the journal. A session that cannot take the cell says why.
+    pub async fn start_cell(
+        &self,
+        session: &str,
+        cell: &str,
+        policy: &ChainPolicy,
+    ) -> Result<Result<String, SessionRefusal>, DurableError> {
+        let opened = match session {
+            NEW_SESSION => self.new_session(policy).await?,
+            id => match self.open_session(id, policy).await? {
+                Ok(opened) => opened,
+                Err(refusal) => return Ok(Err(refusal)),
+            },
+        };
+        let Opened {
+            mut session, claimant, ..
+        } = opened;
+        let id = session.session_id.clone();
+        let recorded = async {
+            let base = self.history(&id).await?.next_base();
+            session.cells.push(StoredCell {
+                source: cell.to_owned(),
+                base,
+                state: CellState::Running,
+                policy: Some(serde_json::to_value(policy).map_err(|e| DurableError::Corrupt {
+                    chain_id: id.clone(),
+                    why: e.to_string(),
+                })?),
+            });
+            self.store.update_session(&session).await?;
+            Ok::<_, DurableError>(())
+        }
+        .await;
+        self.store.release(&id, &claimant).await?;
+        recorded.map(|()| Ok(id))
+    }
+
+    /// Ends the session's last cell, suspended at a call, without running
+    /// it further (its MCP task was cancelled): the call is denied, the
+    /// cell dropped. Nothing else of the session changes.
+    pub async fn drop_waiting_cell(&self, session_id: &str) -> Result<(), DurableError> {
+        let unknown = || DurableError::Store(StoreError::NoChain(session_id.to_owned()));
+        let mut session = self.store.session(session_id).await?.ok_or_else(unknown)?;
+        if !principal::may_act_on(self.principal.as_ref(), session.owner.as_ref()) {
+            return Err(unknown());
+        }
+        if let Some(pending) = self.store.pending_of(session_id).await? {
+            let denied = crate::store::Decision {
+                seq: pending.seq,
+                decision: crate::approval::ApprovalDecision::Denied {
+                    reason: Some("the cell's task was cancelled".to_owned()),
+                },
+                decided_by: "task cancelled".to_owned(),
+                decided_at: utc_now_rfc3339(),
+            };
+            match self.store.decide(session_id, &denied).await {
+                Ok(()) | Err(StoreError::NotPending { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if let Some(cell) = session
+            .cells
+            .last_mut()
+            .filter(|cell| matches!(cell.state, CellState::Suspended | CellState::Running))
+        {
+            cell.state = CellState::Dropped;
+            cell.policy = None;
+            self.store.update_session(&session).await?;
+        }
+        Ok(())
+    }
+
     /// Completes the session's cell that waits on a decision (recorded
-    /// with [`Durable::decide`]): what [`Durable::resume`] does for a
+    /// with [`Durable::decide`]), or that was started as a task and is not
+    /// running ([`Durable::start_cell`]: its first run, or a takeover of a
+    /// node that died running it): what [`Durable::resume`] does for a
     /// session.
     pub(super) async fn resume_session(
         &self,
@@ -196,14 +276,14 @@ impl Durable {
             .iter()
             .enumerate()
             .next_back()
-            .filter(|(_, cell)| cell.state == CellState::Suspended)
+            .filter(|(_, cell)| matches!(cell.state, CellState::Suspended | CellState::Running))
         else {
             return Ok(SessionRefusal::NothingToResume(id).into_result());
         };
         let policy = match &cell.policy {
             Some(policy) => serde_json::from_value(policy.clone()).map_err(|e| DurableError::Corrupt {
                 chain_id: id.clone(),
-                why: format!("its suspended cell's policy: {e}"),
+                why: format!("its cell's policy: {e}"),
             })?,
             None => policy_of(&chain)?,
         };
@@ -239,6 +319,7 @@ impl Durable {
                 (Some(why), _) => why.clone(),
                 (None, _) if is_past(&session.expires_at, now) => "expired".to_owned(),
                 (None, Some(cell)) if cell.state == CellState::Suspended => "waiting".to_owned(),
+                (None, Some(cell)) if cell.state == CellState::Running => "running".to_owned(),
                 (None, _) => "live".to_owned(),
             };
             listed.push(SessionSummary {
@@ -403,6 +484,16 @@ impl Durable {
             self.store.update_session(&session).await?;
             return Ok(Err(SessionRefusal::Expired { id: id.to_owned(), at }));
         }
+        if session
+            .cells
+            .last()
+            .is_some_and(|cell| cell.state == CellState::Running)
+        {
+            return Ok(Err(SessionRefusal::Busy {
+                id: id.to_owned(),
+                holder: format!("cell {} runs as an MCP task", session.cells.len()),
+            }));
+        }
         if let Some(pending) = self.store.pending_of(id).await? {
             return Ok(Err(SessionRefusal::Waiting {
                 id: id.to_owned(),
@@ -454,7 +545,7 @@ impl Durable {
             .collect();
         let base = match session.cells.get(index) {
             Some(cell) => cell.base,
-            None => history.journal.iter().map(|entry| entry.seq).max().unwrap_or(0),
+            None => history.next_base(),
         };
         if session.interpreter == Interpreter::Cpython {
             policy.python = PythonChoice::Cpython;

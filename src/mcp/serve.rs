@@ -807,12 +807,11 @@ impl ServerHandler for ChainServer {
             };
         }
         let (code, session) = chain_code(request.arguments.as_ref(), self.inner.durable.is_some())?;
-        // A client that polls: the chain as a task (a session's cell runs
-        // in the request, as without the extension).
-        if let (Some(store), None) = (&self.inner.durable, session)
+        // A client that polls: the chain, or the session's cell, as a task.
+        if let Some(store) = &self.inner.durable
             && self.answers_with_task(&context)
         {
-            return self.create_task(store, code, caller).await;
+            return self.create_task(store, code, session, caller).await;
         }
         // The chain's span continues the client's trace (`_meta.traceparent`).
         let parent = client_trace(&request, &context).unwrap_or_else(opentelemetry::Context::current);

@@ -218,9 +218,14 @@ impl ChainStore for MemoryStore {
         Ok(all)
     }
 
-    async fn create_task(&self, chain: &StoredChain, task: &StoredTask) -> Result<(), StoreError> {
-        self.create(chain).await?;
+    async fn create_task(&self, chain: Option<&StoredChain>, task: &StoredTask) -> Result<(), StoreError> {
+        if let Some(chain) = chain {
+            self.create(chain).await?;
+        }
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        if tasks.contains_key(&task.task_id) {
+            return Err(StoreError::Exists(format!("task {:?}", task.task_id)));
+        }
         tasks.insert(task.task_id.clone(), task.clone());
         Ok(())
     }

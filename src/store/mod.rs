@@ -128,6 +128,10 @@ pub enum CellState {
     Dropped,
     /// It waits on a decision; its resume completes it.
     Suspended,
+    /// It runs as an MCP task: recorded before it runs, so that a node
+    /// taking the task over runs it again from its base (its calls
+    /// answered from the journal), and no other cell runs meanwhile.
+    Running,
 }
 
 /// An MCP task (`chainbox serve`'s tasks, see `crate::mcp`) as the store
@@ -136,8 +140,11 @@ pub enum CellState {
 /// its own `outcome` once it has ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredTask {
-    /// Its id (its chain's too).
+    /// Its id.
     pub task_id: String,
+    /// The chain it runs: its own (the same id), or a session's (its
+    /// cell, the session's last, runs as the task).
+    pub chain_id: String,
     /// Who it belongs to (its chain's owner; `None`: the local user).
     #[serde(default)]
     pub owner: Option<Owner>,
@@ -284,9 +291,10 @@ pub trait ChainStore: Send + Sync {
     /// Every session, oldest first.
     async fn sessions(&self) -> Result<Vec<StoredSession>, StoreError>;
 
-    /// Records a new task and its chain, in one transaction
-    /// ([`StoreError::Exists`] if the id is taken).
-    async fn create_task(&self, chain: &StoredChain, task: &StoredTask) -> Result<(), StoreError>;
+    /// Records a new task, and its chain when given (else the task's
+    /// chain exists: a session's), in one transaction
+    /// ([`StoreError::Exists`] if an id is taken).
+    async fn create_task(&self, chain: Option<&StoredChain>, task: &StoredTask) -> Result<(), StoreError>;
 
     /// The task, if there is one with this id (its owner read from its
     /// chain).

@@ -78,7 +78,8 @@ const SQLITE_SCHEMA: &[&str] = &[
         cells TEXT NOT NULL
     )",
     "CREATE TABLE IF NOT EXISTS tasks (
-        task_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        task_id TEXT PRIMARY KEY,
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
         ttl_ms BIGINT NOT NULL,
@@ -133,7 +134,8 @@ const POSTGRES_SCHEMA: &[&str] = &[
         cells TEXT NOT NULL
     )",
     "CREATE TABLE IF NOT EXISTS tasks (
-        task_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        task_id TEXT PRIMARY KEY,
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
         ttl_ms BIGINT NOT NULL,
@@ -833,11 +835,13 @@ impl ChainStore for SqlStore {
         Ok(sessions)
     }
 
-    async fn create_task(&self, chain: &StoredChain, task: &StoredTask) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO tasks (task_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
-                           VALUES ($1, $2, $3, $4, $5, $6)";
-        let policy = to_json(&chain.policy, "the policy")?;
-        let seed = chain.seed.to_string();
+    async fn create_task(&self, chain: Option<&StoredChain>, task: &StoredTask) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO tasks (task_id, chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
+                           VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        let chain = match chain {
+            Some(chain) => Some((chain, to_json(&chain.policy, "the policy")?, chain.seed.to_string())),
+            None => None,
+        };
         let outcome = task.outcome.as_ref().map(|o| to_json(o, "the outcome")).transpose()?;
         let ttl_ms = i64::try_from(task.ttl_ms).unwrap_or(i64::MAX);
         let fail = |e: sqlx::Error| {
@@ -849,19 +853,22 @@ impl ChainStore for SqlStore {
         };
         on_pool!(self, |pool, begin| {
             let mut tx = pool.begin_with(begin).await.map_err(fail)?;
-            sqlx::query(INSERT_CHAIN)
-                .bind(&chain.chain_id)
-                .bind(&chain.script)
-                .bind(&policy)
-                .bind(&seed)
-                .bind(&chain.created_at)
-                .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
-                .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
-                .execute(&mut *tx)
-                .await
-                .map_err(fail)?;
+            if let Some((chain, policy, seed)) = &chain {
+                sqlx::query(INSERT_CHAIN)
+                    .bind(&chain.chain_id)
+                    .bind(&chain.script)
+                    .bind(policy)
+                    .bind(seed)
+                    .bind(&chain.created_at)
+                    .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
+                    .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+            }
             sqlx::query(SQL)
                 .bind(&task.task_id)
+                .bind(&task.chain_id)
                 .bind(&task.created_at)
                 .bind(&task.updated_at)
                 .bind(ttl_ms)
@@ -875,10 +882,11 @@ impl ChainStore for SqlStore {
     }
 
     async fn task(&self, task_id: &str) -> Result<Option<StoredTask>, StoreError> {
-        const SQL: &str = "SELECT t.created_at, t.updated_at, t.ttl_ms, t.cancel_requested, t.outcome, \
+        const SQL: &str = "SELECT t.chain_id, t.created_at, t.updated_at, t.ttl_ms, t.cancel_requested, t.outcome, \
                            c.owner_issuer, c.owner_subject \
-                           FROM tasks t JOIN chains c ON c.chain_id = t.task_id WHERE t.task_id = $1";
+                           FROM tasks t JOIN chains c ON c.chain_id = t.chain_id WHERE t.task_id = $1";
         type Row = (
+            String,
             String,
             String,
             i64,
@@ -892,12 +900,13 @@ impl ChainStore for SqlStore {
             .fetch_optional(pool)
             .await)
         .map_err(|e| backend("reading the task", &e))?;
-        let Some((created_at, updated_at, ttl_ms, cancel_requested, outcome, issuer, subject)) = row else {
+        let Some((chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome, issuer, subject)) = row else {
             return Ok(None);
         };
         Ok(Some(StoredTask {
             owner: owner_from_sql(issuer, subject, task_id)?,
             task_id: task_id.to_owned(),
+            chain_id,
             created_at,
             updated_at,
             ttl_ms: u64::try_from(ttl_ms).unwrap_or(0),

@@ -4,7 +4,8 @@
 //! extension yet): a client that declares it gets a task for its
 //! `run_chain`, polls it on the other node, answers its input request
 //! there, cancels it there, and a task whose node is killed is finished by
-//! the other one from its journal.
+//! the other one from its journal; a session's cells run as tasks the same
+//! way, and a cancelled one is dropped while its session lives on.
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -47,12 +48,12 @@ async fn rpc_async(addr: SocketAddr, method: &'static str, params: Value) -> Val
 /// Starts `code` as a task on `addr`: its id, after checking the task's
 /// fields.
 async fn start(addr: SocketAddr, code: &str) -> String {
-    let created = rpc_async(
-        addr,
-        "tools/call",
-        json!({"name": "run_chain", "arguments": {"code": code}}),
-    )
-    .await;
+    start_with(addr, json!({"code": code})).await
+}
+
+/// [`start`] with these `run_chain` arguments.
+async fn start_with(addr: SocketAddr, arguments: Value) -> String {
+    let created = rpc_async(addr, "tools/call", json!({"name": "run_chain", "arguments": arguments})).await;
     let task = &created["result"];
     assert_eq!(task["resultType"], "task", "{created:#}");
     assert_eq!(task["status"], "working", "{created:#}");
@@ -199,6 +200,118 @@ async fn a_task_whose_node_is_killed_is_finished_by_the_other_node() {
         2,
         "the call journaled before the kill did not run again"
     );
+}
+
+/// Runs `code` as a task of `session` started on `on` and polled to its
+/// end on `polled`: the completed task's tool result.
+async fn cell_task(on: SocketAddr, polled: SocketAddr, session: &str, code: &str) -> Value {
+    let task_id = start_with(on, json!({"code": code, "session": session})).await;
+    assert!(task_id.starts_with("task_"), "{task_id}");
+    let done = poll(polled, &task_id, "completed", Duration::from_secs(60)).await;
+    done["result"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_cells_run_as_tasks_on_either_node_and_keep_their_names() {
+    let Some((_pg, url)) = postgres("tasks_session").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let first = cell_task(
+        a.addr,
+        b.addr,
+        "new",
+        "x = await bump(n=1)
+x",
+    )
+    .await;
+    assert_eq!(first["structuredContent"]["output"], 10, "{first:#}");
+    assert_eq!(first["structuredContent"]["cell"], 1);
+    let session = first["structuredContent"]["session_id"]
+        .as_str()
+        .expect("a session")
+        .to_owned();
+
+    // A cell that waits for approval, answered on the other node.
+    let task_id = start_with(
+        b.addr,
+        json!({"code": "r = await wire(amount=x)
+[x, r]", "session": session}),
+    )
+    .await;
+    poll(a.addr, &task_id, "input_required", Duration::from_secs(60)).await;
+    let answer = json!({"approval": {"action": "accept", "content": {"approve": true}}});
+    let ack = rpc_async(
+        a.addr,
+        "tasks/update",
+        json!({"taskId": task_id, "inputResponses": answer}),
+    )
+    .await;
+    assert!(ack.get("error").is_none(), "{ack:#}");
+    let done = poll(b.addr, &task_id, "completed", Duration::from_secs(60)).await;
+    assert_eq!(
+        done["result"]["structuredContent"]["output"],
+        json!([10, "sent 10"]),
+        "{done:#}"
+    );
+    assert_eq!(done["result"]["structuredContent"]["cell"], 2);
+
+    let third = cell_task(b.addr, a.addr, &session, "[x, r, await bump(n=3)]").await;
+    assert_eq!(
+        third["structuredContent"]["output"],
+        json!([10, "sent 10", 30]),
+        "{third:#}"
+    );
+    assert_eq!((fx.runs("bump"), fx.runs("wire")), (2, 1), "each call ran once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_cell_task_is_dropped_and_its_session_lives_on() {
+    let Some((_pg, url)) = postgres("tasks_session_cancel").await else {
+        return;
+    };
+    let fx = Fixture::new();
+    let (a, b) = (fx.node("a", &url, &[]), fx.node("b", &url, &[]));
+    let first = cell_task(a.addr, a.addr, "new", "x = 1").await;
+    let session = first["structuredContent"]["session_id"]
+        .as_str()
+        .expect("a session")
+        .to_owned();
+
+    // Cancelled while it waits for approval: no node runs it.
+    let task_id = start_with(
+        a.addr,
+        json!({"code": "x = 2
+await wire(amount=1)", "session": session}),
+    )
+    .await;
+    poll(b.addr, &task_id, "input_required", Duration::from_secs(60)).await;
+    let ack = rpc_async(b.addr, "tasks/cancel", json!({"taskId": task_id})).await;
+    assert!(ack.get("error").is_none(), "{ack:#}");
+    poll(a.addr, &task_id, "cancelled", Duration::from_secs(20)).await;
+
+    // Cancelled while it runs, on the other node.
+    let task_id = start_with(
+        a.addr,
+        json!({"code": "x = 3
+await nap(s=30)", "session": session}),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fx.runs("nap") == 0 {
+        assert!(Instant::now() < deadline, "nap never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ack = rpc_async(b.addr, "tasks/cancel", json!({"taskId": task_id})).await;
+    assert!(ack.get("error").is_none(), "{ack:#}");
+    poll(b.addr, &task_id, "cancelled", Duration::from_secs(20)).await;
+
+    // Neither cell is kept; the session runs its next cell.
+    let next = cell_task(b.addr, a.addr, &session, "x").await;
+    assert_eq!(next["structuredContent"]["output"], 1, "{next:#}");
+    assert_eq!(next["structuredContent"]["cell"], 4);
+    assert_eq!(fx.runs("wire"), 0);
 }
 
 /// rmcp's own client, which speaks the extension: it declares it at

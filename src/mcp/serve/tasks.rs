@@ -62,20 +62,41 @@ impl ChainServer {
     }
 
     /// Stores a task running `code` for `caller` (its chain and its row, in
-    /// one transaction), starts it on this node, and answers with it.
+    /// one transaction), starts it on this node, and answers with it. With
+    /// `session` (`new` or an id), the task is the session's next cell: the
+    /// cell is recorded in the session first ([`Durable::start_cell`]), and
+    /// a session that cannot take it answers at once, as without tasks.
     pub(super) async fn create_task(
         &self,
         store: &DurableServe,
         code: &str,
+        session: Option<&str>,
         caller: Option<&Principal>,
     ) -> Result<CallToolResponse, ErrorData> {
         let durable = store.durable.clone().with_principal(caller.cloned());
         let policy = &self.inner.policy;
-        let chain = durable.new_chain(code, policy).map_err(|e| store_error(&e))?;
+        let (chain, chain_id) = match session {
+            None => {
+                let chain = durable.new_chain(code, policy).map_err(|e| store_error(&e))?;
+                let id = chain.chain_id.clone();
+                (Some(chain), id)
+            }
+            Some(session) => match durable.start_cell(session, code, policy).await {
+                Ok(Ok(id)) => (None, id),
+                Ok(Err(refusal)) => return Ok(call_tool_result(&refusal.into_result()).into()),
+                Err(e) => return Err(store_error(&e)),
+            },
+        };
         let now = utc_now_rfc3339();
         let task = StoredTask {
-            task_id: chain.chain_id.clone(),
-            owner: chain.owner.clone(),
+            // A chain's task is named as its chain; a session's cell's
+            // task has a name of its own (a session runs many).
+            task_id: match chain {
+                Some(_) => chain_id.clone(),
+                None => format!("task_{}", uuid::Uuid::new_v4().simple()),
+            },
+            chain_id,
+            owner: caller.map(|p| p.owner.clone()),
             created_at: now.clone(),
             updated_at: now,
             ttl_ms: (policy.task_ttl_s * 1000.0) as u64,
@@ -84,10 +105,10 @@ impl ChainServer {
         };
         durable
             .store()
-            .create_task(&chain, &task)
+            .create_task(chain.as_ref(), &task)
             .await
             .map_err(|e| store_error(&DurableError::Store(e)))?;
-        self.drive_task(durable, &task.task_id);
+        self.drive_task(durable, &task);
         Ok(CreateTaskResult::new(task_of(&task, TaskStatus::Working, &task.updated_at)).into())
     }
 
@@ -97,7 +118,8 @@ impl ChainServer {
     /// it keeps it (its claim: the run ends at once). When the chain ends,
     /// its outcome is recorded; when it suspends, its pending call is the
     /// task's input request.
-    fn drive_task(&self, durable: Durable, task_id: &str) {
+    fn drive_task(&self, durable: Durable, task: &StoredTask) {
+        let task_id = task.task_id.as_str();
         let cancel = {
             let mut running = self
                 .inner
@@ -113,6 +135,7 @@ impl ChainServer {
         };
         let server = self.clone();
         let task_id = task_id.to_owned();
+        let chain_id = task.chain_id.clone();
         tokio::spawn(async move {
             let store = durable.store().clone();
             let watch = async {
@@ -128,7 +151,7 @@ impl ChainServer {
             };
             let runner = durable.clone().cancelled_by(cancel.clone());
             let defer = Approval::defer();
-            let run = runner.resume(&task_id, &server.inner.registry, &defer);
+            let run = runner.resume(&chain_id, &server.inner.registry, &defer);
             tokio::pin!(run);
             let ended = tokio::select! {
                 ended = &mut run => ended,
@@ -148,7 +171,7 @@ impl ChainServer {
                 Err(e) => Some(json!({ outcome::FAILED: store_error(&e) })),
             };
             if let Some(outcome) = outcome {
-                end(&durable, &task_id, &outcome).await;
+                end(&durable, &task_id, &chain_id, &outcome).await;
             }
             server
                 .inner
@@ -171,13 +194,13 @@ impl ChainServer {
         let durable = store.durable.clone().with_principal(caller);
         let (payload, updated) = match &task.outcome {
             Some(outcome) => (payload_of(outcome), task.updated_at.clone()),
-            None => match self.pending(store, &task.task_id).await? {
+            None => match self.pending(store, &task.chain_id).await? {
                 Some(pending) => {
-                    let input_requests = approval_requests(&pending_request(&task.task_id, &pending));
+                    let input_requests = approval_requests(&pending_request(&task.chain_id, &pending));
                     (TaskPayload::InputRequired { input_requests }, pending.requested_at)
                 }
                 None => {
-                    self.drive_task(durable, &task.task_id);
+                    self.drive_task(durable, &task);
                     (TaskPayload::Working, task.updated_at.clone())
                 }
             },
@@ -199,7 +222,7 @@ impl ChainServer {
     ) -> Result<(), ErrorData> {
         let (store, caller) = self.task_store(&context)?;
         let task = self.task_of_caller(store, &params.task_id, caller.as_ref()).await?;
-        let Some(pending) = self.pending(store, &task.task_id).await? else {
+        let Some(pending) = self.pending(store, &task.chain_id).await? else {
             return Err(ErrorData::invalid_params(
                 format!("task {:?} waits on no input", task.task_id),
                 None,
@@ -213,14 +236,14 @@ impl ChainServer {
             .map_err(|e| ErrorData::invalid_params(format!("the `{APPROVAL_INPUT}` input response: {e}"), None))?;
         let durable = store.durable.clone().with_principal(caller);
         match durable
-            .decide_call(&task.task_id, Some(pending.seq), decision_of(&answer), DECIDED_BY)
+            .decide_call(&task.chain_id, Some(pending.seq), decision_of(&answer), DECIDED_BY)
             .await
         {
             // Answered already: the first answer stands.
             Ok(_) | Err(DurableError::Store(StoreError::NotPending { .. })) => {}
             Err(e) => return Err(store_error(&e)),
         }
-        self.drive_task(durable, &task.task_id);
+        self.drive_task(durable, &task);
         Ok(())
     }
 
@@ -252,11 +275,21 @@ impl ChainServer {
             None => {
                 let claimant = format!("pid {} cancel {}", std::process::id(), uuid::Uuid::new_v4().simple());
                 match chains
-                    .claim(&task.task_id, &claimant, crate::durable::CLAIM_LEASE)
+                    .claim(&task.chain_id, &claimant, crate::durable::CLAIM_LEASE)
                     .await
                 {
-                    // Nobody runs it: it ends now.
-                    Ok(Claim::Won) => end(&store.durable, &task.task_id, &json!({ outcome::CANCELLED: null })).await,
+                    // Nobody runs it: it ends now (a session's cell
+                    // dropped, the session kept).
+                    Ok(Claim::Won) => {
+                        if task.chain_id != task.task_id {
+                            let durable = store.durable.clone().with_principal(caller.clone());
+                            let dropped = durable.drop_waiting_cell(&task.chain_id).await;
+                            chains.release(&task.chain_id, &claimant).await.map_err(fail)?;
+                            dropped.map_err(|e| store_error(&e))?;
+                        }
+                        let cancelled = json!({ outcome::CANCELLED: null });
+                        end(&store.durable, &task.task_id, &task.chain_id, &cancelled).await;
+                    }
                     // Its node sees the request and stops it.
                     Ok(Claim::HeldBy(_) | Claim::Finished(_)) => {}
                     Err(e) => return Err(fail(e)),
@@ -315,14 +348,16 @@ impl ChainServer {
 }
 
 /// Records the task's outcome (the first one stands) and, for a
-/// cancellation, finishes its chain so that nothing resumes it.
-async fn end(durable: &Durable, task_id: &str, outcome: &Value) {
+/// cancellation, finishes its chain so that nothing resumes it (a chain's
+/// task only: a session's cell was dropped, and its session lives on).
+async fn end(durable: &Durable, task_id: &str, chain_id: &str, outcome: &Value) {
     let store = durable.store();
     if let Err(e) = store.end_task(task_id, outcome).await {
         tracing::error!(task_id, error = %e, "recording a task's outcome failed");
         return;
     }
     if outcome.get(outcome::CANCELLED).is_some()
+        && chain_id == task_id
         && let Err(e) = store.finish(task_id, outcome).await
     {
         tracing::error!(task_id, error = %e, "finishing a cancelled task's chain failed");
