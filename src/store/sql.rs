@@ -161,6 +161,37 @@ const SQLITE_CHAINS_COLUMNS: &str = "SELECT name FROM pragma_table_info('chains'
 const POSTGRES_CHAINS_COLUMNS: &str = "SELECT column_name::TEXT FROM information_schema.columns \
                                        WHERE table_schema = current_schema() AND table_name = 'chains'";
 
+/// The `tasks` columns a database has (SQLite; PostgreSQL's below).
+const SQLITE_TASKS_COLUMNS: &str = "SELECT name FROM pragma_table_info('tasks')";
+const POSTGRES_TASKS_COLUMNS: &str = "SELECT column_name::TEXT FROM information_schema.columns \
+                                      WHERE table_schema = current_schema() AND table_name = 'tasks'";
+
+/// A `tasks` table made before a session's cell could be a task (its
+/// `task_id` was its chain's id, and a key into `chains`) gets `chain_id`,
+/// each old task's own id. SQLite cannot drop the old key: the table is
+/// made again and its rows copied.
+const SQLITE_TASKS_CHAIN_ID: &[&str] = &[
+    "ALTER TABLE tasks RENAME TO tasks_before_chain_id",
+    "CREATE TABLE tasks (
+        task_id TEXT PRIMARY KEY,
+        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        ttl_ms BIGINT NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        outcome TEXT
+    )",
+    "INSERT INTO tasks (task_id, chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
+     SELECT task_id, task_id, created_at, updated_at, ttl_ms, cancel_requested, outcome FROM tasks_before_chain_id",
+    "DROP TABLE tasks_before_chain_id",
+];
+const POSTGRES_TASKS_CHAIN_ID: &[&str] = &[
+    "ALTER TABLE tasks DROP CONSTRAINT IF EXISTS tasks_task_id_fkey",
+    "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS chain_id TEXT REFERENCES chains (chain_id)",
+    "UPDATE tasks SET chain_id = task_id WHERE chain_id IS NULL",
+    "ALTER TABLE tasks ALTER COLUMN chain_id SET NOT NULL",
+];
+
 /// PostgreSQL runs `CREATE TABLE IF NOT EXISTS` of two processes at once
 /// into a unique violation of its catalog: the schema is created under
 /// this advisory lock (an arbitrary constant, "chainbox" in ASCII).
@@ -252,7 +283,8 @@ impl SqlStore {
     }
 
     /// Creates the tables that are missing and adds the columns a table
-    /// made by an older chainbox lacks ([`ADDED_CHAINS_COLUMNS`]), in one
+    /// made by an older chainbox lacks ([`ADDED_CHAINS_COLUMNS`], `tasks`'s
+    /// `chain_id`: [`SQLITE_TASKS_CHAIN_ID`]), in one
     /// transaction (on PostgreSQL under [`POSTGRES_SCHEMA_LOCK`]), so two
     /// processes connecting at once neither race nor add a column twice.
     async fn create_schema(&self) -> Result<(), StoreError> {
@@ -275,6 +307,15 @@ impl SqlStore {
                             .execute(&mut *tx)
                             .await
                             .map_err(fail)?;
+                    }
+                }
+                let columns: Vec<String> = sqlx::query_scalar(SQLITE_TASKS_COLUMNS)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+                if !columns.iter().any(|c| c == "chain_id") {
+                    for statement in SQLITE_TASKS_CHAIN_ID {
+                        sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
                     }
                 }
                 tx.commit().await.map_err(fail)
@@ -302,6 +343,15 @@ impl SqlStore {
                             .execute(&mut *tx)
                             .await
                             .map_err(fail)?;
+                    }
+                }
+                let columns: Vec<String> = sqlx::query_scalar(POSTGRES_TASKS_COLUMNS)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+                if !columns.iter().any(|c| c == "chain_id") {
+                    for statement in POSTGRES_TASKS_CHAIN_ID {
+                        sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
                     }
                 }
                 tx.commit().await.map_err(fail)

@@ -614,6 +614,79 @@ async fn a_postgres_database_made_before_owners_gets_the_owner_columns_on_connec
     the_columns_are_added_to_a_database_made_before_owners(&url).await;
 }
 
+/// The `tasks` table as chainbox made it before a session's cell could be
+/// a task (its id a key into `chains`), and one task of that time.
+const TASKS_BEFORE_CHAIN_ID: [&str; 2] = [
+    "CREATE TABLE tasks (
+        task_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        ttl_ms BIGINT NOT NULL,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        outcome TEXT
+    )",
+    "INSERT INTO tasks (task_id, created_at, updated_at, ttl_ms) \
+     VALUES ('old', '2026-12-07T06:00:00Z', '2026-12-07T06:00:00Z', 86400000)",
+];
+
+/// A store on a database whose `tasks` lack `chain_id`: the old task reads
+/// back as its own chain's, and a task of a session (an id that is no
+/// chain's) can be stored.
+async fn tasks_get_chain_id_on_a_database_made_before_it(url: &str) {
+    let store = SqlStore::connect(url).await.expect("connect to the old database");
+    let old = store.task("old").await.expect("task").expect("the old task");
+    assert_eq!(old.chain_id, "old");
+    let task = chainbox::store::StoredTask {
+        task_id: "task_1".into(),
+        chain_id: "old".into(),
+        ..old
+    };
+    store.create_task(None, &task).await.expect("a session's task");
+    assert_eq!(
+        store.task("task_1").await.expect("task").map(|t| t.chain_id),
+        Some("old".into())
+    );
+    store.close().await;
+    SqlStore::connect(url).await.expect("connect again").close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sqlite_database_made_before_tasks_had_chain_ids_gets_them_on_connect() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite:{}", dir.path().join("old.db").display());
+    {
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url)
+            .expect("URL")
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.expect("raw connect");
+        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN]
+            .into_iter()
+            .chain(TASKS_BEFORE_CHAIN_ID)
+        {
+            sqlx::query(sql).execute(&pool).await.expect(sql);
+        }
+        pool.close().await;
+    }
+    tasks_get_chain_id_on_a_database_made_before_it(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_database_made_before_tasks_had_chain_ids_gets_them_on_connect() {
+    let Some(server) = PgServer::start() else { return };
+    let url = server.create_database("before_task_chain_ids").await;
+    {
+        let pool = sqlx::PgPool::connect(&url).await.expect("raw connect");
+        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN]
+            .into_iter()
+            .chain(TASKS_BEFORE_CHAIN_ID)
+        {
+            sqlx::query(sql).execute(&pool).await.expect(sql);
+        }
+        pool.close().await;
+    }
+    tasks_get_chain_id_on_a_database_made_before_it(&url).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_url_of_an_unknown_scheme_is_refused_by_its_scheme_alone() {
     let refused = store::connect("mysql://root:hunter2@db/chains").await.map(drop);
