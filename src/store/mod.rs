@@ -216,6 +216,17 @@ pub enum StoreError {
     /// number was written already.
     #[error("{0} exists already")]
     Exists(String),
+    /// The database's schema is a newer chainbox's: this one does not
+    /// know its tables, and leaves them alone.
+    #[error(
+        "the chain store's schema is version {found}, newer than this chainbox's ({supported}): use a chainbox at least as new as the one that migrated it"
+    )]
+    SchemaTooNew {
+        /// The version the database records.
+        found: i64,
+        /// The newest this chainbox knows.
+        supported: i64,
+    },
     /// A store URL names no store chainbox knows (its scheme, never the
     /// rest: a PostgreSQL URL may hold a password).
     #[error("unknown store URL scheme {0:?}: expected memory:, sqlite:PATH or postgres://...")]

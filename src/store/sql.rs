@@ -38,7 +38,7 @@ const CLAIM_ATTEMPTS: usize = 16;
 
 /// The schema on SQLite, created on connect.
 const SQLITE_SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS chains (
+    "CREATE TABLE IF NOT EXISTS chainbox_chains (
         chain_id TEXT PRIMARY KEY,
         script TEXT NOT NULL,
         policy TEXT NOT NULL,
@@ -52,24 +52,24 @@ const SQLITE_SCHEMA: &[&str] = &[
         owner_issuer TEXT,
         owner_subject TEXT
     )",
-    "CREATE TABLE IF NOT EXISTS journal (
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+    "CREATE TABLE IF NOT EXISTS chainbox_journal (
+        chain_id TEXT NOT NULL REFERENCES chainbox_chains (chain_id),
         seq INTEGER NOT NULL,
         entry TEXT NOT NULL,
         PRIMARY KEY (chain_id, seq)
     )",
-    "CREATE TABLE IF NOT EXISTS decisions (
+    "CREATE TABLE IF NOT EXISTS chainbox_decisions (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        chain_id TEXT NOT NULL REFERENCES chainbox_chains (chain_id),
         seq INTEGER NOT NULL,
         decision TEXT NOT NULL,
         decided_by TEXT NOT NULL,
         decided_at TEXT NOT NULL
     )",
-    "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
-    "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
-    "CREATE TABLE IF NOT EXISTS sessions (
-        session_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+    "CREATE INDEX IF NOT EXISTS chainbox_decisions_by_chain ON chainbox_decisions (chain_id, id)",
+    "CREATE INDEX IF NOT EXISTS chainbox_chains_pending ON chainbox_chains (chain_id) WHERE pending IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS chainbox_sessions (
+        session_id TEXT PRIMARY KEY REFERENCES chainbox_chains (chain_id),
         interpreter TEXT NOT NULL,
         created_at TEXT NOT NULL,
         last_used_at TEXT NOT NULL,
@@ -77,16 +77,16 @@ const SQLITE_SCHEMA: &[&str] = &[
         ended TEXT,
         cells TEXT NOT NULL
     )",
-    "CREATE TABLE IF NOT EXISTS tasks (
+    "CREATE TABLE IF NOT EXISTS chainbox_tasks (
         task_id TEXT PRIMARY KEY,
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        chain_id TEXT NOT NULL REFERENCES chainbox_chains (chain_id),
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
         ttl_ms BIGINT NOT NULL,
         cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
         outcome TEXT
     )",
-    "CREATE TABLE IF NOT EXISTS secrets (
+    "CREATE TABLE IF NOT EXISTS chainbox_secrets (
         name TEXT PRIMARY KEY,
         value TEXT NOT NULL
     )",
@@ -94,7 +94,7 @@ const SQLITE_SCHEMA: &[&str] = &[
 
 /// The schema on PostgreSQL: SQLite's, with PostgreSQL's integer types.
 const POSTGRES_SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS chains (
+    "CREATE TABLE IF NOT EXISTS chainbox_chains (
         chain_id TEXT PRIMARY KEY,
         script TEXT NOT NULL,
         policy TEXT NOT NULL,
@@ -108,24 +108,24 @@ const POSTGRES_SCHEMA: &[&str] = &[
         owner_issuer TEXT,
         owner_subject TEXT
     )",
-    "CREATE TABLE IF NOT EXISTS journal (
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+    "CREATE TABLE IF NOT EXISTS chainbox_journal (
+        chain_id TEXT NOT NULL REFERENCES chainbox_chains (chain_id),
         seq BIGINT NOT NULL,
         entry TEXT NOT NULL,
         PRIMARY KEY (chain_id, seq)
     )",
-    "CREATE TABLE IF NOT EXISTS decisions (
+    "CREATE TABLE IF NOT EXISTS chainbox_decisions (
         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        chain_id TEXT NOT NULL REFERENCES chainbox_chains (chain_id),
         seq BIGINT NOT NULL,
         decision TEXT NOT NULL,
         decided_by TEXT NOT NULL,
         decided_at TEXT NOT NULL
     )",
-    "CREATE INDEX IF NOT EXISTS decisions_by_chain ON decisions (chain_id, id)",
-    "CREATE INDEX IF NOT EXISTS chains_pending ON chains (chain_id) WHERE pending IS NOT NULL",
-    "CREATE TABLE IF NOT EXISTS sessions (
-        session_id TEXT PRIMARY KEY REFERENCES chains (chain_id),
+    "CREATE INDEX IF NOT EXISTS chainbox_decisions_by_chain ON chainbox_decisions (chain_id, id)",
+    "CREATE INDEX IF NOT EXISTS chainbox_chains_pending ON chainbox_chains (chain_id) WHERE pending IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS chainbox_sessions (
+        session_id TEXT PRIMARY KEY REFERENCES chainbox_chains (chain_id),
         interpreter TEXT NOT NULL,
         created_at TEXT NOT NULL,
         last_used_at TEXT NOT NULL,
@@ -133,38 +133,37 @@ const POSTGRES_SCHEMA: &[&str] = &[
         ended TEXT,
         cells TEXT NOT NULL
     )",
-    "CREATE TABLE IF NOT EXISTS tasks (
+    "CREATE TABLE IF NOT EXISTS chainbox_tasks (
         task_id TEXT PRIMARY KEY,
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
+        chain_id TEXT NOT NULL REFERENCES chainbox_chains (chain_id),
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
         ttl_ms BIGINT NOT NULL,
         cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
         outcome TEXT
     )",
-    "CREATE TABLE IF NOT EXISTS secrets (
+    "CREATE TABLE IF NOT EXISTS chainbox_secrets (
         name TEXT PRIMARY KEY,
         value TEXT NOT NULL
     )",
 ];
 
+/// The schema's version: what a database's `chainbox_schema` records once
+/// [`SqlStore::connect`] has brought it there. 1: the tables prefixed
+/// `chainbox_`. A later change to the tables bumps it and adds its
+/// migration; a chainbox that finds a higher version refuses the database.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The table recording the schema's version (one row per migration).
+const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS chainbox_schema (version BIGINT NOT NULL)";
+
+/// The tables chainbox made before they were prefixed.
+const LEGACY_TABLES: [&str; 6] = ["chains", "journal", "decisions", "sessions", "tasks", "secrets"];
+
 /// The columns of `chains` added after its first schema: a database made
-/// before them gets them on connect ([`SqlStore::connect`]), null in its
-/// old rows. Nullable TEXT on both engines.
+/// before them gets them as it is migrated, null in its old rows.
+/// Nullable TEXT on both engines.
 const ADDED_CHAINS_COLUMNS: &[&str] = &["owner_issuer", "owner_subject"];
-
-/// The `chains` columns a database has (SQLite).
-const SQLITE_CHAINS_COLUMNS: &str = "SELECT name FROM pragma_table_info('chains')";
-
-/// The `chains` columns a database has (PostgreSQL: the table the
-/// connection's search path finds, as the schema's statements do).
-const POSTGRES_CHAINS_COLUMNS: &str = "SELECT column_name::TEXT FROM information_schema.columns \
-                                       WHERE table_schema = current_schema() AND table_name = 'chains'";
-
-/// The `tasks` columns a database has (SQLite; PostgreSQL's below).
-const SQLITE_TASKS_COLUMNS: &str = "SELECT name FROM pragma_table_info('tasks')";
-const POSTGRES_TASKS_COLUMNS: &str = "SELECT column_name::TEXT FROM information_schema.columns \
-                                      WHERE table_schema = current_schema() AND table_name = 'tasks'";
 
 /// A `tasks` table made before a session's cell could be a task (its
 /// `task_id` was its chain's id, and a key into `chains`) gets `chain_id`,
@@ -191,6 +190,74 @@ const POSTGRES_TASKS_CHAIN_ID: &[&str] = &[
     "UPDATE tasks SET chain_id = task_id WHERE chain_id IS NULL",
     "ALTER TABLE tasks ALTER COLUMN chain_id SET NOT NULL",
 ];
+
+/// The engine of a store's database, for the SQL that differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+impl Engine {
+    /// The statements that create the current schema's tables.
+    fn schema(self) -> &'static [&'static str] {
+        match self {
+            Engine::Sqlite => SQLITE_SCHEMA,
+            Engine::Postgres => POSTGRES_SCHEMA,
+        }
+    }
+
+    /// Which of [`LEGACY_TABLES`] the database has (PostgreSQL: in the
+    /// schema the connection's search path finds, as the statements do).
+    fn legacy_tables(self) -> String {
+        let names = LEGACY_TABLES.map(|t| format!("'{t}'")).join(", ");
+        match self {
+            Engine::Sqlite => format!("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({names})"),
+            Engine::Postgres => format!(
+                "SELECT table_name::TEXT FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name IN ({names})"
+            ),
+        }
+    }
+
+    /// The columns `table` (a constant of this file) has.
+    fn columns_of(self, table: &str) -> String {
+        match self {
+            Engine::Sqlite => format!("SELECT name FROM pragma_table_info('{table}')"),
+            Engine::Postgres => format!(
+                "SELECT column_name::TEXT FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = '{table}'"
+            ),
+        }
+    }
+
+    /// What brings a database chainbox made before its tables were
+    /// prefixed (its `tables`, the columns of its `chains` and `tasks`) to
+    /// the current schema, but for the tables it lacked (the schema's
+    /// statements make those): the columns added since, then each table
+    /// renamed (the foreign keys follow), its old indexes dropped.
+    fn legacy_migration(self, tables: &[String], chains: &[String], tasks: &[String]) -> Vec<String> {
+        let mut statements = Vec::new();
+        for column in ADDED_CHAINS_COLUMNS {
+            if !chains.iter().any(|c| c == column) {
+                statements.push(format!("ALTER TABLE chains ADD COLUMN {column} TEXT"));
+            }
+        }
+        if tables.iter().any(|t| t == "tasks") && !tasks.iter().any(|c| c == "chain_id") {
+            let migration = match self {
+                Engine::Sqlite => SQLITE_TASKS_CHAIN_ID,
+                Engine::Postgres => POSTGRES_TASKS_CHAIN_ID,
+            };
+            statements.extend(migration.iter().map(|s| (*s).to_owned()));
+        }
+        statements.push("DROP INDEX IF EXISTS decisions_by_chain".to_owned());
+        statements.push("DROP INDEX IF EXISTS chains_pending".to_owned());
+        for table in tables {
+            statements.push(format!("ALTER TABLE {table} RENAME TO chainbox_{table}"));
+        }
+        statements
+    }
+}
 
 /// PostgreSQL runs `CREATE TABLE IF NOT EXISTS` of two processes at once
 /// into a unique violation of its catalog: the schema is created under
@@ -282,86 +349,81 @@ impl SqlStore {
         on_pool!(self, |pool, _begin| pool.close().await);
     }
 
-    /// Creates the tables that are missing and adds the columns a table
-    /// made by an older chainbox lacks ([`ADDED_CHAINS_COLUMNS`], `tasks`'s
-    /// `chain_id`: [`SQLITE_TASKS_CHAIN_ID`]), in one
-    /// transaction (on PostgreSQL under [`POSTGRES_SCHEMA_LOCK`]), so two
-    /// processes connecting at once neither race nor add a column twice.
+    /// Brings the database's schema to [`SCHEMA_VERSION`], in one
+    /// transaction (SQLite's write lock; on PostgreSQL under
+    /// [`POSTGRES_SCHEMA_LOCK`]), so processes connecting at once neither
+    /// race nor migrate twice: a database without chainbox's tables gets
+    /// them; one that chainbox made before its tables were prefixed (no
+    /// `chainbox_schema`, and a `chains` table with chainbox's columns)
+    /// gets the columns its tables lacked, then its tables renamed; one of a
+    /// newer chainbox is refused ([`StoreError::SchemaTooNew`]), untouched.
     async fn create_schema(&self) -> Result<(), StoreError> {
         let fail = |e: sqlx::Error| backend("creating the schema", &e);
-        match &self.pool {
-            Pool::Sqlite(pool) => {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(fail)?;
-                for statement in SQLITE_SCHEMA {
-                    sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
-                }
-                // SQLite has no `ADD COLUMN IF NOT EXISTS`: only the
-                // columns the table lacks are added.
-                let columns: Vec<String> = sqlx::query_scalar(SQLITE_CHAINS_COLUMNS)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(fail)?;
-                for column in ADDED_CHAINS_COLUMNS {
-                    if !columns.iter().any(|c| c == column) {
-                        sqlx::query(&format!("ALTER TABLE chains ADD COLUMN {column} TEXT"))
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(fail)?;
-                    }
-                }
-                let columns: Vec<String> = sqlx::query_scalar(SQLITE_TASKS_COLUMNS)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(fail)?;
-                if !columns.iter().any(|c| c == "chain_id") {
-                    for statement in SQLITE_TASKS_CHAIN_ID {
-                        sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
-                    }
-                }
-                tx.commit().await.map_err(fail)
-            }
-            Pool::Postgres(pool) => {
-                let mut tx = pool.begin().await.map_err(fail)?;
+        on_pool!(self, |pool, begin| {
+            let mut tx = pool.begin_with(begin).await.map_err(fail)?;
+            let engine = match &self.pool {
+                Pool::Sqlite(_) => Engine::Sqlite,
+                Pool::Postgres(_) => Engine::Postgres,
+            };
+            if engine == Engine::Postgres {
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
                     .bind(POSTGRES_SCHEMA_LOCK)
                     .execute(&mut *tx)
                     .await
                     .map_err(fail)?;
-                for statement in POSTGRES_SCHEMA {
-                    sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
+            }
+            sqlx::query(SCHEMA_TABLE).execute(&mut *tx).await.map_err(fail)?;
+            let version: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM chainbox_schema")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(fail)?;
+            match version {
+                Some(found) if found > SCHEMA_VERSION => {
+                    return Err(StoreError::SchemaTooNew {
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
                 }
-                // Read first: an `ALTER TABLE` takes the table's exclusive
-                // lock even when the column is there, and every connect
-                // would wait for the chains' open transactions.
-                let columns: Vec<String> = sqlx::query_scalar(POSTGRES_CHAINS_COLUMNS)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(fail)?;
-                for column in ADDED_CHAINS_COLUMNS {
-                    if !columns.iter().any(|c| c == column) {
-                        sqlx::query(&format!("ALTER TABLE chains ADD COLUMN IF NOT EXISTS {column} TEXT"))
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(fail)?;
+                Some(_) => {}
+                None => {
+                    let tables: Vec<String> = sqlx::query_scalar(&engine.legacy_tables())
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(fail)?;
+                    let chains: Vec<String> = sqlx::query_scalar(&engine.columns_of("chains"))
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(fail)?;
+                    let tasks: Vec<String> = sqlx::query_scalar(&engine.columns_of("tasks"))
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(fail)?;
+                    // chainbox's, not another application's table of that name.
+                    let legacy = ["chain_id", "script", "policy", "seed", "claimed_by"]
+                        .iter()
+                        .all(|c| chains.iter().any(|n| n == c));
+                    if legacy {
+                        for statement in engine.legacy_migration(&tables, &chains, &tasks) {
+                            sqlx::query(&statement).execute(&mut *tx).await.map_err(fail)?;
+                        }
                     }
-                }
-                let columns: Vec<String> = sqlx::query_scalar(POSTGRES_TASKS_COLUMNS)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(fail)?;
-                if !columns.iter().any(|c| c == "chain_id") {
-                    for statement in POSTGRES_TASKS_CHAIN_ID {
+                    for statement in engine.schema() {
                         sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
                     }
+                    sqlx::query("INSERT INTO chainbox_schema (version) VALUES ($1)")
+                        .bind(SCHEMA_VERSION)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(fail)?;
                 }
-                tx.commit().await.map_err(fail)
             }
-        }
+            tx.commit().await.map_err(fail)
+        })
     }
 
     /// Whether a chain with this id exists.
     async fn exists(&self, chain_id: &str) -> Result<bool, StoreError> {
-        const SQL: &str = "SELECT 1 FROM chains WHERE chain_id = $1";
+        const SQL: &str = "SELECT 1 FROM chainbox_chains WHERE chain_id = $1";
         let row = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(chain_id)
             .fetch_optional(pool)
@@ -427,7 +489,7 @@ const STATE_KEY_NAME: &str = "state_key";
 fn key_from_hex(text: &str) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
     let bad = || {
         StoreError::Backend(format!(
-            "secrets row {STATE_KEY_NAME:?}: not {STATE_KEY_BYTES} bytes of hex"
+            "chainbox_secrets row {STATE_KEY_NAME:?}: not {STATE_KEY_BYTES} bytes of hex"
         ))
     };
     if text.len() != 2 * STATE_KEY_BYTES || !text.is_ascii() {
@@ -452,19 +514,19 @@ fn owner_from_sql(
         (Some(issuer), Some(subject)) => Ok(Some(Owner { issuer, subject })),
         (None, None) => Ok(None),
         _ => Err(StoreError::Backend(format!(
-            "chains row of chain {chain_id:?}: owner_issuer and owner_subject are not both set or both null"
+            "chainbox_chains row of chain {chain_id:?}: owner_issuer and owner_subject are not both set or both null"
         ))),
     }
 }
 
 /// How a chain is created ([`ChainStore::create`], and a session's).
-const INSERT_CHAIN: &str = "INSERT INTO chains (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject) \
+const INSERT_CHAIN: &str = "INSERT INTO chainbox_chains (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject) \
                             VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
 /// The columns a session is read back from, its chain's owner with them.
 const SELECT_SESSIONS: &str = "SELECT s.session_id, s.interpreter, s.created_at, s.last_used_at, s.expires_at, \
                                s.ended, s.cells, c.owner_issuer, c.owner_subject \
-                               FROM sessions s JOIN chains c ON c.chain_id = s.session_id";
+                               FROM chainbox_sessions s JOIN chainbox_chains c ON c.chain_id = s.session_id";
 
 /// A row of [`SELECT_SESSIONS`].
 type SessionRow = (
@@ -485,7 +547,7 @@ fn session_from_sql(row: SessionRow) -> Result<StoredSession, StoreError> {
     Ok(StoredSession {
         owner: owner_from_sql(issuer, subject, &session_id)?,
         interpreter: interpreter_from_sql(&interpreter, &session_id)?,
-        cells: from_json(&cells, "sessions", "cells", &session_id)?,
+        cells: from_json(&cells, "chainbox_sessions", "cells", &session_id)?,
         created_at,
         last_used_at,
         expires_at,
@@ -505,7 +567,7 @@ fn interpreter_from_sql(text: &str, session_id: &str) -> Result<Interpreter, Sto
         "monty" => Ok(Interpreter::Monty),
         "cpython" => Ok(Interpreter::Cpython),
         _ => Err(StoreError::Backend(format!(
-            "sessions row of session {session_id:?}: interpreter {text:?} is neither monty nor cpython"
+            "chainbox_sessions row of session {session_id:?}: interpreter {text:?} is neither monty nor cpython"
         ))),
     }
 }
@@ -548,8 +610,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError> {
-        const SQL: &str =
-            "SELECT script, policy, seed, created_at, owner_issuer, owner_subject FROM chains WHERE chain_id = $1";
+        const SQL: &str = "SELECT script, policy, seed, created_at, owner_issuer, owner_subject FROM chainbox_chains WHERE chain_id = $1";
         type Row = (String, String, String, String, Option<String>, Option<String>);
         let row: Option<Row> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
             .bind(chain_id)
@@ -561,13 +622,13 @@ impl ChainStore for SqlStore {
         };
         let seed = seed.parse::<u64>().map_err(|e| {
             StoreError::Backend(format!(
-                "chains row of chain {chain_id:?}: seed {seed:?} is not a u64: {e}"
+                "chainbox_chains row of chain {chain_id:?}: seed {seed:?} is not a u64: {e}"
             ))
         })?;
         Ok(Some(StoredChain {
             chain_id: chain_id.to_owned(),
             script,
-            policy: from_json(&policy, "chains", "policy", chain_id)?,
+            policy: from_json(&policy, "chainbox_chains", "policy", chain_id)?,
             seed,
             created_at,
             owner: owner_from_sql(owner_issuer, owner_subject, chain_id)?,
@@ -575,7 +636,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn append(&self, chain_id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO journal (chain_id, seq, entry) VALUES ($1, $2, $3)";
+        const SQL: &str = "INSERT INTO chainbox_journal (chain_id, seq, entry) VALUES ($1, $2, $3)";
         let text = to_json(entry, "the journal entry")?;
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(chain_id)
@@ -598,7 +659,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
-        const SQL: &str = "SELECT entry FROM journal WHERE chain_id = $1 ORDER BY seq";
+        const SQL: &str = "SELECT entry FROM chainbox_journal WHERE chain_id = $1 ORDER BY seq";
         self.must_exist(chain_id).await?;
         let texts: Vec<String> = on_pool!(self, |pool, _begin| sqlx::query_scalar(SQL)
             .bind(chain_id)
@@ -607,12 +668,12 @@ impl ChainStore for SqlStore {
         .map_err(|e| backend("reading the journal", &e))?;
         texts
             .iter()
-            .map(|text| from_json(text, "journal", "entry", chain_id))
+            .map(|text| from_json(text, "chainbox_journal", "entry", chain_id))
             .collect()
     }
 
     async fn suspend(&self, chain_id: &str, pending: &PendingCall) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE chains SET pending = $1, pending_seq = $2 WHERE chain_id = $3";
+        const SQL: &str = "UPDATE chainbox_chains SET pending = $1, pending_seq = $2 WHERE chain_id = $3";
         let text = to_json(pending, "the pending call")?;
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(&text)
@@ -629,7 +690,8 @@ impl ChainStore for SqlStore {
     }
 
     async fn pending(&self) -> Result<Vec<PendingChain>, StoreError> {
-        const SQL: &str = "SELECT chain_id, pending, owner_issuer, owner_subject FROM chains WHERE pending IS NOT NULL";
+        const SQL: &str =
+            "SELECT chain_id, pending, owner_issuer, owner_subject FROM chainbox_chains WHERE pending IS NOT NULL";
         type Row = (String, String, Option<String>, Option<String>);
         let rows: Vec<Row> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_all(pool).await)
             .map_err(|e| backend("reading the pending calls", &e))?;
@@ -637,7 +699,7 @@ impl ChainStore for SqlStore {
             .into_iter()
             .map(|(chain_id, text, owner_issuer, owner_subject)| {
                 Ok(PendingChain {
-                    call: from_json(&text, "chains", "pending", &chain_id)?,
+                    call: from_json(&text, "chainbox_chains", "pending", &chain_id)?,
                     owner: owner_from_sql(owner_issuer, owner_subject, &chain_id)?,
                     chain_id,
                 })
@@ -650,7 +712,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn pending_of(&self, chain_id: &str) -> Result<Option<PendingCall>, StoreError> {
-        const SQL: &str = "SELECT pending FROM chains WHERE chain_id = $1";
+        const SQL: &str = "SELECT pending FROM chainbox_chains WHERE chain_id = $1";
         let row: Option<(Option<String>,)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
             .bind(chain_id)
             .fetch_optional(pool)
@@ -659,7 +721,7 @@ impl ChainStore for SqlStore {
         match row {
             None => Err(StoreError::NoChain(chain_id.to_owned())),
             Some((None,)) => Ok(None),
-            Some((Some(text),)) => Ok(Some(from_json(&text, "chains", "pending", chain_id)?)),
+            Some((Some(text),)) => Ok(Some(from_json(&text, "chainbox_chains", "pending", chain_id)?)),
         }
     }
 
@@ -667,9 +729,8 @@ impl ChainStore for SqlStore {
         // Conditional on the pending call's number: of two decisions on one
         // call, the second finds nothing pending.
         const CLEAR: &str =
-            "UPDATE chains SET pending = NULL, pending_seq = NULL WHERE chain_id = $1 AND pending_seq = $2";
-        const RECORD: &str =
-            "INSERT INTO decisions (chain_id, seq, decision, decided_by, decided_at) VALUES ($1, $2, $3, $4, $5)";
+            "UPDATE chainbox_chains SET pending = NULL, pending_seq = NULL WHERE chain_id = $1 AND pending_seq = $2";
+        const RECORD: &str = "INSERT INTO chainbox_decisions (chain_id, seq, decision, decided_by, decided_at) VALUES ($1, $2, $3, $4, $5)";
         let text = to_json(&decision.decision, "the decision")?;
         let fail = |e: sqlx::Error| backend("recording the decision", &e);
         let cleared = on_pool!(self, |pool, begin| {
@@ -706,7 +767,8 @@ impl ChainStore for SqlStore {
     }
 
     async fn decisions(&self, chain_id: &str) -> Result<Vec<Decision>, StoreError> {
-        const SQL: &str = "SELECT seq, decision, decided_by, decided_at FROM decisions WHERE chain_id = $1 ORDER BY id";
+        const SQL: &str =
+            "SELECT seq, decision, decided_by, decided_at FROM chainbox_decisions WHERE chain_id = $1 ORDER BY id";
         self.must_exist(chain_id).await?;
         let rows: Vec<(i64, String, String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
             .bind(chain_id)
@@ -716,8 +778,8 @@ impl ChainStore for SqlStore {
         rows.into_iter()
             .map(|(seq, decision, decided_by, decided_at)| {
                 Ok(Decision {
-                    seq: seq_from_sql(seq, "decisions", chain_id)?,
-                    decision: from_json(&decision, "decisions", "decision", chain_id)?,
+                    seq: seq_from_sql(seq, "chainbox_decisions", chain_id)?,
+                    decision: from_json(&decision, "chainbox_decisions", "decision", chain_id)?,
                     decided_by,
                     decided_at,
                 })
@@ -728,10 +790,10 @@ impl ChainStore for SqlStore {
     async fn claim(&self, chain_id: &str, claimant: &str, lease: Duration) -> Result<Claim, StoreError> {
         // One conditional write decides who wins; the read after it only
         // says why a loser lost.
-        const TAKE: &str = "UPDATE chains SET claimed_by = $1, claimed_until = $3 \
+        const TAKE: &str = "UPDATE chainbox_chains SET claimed_by = $1, claimed_until = $3 \
                             WHERE chain_id = $2 AND finished IS NULL \
                             AND (claimed_by IS NULL OR claimed_by = $1 OR claimed_until < $4)";
-        const READ: &str = "SELECT finished, claimed_by FROM chains WHERE chain_id = $1";
+        const READ: &str = "SELECT finished, claimed_by FROM chainbox_chains WHERE chain_id = $1";
         for _ in 0..CLAIM_ATTEMPTS {
             let taken = on_pool!(self, |pool, _begin| sqlx::query(TAKE)
                 .bind(claimant)
@@ -754,7 +816,10 @@ impl ChainStore for SqlStore {
                 None => return Err(StoreError::NoChain(chain_id.to_owned())),
                 Some((Some(finished), _)) => {
                     return Ok(Claim::Finished(from_json::<Value>(
-                        &finished, "chains", "finished", chain_id,
+                        &finished,
+                        "chainbox_chains",
+                        "finished",
+                        chain_id,
                     )?));
                 }
                 Some((None, Some(holder))) if holder != claimant => return Ok(Claim::HeldBy(holder)),
@@ -769,7 +834,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn release(&self, chain_id: &str, claimant: &str) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE chains SET claimed_by = NULL WHERE chain_id = $1 AND claimed_by = $2";
+        const SQL: &str = "UPDATE chainbox_chains SET claimed_by = NULL WHERE chain_id = $1 AND claimed_by = $2";
         let released = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(chain_id)
             .bind(claimant)
@@ -785,7 +850,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE chains SET finished = $1, claimed_by = NULL, pending = NULL, pending_seq = NULL \
+        const SQL: &str = "UPDATE chainbox_chains SET finished = $1, claimed_by = NULL, pending = NULL, pending_seq = NULL \
                            WHERE chain_id = $2";
         let text = to_json(result, "the result")?;
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
@@ -802,7 +867,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn create_session(&self, chain: &StoredChain, session: &StoredSession) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO sessions \
+        const SQL: &str = "INSERT INTO chainbox_sessions \
                            (session_id, interpreter, created_at, last_used_at, expires_at, ended, cells) \
                            VALUES ($1, $2, $3, $4, $5, $6, $7)";
         let policy = to_json(&chain.policy, "the policy")?;
@@ -854,7 +919,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn update_session(&self, session: &StoredSession) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE sessions SET interpreter = $1, last_used_at = $2, expires_at = $3, \
+        const SQL: &str = "UPDATE chainbox_sessions SET interpreter = $1, last_used_at = $2, expires_at = $3, \
                            ended = COALESCE(ended, $4), cells = $5 WHERE session_id = $6";
         let cells = to_json(&session.cells, "the cells")?;
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
@@ -886,7 +951,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn create_task(&self, chain: Option<&StoredChain>, task: &StoredTask) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO tasks (task_id, chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
+        const SQL: &str = "INSERT INTO chainbox_tasks (task_id, chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
                            VALUES ($1, $2, $3, $4, $5, $6, $7)";
         let chain = match chain {
             Some(chain) => Some((chain, to_json(&chain.policy, "the policy")?, chain.seed.to_string())),
@@ -934,7 +999,7 @@ impl ChainStore for SqlStore {
     async fn task(&self, task_id: &str) -> Result<Option<StoredTask>, StoreError> {
         const SQL: &str = "SELECT t.chain_id, t.created_at, t.updated_at, t.ttl_ms, t.cancel_requested, t.outcome, \
                            c.owner_issuer, c.owner_subject \
-                           FROM tasks t JOIN chains c ON c.chain_id = t.chain_id WHERE t.task_id = $1";
+                           FROM chainbox_tasks t JOIN chainbox_chains c ON c.chain_id = t.chain_id WHERE t.task_id = $1";
         type Row = (
             String,
             String,
@@ -962,13 +1027,14 @@ impl ChainStore for SqlStore {
             ttl_ms: u64::try_from(ttl_ms).unwrap_or(0),
             cancel_requested,
             outcome: outcome
-                .map(|text| from_json(&text, "tasks", "outcome", task_id))
+                .map(|text| from_json(&text, "chainbox_tasks", "outcome", task_id))
                 .transpose()?,
         }))
     }
 
     async fn end_task(&self, task_id: &str, outcome: &Value) -> Result<bool, StoreError> {
-        const SQL: &str = "UPDATE tasks SET outcome = $1, updated_at = $2 WHERE task_id = $3 AND outcome IS NULL";
+        const SQL: &str =
+            "UPDATE chainbox_tasks SET outcome = $1, updated_at = $2 WHERE task_id = $3 AND outcome IS NULL";
         let text = to_json(outcome, "the outcome")?;
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(&text)
@@ -982,7 +1048,7 @@ impl ChainStore for SqlStore {
     }
 
     async fn cancel_task(&self, task_id: &str) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE tasks SET cancel_requested = TRUE WHERE task_id = $1";
+        const SQL: &str = "UPDATE chainbox_tasks SET cancel_requested = TRUE WHERE task_id = $1";
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(task_id)
             .execute(pool)
@@ -998,8 +1064,8 @@ impl ChainStore for SqlStore {
     async fn state_key(&self) -> Result<[u8; STATE_KEY_BYTES], StoreError> {
         // Insert-if-absent, then read: of two processes creating the key at
         // once, one insert wins and both read the winner's key.
-        const INSERT: &str = "INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING";
-        const READ: &str = "SELECT value FROM secrets WHERE name = $1";
+        const INSERT: &str = "INSERT INTO chainbox_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING";
+        const READ: &str = "SELECT value FROM chainbox_secrets WHERE name = $1";
         let fresh = crate::digest::hex(&random_state_key());
         on_pool!(self, |pool, _begin| sqlx::query(INSERT)
             .bind(STATE_KEY_NAME)

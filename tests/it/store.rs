@@ -514,9 +514,9 @@ async fn a_row_that_is_not_json_is_a_backend_error_naming_its_table_and_chain() 
     store.append("c1", &entry(1)).await.expect("append");
     let pool = sqlx::SqlitePool::connect(&url).await.expect("raw connect");
     for sql in [
-        "UPDATE chains SET policy = '{not json' WHERE chain_id = 'c1'",
-        "UPDATE journal SET entry = '[]' WHERE chain_id = 'c1'",
-        "UPDATE chains SET finished = 'nul' WHERE chain_id = 'c1'",
+        "UPDATE chainbox_chains SET policy = '{not json' WHERE chain_id = 'c1'",
+        "UPDATE chainbox_journal SET entry = '[]' WHERE chain_id = 'c1'",
+        "UPDATE chainbox_chains SET finished = 'nul' WHERE chain_id = 'c1'",
     ] {
         sqlx::query(sql).execute(&pool).await.expect(sql);
     }
@@ -581,6 +581,128 @@ async fn the_columns_are_added_to_a_database_made_before_owners(url: &str) {
     );
     assert_eq!(again.chain("old").await.expect("chain").and_then(|c| c.owner), None);
     again.close().await;
+    // Its tables are chainbox's prefixed ones now, and only those.
+    let tables = table_names(url).await;
+    for table in ["chains", "journal", "decisions"] {
+        assert!(!tables.contains(&table.to_owned()), "{table} is left: {tables:?}");
+        assert!(tables.contains(&format!("chainbox_{table}")), "{tables:?}");
+    }
+}
+
+/// The tables of the database at `url` (PostgreSQL: its current schema's).
+async fn table_names(url: &str) -> Vec<String> {
+    if url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("raw connect");
+        let names = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(&pool)
+            .await
+            .expect("tables");
+        pool.close().await;
+        names
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("raw connect");
+        let names = sqlx::query_scalar(
+            "SELECT table_name::TEXT FROM information_schema.tables WHERE table_schema = current_schema()",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("tables");
+        pool.close().await;
+        names
+    }
+}
+
+/// Runs `statements` on the database at `url`, outside any store.
+async fn raw(url: &str, statements: &[&str]) {
+    if url.starts_with("sqlite:") {
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)
+            .expect("URL")
+            .create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(options).await.expect("raw connect");
+        for sql in statements {
+            sqlx::query(sql).execute(&pool).await.expect(sql);
+        }
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.expect("raw connect");
+        for sql in statements {
+            sqlx::query(sql).execute(&pool).await.expect(sql);
+        }
+        pool.close().await;
+    }
+}
+
+/// Another application's `chains` and `journal` share the database: they
+/// are left as they are, chainbox's tables are its prefixed ones, and the
+/// schema's version is recorded.
+async fn another_applications_tables_are_left_alone(url: &str) {
+    raw(
+        url,
+        &[
+            "CREATE TABLE chains (id INTEGER PRIMARY KEY, name TEXT)",
+            "CREATE TABLE journal (line TEXT)",
+            "INSERT INTO chains (id, name) VALUES (1, 'theirs')",
+        ],
+    )
+    .await;
+    let store = SqlStore::connect(url).await.expect("connect");
+    store.create(&chain("c1")).await.expect("create");
+    store.close().await;
+    SqlStore::connect(url).await.expect("connect again").close().await;
+    let tables = table_names(url).await;
+    for table in [
+        "chains",
+        "journal",
+        "chainbox_chains",
+        "chainbox_journal",
+        "chainbox_schema",
+    ] {
+        assert!(tables.contains(&table.to_owned()), "{table}: {tables:?}");
+    }
+}
+
+/// A database a newer chainbox migrated is refused, naming both versions,
+/// and left as it is.
+async fn a_newer_schema_is_refused(url: &str) {
+    SqlStore::connect(url).await.expect("connect").close().await;
+    raw(url, &["INSERT INTO chainbox_schema (version) VALUES (99)"]).await;
+    let refused = SqlStore::connect(url).await.map(drop);
+    let Err(e) = refused else { panic!("connected") };
+    assert!(
+        matches!(
+            e,
+            StoreError::SchemaTooNew {
+                found: 99,
+                supported: 1
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("version 99"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_applications_tables_in_a_shared_sqlite_database_are_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    another_applications_tables_are_left_alone(&format!("sqlite:{}", dir.path().join("shared.db").display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_applications_tables_in_a_shared_postgres_database_are_left_alone() {
+    let Some(server) = PgServer::start() else { return };
+    another_applications_tables_are_left_alone(&server.create_database("shared").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sqlite_database_of_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    a_newer_schema_is_refused(&format!("sqlite:{}", dir.path().join("newer.db").display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_database_of_a_newer_schema_is_refused() {
+    let Some(server) = PgServer::start() else { return };
+    a_newer_schema_is_refused(&server.create_database("newer").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
