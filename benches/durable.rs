@@ -3,6 +3,10 @@
 //! `sqlite`, and `postgres` when `CHAINBOX_BENCH_POSTGRES` names a server's
 //! URL): one row for the chain, its claim, one journal write per call and
 //! its result. The journal's cost per call is `(store - plain) / 20`.
+//! `gathered_*` runs the same 20 calls in one `asyncio.gather` (against
+//! `plain_gathered`): they finish together, and their entries are written
+//! in as few transactions as the store's write latency allows (group
+//! commit), each still durable before its result reaches the script.
 //! `resume_*` times a resume of a chain suspended after its 20 calls: the
 //! script re-runs, its 20 calls answered from the journal, to its approved
 //! 21st call and its end (the suspension, decision and store setup are not
@@ -25,6 +29,9 @@ use serde_json::{Map, Value, json};
 /// Calls before the critical one.
 const CALLS: usize = 20;
 const CHAIN: &str = "for i in range(20):\n    await noop(i=i)\n'done'";
+/// The same 20 calls gathered: they finish together, and their journal
+/// entries are written together (group commit).
+const GATHERED: &str = "import asyncio\nawait asyncio.gather(*[noop(i=i) for i in range(20)])\n'done'";
 const SUSPENDING: &str = "for i in range(20):\n    await noop(i=i)\nawait approve_me()\n'done'";
 
 struct Noop(ToolInfo);
@@ -77,6 +84,10 @@ fn benches(c: &mut Criterion) {
         b.to_async(&runtime)
             .iter(|| engine.run(CHAIN, &registry, &policy, &approval))
     });
+    group.bench_function("plain_gathered", |b| {
+        b.to_async(&runtime)
+            .iter(|| engine.run(GATHERED, &registry, &policy, &approval))
+    });
     for (name, url) in &stores {
         let store: Arc<dyn ChainStore> = runtime.block_on(store::connect(url)).expect("store");
         let durable = Durable::new(engine.clone(), store);
@@ -87,6 +98,12 @@ fn benches(c: &mut Criterion) {
         group.bench_function(*name, |b| {
             b.to_async(&runtime)
                 .iter(|| durable.run(CHAIN, &registry, &policy, &approval))
+        });
+        group.bench_function(format!("gathered_{name}"), |b| {
+            b.to_async(&runtime).iter(|| async {
+                let r = durable.run(GATHERED, &registry, &policy, &approval).await;
+                assert!(r.as_ref().is_ok_and(|r| r.is_ok() && r.tool_calls == 20), "{r:?}");
+            })
         });
         group.bench_function(format!("resume_{name}"), |b| {
             b.iter_custom(|iters| {

@@ -387,11 +387,7 @@ impl Durable {
         History { journal, decisions }: History,
         options: RunOptions,
     ) -> ChainRunResult {
-        let journal = Arc::new(StoreJournal {
-            store: self.store.clone(),
-            chain_id: chain.chain_id.clone(),
-            recorded: journal,
-        });
+        let journal = Arc::new(StoreJournal::new(self.store.clone(), chain.chain_id.clone(), journal));
         let approval = Approval::new(Recorded {
             decisions: decisions.into_iter().map(|d| (d.seq, d.decision)).collect(),
             otherwise: approval.clone(),
@@ -515,10 +511,57 @@ impl History {
 }
 
 /// A chain's journal in its store.
+///
+/// Entries are group-committed: a call's entry is durable before its
+/// `append` returns (before its result reaches the script: exactly-once
+/// rests on it), but the entries of calls that finish while another
+/// entry's write is in flight (a gather's) wait for it and are written
+/// together, one transaction for all of them, instead of one each.
 struct StoreJournal {
     store: Arc<dyn ChainStore>,
     chain_id: String,
     recorded: Vec<JournalEntry>,
+    /// Entries waiting for the next write, and where to tell each one how
+    /// it went.
+    queued: std::sync::Mutex<Vec<Queued>>,
+    /// Held while a batch is written: the writes of one chain's journal
+    /// run one at a time.
+    writing: tokio::sync::Mutex<()>,
+}
+
+/// An entry waiting for its batch.
+type Queued = (JournalEntry, tokio::sync::oneshot::Sender<Result<(), JournalError>>);
+
+impl StoreJournal {
+    fn new(store: Arc<dyn ChainStore>, chain_id: String, recorded: Vec<JournalEntry>) -> Self {
+        StoreJournal {
+            store,
+            chain_id,
+            recorded,
+            queued: std::sync::Mutex::new(Vec::new()),
+            writing: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+/// Writes `batch` to `chain_id`'s journal in one transaction; if that
+/// fails, each entry alone, so every entry gets its own answer (one taken
+/// number does not keep the others out of the journal).
+async fn write_batch(store: Arc<dyn ChainStore>, chain_id: String, batch: Vec<Queued>) {
+    let entries: Vec<JournalEntry> = batch.iter().map(|(entry, _)| entry.clone()).collect();
+    if batch.len() > 1 && store.append_many(&chain_id, &entries).await.is_ok() {
+        for (_, done) in batch {
+            let _ = done.send(Ok(()));
+        }
+        return;
+    }
+    for (entry, done) in batch {
+        let appended = store.append(&chain_id, &entry).await;
+        let _ = done.send(appended.map_err(|e| JournalError {
+            seq: entry.seq,
+            why: e.to_string(),
+        }));
+    }
 }
 
 #[async_trait]
@@ -529,13 +572,38 @@ impl Journal for StoreJournal {
 
     async fn append(&self, entry: JournalEntry) -> Result<(), JournalError> {
         let seq = entry.seq;
-        self.store
-            .append(&self.chain_id, &entry)
-            .await
-            .map_err(|e| JournalError {
+        let (done, written) = tokio::sync::oneshot::channel();
+        self.queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((entry, done));
+        // The calls that finished with this one (a gather's) queue theirs
+        // meanwhile, to go in the same write.
+        tokio::task::yield_now().await;
+        {
+            // Whoever holds the lock next writes what is queued then: this
+            // entry, unless an earlier writer took it along.
+            let _writing = self.writing.lock().await;
+            let batch = std::mem::take(&mut *self.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            match batch.len() {
+                0 => {}
+                // Its own entry alone: written here.
+                1 => write_batch(self.store.clone(), self.chain_id.clone(), batch).await,
+                // A task of its own: the batch carries other calls'
+                // entries, whose writes must not end if this call's future
+                // is dropped (the script cancelled it).
+                _ => {
+                    let write = write_batch(self.store.clone(), self.chain_id.clone(), batch);
+                    let _ = tokio::spawn(write).await;
+                }
+            }
+        }
+        written.await.unwrap_or_else(|_| {
+            Err(JournalError {
                 seq,
-                why: e.to_string(),
+                why: "the journal's write was dropped".to_owned(),
             })
+        })
     }
 }
 

@@ -94,6 +94,22 @@ impl ChainStore for MemoryStore {
         Ok(())
     }
 
+    async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        for (i, new) in entries.iter().enumerate() {
+            if entry.journal.iter().chain(&entries[..i]).any(|e| e.seq == new.seq) {
+                return Err(StoreError::Exists(format!(
+                    "journal entry #{} of chain {chain_id:?}",
+                    new.seq
+                )));
+            }
+        }
+        entry.journal.extend(entries.iter().cloned());
+        entry.journal.sort_by_key(|e| e.seq);
+        Ok(())
+    }
+
     async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         let mut chains = self.lock();
         Ok(entry(&mut chains, chain_id)?.journal.clone())

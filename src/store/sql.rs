@@ -658,6 +658,43 @@ impl ChainStore for SqlStore {
         }
     }
 
+    async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO chainbox_journal (chain_id, seq, entry) VALUES ($1, $2, $3)";
+        if let [entry] = entries {
+            return self.append(chain_id, entry).await;
+        }
+        let texts = entries
+            .iter()
+            .map(|entry| to_json(entry, "the journal entry"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let done = on_pool!(self, |pool, begin| async {
+            let mut tx = pool.begin_with(begin).await?;
+            for (entry, text) in entries.iter().zip(&texts) {
+                sqlx::query(SQL)
+                    .bind(chain_id)
+                    .bind(seq_to_sql(entry.seq))
+                    .bind(text)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        }
+        .await);
+        match done {
+            Ok(()) => Ok(()),
+            Err(e) if is_foreign_key_violation(&e) => Err(StoreError::NoChain(chain_id.to_owned())),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!(
+                "one of the journal entries #{} of chain {chain_id:?}",
+                entries
+                    .iter()
+                    .map(|e| e.seq.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", #")
+            ))),
+            Err(e) => Err(backend("appending to the journal", &e)),
+        }
+    }
+
     async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError> {
         const SQL: &str = "SELECT entry FROM chainbox_journal WHERE chain_id = $1 ORDER BY seq";
         self.must_exist(chain_id).await?;

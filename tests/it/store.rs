@@ -163,6 +163,28 @@ async fn the_journal_keeps_its_entries_in_seq_order_and_refuses_a_seq_twice(back
     );
 }
 
+async fn entries_appended_together_are_all_journaled_or_none(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    store
+        .append_many("c1", &[entry(1), entry(2), entry(3)])
+        .await
+        .expect("append 1-3");
+    assert_eq!(
+        store.journal("c1").await.expect("journal"),
+        [entry(1), entry(2), entry(3)]
+    );
+    // #3 is taken: none of #4, #3, #5 goes in.
+    let taken = store.append_many("c1", &[entry(4), entry(3), entry(5)]).await;
+    assert!(
+        matches!(taken, Err(StoreError::Exists(ref what)) if what.contains("#3")),
+        "{taken:?}"
+    );
+    assert_eq!(store.journal("c1").await.expect("journal").len(), 3);
+    let missing = store.append_many("nope", &[entry(1), entry(2)]).await;
+    assert!(matches!(missing, Err(StoreError::NoChain(_))), "{missing:?}");
+}
+
 async fn a_missing_chain_is_no_chain_for_every_method_but_chain(backend: &Backend) {
     let store = backend.open().await;
     let no_chain = |r: Result<(), StoreError>| matches!(r, Err(StoreError::NoChain(ref id)) if id == "ghost");
@@ -460,6 +482,7 @@ macro_rules! suite {
 suite!(
     a_created_chain_reads_back_whole_and_its_id_cannot_be_taken_again,
     the_journal_keeps_its_entries_in_seq_order_and_refuses_a_seq_twice,
+    entries_appended_together_are_all_journaled_or_none,
     a_missing_chain_is_no_chain_for_every_method_but_chain,
     pending_lists_the_suspended_chains_oldest_first,
     a_chains_owner_reads_back_with_it_and_in_the_pending_list,
