@@ -80,18 +80,8 @@ impl ChainStore for MemoryStore {
         Ok(self.lock().get(chain_id).map(|e| e.chain.clone()))
     }
 
-    async fn append(&self, chain_id: &str, journal_entry: &JournalEntry) -> Result<(), StoreError> {
-        let mut chains = self.lock();
-        let entry = entry(&mut chains, chain_id)?;
-        if entry.journal.iter().any(|e| e.seq == journal_entry.seq) {
-            return Err(StoreError::Exists(format!(
-                "journal entry #{} of chain {chain_id:?}",
-                journal_entry.seq
-            )));
-        }
-        entry.journal.push(journal_entry.clone());
-        entry.journal.sort_by_key(|e| e.seq);
-        Ok(())
+    async fn append(&self, chain_id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
+        self.append_many(chain_id, std::slice::from_ref(entry)).await
     }
 
     async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError> {
@@ -247,8 +237,17 @@ impl ChainStore for MemoryStore {
     }
 
     async fn task(&self, task_id: &str) -> Result<Option<StoredTask>, StoreError> {
-        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(tasks.get(task_id).cloned())
+        let task = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(task_id)
+            .cloned();
+        // Its owner is its chain's, as the SQL store reads it.
+        Ok(task.map(|task| StoredTask {
+            owner: self.lock().get(&task.chain_id).and_then(|e| e.chain.owner.clone()),
+            ..task
+        }))
     }
 
     async fn end_task(&self, task_id: &str, outcome: &Value) -> Result<bool, StoreError> {

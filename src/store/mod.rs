@@ -251,14 +251,8 @@ pub trait ChainStore: Send + Sync {
     async fn append(&self, chain_id: &str, entry: &JournalEntry) -> Result<(), StoreError>;
 
     /// Appends finished calls to the chain's journal in one transaction:
-    /// all of them, or none (an error as [`ChainStore::append`]'s for the
-    /// first that cannot be). The default appends them one by one.
-    async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError> {
-        for entry in entries {
-            self.append(chain_id, entry).await?;
-        }
-        Ok(())
-    }
+    /// all of them, or none (an error as [`ChainStore::append`]'s).
+    async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError>;
 
     /// The chain's journal, in order of `seq`.
     async fn journal(&self, chain_id: &str) -> Result<Vec<JournalEntry>, StoreError>;

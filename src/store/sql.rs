@@ -167,28 +167,22 @@ const ADDED_CHAINS_COLUMNS: &[&str] = &["owner_issuer", "owner_subject"];
 
 /// A `tasks` table made before a session's cell could be a task (its
 /// `task_id` was its chain's id, and a key into `chains`) gets `chain_id`,
-/// each old task's own id. SQLite cannot drop the old key: the table is
-/// made again and its rows copied.
-const SQLITE_TASKS_CHAIN_ID: &[&str] = &[
-    "ALTER TABLE tasks RENAME TO tasks_before_chain_id",
-    "CREATE TABLE tasks (
-        task_id TEXT PRIMARY KEY,
-        chain_id TEXT NOT NULL REFERENCES chains (chain_id),
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        ttl_ms BIGINT NOT NULL,
-        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
-        outcome TEXT
-    )",
-    "INSERT INTO tasks (task_id, chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
-     SELECT task_id, task_id, created_at, updated_at, ttl_ms, cancel_requested, outcome FROM tasks_before_chain_id",
-    "DROP TABLE tasks_before_chain_id",
+/// each old task's own id; these run once the tables are renamed. SQLite
+/// cannot drop the old key: the table is set aside, the schema's
+/// statements make it anew, and its rows are copied over
+/// ([`SQLITE_TASKS_CHAIN_ID_AFTER`]).
+const SQLITE_TASKS_CHAIN_ID: &[&str] = &["ALTER TABLE chainbox_tasks RENAME TO chainbox_tasks_before_chain_id"];
+const SQLITE_TASKS_CHAIN_ID_AFTER: &[&str] = &[
+    "INSERT INTO chainbox_tasks (task_id, chain_id, created_at, updated_at, ttl_ms, cancel_requested, outcome) \
+     SELECT task_id, task_id, created_at, updated_at, ttl_ms, cancel_requested, outcome \
+     FROM chainbox_tasks_before_chain_id",
+    "DROP TABLE chainbox_tasks_before_chain_id",
 ];
 const POSTGRES_TASKS_CHAIN_ID: &[&str] = &[
-    "ALTER TABLE tasks DROP CONSTRAINT IF EXISTS tasks_task_id_fkey",
-    "ALTER TABLE tasks ADD COLUMN IF NOT EXISTS chain_id TEXT REFERENCES chains (chain_id)",
-    "UPDATE tasks SET chain_id = task_id WHERE chain_id IS NULL",
-    "ALTER TABLE tasks ALTER COLUMN chain_id SET NOT NULL",
+    "ALTER TABLE chainbox_tasks DROP CONSTRAINT IF EXISTS tasks_task_id_fkey",
+    "ALTER TABLE chainbox_tasks ADD COLUMN IF NOT EXISTS chain_id TEXT REFERENCES chainbox_chains (chain_id)",
+    "UPDATE chainbox_tasks SET chain_id = task_id WHERE chain_id IS NULL",
+    "ALTER TABLE chainbox_tasks ALTER COLUMN chain_id SET NOT NULL",
 ];
 
 /// The engine of a store's database, for the SQL that differs.
@@ -233,29 +227,31 @@ impl Engine {
 
     /// What brings a database chainbox made before its tables were
     /// prefixed (its `tables`, the columns of its `chains` and `tasks`) to
-    /// the current schema, but for the tables it lacked (the schema's
-    /// statements make those): the columns added since, then each table
-    /// renamed (the foreign keys follow), its old indexes dropped.
-    fn legacy_migration(self, tables: &[String], chains: &[String], tasks: &[String]) -> Vec<String> {
-        let mut statements = Vec::new();
+    /// the current schema: the statements to run before the schema's own
+    /// (the columns added since, each table renamed, the foreign keys
+    /// following, its old indexes dropped) and after them.
+    fn legacy_migration(self, tables: &[String], chains: &[String], tasks: &[String]) -> [Vec<String>; 2] {
+        let mut before = Vec::new();
         for column in ADDED_CHAINS_COLUMNS {
             if !chains.iter().any(|c| c == column) {
-                statements.push(format!("ALTER TABLE chains ADD COLUMN {column} TEXT"));
+                before.push(format!("ALTER TABLE chains ADD COLUMN {column} TEXT"));
             }
         }
-        if tables.iter().any(|t| t == "tasks") && !tasks.iter().any(|c| c == "chain_id") {
-            let migration = match self {
-                Engine::Sqlite => SQLITE_TASKS_CHAIN_ID,
-                Engine::Postgres => POSTGRES_TASKS_CHAIN_ID,
-            };
-            statements.extend(migration.iter().map(|s| (*s).to_owned()));
-        }
-        statements.push("DROP INDEX IF EXISTS decisions_by_chain".to_owned());
-        statements.push("DROP INDEX IF EXISTS chains_pending".to_owned());
+        before.push("DROP INDEX IF EXISTS decisions_by_chain".to_owned());
+        before.push("DROP INDEX IF EXISTS chains_pending".to_owned());
         for table in tables {
-            statements.push(format!("ALTER TABLE {table} RENAME TO chainbox_{table}"));
+            before.push(format!("ALTER TABLE {table} RENAME TO chainbox_{table}"));
         }
-        statements
+        let mut after = Vec::new();
+        if tables.iter().any(|t| t == "tasks") && !tasks.iter().any(|c| c == "chain_id") {
+            let (first, then) = match self {
+                Engine::Sqlite => (SQLITE_TASKS_CHAIN_ID, SQLITE_TASKS_CHAIN_ID_AFTER),
+                Engine::Postgres => (POSTGRES_TASKS_CHAIN_ID, &[][..]),
+            };
+            before.extend(first.iter().map(|s| (*s).to_owned()));
+            after.extend(then.iter().map(|s| (*s).to_owned()));
+        }
+        [before, after]
     }
 }
 
@@ -402,12 +398,13 @@ impl SqlStore {
                     let legacy = ["chain_id", "script", "policy", "seed", "claimed_by"]
                         .iter()
                         .all(|c| chains.iter().any(|n| n == c));
-                    if legacy {
-                        for statement in engine.legacy_migration(&tables, &chains, &tasks) {
-                            sqlx::query(&statement).execute(&mut *tx).await.map_err(fail)?;
-                        }
-                    }
-                    for statement in engine.schema() {
+                    let [before, after] = match legacy {
+                        true => engine.legacy_migration(&tables, &chains, &tasks),
+                        false => Default::default(),
+                    };
+                    let statements = before.iter().map(String::as_str);
+                    let statements = statements.chain(engine.schema().iter().copied());
+                    for statement in statements.chain(after.iter().map(String::as_str)) {
                         sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
                     }
                     sqlx::query("INSERT INTO chainbox_schema (version) VALUES ($1)")
@@ -636,61 +633,51 @@ impl ChainStore for SqlStore {
     }
 
     async fn append(&self, chain_id: &str, entry: &JournalEntry) -> Result<(), StoreError> {
+        self.append_many(chain_id, std::slice::from_ref(entry)).await
+    }
+
+    async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError> {
         const SQL: &str = "INSERT INTO chainbox_journal (chain_id, seq, entry) VALUES ($1, $2, $3)";
-        let text = to_json(entry, "the journal entry")?;
-        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
-            .bind(chain_id)
-            .bind(seq_to_sql(entry.seq))
-            .bind(&text)
-            .execute(pool)
-            .await
-            .map(drop));
+        let texts = entries
+            .iter()
+            .map(|entry| to_json(entry, "the journal entry"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let done = match (entries, texts.as_slice()) {
+            // One entry: one statement, its own transaction.
+            ([entry], [text]) => on_pool!(self, |pool, _begin| sqlx::query(SQL)
+                .bind(chain_id)
+                .bind(seq_to_sql(entry.seq))
+                .bind(text)
+                .execute(pool)
+                .await
+                .map(drop)),
+            _ => on_pool!(self, |pool, begin| async {
+                let mut tx = pool.begin_with(begin).await?;
+                for (entry, text) in entries.iter().zip(&texts) {
+                    sqlx::query(SQL)
+                        .bind(chain_id)
+                        .bind(seq_to_sql(entry.seq))
+                        .bind(text)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await
+            }
+            .await),
+        };
         match done {
             Ok(()) => Ok(()),
             // The journal's rows name their chain (a foreign key), so a
             // missing chain and a taken number cannot be confused.
             Err(e) if is_foreign_key_violation(&e) => Err(StoreError::NoChain(chain_id.to_owned())),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!(
-                "journal entry #{} of chain {chain_id:?}",
-                entry.seq
-            ))),
-            Err(e) => Err(backend("appending to the journal", &e)),
-        }
-    }
-
-    async fn append_many(&self, chain_id: &str, entries: &[JournalEntry]) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO chainbox_journal (chain_id, seq, entry) VALUES ($1, $2, $3)";
-        if let [entry] = entries {
-            return self.append(chain_id, entry).await;
-        }
-        let texts = entries
-            .iter()
-            .map(|entry| to_json(entry, "the journal entry"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let done = on_pool!(self, |pool, begin| async {
-            let mut tx = pool.begin_with(begin).await?;
-            for (entry, text) in entries.iter().zip(&texts) {
-                sqlx::query(SQL)
-                    .bind(chain_id)
-                    .bind(seq_to_sql(entry.seq))
-                    .bind(text)
-                    .execute(&mut *tx)
-                    .await?;
+            Err(e) if is_unique_violation(&e) => {
+                let seqs: Vec<String> = entries.iter().map(|e| format!("#{}", e.seq)).collect();
+                let what = match seqs.as_slice() {
+                    [one] => format!("journal entry {one} of chain {chain_id:?}"),
+                    many => format!("one of the journal entries {} of chain {chain_id:?}", many.join(", ")),
+                };
+                Err(StoreError::Exists(what))
             }
-            tx.commit().await
-        }
-        .await);
-        match done {
-            Ok(()) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(StoreError::NoChain(chain_id.to_owned())),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!(
-                "one of the journal entries #{} of chain {chain_id:?}",
-                entries
-                    .iter()
-                    .map(|e| e.seq.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", #")
-            ))),
             Err(e) => Err(backend("appending to the journal", &e)),
         }
     }

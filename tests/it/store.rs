@@ -732,16 +732,7 @@ async fn a_postgres_database_of_a_newer_schema_is_refused() {
 async fn a_sqlite_database_made_before_owners_gets_the_owner_columns_on_connect() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite:{}", dir.path().join("old.db").display());
-    {
-        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url)
-            .expect("URL")
-            .create_if_missing(true);
-        let pool = sqlx::SqlitePool::connect_with(options).await.expect("raw connect");
-        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN] {
-            sqlx::query(sql).execute(&pool).await.expect(sql);
-        }
-        pool.close().await;
-    }
+    raw(&url, &[CHAINS_BEFORE_OWNERS, OLD_CHAIN]).await;
     the_columns_are_added_to_a_database_made_before_owners(&url).await;
 }
 
@@ -749,13 +740,7 @@ async fn a_sqlite_database_made_before_owners_gets_the_owner_columns_on_connect(
 async fn a_postgres_database_made_before_owners_gets_the_owner_columns_on_connect() {
     let Some(server) = PgServer::start() else { return };
     let url = server.create_database("before_owners").await;
-    {
-        let pool = sqlx::PgPool::connect(&url).await.expect("raw connect");
-        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN] {
-            sqlx::query(sql).execute(&pool).await.expect(sql);
-        }
-        pool.close().await;
-    }
+    raw(&url, &[CHAINS_BEFORE_OWNERS, OLD_CHAIN]).await;
     the_columns_are_added_to_a_database_made_before_owners(&url).await;
 }
 
@@ -799,19 +784,16 @@ async fn tasks_get_chain_id_on_a_database_made_before_it(url: &str) {
 async fn a_sqlite_database_made_before_tasks_had_chain_ids_gets_them_on_connect() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite:{}", dir.path().join("old.db").display());
-    {
-        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url)
-            .expect("URL")
-            .create_if_missing(true);
-        let pool = sqlx::SqlitePool::connect_with(options).await.expect("raw connect");
-        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN]
-            .into_iter()
-            .chain(TASKS_BEFORE_CHAIN_ID)
-        {
-            sqlx::query(sql).execute(&pool).await.expect(sql);
-        }
-        pool.close().await;
-    }
+    raw(
+        &url,
+        &[
+            CHAINS_BEFORE_OWNERS,
+            OLD_CHAIN,
+            TASKS_BEFORE_CHAIN_ID[0],
+            TASKS_BEFORE_CHAIN_ID[1],
+        ],
+    )
+    .await;
     tasks_get_chain_id_on_a_database_made_before_it(&url).await;
 }
 
@@ -819,16 +801,16 @@ async fn a_sqlite_database_made_before_tasks_had_chain_ids_gets_them_on_connect(
 async fn a_postgres_database_made_before_tasks_had_chain_ids_gets_them_on_connect() {
     let Some(server) = PgServer::start() else { return };
     let url = server.create_database("before_task_chain_ids").await;
-    {
-        let pool = sqlx::PgPool::connect(&url).await.expect("raw connect");
-        for sql in [CHAINS_BEFORE_OWNERS, OLD_CHAIN]
-            .into_iter()
-            .chain(TASKS_BEFORE_CHAIN_ID)
-        {
-            sqlx::query(sql).execute(&pool).await.expect(sql);
-        }
-        pool.close().await;
-    }
+    raw(
+        &url,
+        &[
+            CHAINS_BEFORE_OWNERS,
+            OLD_CHAIN,
+            TASKS_BEFORE_CHAIN_ID[0],
+            TASKS_BEFORE_CHAIN_ID[1],
+        ],
+    )
+    .await;
     tasks_get_chain_id_on_a_database_made_before_it(&url).await;
 }
 
