@@ -314,16 +314,9 @@ struct Executed {
     cpython: Option<Arc<CpythonGuest>>,
     /// What a later run of this instance would call: its guest's
     /// `chainbox_next` or `run` (see `guests/parked.rs`).
-    again: Option<Again>,
+    again: Option<ParkedEntry>,
     /// The chain's pool slot, held until its store is dropped.
     _slot: OwnedSemaphorePermit,
-}
-
-/// [`Executed::again`].
-#[derive(Clone)]
-enum Again {
-    Monty(wasmtime::TypedFunc<(), ()>),
-    Cpython(RunExport),
 }
 
 /// Stops a CPython chain's guest if the chain is dropped before its guest
@@ -448,24 +441,24 @@ impl Started {
         )
     }
 
-    /// Parks the instance of a session's cell that ran to its end or
-    /// raised ([`Started::run_on`] kept it aside) for the session's next
-    /// cell, with its workspace; any other ending's instance is retired.
+    /// Parks the instance of a session's cell ([`Started::run_on`] kept it
+    /// aside) for the session's next cell, with its workspace, if the cell
+    /// ran to its end or raised (the result says so: not stopped, not
+    /// suspended); any other ending's instance is retired.
     fn park(&self, core: &Core, script: &str, result: &ChainRunResult) {
-        let Some(run) = self.parkable.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        let Some(mut run) = self.parkable.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return;
         };
         let kept = result.status == ChainStatus::Ok || result.error_kind() == Some(ErrorKind::Script);
-        let (Some(warm), Some(again), true) = (&self.warm, run.again.clone(), kept) else {
+        let (Some(warm), Some(entry), true) = (&self.warm, run.again.take(), kept) else {
             return run.retire(core);
         };
         let workspace = self.workspace.lock().unwrap_or_else(|p| p.into_inner()).take_temp();
-        let entry = match (again, &run.cpython) {
-            (Again::Monty(next), None) => ParkedEntry::Monty(next),
-            // Its `/workspace` preopen is that directory: without it, no next cell.
-            (Again::Cpython(export), Some(guest)) if workspace.is_some() => ParkedEntry::Cpython(export, guest.clone()),
-            _ => return run.retire(core),
-        };
+        // A CPython instance's `/workspace` preopen is that directory:
+        // without it, no next cell.
+        if matches!(entry, ParkedEntry::Cpython(..)) && workspace.is_none() {
+            return run.retire(core);
+        }
         let cells = warm.earlier.iter().map(|(source, base)| (source.as_str(), *base));
         let key = self.warm_key(warm, result.interpreter, cells.chain([(script, warm.base)]));
         let Executed { store, memory, .. } = run;
@@ -539,9 +532,10 @@ impl Started {
                     true => self.timed_out(self.policy.total_timeout(), interpreter),
                     false => self.finish(&mut run),
                 };
-                // A session's cell that ended (not stopped, not suspended):
-                // its instance may be parked once the result is closed.
-                if self.warm.is_some() && !run.timed_out && self.session.suspended().is_none() {
+                // A session's cell: its instance may be parked once the
+                // result is closed ([`Started::park`]); a run handed to
+                // CPython after it replaces it.
+                if self.warm.is_some() {
                     let mut parkable = self.parkable.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(earlier) = parkable.replace(run) {
                         earlier.retire(core);
@@ -622,7 +616,7 @@ impl Started {
             trap,
             timed_out: false,
             cpython: None,
-            again: next.map(Again::Monty),
+            again: next.map(ParkedEntry::Monty),
             _slot: slot,
         })
     }
@@ -686,8 +680,8 @@ impl Started {
                 memory: None,
                 trap,
                 timed_out,
+                again: Some(ParkedEntry::Cpython(run, guest.clone())),
                 cpython: Some(guest),
-                again: Some(Again::Cpython(run)),
                 _slot: slot,
             };
             if let Err(abandoned) = sender.send(run) {

@@ -35,15 +35,30 @@ struct Twin {
 
 impl Twin {
     async fn new(python: PythonChoice) -> Self {
+        Self::parking(python, 4).await
+    }
+
+    /// A twin whose warm engine parks at most `parked` sessions.
+    async fn parking(python: PythonChoice, parked: u32) -> Self {
         let store: Arc<dyn ChainStore> = Arc::new(MemoryStore::new());
         let policy = ChainPolicy {
             python,
             ..ChainPolicy::default()
         };
         Twin {
-            warm: engine(4).await.durable(store.clone()),
+            warm: engine(parked).await.durable(store.clone()),
             cold: engine(0).await.durable(store),
             policy,
+            id: None,
+        }
+    }
+
+    /// Another session on the same engines and store.
+    fn another(&self) -> Self {
+        Twin {
+            warm: self.warm.clone(),
+            cold: self.cold.clone(),
+            policy: self.policy.clone(),
             id: None,
         }
     }
@@ -89,6 +104,28 @@ async fn the_next_cell_on_the_same_engine_continues_the_instance_on_monty() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_next_cell_on_the_same_engine_continues_the_instance_on_cpython() {
     the_next_cell_on_the_same_engine_continues_the_instance(PythonChoice::Cpython).await;
+}
+
+async fn the_least_recently_parked_session_goes_first(python: PythonChoice) {
+    let mut first = Twin::parking(python, 1).await;
+    let mut second = first.another();
+    let clock = "import time\nt = time.time_ns()\nt";
+    let first_stamp = first.output(true, clock).await;
+    let second_stamp = second.output(true, clock).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    // One session parked at most: the second's instance pushed the first's out.
+    assert_eq!(second.output(true, "t").await, second_stamp);
+    assert_ne!(first.output(true, "t").await, first_stamp, "the first session replays");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_least_recently_parked_session_goes_first_on_monty() {
+    the_least_recently_parked_session_goes_first(PythonChoice::Monty).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_least_recently_parked_session_goes_first_on_cpython() {
+    the_least_recently_parked_session_goes_first(PythonChoice::Cpython).await;
 }
 
 async fn a_continued_cell_draws_the_randomness_a_replay_draws(python: PythonChoice) {

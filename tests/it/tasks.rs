@@ -307,10 +307,14 @@ await nap(s=30)", "session": session}),
     assert!(ack.get("error").is_none(), "{ack:#}");
     poll(b.addr, &task_id, "cancelled", Duration::from_secs(20)).await;
 
-    // Neither cell is kept; the session runs its next cell.
+    // Neither cell is kept; the session runs its next cell, and a call
+    // numbered past the denial of the cancelled one waits for its own
+    // approval (it does not take that denial).
     let next = cell_task(b.addr, a.addr, &session, "x").await;
     assert_eq!(next["structuredContent"]["output"], 1, "{next:#}");
     assert_eq!(next["structuredContent"]["cell"], 4);
+    let task_id = start_with(a.addr, json!({"code": "await wire(amount=2)", "session": session})).await;
+    poll(b.addr, &task_id, "input_required", Duration::from_secs(60)).await;
     assert_eq!(fx.runs("wire"), 0);
 }
 
