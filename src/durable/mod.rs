@@ -68,6 +68,16 @@ pub enum DurableError {
         /// The chain.
         chain_id: String,
     },
+    /// The session's cell run as this MCP task is no longer waiting or
+    /// running: it ended (its node records the task's outcome), or it was
+    /// dropped. Nothing was claimed or run.
+    #[error("the cell of session {session_id:?} run as task {task_id:?} has ended")]
+    CellEnded {
+        /// The session.
+        session_id: String,
+        /// The task.
+        task_id: String,
+    },
     /// The stored chain cannot be read back (its policy or result).
     #[error("chain {chain_id:?} is stored in a form this chainbox cannot read: {why}")]
     Corrupt {
@@ -282,7 +292,7 @@ impl Durable {
         approval: &Approval,
     ) -> Result<ChainRunResult, DurableError> {
         if let Some(session) = self.store.session(chain_id).await? {
-            return self.resume_session(session, registry, approval).await;
+            return self.resume_session(session, None, registry, approval).await;
         }
         let chain = self
             .store
@@ -318,6 +328,25 @@ impl Durable {
             History { journal, decisions },
         )
         .await
+    }
+
+    /// Continues what the MCP task `task_id` runs: its own chain (named as
+    /// the task), or its cell of the session `chain_id` — that cell only:
+    /// once it has ended (or a later cell runs) this is
+    /// [`DurableError::CellEnded`], never another cell's run.
+    pub async fn resume_task(
+        &self,
+        chain_id: &str,
+        task_id: &str,
+        registry: &ToolRegistry,
+        approval: &Approval,
+    ) -> Result<ChainRunResult, DurableError> {
+        if chain_id != task_id
+            && let Some(session) = self.store.session(chain_id).await?
+        {
+            return self.resume_session(session, Some(task_id), registry, approval).await;
+        }
+        self.resume(chain_id, registry, approval).await
     }
 
     /// Runs a chain this process has claimed, and leaves the store as it

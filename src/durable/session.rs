@@ -175,7 +175,7 @@ impl Durable {
     /// Records `cell` as the next cell of `session` (an id, or
     /// [`NEW_SESSION`]) without running it, and answers the session's id:
     /// a cell that runs as an MCP task. It holds the session (no other
-    /// cell runs meanwhile) until [`Durable::resume`] of the session runs
+    /// cell runs meanwhile) until [`Durable::resume_task`] of `task` runs
     /// it, on any node, to its end or a suspension; a node that dies
     /// running it leaves it to the next resume, its calls answered from
     /// the journal. A session that cannot take the cell says why.
@@ -184,6 +184,7 @@ impl Durable {
         session: &str,
         cell: &str,
         policy: &ChainPolicy,
+        task: &str,
     ) -> Result<Result<String, SessionRefusal>, DurableError> {
         let opened = match session {
             NEW_SESSION => self.new_session(policy).await?,
@@ -206,6 +207,7 @@ impl Durable {
                     chain_id: id.clone(),
                     why: e.to_string(),
                 })?),
+                task: Some(task.to_owned()),
             });
             self.store.update_session(&session).await?;
             Ok::<_, DurableError>(())
@@ -258,6 +260,7 @@ impl Durable {
     pub(super) async fn resume_session(
         &self,
         session: StoredSession,
+        task: Option<&str>,
         registry: &ToolRegistry,
         approval: &Approval,
     ) -> Result<ChainRunResult, DurableError> {
@@ -277,8 +280,15 @@ impl Durable {
             .enumerate()
             .next_back()
             .filter(|(_, cell)| matches!(cell.state, CellState::Suspended | CellState::Running))
+            .filter(|(_, cell)| task.is_none_or(|task| cell.task.as_deref() == Some(task)))
         else {
-            return Ok(SessionRefusal::NothingToResume(id).into_result());
+            return match task {
+                Some(task) => Err(DurableError::CellEnded {
+                    session_id: id,
+                    task_id: task.to_owned(),
+                }),
+                None => Ok(SessionRefusal::NothingToResume(id).into_result()),
+            };
         };
         let policy = match &cell.policy {
             Some(policy) => serde_json::from_value(policy.clone()).map_err(|e| DurableError::Corrupt {
@@ -576,6 +586,7 @@ impl Durable {
             policy: (state == CellState::Suspended)
                 .then(|| serde_json::to_value(&policy).ok())
                 .flatten(),
+            task: session.cells.get(index).and_then(|stored| stored.task.clone()),
         };
         match session.cells.get_mut(index) {
             Some(stored) => *stored = cell,

@@ -114,6 +114,10 @@ pub struct StoredCell {
     /// The policy a suspended cell runs under, for its resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Value>,
+    /// The MCP task it runs as, if any: a node driving that task resumes
+    /// this cell only, never a later one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// What became of a session's cell.

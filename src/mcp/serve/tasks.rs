@@ -17,6 +17,8 @@
 //! Tasks belong to their principal (another's is "no such task") and live
 //! `task_ttl_s` from their creation.
 
+use std::ops::Not;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -34,7 +36,7 @@ use crate::approval::Approval;
 use crate::durable::{Durable, DurableError};
 use crate::principal::{Principal, may_act_on};
 use crate::result::{ChainStatus, ErrorKind};
-use crate::store::{Claim, StoreError, StoredTask};
+use crate::store::{ChainStore, Claim, StoreError, StoredTask};
 use crate::util::utc_now_rfc3339;
 
 /// The polling interval a task suggests.
@@ -43,6 +45,10 @@ const POLL_INTERVAL_MS: u64 = 500;
 /// How often the node running a task looks in the store for a
 /// cancellation another node recorded.
 const CANCEL_POLL: Duration = Duration::from_millis(250);
+
+/// How long a node that finds a task's cell ended waits for the node that
+/// ran it to record the task's outcome, before it records the cell as lost.
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
 
 /// How a task's outcome is kept in the store.
 mod outcome {
@@ -75,26 +81,27 @@ impl ChainServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let durable = store.durable.clone().with_principal(caller.cloned());
         let policy = &self.inner.policy;
-        let (chain, chain_id) = match session {
+        let (chain, chain_id, task_id) = match session {
+            // A chain's task is named as its chain.
             None => {
                 let chain = durable.new_chain(code, policy).map_err(|e| store_error(&e))?;
                 let id = chain.chain_id.clone();
-                (Some(chain), id)
+                (Some(chain), id.clone(), id)
             }
-            Some(session) => match durable.start_cell(session, code, policy).await {
-                Ok(Ok(id)) => (None, id),
-                Ok(Err(refusal)) => return Ok(call_tool_result(&refusal.into_result()).into()),
-                Err(e) => return Err(store_error(&e)),
-            },
+            // A session's cell's task has a name of its own (a session runs
+            // many), recorded in its cell.
+            Some(session) => {
+                let task_id = format!("task_{}", uuid::Uuid::new_v4().simple());
+                match durable.start_cell(session, code, policy, &task_id).await {
+                    Ok(Ok(id)) => (None, id, task_id),
+                    Ok(Err(refusal)) => return Ok(call_tool_result(&refusal.into_result()).into()),
+                    Err(e) => return Err(store_error(&e)),
+                }
+            }
         };
         let now = utc_now_rfc3339();
         let task = StoredTask {
-            // A chain's task is named as its chain; a session's cell's
-            // task has a name of its own (a session runs many).
-            task_id: match chain {
-                Some(_) => chain_id.clone(),
-                None => format!("task_{}", uuid::Uuid::new_v4().simple()),
-            },
+            task_id,
             chain_id,
             owner: caller.map(|p| p.owner.clone()),
             created_at: now.clone(),
@@ -151,7 +158,7 @@ impl ChainServer {
             };
             let runner = durable.clone().cancelled_by(cancel.clone());
             let defer = Approval::defer();
-            let run = runner.resume(&chain_id, &server.inner.registry, &defer);
+            let run = runner.resume_task(&chain_id, &task_id, &server.inner.registry, &defer);
             tokio::pin!(run);
             let ended = tokio::select! {
                 ended = &mut run => ended,
@@ -168,6 +175,12 @@ impl ChainServer {
                 Ok(result) => Some(json!({ outcome::COMPLETED: call_tool_result(&result) })),
                 // Another node runs it, or it ended there.
                 Err(DurableError::BeingResumed { .. }) => None,
+                // The cell ended on the node that ran it, which records the
+                // outcome; unless it died in between.
+                Err(e @ DurableError::CellEnded { .. }) => settled_elsewhere(&store, &task_id)
+                    .await
+                    .not()
+                    .then(|| json!({ outcome::FAILED: store_error(&e) })),
                 Err(e) => Some(json!({ outcome::FAILED: store_error(&e) })),
             };
             if let Some(outcome) = outcome {
@@ -361,6 +374,23 @@ async fn end(durable: &Durable, task_id: &str, chain_id: &str, outcome: &Value) 
         && let Err(e) = store.finish(task_id, outcome).await
     {
         tracing::error!(task_id, error = %e, "finishing a cancelled task's chain failed");
+    }
+}
+
+/// Whether the task's outcome is recorded within [`SETTLE_WAIT`]: a cell's
+/// node records it just after the cell's end is stored.
+async fn settled_elsewhere(store: &Arc<dyn ChainStore>, task_id: &str) -> bool {
+    let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
+    loop {
+        if let Ok(Some(task)) = store.task(task_id).await
+            && task.outcome.is_some()
+        {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(CANCEL_POLL).await;
     }
 }
 
