@@ -165,6 +165,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check a chain script against the tools' stubs without running it:
+    /// tool calls that cannot succeed (an unknown tool or argument, a
+    /// missing one, a value that cannot fit, a call used before it is
+    /// awaited). Exit code 1 if the policy's `type_check` would refuse it
+    /// (`enforce` unless `--policy` says otherwise), 0 otherwise.
+    Check {
+        /// The Python script, or `-` to read it from stdin.
+        script: String,
+        /// The tools manifest (TOML); the demo tools if omitted.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// A policy file (TOML): its `type_check` applies.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Print the verdict as JSON (`refused`, `diagnostics`, `warnings`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the Python stubs (signatures and docstrings) a model should be shown.
     Stubs {
         /// The tools manifest (TOML); the demo tools if omitted.
@@ -762,6 +780,31 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 .map_err(CliError::Durable)?;
             Ok(live.report(&result, &[], json))
         }
+        Command::Check {
+            script,
+            tools,
+            policy,
+            json,
+        } => {
+            let runtime = runtime()?;
+            let registry = match &tools {
+                Some(path) => load_registry(&runtime, path)?,
+                None => demo::demo_registry(),
+            };
+            // The check's own command enforces unless a policy says otherwise.
+            let mode = match &policy {
+                Some(path) => load_policy(Some(path))?.type_check,
+                None => crate::TypeCheck::Enforce,
+            };
+            let script = read_script(&script)?;
+            let verdict = crate::check::Checker::default().check(&script, &registry, mode, false);
+            print!("{}", check_report(&verdict, json));
+            Ok(if verdict.refused() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Stubs { tools, skill } => {
             let runtime = runtime()?;
             let registry = match &tools {
@@ -922,6 +965,37 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// What `chainbox check` prints: the verdict as JSON, or one line per
+/// finding and a closing line.
+fn check_report(verdict: &crate::check::Verdict, json: bool) -> String {
+    if json {
+        let report = serde_json::json!({
+            "refused": verdict.refused(),
+            "diagnostics": verdict.refusals,
+            "warnings": verdict.warnings,
+        });
+        return format!("{report:#}\n");
+    }
+    let mut out = String::new();
+    for d in &verdict.refusals {
+        out.push_str(&format!(
+            "line {}:{}: error [{}]: {}\n",
+            d.line, d.col, d.rule, d.message
+        ));
+    }
+    for w in &verdict.warnings {
+        match w.line {
+            Some(line) => out.push_str(&format!("line {line}: warning: {}\n", w.message)),
+            None => out.push_str(&format!("warning: {}\n", w.message)),
+        }
+    }
+    out.push_str(match verdict.refused() {
+        true => "refused: the script would not be run\n",
+        false => "ok: no tool call is known to fail\n",
+    });
+    out
 }
 
 fn load_policy(path: Option<&Path>) -> Result<ChainPolicy, CliError> {

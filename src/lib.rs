@@ -39,6 +39,7 @@ pub mod approval;
 pub mod artifacts;
 pub mod auth;
 pub mod chain;
+pub mod check;
 pub mod cli;
 pub mod demo;
 pub mod digest;
@@ -85,7 +86,7 @@ pub use approval::{
 pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore, ObjectArtifactStore};
 pub use chain::{Cells, RunOptions};
 pub use engine::{Engine, EngineConfig, EngineError};
-pub use policy::{ChainPolicy, PolicyError, PythonChoice};
+pub use policy::{ChainPolicy, PolicyError, PythonChoice, TypeCheck};
 pub use principal::{Owner, Principal};
 pub use result::{
     CallStatus, ChainCallRecord, ChainError, ChainRunResult, ChainStatus, ChainWarning, ErrorKind, Interpreter,

@@ -90,6 +90,26 @@ pub struct ChainPolicy {
     /// what only CPython has, see [`crate::python_choice`]), `monty` or
     /// `cpython`.
     pub python: PythonChoice,
+    /// The check before the run ([`crate::check`]): `enforce` refuses a
+    /// script whose tool calls cannot succeed (kind `type_error`, nothing
+    /// runs), `warn` runs it and lists what it found in `warnings`, `off`
+    /// (for now the default: ty, the type checker, can run for ever on
+    /// some scripts until a check has a deadline) skips it.
+    pub type_check: TypeCheck,
+}
+
+/// What the check before the run does with what it finds (`type_check`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum TypeCheck {
+    /// Refuse a script with a tool call that cannot succeed; warn of the
+    /// rest.
+    Enforce,
+    /// Run it; warn of everything found.
+    Warn,
+    /// Do not check.
+    #[default]
+    Off,
 }
 
 /// The policy's choice of interpreter (`--python` on the command line).
@@ -153,6 +173,7 @@ impl Default for ChainPolicy {
             allowed_by: None,
             tools: BTreeMap::new(),
             python: PythonChoice::Auto,
+            type_check: TypeCheck::Off,
         }
     }
 }

@@ -106,6 +106,9 @@ pub enum ErrorKind {
     /// another principal's), ended, expired, full or busy (the message
     /// says which); nothing ran.
     Session,
+    /// The check before the run ([`crate::check`]) found tool calls that
+    /// cannot succeed (the result's `diagnostics` list them); nothing ran.
+    TypeError,
 }
 
 /// `as_str` (the name the JSON contract uses) and `Display` for a
@@ -147,6 +150,7 @@ contract_names!(ErrorKind {
     Policy => "policy",
     ReplayDiverged => "replay_diverged",
     Session => "session",
+    TypeError => "type_error",
 });
 
 /// The error part of a [`ChainRunResult`].
@@ -289,6 +293,22 @@ impl From<chainbox_protocol::Warning> for ChainWarning {
     }
 }
 
+/// A tool call the check before the run found cannot succeed
+/// ([`crate::check`]): a chain refused for it carries one per call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// What is wrong, as a rule name: ty's (`unknown-argument`,
+    /// `missing-argument`, `invalid-argument-type`...) or the check's own
+    /// (`unknown-tool`, `not-awaited`).
+    pub rule: String,
+    /// What it says, with the tool's signature where it helps.
+    pub message: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub col: u32,
+}
+
 /// One audit entry per tool call the script made, returned on every outcome
 /// so the caller knows which side effects already happened, with the
 /// provenance of what the script received: which tool kind answered
@@ -383,8 +403,13 @@ pub struct ChainRunResult {
     pub duration_ms: f64,
     /// One record per tool call, in call order.
     pub call_trace: Vec<ChainCallRecord>,
-    /// What Python would have warned about (a never-awaited tool call), in order.
+    /// What Python would have warned about (a never-awaited tool call), in
+    /// order, after what the check before the run warned about.
     pub warnings: Vec<ChainWarning>,
+    /// Why the check before the run refused the chain (kind
+    /// `type_error`); left out of the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
     /// Artifacts stored during the chain.
     pub artifacts: Vec<ArtifactInfo>,
     /// Files written to the workspace for the caller.
@@ -449,6 +474,7 @@ impl ChainRunResult {
             duration_ms: 0.0,
             call_trace: Vec::new(),
             warnings: Vec::new(),
+            diagnostics: Vec::new(),
             artifacts: Vec::new(),
             files: Vec::new(),
             usage: Usage::default(),
@@ -533,6 +559,7 @@ mod tests {
             duration_ms: 1.0,
             call_trace: vec![],
             warnings: vec![],
+            diagnostics: vec![],
             artifacts: vec![],
             files: vec![],
             usage: Usage::default(),

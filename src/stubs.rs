@@ -105,10 +105,11 @@ struct Param<'a> {
     description: Option<&'a str>,
 }
 
-/// The `async def` of one tool, with its docstring (what
-/// [`python_stubs`] shows for each local tool).
-pub fn tool_stub(tool: &dyn Tool) -> String {
-    let schema = tool.input_schema();
+/// A schema's parameters that are Python names, and the properties that
+/// are not (passed as `**{...}`) with their descriptions.
+type Parameters<'a> = (Vec<Param<'a>>, Vec<(&'a str, Option<&'a str>)>);
+
+fn parameters(schema: &Value) -> Parameters<'_> {
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -131,11 +132,23 @@ pub fn tool_stub(tool: &dyn Tool) -> String {
             });
         }
     }
+    (params, unnamed)
+}
 
+/// The parameter list of a stub: `**kwargs: Any` closes it when some
+/// properties are not Python names or the schema admits properties it
+/// does not list (`additionalProperties`; with `open_unless_closed`, also
+/// when the schema does not say, as JSON Schema reads it).
+fn signature(
+    schema: &Value,
+    params: &[Param<'_>],
+    unnamed: &[(&str, Option<&str>)],
+    open_unless_closed: bool,
+) -> String {
     let mut signature: Vec<String> = Vec::new();
     let mut seen_optional = false;
     let mut keyword_only = false;
-    for param in &params {
+    for param in params {
         if param.required && seen_optional && !keyword_only {
             signature.push("*".into());
             keyword_only = true;
@@ -147,9 +160,57 @@ pub fn tool_stub(tool: &dyn Tool) -> String {
             signature.push(format!("{}: {} = None", param.name, optional(&param.annotation)));
         }
     }
-    if !unnamed.is_empty() {
+    let open = match schema.get("additionalProperties") {
+        Some(Value::Bool(open)) => *open,
+        Some(Value::Object(_)) => true,
+        Some(_) => false,
+        None => open_unless_closed,
+    };
+    if !unnamed.is_empty() || open {
         signature.push("**kwargs: Any".into());
     }
+    signature.join(", ")
+}
+
+/// A tool's call signature as its stub declares it,
+/// `search(query: str, limit: int | None = None)`.
+pub fn tool_signature(tool: &dyn Tool) -> String {
+    let schema = tool.input_schema();
+    let (params, unnamed) = parameters(schema);
+    format!("{}({})", tool.name(), signature(schema, &params, &unnamed, false))
+}
+
+/// What the check before the run ([`crate::check`]) reads with a script:
+/// each local tool's signature, and the functions the sandbox defines. A
+/// schema that does not close its properties takes unknown arguments, as
+/// the invoker's validation does; a hosted or provider-defined tool takes
+/// anything (the run denies the call, catchably).
+pub fn checker_stubs(registry: &ToolRegistry) -> String {
+    let mut out = String::from("from typing import Any, Literal\n\ndef load_artifact(handle: Any) -> Any: ...\n");
+    for tool in registry.iter() {
+        let name = tool.name();
+        if !is_identifier(name) || is_python_keyword(name) {
+            continue;
+        }
+        let signature = match tool {
+            AnyTool::Local(tool) => {
+                let schema = tool.input_schema();
+                let (params, unnamed) = parameters(schema);
+                signature(schema, &params, &unnamed, true)
+            }
+            AnyTool::Hosted(_) | AnyTool::ProviderDefined(_) => "*args: Any, **kwargs: Any".to_owned(),
+        };
+        let _ = writeln!(out, "async def {name}({signature}) -> Any: ...");
+    }
+    out
+}
+
+/// The `async def` of one tool, with its docstring (what
+/// [`python_stubs`] shows for each local tool).
+pub fn tool_stub(tool: &dyn Tool) -> String {
+    let schema = tool.input_schema();
+    let (params, unnamed) = parameters(schema);
+    let signature = signature(schema, &params, &unnamed, false);
 
     let mut doc: Vec<String> = Vec::new();
     let description = tool.description().trim();
@@ -191,7 +252,7 @@ pub fn tool_stub(tool: &dyn Tool) -> String {
         }
     }
 
-    let mut out = format!("async def {}({}) -> Any:\n", tool.name(), signature.join(", "));
+    let mut out = format!("async def {}({signature}) -> Any:\n", tool.name());
     if doc.is_empty() {
         out.push_str("    ...\n");
         return out;

@@ -198,20 +198,38 @@ async fn run_in_span(
     options: RunOptions,
 ) -> ChainRunResult {
     let interpreter = choose(policy.python, script);
-    if interpreter == Interpreter::Cpython {
-        // Compiling (or loading) the CPython guest happens once per engine,
-        // on the first chain that needs it: it is the engine's start-up, not
-        // this chain's time (nor in its timeout or `duration_ms`). If it
-        // fails, the chain reports it below.
-        let _ = core.cpython().await;
-    }
-    let started = Instant::now();
+    let mut started = Instant::now();
     if let Err(e) = policy.validate() {
         // The same field-naming errors as a policy file gets; nothing runs.
         let mut result = empty_result(ChainStatus::Error);
         result.error = Some(ChainError::new(ErrorKind::Policy, "PolicyError", e.to_string()));
         result.duration_ms = millis(started.elapsed());
         return result;
+    }
+    // A session's later cell may call what its earlier cells defined.
+    let names_from_before = options.cells.as_ref().is_some_and(|cells| !cells.earlier.is_empty());
+    let verdict = core
+        .checker
+        .check(script, registry, policy.type_check, names_from_before);
+    if verdict.refused() {
+        let mut result = empty_result(ChainStatus::Error);
+        let mut error = ChainError::new(ErrorKind::TypeError, "TypeCheckError", verdict.summary());
+        error.line = verdict.refusals.first().map(|d| d.line);
+        result.error = Some(error);
+        result.interpreter = interpreter;
+        result.diagnostics = verdict.refusals;
+        result.warnings = verdict.warnings;
+        result.duration_ms = millis(started.elapsed());
+        return result;
+    }
+    if interpreter == Interpreter::Cpython {
+        // Compiling (or loading) the CPython guest happens once per engine,
+        // on the first chain that needs it: it is the engine's start-up, not
+        // this chain's time (nor in its timeout or `duration_ms`). If it
+        // fails, the chain reports it below.
+        let building = Instant::now();
+        let _ = core.cpython().await;
+        started += building.elapsed();
     }
     let chain = Started::new(core, registry, policy, approval, options);
     tracing::Span::current().record("chainbox.chain.id", chain.session.run_id());
@@ -223,6 +241,9 @@ async fn run_in_span(
     }
     chain.close(&mut result);
     chain.park(core, script, &result);
+    if !verdict.warnings.is_empty() {
+        result.warnings.splice(0..0, verdict.warnings);
+    }
     result.duration_ms = millis(started.elapsed());
     if result.error_kind() == Some(ErrorKind::Cancelled) {
         chain.audit_cancelled(&result);

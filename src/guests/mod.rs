@@ -205,6 +205,8 @@ pub(crate) struct Core {
     pub(crate) housekeeper: Housekeeper<MontyInstance>,
     /// Sessions' instances kept for their next cell (`parked.rs`).
     pub(crate) parked: ParkedSessions,
+    /// The check before each chain, with its warm type checkers.
+    pub(crate) checker: crate::check::Checker,
     /// How many instances `parked` may hold (each pool has as many slots
     /// more than chains).
     max_warm_sessions: u32,
@@ -777,6 +779,7 @@ impl Core {
             placeholder: Placeholder::new(),
             housekeeper: Housekeeper::new(),
             parked: ParkedSessions::new(warm_sessions.max, warm_sessions.max_bytes),
+            checker: crate::check::Checker::default(),
             max_warm_sessions: warm_sessions.max,
         })
     }

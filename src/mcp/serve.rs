@@ -696,10 +696,15 @@ pub fn call_tool_result(result: &ChainRunResult) -> CallToolResult {
             let text = match error {
                 Some(e) => {
                     let line = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
-                    format!(
+                    let mut text = format!(
                         "chain {} [{}]: {}: {}{line}",
                         result.status, e.kind, e.error_type, e.message
-                    )
+                    );
+                    // A refused chain: every call to fix, so that one turn fixes them all.
+                    for d in &result.diagnostics {
+                        text.push_str(&format!("\n  line {}:{}: [{}] {}", d.line, d.col, d.rule, d.message));
+                    }
+                    text
                 }
                 None => format!("chain {}", result.status),
             };

@@ -29,6 +29,7 @@ pub use crate::result::Interpreter;
 
 pub use allow::{MONTY_ENCODINGS, allowlist};
 use walk::Use;
+pub(crate) use walk::{bound_names, is_builtin};
 
 impl Interpreter {
     /// The interpreter [`needs_cpython`] chooses for `script`.
@@ -119,8 +120,15 @@ pub fn needs_cpython(script: &str) -> Option<Needs> {
     // stack left is scanned on a stack of its own (`stacker`, the crate
     // rustc grows its stack with), reserved for the deepest script the
     // size bound allows. The tiny scripts of most chains fit and pay nothing.
+    on_scan_stack(script, || scan(script))
+}
+
+/// Runs `read`, a reader of `script`'s syntax tree (its parse, a walk and
+/// the tree's drop), on a stack deep enough for the deepest nesting a
+/// script of its size can have (see [`needs_cpython`]).
+pub(crate) fn on_scan_stack<R>(script: &str, read: impl FnOnce() -> R) -> R {
     let needed = script.len().saturating_mul(STACK_PER_BYTE).saturating_add(STACK_MARGIN);
-    stacker::maybe_grow(needed, SCAN_STACK_BYTES, || scan(script))
+    stacker::maybe_grow(needed, SCAN_STACK_BYTES, read)
 }
 
 /// The most stack one byte of a script can cost the scan (a level of

@@ -101,6 +101,17 @@ pub(super) fn uses(module: &ast::ModModule, source: &str) -> Vec<(Use, u32)> {
 
 // --- first pass: what the script's names stand for -------------------------
 
+/// Every name `module` binds anywhere (an assignment, `def`, `class`,
+/// import, parameter, `except ... as`, pattern, `global`); `*` if it
+/// star-imports.
+pub(crate) fn bound_names(module: &ast::ModModule) -> FxHashSet<&str> {
+    let mut names = Names::default();
+    names.visit_body(&module.body);
+    let mut bound = names.bound;
+    bound.extend(names.imports.into_keys());
+    bound
+}
+
 /// What each name of a script stands for, learnt before the walk.
 #[derive(Default)]
 pub(super) struct Names<'a> {
@@ -282,7 +293,7 @@ impl<'a> Visitor<'a> for Names<'a> {
 
 /// Whether CPython 3.14 has `name` as a builtin (ruff's list, which knows
 /// the version), or it is a module global every script has (`__name__`).
-fn is_builtin(name: &str) -> bool {
+pub(crate) fn is_builtin(name: &str) -> bool {
     ruff_python_stdlib::builtins::is_python_builtin(name, 14, false)
         || matches!(
             name,

@@ -683,11 +683,11 @@ pub fn schema_params(schema: &Value) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A tool that writes only `info` and `execute`.
-    struct Declared(ToolInfo);
+    pub(crate) struct Declared(pub(crate) ToolInfo);
 
     #[async_trait]
     impl Tool for Declared {

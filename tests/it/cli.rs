@@ -442,3 +442,22 @@ fn a_chainbox_log_that_is_no_filter_is_named_and_the_run_goes_on() {
         out.stderr
     );
 }
+
+#[test]
+fn check_refuses_a_bad_tool_call_with_exit_code_1_and_runs_nothing() {
+    let manifest = manifest();
+    let bad = chainbox(&["check", "-", "--tools", &manifest, "--json"], Some("await add(a=1, c=2)"));
+    assert_eq!(bad.code, Some(1), "{}\n{}", bad.stdout, bad.stderr);
+    let verdict: serde_json::Value = serde_json::from_str(&bad.stdout).expect("json");
+    assert_eq!(verdict["refused"], true);
+    let rules: Vec<&str> = verdict["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter_map(|d| d["rule"].as_str())
+        .collect();
+    assert_eq!(rules, ["missing-argument", "unknown-argument"], "{verdict:#}");
+    let good = chainbox(&["check", "-", "--tools", &manifest], Some("await add(a=1, b=2)"));
+    assert_eq!(good.code, Some(0), "{}\n{}", good.stdout, good.stderr);
+    assert!(good.stdout.contains("ok:"), "{}", good.stdout);
+}

@@ -17,7 +17,7 @@ use chainbox::tools::command::CommandTool;
 use chainbox::{
     Approval, ApprovalDecision, ApprovalHandler, ApprovalRequest, CallStatus, ChainPolicy, ChainRunResult, ChainStatus,
     ContentBlock, Engine, ErrorKind, RunOptions, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo,
-    ToolOutput, ToolRegistry, ToolRisk,
+    ToolOutput, ToolRegistry, ToolRisk, TypeCheck,
 };
 use chainbox_protocol::ToolCall;
 use serde_json::{Map, Value, json};
@@ -57,9 +57,12 @@ pub fn engine() -> &'static Engine {
 pub const MIB: u64 = 1024 * 1024;
 
 /// Tight limits so every attack ends fast: 64 MiB, 1 s CPU, 2 s in total,
-/// 1 s per call, 20 calls.
+/// 1 s per call, 20 calls. No check before the run: the attacks are on
+/// what the run enforces (a script that builds its calls at run time gets
+/// past the check; `tests/it/check.rs` tests the check itself).
 pub fn tight() -> ChainPolicy {
     ChainPolicy {
+        type_check: TypeCheck::Off,
         max_tool_calls: 20,
         call_timeout_s: 1.0,
         approval_timeout_s: 0.5,
@@ -67,6 +70,16 @@ pub fn tight() -> ChainPolicy {
         max_memory_bytes: 64 * MIB,
         max_cpu_s: 1.0,
         max_stdout_bytes: 4096,
+        ..ChainPolicy::default()
+    }
+}
+
+/// The default policy without the check before the run: for a test of
+/// what the run does with a call the check would refuse (an unknown name,
+/// a bad argument), as it does for calls built at run time.
+pub fn unchecked() -> ChainPolicy {
+    ChainPolicy {
+        type_check: TypeCheck::Off,
         ..ChainPolicy::default()
     }
 }

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use chainbox::{Approval, CallStatus, ChainPolicy, ChainRunResult, ErrorKind, Tool, ToolRegistry, ToolRisk};
 use serde_json::{Value, json};
 
-use crate::fixtures::{ChartTool, FnTool, PNG_1X1, Silent, engine, tool};
+use crate::fixtures::{ChartTool, FnTool, PNG_1X1, Silent, engine, tool, unchecked};
 
 fn registry() -> ToolRegistry {
     let strict = tool("forecast", &[], |a| Ok(json!({"city": a["city"], "ok": true}))).with_schema(json!({
@@ -65,8 +65,14 @@ async fn schema_rejection_is_a_value_error_naming_the_field_and_the_tool_never_r
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_argument_is_rejected_by_a_strict_schema() {
-    let r = run_default("try:\n    await forecast(city='Paris', cty='x')\nexcept ValueError as e:\n    m = str(e)\nm")
-        .await;
+    // What the run does; the check before it refuses the script
+    // (tests/it/check.rs).
+    let r = run(
+        "try:\n    await forecast(city='Paris', cty='x')\nexcept ValueError as e:\n    m = str(e)\nm",
+        &unchecked(),
+        &Approval::deny_all(),
+    )
+    .await;
     assert!(r.output.as_str().unwrap_or_default().contains("cty"), "{r:?}");
 }
 
@@ -210,7 +216,7 @@ async fn media_result_becomes_a_workspace_file_the_script_can_read() {
 async fn unknown_tools_spend_the_budget() {
     let policy = ChainPolicy {
         max_tool_calls: 2,
-        ..ChainPolicy::default()
+        ..unchecked()
     };
     // `call_tool`-style probing is impossible (unknown names are NameErrors in
     // the script), so spend the budget with real calls that fail later gates.

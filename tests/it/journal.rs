@@ -12,7 +12,7 @@ use chainbox::{
 };
 use serde_json::{Value, json};
 
-use crate::fixtures::{assert_ok, engine, fn_tool};
+use crate::fixtures::{assert_ok, engine, fn_tool, unchecked};
 
 /// `bump(n)`: counts its runs in `runs` and answers `10 * n`.
 fn counting_registry(runs: &Arc<AtomicU32>) -> ToolRegistry {
@@ -31,10 +31,7 @@ async fn run_with_journal(
     registry: &ToolRegistry,
     journal: &Arc<MemoryJournal>,
 ) -> ChainRunResult {
-    let policy = ChainPolicy {
-        python,
-        ..ChainPolicy::default()
-    };
+    let policy = ChainPolicy { python, ..unchecked() };
     let options = RunOptions {
         journal: Some(journal.clone() as Arc<dyn Journal>),
         ..RunOptions::default()

@@ -25,17 +25,18 @@ const FLOORS: &[&[&str]] = &[
     // The gates of one tool call, and where durable chains live.
     &["shaping", "store"],
     &["invoker"],
-    // Inside the sandbox: which Python, and the store's host side.
-    &["python_choice"],
-    &["sandbox"],
+    // Which Python, and what the model is shown of the tools; then the
+    // check before a chain runs, and the store's host side of the sandbox.
+    &["python_choice", "stubs"],
+    &["check", "sandbox"],
     // Compiled guests, their instances and spares.
     &["snapshot", "prefault", "housekeeper"],
     &["guests"],
     // One chain's life, and the engine that runs chains.
     &["chain"],
     &["engine"],
-    // What the model is shown.
-    &["stubs", "demo", "specs", "durable"],
+    // What the model is shown, and durable chains.
+    &["demo", "specs", "durable"],
     &["discovery", "skills"],
     &["run_chain"],
     // MCP both ways, and the manifest that starts upstream servers.

@@ -17,7 +17,7 @@ use chainbox::{
 use chainbox_protocol::CallOutcome;
 use serde_json::{Map, Value, json};
 
-use crate::fixtures::{add_tool, delete_tool, engine, invoker_session, registry, run, run_full};
+use crate::fixtures::{add_tool, delete_tool, engine, invoker_session, registry, run, run_full, unchecked};
 
 #[test]
 fn tool_call_request_ids_are_generated_and_unique() {
@@ -72,7 +72,7 @@ async fn record_source_names_the_tool_kind_and_name() {
     let r = run_full(
         "await say()\nawait add(a=1, b=1)\ntry:\n    await nothing()\nexcept NameError:\n    pass",
         &registry,
-        &ChainPolicy::default(),
+        &unchecked(),
         &Approval::deny_all(),
     )
     .await;

@@ -6,7 +6,7 @@ use chainbox::digest::args_digest;
 use chainbox::{CallStatus, ChainPolicy, ChainStatus, ErrorKind};
 use serde_json::json;
 
-use crate::fixtures::{run, run_with};
+use crate::fixtures::{run, run_with, unchecked};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sequential_calls_return_the_final_expression_and_a_record_each() {
@@ -181,7 +181,9 @@ async fn call_past_the_budget_ends_the_chain_uncatchably() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_name_is_a_name_error() {
-    let r = run("await get_wether(city='Paris')").await;
+    // What the run does; the check before it refuses the script
+    // (tests/it/check.rs).
+    let r = run_with("await get_wether(city='Paris')", &unchecked()).await;
     let e = r.error.as_ref().expect("error");
     assert_eq!(e.error_type, "NameError", "{e:?}");
 }

@@ -35,7 +35,7 @@ async fn unknown_tool_is_a_name_error_after_the_calls_before_it() {
 async fn an_undefined_name_spends_no_call_budget() {
     let policy = ChainPolicy {
         max_tool_calls: 1,
-        ..ChainPolicy::default()
+        ..crate::fixtures::unchecked()
     };
     let script = "await noop()\ntry:\n    await nope()\nexcept NameError:\n    pass\n'still within budget'";
     let r = run_full(

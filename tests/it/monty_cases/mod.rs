@@ -529,6 +529,9 @@ fn run_guest(cases: &[&Case]) -> Vec<Outcome> {
             total_timeout_s: CASE_TIMEOUT.as_secs_f64(),
             max_cpu_s: CASE_TIMEOUT.as_secs_f64(),
             python: chainbox::PythonChoice::Monty,
+            // Monty's cases test the interpreter: some call names nothing
+            // defines on purpose (the check before the run would refuse them).
+            type_check: chainbox::TypeCheck::Off,
             ..ChainPolicy::default()
         };
         let approval = Approval::auto(ToolRisk::Safe);
