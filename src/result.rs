@@ -106,6 +106,14 @@ pub enum ErrorKind {
     /// another principal's), ended, expired, full or busy (the message
     /// says which); nothing ran.
     Session,
+    /// A sweep finished a durable chain no process would finish: its run
+    /// died (or was cancelled) before it suspended, and nothing resumed it
+    /// (`chainbox gc`, `serve --state`; see `crate::store::sweep`).
+    Abandoned,
+    /// A sweep finished a durable chain (or ended a session) that waited
+    /// past its limits: a decision past `approval_expires_s`, a session
+    /// past `session_expires_s` (see `crate::store::sweep`).
+    Expired,
 }
 
 /// `as_str` (the name the JSON contract uses) and `Display` for a
@@ -147,6 +155,8 @@ contract_names!(ErrorKind {
     Policy => "policy",
     ReplayDiverged => "replay_diverged",
     Session => "session",
+    Abandoned => "abandoned",
+    Expired => "expired",
 });
 
 /// The error part of a [`ChainRunResult`].

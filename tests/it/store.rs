@@ -696,7 +696,7 @@ async fn a_newer_schema_is_refused(url: &str) {
             e,
             StoreError::SchemaTooNew {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{e:?}"
@@ -812,6 +812,48 @@ async fn a_postgres_database_made_before_tasks_had_chain_ids_gets_them_on_connec
     )
     .await;
     tasks_get_chain_id_on_a_database_made_before_it(&url).await;
+}
+
+/// A database of schema version 1 (before sweeps): made by this
+/// chainbox, then its version-2 parts taken out, with a chain finished
+/// then.
+const VERSION_1: [&str; 4] = [
+    "ALTER TABLE chainbox_chains DROP COLUMN finished_at",
+    "DROP TABLE chainbox_locks",
+    "DELETE FROM chainbox_schema WHERE version = 2",
+    "INSERT INTO chainbox_chains (chain_id, script, policy, seed, created_at, finished) \
+     VALUES ('done', '1', '{\"retention_s\": 0.5}', '7', '2026-12-01T10:00:00Z', '{\"status\": \"ok\"}')",
+];
+
+/// A version-1 database gets the finish times and the lock table on
+/// connect (version 2); its chain finished before counts its retention
+/// from the first sweep that sees it, and then goes.
+async fn a_database_of_version_1_is_migrated_for_sweeps(url: &str) {
+    SqlStore::connect(url).await.expect("connect").close().await;
+    raw(url, &VERSION_1).await;
+    let store: Arc<dyn ChainStore> = Arc::new(SqlStore::connect(url).await.expect("connect to version 1"));
+    let options = chainbox::store::sweep::SweepOptions::default();
+    let first = chainbox::store::sweep::sweep(&store, None, &options)
+        .await
+        .expect("sweeps");
+    assert_eq!((first.deleted, first.remaining.finished), (0, 1), "{first:?}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let later = chainbox::store::sweep::sweep(&store, None, &options)
+        .await
+        .expect("sweeps");
+    assert_eq!((later.deleted, later.remaining.chains), (1, 0), "{later:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sqlite_database_of_version_1_is_migrated_for_sweeps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    a_database_of_version_1_is_migrated_for_sweeps(&format!("sqlite:{}", dir.path().join("v1.db").display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_database_of_version_1_is_migrated_for_sweeps() {
+    let Some(server) = PgServer::start() else { return };
+    a_database_of_version_1_is_migrated_for_sweeps(&server.create_database("version_1").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
