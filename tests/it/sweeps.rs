@@ -16,8 +16,8 @@ use chainbox::durable::Durable;
 use chainbox::store::sweep::{self, SweepError, SweepOptions, SweepReport};
 use chainbox::store::{self, ChainStore, Claim, Lock, StoreCounts, StoredChain};
 use chainbox::{
-    Approval, ArtifactRef, ArtifactStore, ChainPolicy, ChainRunResult, ChainStatus, Engine, EngineConfig,
-    FsArtifactStore, PythonChoice, ToolRegistry, ToolRisk,
+    Approval, ArtifactRef, ArtifactStore, ChainPolicy, ChainStatus, Engine, EngineConfig, FsArtifactStore,
+    PythonChoice, ToolRegistry, ToolRisk,
 };
 use serde_json::{Value, json};
 
@@ -32,17 +32,17 @@ const OFFLOADS_THEN_WAITS: &str =
 /// A chain that offloads a result and ends.
 const OFFLOADS: &str = "big = await rows(n=50)\nload_artifact(big)['rows'][0][:7]";
 
-/// Short limits, so a test sees them pass.
+/// A short retention, so a test sees it pass.
 fn policy() -> ChainPolicy {
     ChainPolicy {
         python: PythonChoice::Monty,
-        approval_expires_s: 1.0,
         retention_s: 1.0,
         ..ChainPolicy::default()
     }
 }
 
-/// How long to wait for the limits of [`policy`] to pass.
+/// How long to wait for the retention of [`policy`] (and a session's life
+/// of a second) to pass.
 const PAST_LIMITS: Duration = Duration::from_millis(1300);
 
 /// A sweep that deletes any unpinned artifact and counts a claim dead as
@@ -118,17 +118,14 @@ impl Setup {
         }
     }
 
-    async fn run(&self, script: &str) -> ChainRunResult {
-        self.durable
-            .run(script, &self.registry, &policy(), &Approval::defer())
+    /// Runs `script` to its suspension under `policy`: the chain's id and
+    /// the artifacts it stored.
+    async fn suspended(&self, script: &str, policy: &ChainPolicy) -> (String, Vec<ArtifactRef>) {
+        let r = self
+            .durable
+            .run(script, &self.registry, policy, &Approval::defer())
             .await
-            .expect("runs")
-    }
-
-    /// Runs `script` to its suspension: the chain's id and the artifacts
-    /// it stored.
-    async fn suspended(&self, script: &str) -> (String, Vec<ArtifactRef>) {
-        let r = self.run(script).await;
+            .expect("runs");
         assert_eq!(r.status, ChainStatus::Suspended, "{r:#?}");
         let refs = r.artifacts.iter().map(|a| a.artifact_ref).collect();
         (r.chain_id.expect("a chain id"), refs)
@@ -253,13 +250,9 @@ async fn counts_return_to_zero_after_the_retention(stores: Stores) {
 /// by a process that does not pin it, and resumes to its end.
 async fn a_chain_suspended_across_a_sweep_resumes(stores: Stores) {
     let s = Setup::new(stores).await;
-    let patient = ChainPolicy {
-        approval_expires_s: 3600.0,
-        ..policy()
-    };
     let r = s
         .durable
-        .run(OFFLOADS_THEN_WAITS, &s.registry, &patient, &Approval::defer())
+        .run(OFFLOADS_THEN_WAITS, &s.registry, &policy(), &Approval::defer())
         .await
         .expect("runs");
     assert_eq!(r.status, ChainStatus::Suspended, "{r:#?}");
@@ -335,18 +328,18 @@ async fn an_abandoned_first_run_is_finished_as_abandoned(stores: Stores) {
 /// its pins released: the same sweep deletes the result it had offloaded.
 async fn an_approval_past_its_expiry_is_finished_as_expired_and_its_pins_released(stores: Stores) {
     let s = Setup::new(stores).await;
-    let (chain_id, refs) = s.suspended(OFFLOADS_THEN_WAITS).await;
+    // Long enough for the sweep right after the suspension on a slow machine.
+    let expires = ChainPolicy {
+        approval_expires_s: 3.0,
+        ..policy()
+    };
+    let (chain_id, refs) = s.suspended(OFFLOADS_THEN_WAITS, &expires).await;
     assert_eq!(refs.len(), 1);
     let within = s.sweep(&eager()).await;
     assert_eq!(within.expired, 0, "{within:?}");
     assert!(s.has(&refs[0]), "pinned while it waits");
-    tokio::time::sleep(PAST_LIMITS).await;
-    let swept = s
-        .sweep(&SweepOptions {
-            claim_grace: Duration::ZERO,
-            artifact_grace: Duration::ZERO,
-        })
-        .await;
+    tokio::time::sleep(Duration::from_millis(3300)).await;
+    let swept = s.sweep(&eager()).await;
     assert_eq!((swept.expired, swept.abandoned), (1, 0), "{swept:?}");
     let result = s.finished(&chain_id).await.expect("finished");
     assert_eq!(result["error"]["kind"], "expired", "{result}");
