@@ -440,6 +440,37 @@ async fn an_expired_session_is_ended_and_deleted_but_a_live_one_is_kept(stores: 
     assert_eq!(next.output, json!(3));
 }
 
+/// A session whose cell waits on a decision is kept past its own life
+/// while the decision is within `approval_expires_s`, and resumes.
+async fn a_session_whose_cell_waits_on_a_decision_within_its_limit_is_kept(stores: Stores) {
+    let s = Setup::new(stores).await;
+    let brief = ChainPolicy {
+        session_expires_s: 1.0,
+        ..policy()
+    };
+    let waiting = s
+        .durable
+        .run_cell("new", "await wire(amount=1)", &s.registry, &brief, &Approval::defer())
+        .await
+        .expect("runs");
+    assert_eq!(waiting.status, ChainStatus::Suspended, "{waiting:#?}");
+    let session_id = waiting.session.expect("a session").session_id;
+    tokio::time::sleep(PAST_LIMITS).await;
+    let swept = s.sweep(&eager()).await;
+    assert_eq!((swept.sessions_ended, swept.expired), (0, 0), "{swept:?}");
+    s.durable
+        .decide(&session_id, ApprovalDecision::Approved, "test")
+        .await
+        .expect("decide");
+    let resumed = s
+        .durable
+        .resume(&session_id, &s.registry, &Approval::defer())
+        .await
+        .expect("resume");
+    assert_ok(&resumed);
+    assert_eq!(resumed.output, json!("sent"));
+}
+
 // ---- The backends ----
 
 /// Each behaviour above on SQLite with a directory of artifacts
@@ -486,6 +517,7 @@ suite!(
     unpinned_old_artifacts_are_removed_and_pinned_ones_kept,
     only_one_process_sweeps_a_store_at_a_time,
     an_expired_session_is_ended_and_deleted_but_a_live_one_is_kept,
+    a_session_whose_cell_waits_on_a_decision_within_its_limit_is_kept,
 );
 
 /// A fresh SQLite file and artifact directory in `dir`.
