@@ -27,6 +27,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
@@ -258,7 +259,18 @@ pub trait ArtifactStore: Send + Sync {
     fn unpin_chain(&self, chain_id: &str) -> Result<(), ArtifactError>;
 
     /// Removes every artifact no chain pins; returns how many it removed.
-    fn gc(&self) -> Result<usize, ArtifactError>;
+    fn gc(&self) -> Result<usize, ArtifactError> {
+        self.gc_unused(Duration::ZERO, &HashSet::new())
+    }
+
+    /// Removes every artifact no chain pins, that is not in `keep`, and
+    /// that was stored at least `older_than` ago; returns how many it
+    /// removed. What a sweep runs ([`crate::store::sweep`]): `keep` holds
+    /// what the journals of unfinished chains name (their resumes read it
+    /// back, whoever pins it), and the grace spares what a chain running
+    /// now has stored but not pinned yet, or pinned in another process's
+    /// memory ([`FsArtifactStore`]'s pins are per process).
+    fn gc_unused(&self, older_than: Duration, keep: &HashSet<ArtifactRef>) -> Result<usize, ArtifactError>;
 
     /// [`put`](Self::put) then [`pin`](Self::pin). The stores here do both
     /// atomically, so a concurrent [`gc`](Self::gc) cannot remove the
@@ -298,6 +310,8 @@ struct MemoryInner {
     artifacts: HashMap<ArtifactRef, Artifact>,
     /// Pins by chain.
     pins: Pins,
+    /// When each artifact was first stored.
+    stored_at: HashMap<ArtifactRef, Instant>,
 }
 
 impl MemoryArtifactStore {
@@ -325,6 +339,7 @@ impl MemoryInner {
             bytes: bytes.to_vec(),
             media_type: media_type.to_owned(),
         });
+        self.stored_at.entry(r).or_insert_with(Instant::now);
         r
     }
 
@@ -356,10 +371,16 @@ impl ArtifactStore for MemoryArtifactStore {
         Ok(())
     }
 
-    fn gc(&self) -> Result<usize, ArtifactError> {
+    fn gc_unused(&self, older_than: Duration, keep: &HashSet<ArtifactRef>) -> Result<usize, ArtifactError> {
         let inner = &mut *lock(&self.inner);
         let before = inner.artifacts.len();
-        inner.artifacts.retain(|r, _| is_pinned(&inner.pins, r));
+        let (pins, stored_at) = (&inner.pins, &inner.stored_at);
+        inner.artifacts.retain(|r, _| {
+            let young = stored_at.get(r).is_some_and(|at| at.elapsed() < older_than);
+            young || keep.contains(r) || is_pinned(pins, r)
+        });
+        let artifacts = &inner.artifacts;
+        inner.stored_at.retain(|r, _| artifacts.contains_key(r));
         Ok(before - inner.artifacts.len())
     }
 
@@ -387,7 +408,9 @@ struct Meta {
 ///
 /// Pins live in memory, per store instance: they belong to chains running
 /// in this process. A `gc` removes whatever this instance does not pin, so
-/// run it where no other process is using the directory.
+/// run it where no other process is using the directory; a sweep's
+/// `gc_unused` spares what was written within its grace (files' times),
+/// what other processes' running chains may hold.
 #[derive(Debug)]
 pub struct FsArtifactStore {
     /// The root directory.
@@ -508,6 +531,19 @@ fn remove_if_exists(path: &Path) -> Result<(), ArtifactError> {
     }
 }
 
+/// Whether the file at `path` was written less than `age` ago (its
+/// modification time; a time in the future counts as now).
+fn younger_than(path: &Path, age: Duration) -> Result<bool, ArtifactError> {
+    if age.is_zero() {
+        return Ok(false);
+    }
+    let modified = std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .map_err(io_at(path))?;
+    let elapsed = SystemTime::now().duration_since(modified).unwrap_or_default();
+    Ok(elapsed < age)
+}
+
 /// The entries of a directory.
 fn entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>, ArtifactError> {
     std::fs::read_dir(dir)
@@ -559,7 +595,7 @@ impl ArtifactStore for FsArtifactStore {
         Ok(())
     }
 
-    fn gc(&self) -> Result<usize, ArtifactError> {
+    fn gc_unused(&self, older_than: Duration, keep: &HashSet<ArtifactRef>) -> Result<usize, ArtifactError> {
         let pins = lock(&self.pins);
         let mut removed = 0;
         for shard in entries(&self.dir)? {
@@ -577,16 +613,19 @@ impl ArtifactStore for FsArtifactStore {
                 let Ok(r) = ArtifactRef::parse(&format!("{PREFIX}{hex}")) else {
                     continue; // temp files and strangers are left alone
                 };
-                if !hex.starts_with(prefix) || is_pinned(&pins, &r) {
+                if !hex.starts_with(prefix) || is_pinned(&pins, &r) || keep.contains(&r) {
                     continue;
                 }
                 let (_, blob, meta) = self.paths(&r);
                 if name == hex {
+                    if younger_than(&blob, older_than)? {
+                        continue;
+                    }
                     // The blob before its sidecar: a blob never lacks one.
                     remove_if_exists(&blob)?;
                     remove_if_exists(&meta)?;
                     removed += 1;
-                } else if !blob.try_exists().map_err(io_at(&blob))? {
+                } else if !blob.try_exists().map_err(io_at(&blob))? && !younger_than(&meta, older_than)? {
                     remove_if_exists(&meta)?; // an orphan sidecar
                 }
             }

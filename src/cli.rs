@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio_util::sync::CancellationToken;
@@ -20,6 +21,7 @@ use crate::mcp::serve::{self, ChainServer};
 use crate::policy::{ChainPolicy, PythonChoice};
 use crate::result::ChainRunResult;
 use crate::skills::Skill;
+use crate::store::sweep::{self, SweepOptions};
 use crate::tools::ToolRisk;
 use crate::workspace::WORKSPACE;
 use crate::{Engine, ToolRegistry, demo, discovery, specs};
@@ -289,6 +291,41 @@ enum Command {
         /// Default: in memory, this process only.
         #[arg(long, value_name = "URL")]
         artifacts: Option<String>,
+        /// With `--state`: sweep the stores every SECONDS (0: never), one
+        /// node of those sharing the store at a time: abandoned and
+        /// expired chains finished, finished ones deleted after their
+        /// `retention_s`, old unpinned artifacts deleted (see `chainbox gc`).
+        #[arg(long, value_name = "SECONDS", default_value_t = 300, requires = "state")]
+        sweep_every: u64,
+        /// How old an artifact no chain pins (and no unfinished chain's
+        /// journal names) must be before a sweep deletes it; keep it above
+        /// the policies' `total_timeout_s`.
+        #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+        artifact_grace: u64,
+    },
+    /// Sweep a chain store once (what `serve --state` does every few
+    /// minutes): finish the durable chains no process will finish (kind
+    /// `abandoned`: their run died before any suspension; `expired`: they
+    /// waited past `approval_expires_s`; sessions past their life), delete
+    /// finished chains past their `retention_s`, and delete the artifacts
+    /// no chain pins or needs that are older than `--artifact-grace`.
+    Gc {
+        /// The store (`sqlite:PATH`, `postgres://...`).
+        #[arg(long, value_name = "URL")]
+        state: String,
+        /// The artifact store its chains use (`file:DIR`, `s3://BUCKET/PREFIX`;
+        /// with `sqlite:PATH`, `file:PATH.artifacts` by default, as `run`'s).
+        /// Without one, no artifact is deleted and no pin released.
+        #[arg(long, value_name = "URL")]
+        artifacts: Option<String>,
+        /// How old an artifact no chain pins (and no unfinished chain's
+        /// journal names) must be before it is deleted; keep it above the
+        /// policies' `total_timeout_s` (a running chain's artifacts).
+        #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+        artifact_grace: u64,
+        /// Print the counts as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -483,6 +520,9 @@ enum CliError {
     /// `--artifacts` names no store this chainbox can open.
     #[error("--artifacts: {0}")]
     Artifacts(crate::artifacts::ArtifactError),
+    /// `gc` could not sweep the stores.
+    #[error("gc: {0}")]
+    Sweep(crate::store::sweep::SweepError),
     /// `serve --auth-*` names an unusable URL.
     #[error(transparent)]
     Auth(crate::auth::ConfigError),
@@ -854,6 +894,47 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             println!("{text}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Gc {
+            state,
+            artifacts,
+            artifact_grace,
+            json,
+        } => {
+            let runtime = runtime()?;
+            let store = runtime
+                .block_on(crate::store::connect(&state))
+                .map_err(CliError::Store)?;
+            let artifacts = match artifacts {
+                Some(url) => Some(url),
+                None if state.starts_with("sqlite:") => durable_artifacts(&state, None),
+                None => None,
+            };
+            let artifacts = match artifacts {
+                Some(url) => Some(crate::artifacts::open(&url).map_err(CliError::Artifacts)?),
+                None => None,
+            };
+            let options = SweepOptions {
+                artifact_grace: Duration::from_secs(artifact_grace),
+                ..SweepOptions::default()
+            };
+            let report = runtime
+                .block_on(sweep::sweep(&store, artifacts.as_ref(), &options))
+                .map_err(CliError::Sweep)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                let left = &report.remaining;
+                println!(
+                    "finished {} abandoned and {} expired chains, ended {} sessions; deleted {} finished chains and {} artifacts",
+                    report.abandoned, report.expired, report.sessions_ended, report.deleted, report.artifacts_deleted
+                );
+                println!(
+                    "left: {} chains ({} finished), {} journal entries, {} decisions, {} sessions, {} tasks",
+                    left.chains, left.finished, left.journal, left.decisions, left.sessions, left.tasks
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve {
             tools,
             policy,
@@ -868,6 +949,8 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             max_request_bytes,
             state,
             artifacts,
+            sweep_every,
+            artifact_grace,
         } => {
             if allow_remote {
                 return Err(CliError::AllowRemoteGone);
@@ -953,6 +1036,14 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                     ChainServer::with_store(engine, registry, policy, fallback, durable, key)
                 }
             };
+            if sweep_every > 0 {
+                let options = SweepOptions {
+                    artifact_grace: Duration::from_secs(artifact_grace),
+                    ..SweepOptions::default()
+                };
+                let _guard = runtime.enter();
+                server.sweep_every(Duration::from_secs(sweep_every), options);
+            }
             let served = runtime.block_on(serve(server, listener, access, shutdown));
             // Dropping the runtime's tasks drops what is left of the chains
             // and the registry: command tools and MCP servers are killed

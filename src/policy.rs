@@ -52,6 +52,12 @@ pub struct ChainPolicy {
     /// declared the tasks extension) is kept from its creation: its
     /// `ttlMs`. Past it, `tasks/get` finds no such task.
     pub task_ttl_s: f64,
+    /// Seconds a finished durable chain is kept after it ended (its
+    /// result for a late claimant, its journal, decisions, session cells
+    /// and tasks): a sweep (`chainbox gc`, `serve --state`) deletes it
+    /// after, so a store does not grow for ever. Keep it at least
+    /// `task_ttl_s`: a task's chain deleted is a task gone.
+    pub retention_s: f64,
     /// Results whose JSON is larger than this are offloaded to the artifact store.
     pub max_inline_result_bytes: u64,
     /// Calls above this risk need approval.
@@ -159,6 +165,7 @@ impl Default for ChainPolicy {
             session_expires_s: 86_400.0,
             max_session_cells: 200,
             task_ttl_s: 86_400.0,
+            retention_s: 604_800.0,
             total_timeout_s: 300.0,
             max_inline_result_bytes: 4096,
             max_risk_unapproved: ToolRisk::Safe,
@@ -283,6 +290,7 @@ impl ChainPolicy {
             ("approval_expires_s", self.approval_expires_s),
             ("session_expires_s", self.session_expires_s),
             ("task_ttl_s", self.task_ttl_s),
+            ("retention_s", self.retention_s),
             ("total_timeout_s", self.total_timeout_s),
             ("max_cpu_s", self.max_cpu_s),
         ] {
@@ -504,6 +512,16 @@ mod tests {
     fn zero_timeout_is_rejected_naming_the_field() {
         let e = err("total_timeout_s = 0");
         assert!(e.to_string().contains("`total_timeout_s` (0)"), "{e}");
+    }
+
+    #[test]
+    fn a_retention_that_is_no_positive_number_of_seconds_is_rejected_naming_the_field() {
+        let e = err("retention_s = 0");
+        assert!(e.to_string().contains("`retention_s` (0)"), "{e}");
+        assert_eq!(
+            ChainPolicy::from_toml_str("retention_s = 60").unwrap().retention_s,
+            60.0
+        );
     }
 
     #[test]

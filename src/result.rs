@@ -109,6 +109,14 @@ pub enum ErrorKind {
     /// The check before the run ([`crate::check`]) found tool calls that
     /// cannot succeed (the result's `diagnostics` list them); nothing ran.
     TypeError,
+    /// A sweep finished a durable chain no process would finish: its run
+    /// died (or was cancelled) before it suspended, and nothing resumed it
+    /// (`chainbox gc`, `serve --state`; see `crate::store::sweep`).
+    Abandoned,
+    /// A sweep finished a durable chain (or ended a session) that waited
+    /// past its limits: a decision past `approval_expires_s`, a session
+    /// past `session_expires_s` (see `crate::store::sweep`).
+    Expired,
 }
 
 /// `as_str` (the name the JSON contract uses) and `Display` for a
@@ -151,6 +159,8 @@ contract_names!(ErrorKind {
     ReplayDiverged => "replay_diverged",
     Session => "session",
     TypeError => "type_error",
+    Abandoned => "abandoned",
+    Expired => "expired",
 });
 
 /// The error part of a [`ChainRunResult`].

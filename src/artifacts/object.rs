@@ -24,6 +24,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -195,6 +196,20 @@ impl ObjectArtifactStore {
         })
     }
 
+    /// Lists the objects under `prefix` with when each was last written
+    /// (ms since the Unix epoch, the store's clock).
+    fn list_modified(&self, prefix: ObjectPath) -> Result<Vec<(ObjectPath, i64)>, ArtifactError> {
+        let store = self.store.clone();
+        let path = prefix.clone();
+        self.run(&prefix, async move {
+            store
+                .list(Some(&path))
+                .map_ok(|meta| (meta.location, meta.last_modified.timestamp_millis()))
+                .try_collect::<Vec<_>>()
+                .await
+        })
+    }
+
     /// Deletes one object (one already gone is fine).
     fn delete(&self, key: &ObjectPath) -> Result<(), ArtifactError> {
         let store = self.store.clone();
@@ -298,19 +313,26 @@ impl ArtifactStore for ObjectArtifactStore {
         Ok(())
     }
 
-    fn gc(&self) -> Result<usize, ArtifactError> {
+    fn gc_unused(&self, older_than: Duration, keep: &HashSet<ArtifactRef>) -> Result<usize, ArtifactError> {
         // The artifacts first, then the pins (see the module docs).
-        let blobs = self.list(self.prefix.clone().join("sha256"))?;
+        let blobs = self.list_modified(self.prefix.clone().join("sha256"))?;
         let pinned: HashSet<String> = self
             .list(self.prefix.clone().join("pins"))?
             .iter()
             .filter_map(|marker| marker.filename().map(str::to_owned))
             .collect();
         let mut removed = 0;
-        for blob in blobs {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let grace_ms = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+        for (blob, modified_ms) in blobs {
             let Some(hex) = blob.filename() else { continue };
-            if ArtifactRef::parse(&format!("{PREFIX}{hex}")).is_err() || pinned.contains(hex) {
+            let Ok(r) = ArtifactRef::parse(&format!("{PREFIX}{hex}")) else {
                 continue; // strangers are left alone
+            };
+            if pinned.contains(hex) || keep.contains(&r) || now_ms.saturating_sub(modified_ms) < grace_ms {
+                continue;
             }
             self.delete(&blob)?;
             removed += 1;

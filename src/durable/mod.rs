@@ -38,6 +38,7 @@ use crate::live::Observer;
 use crate::policy::ChainPolicy;
 use crate::principal::{self, Principal};
 use crate::result::{ChainRunResult, ChainStatus, ErrorKind};
+use crate::store::sweep::{self, SweepError, SweepOptions, SweepReport};
 use crate::store::{ChainStore, Claim, Decision, StoreError, StoredChain};
 use crate::tools::ToolRegistry;
 use crate::util::utc_now_rfc3339;
@@ -171,6 +172,16 @@ impl Durable {
     /// The store the chains live in.
     pub fn store(&self) -> &Arc<dyn ChainStore> {
         &self.store
+    }
+
+    /// Sweeps this handle's store, and its engine's artifact store, once
+    /// (see [`crate::store::sweep`]): the chains no process will finish
+    /// are finished (`abandoned`, `expired`), finished ones past their
+    /// `retention_s` deleted, old artifacts nothing needs deleted. The
+    /// engine's artifact store holds this process's pins, so the chains
+    /// running here keep what they stored.
+    pub async fn sweep(&self, options: &SweepOptions) -> Result<SweepReport, SweepError> {
+        sweep::sweep(&self.store, Some(self.engine.artifacts()), options).await
     }
 
     /// Creates a durable chain and runs it: to its end, or to its first

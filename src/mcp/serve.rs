@@ -94,6 +94,7 @@ use crate::principal::{Owner, Principal, may_act_on};
 use crate::result::{ChainRunResult, ChainStatus, PendingCall};
 use crate::run_chain::{RUN_CHAIN, run_chain_tool};
 use crate::store::StoreError;
+use crate::store::sweep::{SweepError, SweepOptions};
 use crate::tools::ToolRegistry;
 
 /// Where the MCP endpoint is mounted on the HTTP server.
@@ -285,6 +286,33 @@ impl ChainServer {
                 run.await
             }
         }
+    }
+
+    /// Sweeps the server's chain store and artifact store (the engine's)
+    /// now and then every `every`, until the server shuts down (see
+    /// [`crate::store::sweep`]): abandoned and expired chains finished,
+    /// finished ones deleted after their `retention_s`, old unpinned
+    /// artifacts deleted. One node of those sharing the store sweeps at a
+    /// time (the store's sweep lock); a node finding it held skips that
+    /// round. Nothing without a store. Call it inside the server's runtime.
+    pub fn sweep_every(&self, every: Duration, options: SweepOptions) -> Option<JoinHandle<()>> {
+        let durable = self.inner.durable.as_ref()?.durable.clone();
+        let shutdown = self.inner.shutdown.clone();
+        Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    () = shutdown.cancelled() => return,
+                }
+                match durable.sweep(&options).await {
+                    Ok(report) => tracing::info!(?report, "swept the chain store"),
+                    Err(SweepError::Busy { holder }) => tracing::debug!(%holder, "another node sweeps the store now"),
+                    Err(e) => tracing::warn!(error = %e, "sweeping the chain store failed"),
+                }
+            }
+        }))
     }
 
     /// `run_chain` as the server lists it.

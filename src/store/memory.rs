@@ -8,9 +8,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{
-    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, StoredSession, StoredTask,
-    epoch_ms_after, random_state_key,
+    ChainStore, Claim, Decision, FinishedChain, IdleChain, Lock, PendingChain, STATE_KEY_BYTES, StoreCounts,
+    StoreError, StoredChain, StoredSession, StoredTask, entry_artifacts, epoch_ms_after, random_state_key,
 };
+use crate::artifacts::ArtifactRef;
 use crate::journal::JournalEntry;
 use crate::result::PendingCall;
 
@@ -22,6 +23,8 @@ pub struct MemoryStore {
     sessions: Mutex<BTreeMap<String, StoredSession>>,
     tasks: Mutex<BTreeMap<String, StoredTask>>,
     state_key: Mutex<Option<[u8; STATE_KEY_BYTES]>>,
+    /// Named locks: holder and lease end (ms since the Unix epoch).
+    locks: Mutex<BTreeMap<String, (String, i64)>>,
 }
 
 #[derive(Debug)]
@@ -34,6 +37,8 @@ struct Entry {
     /// When the claim's lease runs out (ms since the Unix epoch).
     claimed_until: i64,
     finished: Option<Value>,
+    /// When it finished (ms since the Unix epoch).
+    finished_at: i64,
 }
 
 impl MemoryStore {
@@ -71,6 +76,7 @@ impl ChainStore for MemoryStore {
                 claimed_by: None,
                 claimed_until: 0,
                 finished: None,
+                finished_at: 0,
             },
         );
         Ok(())
@@ -184,6 +190,7 @@ impl ChainStore for MemoryStore {
         let mut chains = self.lock();
         let entry = entry(&mut chains, chain_id)?;
         entry.finished = Some(result.clone());
+        entry.finished_at = epoch_ms_after(Duration::ZERO);
         entry.claimed_by = None;
         entry.pending = None;
         Ok(())
@@ -276,4 +283,145 @@ impl ChainStore for MemoryStore {
         let mut key = self.state_key.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(*key.get_or_insert_with(random_state_key))
     }
+
+    async fn idle_chains(&self, dead_before_ms: i64) -> Result<Vec<IdleChain>, StoreError> {
+        let sessions: Vec<String> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        let tasked: Vec<String> = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|task| task.outcome.is_none())
+            .map(|task| task.chain_id.clone())
+            .collect();
+        let chains = self.lock();
+        Ok(chains
+            .iter()
+            .filter(|(_, e)| e.finished.is_none() && is_idle(e, dead_before_ms))
+            .map(|(id, e)| IdleChain {
+                chain_id: id.clone(),
+                policy: e.chain.policy.clone(),
+                created_at: e.chain.created_at.clone(),
+                pending: e.pending.clone(),
+                last_decided_at: e.decisions.iter().map(|d| d.decided_at.clone()).max(),
+                session: sessions.contains(id),
+                open_task: tasked.contains(id),
+            })
+            .collect())
+    }
+
+    async fn finish_idle(
+        &self,
+        chain_id: &str,
+        result: &Value,
+        pending_seq: Option<u32>,
+        dead_before_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut chains = self.lock();
+        let entry = entry(&mut chains, chain_id)?;
+        if entry.finished.is_some()
+            || !is_idle(entry, dead_before_ms)
+            || entry.pending.as_ref().map(|p| p.seq) != pending_seq
+        {
+            return Ok(false);
+        }
+        entry.finished = Some(result.clone());
+        entry.finished_at = epoch_ms_after(Duration::ZERO);
+        entry.claimed_by = None;
+        entry.pending = None;
+        Ok(true)
+    }
+
+    async fn finished_chains(&self) -> Result<Vec<FinishedChain>, StoreError> {
+        Ok(self
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.finished.is_some())
+            .map(|(id, e)| FinishedChain {
+                chain_id: id.clone(),
+                policy: e.chain.policy.clone(),
+                finished_at_ms: e.finished_at,
+            })
+            .collect())
+    }
+
+    async fn delete_finished(&self, chain_id: &str) -> Result<bool, StoreError> {
+        let mut chains = self.lock();
+        if !chains.get(chain_id).is_some_and(|e| e.finished.is_some()) {
+            return Ok(false);
+        }
+        chains.remove(chain_id);
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(chain_id);
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, task| task.chain_id != chain_id);
+        Ok(true)
+    }
+
+    async fn journaled_artifacts(&self) -> Result<Vec<ArtifactRef>, StoreError> {
+        Ok(self
+            .lock()
+            .values()
+            .filter(|e| e.finished.is_none())
+            .flat_map(|e| e.journal.iter().flat_map(entry_artifacts).collect::<Vec<_>>())
+            .collect())
+    }
+
+    async fn take_lock(&self, name: &str, holder: &str, lease: Duration) -> Result<Lock, StoreError> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        match locks.get(name) {
+            Some((other, until)) if other != holder && *until >= epoch_ms_after(Duration::ZERO) => {
+                Ok(Lock::HeldBy(other.clone()))
+            }
+            _ => {
+                locks.insert(name.to_owned(), (holder.to_owned(), epoch_ms_after(lease)));
+                Ok(Lock::Taken)
+            }
+        }
+    }
+
+    async fn release_lock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        if locks.get(name).is_some_and(|(other, _)| other == holder) {
+            locks.remove(name);
+        }
+        Ok(())
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let (chains, finished, journal, decisions) = {
+            let chains = self.lock();
+            (
+                count(chains.len()),
+                count(chains.values().filter(|e| e.finished.is_some()).count()),
+                count(chains.values().map(|e| e.journal.len()).sum()),
+                count(chains.values().map(|e| e.decisions.len()).sum()),
+            )
+        };
+        Ok(StoreCounts {
+            chains,
+            finished,
+            journal,
+            decisions,
+            sessions: count(self.sessions.lock().unwrap_or_else(PoisonError::into_inner).len()),
+            tasks: count(self.tasks.lock().unwrap_or_else(PoisonError::into_inner).len()),
+        })
+    }
+}
+
+/// Whether no run holds the chain: never claimed, released, or claimed
+/// with a lease that ran out before `dead_before_ms`.
+fn is_idle(entry: &Entry, dead_before_ms: i64) -> bool {
+    entry.claimed_by.is_none() || entry.claimed_until < dead_before_ms
 }

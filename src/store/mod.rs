@@ -17,6 +17,7 @@
 
 mod memory;
 mod sql;
+pub mod sweep;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::ApprovalDecision;
+use crate::artifacts::ArtifactRef;
 use crate::journal::JournalEntry;
 use crate::principal::Owner;
 use crate::result::{Interpreter, PendingCall};
@@ -52,6 +54,22 @@ pub async fn connect(url: &str) -> Result<Arc<dyn ChainStore>, StoreError> {
 fn epoch_ms_after(ahead: Duration) -> i64 {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     i64::try_from((now + ahead).as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Milliseconds since the Unix epoch, now minus `back`: the line a sweep
+/// draws between live claims and dead ones.
+pub fn epoch_ms_before(back: Duration) -> i64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.saturating_sub(back).as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The artifacts a journal entry names: its offloaded result and its
+/// media files.
+fn entry_artifacts(entry: &JournalEntry) -> impl Iterator<Item = ArtifactRef> + '_ {
+    entry
+        .artifact_ref
+        .into_iter()
+        .chain(entry.files.iter().map(|file| file.artifact_ref))
 }
 
 /// A durable chain as the store keeps it: what is needed to run it again.
@@ -201,6 +219,71 @@ pub enum Claim {
     Finished(Value),
 }
 
+/// A chain that is not finished and that no run holds now (never claimed,
+/// released, or its claim's lease run out), as [`ChainStore::idle_chains`]
+/// lists it for a sweep to judge ([`sweep`]): whether anyone will finish
+/// it, or it has waited past its limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdleChain {
+    /// The chain.
+    pub chain_id: String,
+    /// Its [`crate::ChainPolicy`], as JSON (its limits: `approval_expires_s`).
+    pub policy: Value,
+    /// When it was created (UTC, RFC 3339).
+    pub created_at: String,
+    /// The call it waits on, if it waits on one.
+    pub pending: Option<PendingCall>,
+    /// When its latest decision was recorded (UTC, RFC 3339), if it has
+    /// one: a chain decided but not resumed waits for its resume.
+    pub last_decided_at: Option<String>,
+    /// Whether it is a session's chain (its cells say what it waits on).
+    pub session: bool,
+    /// Whether an MCP task runs it that has not ended: its client polls,
+    /// and a poll on any node takes the chain over.
+    pub open_task: bool,
+}
+
+/// A finished chain, as [`ChainStore::finished_chains`] lists it for a
+/// sweep: when it finished, and the policy that says how long it is kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedChain {
+    /// The chain.
+    pub chain_id: String,
+    /// Its [`crate::ChainPolicy`], as JSON (`retention_s`).
+    pub policy: Value,
+    /// When it finished (ms since the Unix epoch). A chain finished before
+    /// the store recorded finish times counts from the first sweep that
+    /// saw it.
+    pub finished_at_ms: i64,
+}
+
+/// How many rows a store holds: what a sweep leaves behind
+/// ([`ChainStore::counts`], `chainbox gc --json`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreCounts {
+    /// Chains (sessions' and tasks' included), finished or not.
+    pub chains: u64,
+    /// Of those, the finished ones (deleted once past `retention_s`).
+    pub finished: u64,
+    /// Journal entries.
+    pub journal: u64,
+    /// Decisions.
+    pub decisions: u64,
+    /// Sessions.
+    pub sessions: u64,
+    /// MCP tasks.
+    pub tasks: u64,
+}
+
+/// How taking a named lock went ([`ChainStore::take_lock`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lock {
+    /// This holder has it until it releases it or its lease runs out.
+    Taken,
+    /// Another holder has it (named as it locked), its lease not run out.
+    HeldBy(String),
+}
+
 /// What a store failed at.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -331,6 +414,50 @@ pub trait ChainStore: Send + Sync {
     /// for every process on this store (so a state sealed by one node opens
     /// on any other). Two callers creating it at once get the same key.
     async fn state_key(&self) -> Result<[u8; STATE_KEY_BYTES], StoreError>;
+
+    /// Every chain that is not finished and that no run holds: never
+    /// claimed, released, or claimed with a lease that ran out before
+    /// `dead_before_ms` (ms since the Unix epoch). What a sweep judges.
+    async fn idle_chains(&self, dead_before_ms: i64) -> Result<Vec<IdleChain>, StoreError>;
+
+    /// Finishes the chain with `result` as [`ChainStore::finish`] does, but
+    /// only if it is still as a sweep found it: not finished, no live claim
+    /// (none, or one whose lease ran out before `dead_before_ms`), and
+    /// waiting on call `pending_seq` (`None`: on no call). One conditional
+    /// write, so a run or decision that came meanwhile wins: whether it
+    /// finished the chain.
+    async fn finish_idle(
+        &self,
+        chain_id: &str,
+        result: &Value,
+        pending_seq: Option<u32>,
+        dead_before_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Every finished chain, with when it finished and its policy.
+    async fn finished_chains(&self) -> Result<Vec<FinishedChain>, StoreError>;
+
+    /// Deletes a finished chain and all that is its (journal, decisions,
+    /// session, tasks), in one transaction: whether it did (a chain not
+    /// finished, or gone already, is left alone).
+    async fn delete_finished(&self, chain_id: &str) -> Result<bool, StoreError>;
+
+    /// Every artifact the journal of a chain that is not finished names
+    /// (offloaded results and media files): what a resume reads back, so
+    /// the artifact store's collection keeps them whoever pins them.
+    async fn journaled_artifacts(&self) -> Result<Vec<ArtifactRef>, StoreError>;
+
+    /// Takes (or renews) the lock `name` for `holder` for `lease`: one
+    /// holder at a time among every process on the store; a lock whose
+    /// lease ran out goes to the next taker. Leases are measured on the
+    /// takers' clocks, as claims are.
+    async fn take_lock(&self, name: &str, holder: &str, lease: Duration) -> Result<Lock, StoreError>;
+
+    /// Gives up the lock `name` if `holder` has it.
+    async fn release_lock(&self, name: &str, holder: &str) -> Result<(), StoreError>;
+
+    /// How many rows the store holds.
+    async fn counts(&self) -> Result<StoreCounts, StoreError>;
 }
 
 /// How long the key of [`ChainStore::state_key`] is, in bytes.

@@ -20,9 +20,10 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
 use super::{
-    ChainStore, Claim, Decision, PendingChain, STATE_KEY_BYTES, StoreError, StoredChain, StoredSession, StoredTask,
-    epoch_ms_after, random_state_key,
+    ChainStore, Claim, Decision, FinishedChain, IdleChain, Lock, PendingChain, STATE_KEY_BYTES, StoreCounts,
+    StoreError, StoredChain, StoredSession, StoredTask, entry_artifacts, epoch_ms_after, random_state_key,
 };
+use crate::artifacts::ArtifactRef;
 use crate::journal::JournalEntry;
 use crate::principal::Owner;
 use crate::result::{Interpreter, PendingCall};
@@ -150,9 +151,30 @@ const POSTGRES_SCHEMA: &[&str] = &[
 
 /// The schema's version: what a database's `chainbox_schema` records once
 /// [`SqlStore::connect`] has brought it there. 1: the tables prefixed
-/// `chainbox_`. A later change to the tables bumps it and adds its
-/// migration; a chainbox that finds a higher version refuses the database.
-pub const SCHEMA_VERSION: i64 = 1;
+/// `chainbox_` ([`SQLITE_SCHEMA`], [`POSTGRES_SCHEMA`]); 2: sweeps (a
+/// chain's finish time, named locks). A later change to the tables bumps
+/// it and adds its step to [`MIGRATIONS`]; a chainbox that finds a higher
+/// version refuses the database.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The steps from version 1 on, each with the version it brings a
+/// database to, in order; the same SQL on both engines. A database of
+/// version N runs every step above N, in the transaction of the connect.
+const MIGRATIONS: &[(i64, &[&str])] = &[(
+    2,
+    &[
+        // When a chain finished (ms since the Unix epoch): a sweep deletes
+        // it `retention_s` after. Null in chains finished before: the first
+        // sweep stamps them.
+        "ALTER TABLE chainbox_chains ADD COLUMN finished_at BIGINT",
+        // Named locks with a lease (the sweep's: one node at a time).
+        "CREATE TABLE IF NOT EXISTS chainbox_locks (
+            name TEXT PRIMARY KEY,
+            held_by TEXT NOT NULL,
+            held_until BIGINT NOT NULL
+        )",
+    ],
+)];
 
 /// The table recording the schema's version (one row per migration).
 const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS chainbox_schema (version BIGINT NOT NULL)";
@@ -349,10 +371,11 @@ impl SqlStore {
     /// transaction (SQLite's write lock; on PostgreSQL under
     /// [`POSTGRES_SCHEMA_LOCK`]), so processes connecting at once neither
     /// race nor migrate twice: a database without chainbox's tables gets
-    /// them; one that chainbox made before its tables were prefixed (no
-    /// `chainbox_schema`, and a `chains` table with chainbox's columns)
-    /// gets the columns its tables lacked, then its tables renamed; one of a
-    /// newer chainbox is refused ([`StoreError::SchemaTooNew`]), untouched.
+    /// version 1's; one that chainbox made before its tables were prefixed
+    /// (no `chainbox_schema`, and a `chains` table with chainbox's columns)
+    /// gets the columns its tables lacked, then its tables renamed; then
+    /// each gets the [`MIGRATIONS`] above its version. One of a newer
+    /// chainbox is refused ([`StoreError::SchemaTooNew`]), untouched.
     async fn create_schema(&self) -> Result<(), StoreError> {
         let fail = |e: sqlx::Error| backend("creating the schema", &e);
         on_pool!(self, |pool, begin| {
@@ -373,14 +396,14 @@ impl SqlStore {
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(fail)?;
-            match version {
+            let from = match version {
                 Some(found) if found > SCHEMA_VERSION => {
                     return Err(StoreError::SchemaTooNew {
                         found,
                         supported: SCHEMA_VERSION,
                     });
                 }
-                Some(_) => {}
+                Some(found) => found,
                 None => {
                     let tables: Vec<String> = sqlx::query_scalar(&engine.legacy_tables())
                         .fetch_all(&mut *tx)
@@ -407,12 +430,22 @@ impl SqlStore {
                     for statement in statements.chain(after.iter().map(String::as_str)) {
                         sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
                     }
-                    sqlx::query("INSERT INTO chainbox_schema (version) VALUES ($1)")
-                        .bind(SCHEMA_VERSION)
+                    sqlx::query("INSERT INTO chainbox_schema (version) VALUES (1)")
                         .execute(&mut *tx)
                         .await
                         .map_err(fail)?;
+                    1
                 }
+            };
+            for (version, statements) in MIGRATIONS.iter().filter(|(version, _)| *version > from) {
+                for statement in *statements {
+                    sqlx::query(statement).execute(&mut *tx).await.map_err(fail)?;
+                }
+                sqlx::query("INSERT INTO chainbox_schema (version) VALUES ($1)")
+                    .bind(version)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(fail)?;
             }
             tx.commit().await.map_err(fail)
         })
@@ -874,12 +907,13 @@ impl ChainStore for SqlStore {
     }
 
     async fn finish(&self, chain_id: &str, result: &Value) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE chainbox_chains SET finished = $1, claimed_by = NULL, pending = NULL, pending_seq = NULL \
-                           WHERE chain_id = $2";
+        const SQL: &str = "UPDATE chainbox_chains SET finished = $1, finished_at = $3, claimed_by = NULL, \
+                           pending = NULL, pending_seq = NULL WHERE chain_id = $2";
         let text = to_json(result, "the result")?;
         let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
             .bind(&text)
             .bind(chain_id)
+            .bind(epoch_ms_after(Duration::ZERO))
             .execute(pool)
             .await
             .map(|r| r.rows_affected()))
@@ -1104,5 +1138,197 @@ impl ChainStore for SqlStore {
             .await)
         .map_err(|e| backend("reading the state key", &e))?;
         key_from_hex(&text)
+    }
+
+    async fn idle_chains(&self, dead_before_ms: i64) -> Result<Vec<IdleChain>, StoreError> {
+        const SQL: &str = "SELECT c.chain_id, c.policy, c.created_at, c.pending, \
+            (SELECT MAX(d.decided_at) FROM chainbox_decisions d WHERE d.chain_id = c.chain_id), \
+            CASE WHEN EXISTS (SELECT 1 FROM chainbox_sessions s WHERE s.session_id = c.chain_id) THEN 1 ELSE 0 END, \
+            CASE WHEN EXISTS (SELECT 1 FROM chainbox_tasks t WHERE t.chain_id = c.chain_id AND t.outcome IS NULL) \
+            THEN 1 ELSE 0 END \
+            FROM chainbox_chains c \
+            WHERE c.finished IS NULL AND (c.claimed_by IS NULL OR c.claimed_until < $1)";
+        type Row = (String, String, String, Option<String>, Option<String>, i32, i32);
+        let rows: Vec<Row> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL)
+            .bind(dead_before_ms)
+            .fetch_all(pool)
+            .await)
+        .map_err(|e| backend("reading the idle chains", &e))?;
+        rows.into_iter()
+            .map(
+                |(chain_id, policy, created_at, pending, last_decided_at, session, open_task)| {
+                    Ok(IdleChain {
+                        policy: from_json(&policy, "chainbox_chains", "policy", &chain_id)?,
+                        pending: pending
+                            .map(|text| from_json(&text, "chainbox_chains", "pending", &chain_id))
+                            .transpose()?,
+                        chain_id,
+                        created_at,
+                        last_decided_at,
+                        session: session != 0,
+                        open_task: open_task != 0,
+                    })
+                },
+            )
+            .collect()
+    }
+
+    async fn finish_idle(
+        &self,
+        chain_id: &str,
+        result: &Value,
+        pending_seq: Option<u32>,
+        dead_before_ms: i64,
+    ) -> Result<bool, StoreError> {
+        // One conditional write: a claim, a suspension or a decision that
+        // came since the sweep read the chain makes it touch nothing.
+        const SQL: &str = "UPDATE chainbox_chains SET finished = $1, finished_at = $2, claimed_by = NULL, \
+                           pending = NULL, pending_seq = NULL \
+                           WHERE chain_id = $3 AND finished IS NULL \
+                           AND (claimed_by IS NULL OR claimed_until < $4) AND COALESCE(pending_seq, -1) = $5";
+        let text = to_json(result, "the result")?;
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&text)
+            .bind(epoch_ms_after(Duration::ZERO))
+            .bind(chain_id)
+            .bind(dead_before_ms)
+            .bind(pending_seq.map_or(-1, seq_to_sql))
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("finishing an idle chain", &e))?;
+        Ok(done == 1)
+    }
+
+    async fn finished_chains(&self) -> Result<Vec<FinishedChain>, StoreError> {
+        // Chains finished before finish times were recorded count from now.
+        const STAMP: &str =
+            "UPDATE chainbox_chains SET finished_at = $1 WHERE finished IS NOT NULL AND finished_at IS NULL";
+        const SQL: &str = "SELECT chain_id, policy, finished_at FROM chainbox_chains \
+                           WHERE finished IS NOT NULL AND finished_at IS NOT NULL";
+        on_pool!(self, |pool, _begin| sqlx::query(STAMP)
+            .bind(epoch_ms_after(Duration::ZERO))
+            .execute(pool)
+            .await
+            .map(drop))
+        .map_err(|e| backend("stamping the finished chains", &e))?;
+        let rows: Vec<(String, String, i64)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_all(pool).await)
+            .map_err(|e| backend("reading the finished chains", &e))?;
+        rows.into_iter()
+            .map(|(chain_id, policy, finished_at_ms)| {
+                Ok(FinishedChain {
+                    policy: from_json(&policy, "chainbox_chains", "policy", &chain_id)?,
+                    chain_id,
+                    finished_at_ms,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_finished(&self, chain_id: &str) -> Result<bool, StoreError> {
+        const FINISHED: &str = "SELECT 1 FROM chainbox_chains WHERE chain_id = $1 AND finished IS NOT NULL";
+        // Whatever names the chain first (foreign keys), the chain last.
+        const DELETE: [&str; 5] = [
+            "DELETE FROM chainbox_tasks WHERE chain_id = $1",
+            "DELETE FROM chainbox_journal WHERE chain_id = $1",
+            "DELETE FROM chainbox_decisions WHERE chain_id = $1",
+            "DELETE FROM chainbox_sessions WHERE session_id = $1",
+            "DELETE FROM chainbox_chains WHERE chain_id = $1",
+        ];
+        let fail = |e: sqlx::Error| backend("deleting a finished chain", &e);
+        on_pool!(self, |pool, begin| {
+            let mut tx = pool.begin_with(begin).await.map_err(fail)?;
+            // A finished chain stays finished: checked once, in the
+            // transaction that deletes it.
+            let finished = sqlx::query(FINISHED)
+                .bind(chain_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(fail)?
+                .is_some();
+            if !finished {
+                return Ok(false);
+            }
+            for statement in DELETE {
+                sqlx::query(statement)
+                    .bind(chain_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(fail)?;
+            }
+            tx.commit().await.map_err(fail)?;
+            Ok(true)
+        })
+    }
+
+    async fn journaled_artifacts(&self) -> Result<Vec<ArtifactRef>, StoreError> {
+        const SQL: &str = "SELECT j.chain_id, j.entry FROM chainbox_journal j \
+                           JOIN chainbox_chains c ON c.chain_id = j.chain_id WHERE c.finished IS NULL";
+        let rows: Vec<(String, String)> = on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_all(pool).await)
+            .map_err(|e| backend("reading the journals", &e))?;
+        let mut refs = Vec::new();
+        for (chain_id, text) in rows {
+            let entry: JournalEntry = from_json(&text, "chainbox_journal", "entry", &chain_id)?;
+            refs.extend(entry_artifacts(&entry));
+        }
+        Ok(refs)
+    }
+
+    async fn take_lock(&self, name: &str, holder: &str, lease: Duration) -> Result<Lock, StoreError> {
+        // Insert, or take over a lock this holder has or whose lease ran
+        // out: one statement, so two takers at once cannot both win.
+        const TAKE: &str = "INSERT INTO chainbox_locks (name, held_by, held_until) VALUES ($1, $2, $3) \
+                            ON CONFLICT (name) DO UPDATE SET held_by = excluded.held_by, held_until = excluded.held_until \
+                            WHERE chainbox_locks.held_by = excluded.held_by OR chainbox_locks.held_until < $4";
+        const READ: &str = "SELECT held_by FROM chainbox_locks WHERE name = $1";
+        let taken = on_pool!(self, |pool, _begin| sqlx::query(TAKE)
+            .bind(name)
+            .bind(holder)
+            .bind(epoch_ms_after(lease))
+            .bind(epoch_ms_after(Duration::ZERO))
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| backend("taking a lock", &e))?;
+        if taken == 1 {
+            return Ok(Lock::Taken);
+        }
+        let holder: Option<String> = on_pool!(self, |pool, _begin| sqlx::query_scalar(READ)
+            .bind(name)
+            .fetch_optional(pool)
+            .await)
+        .map_err(|e| backend("reading a lock", &e))?;
+        // Released between the two statements: as good as held a moment ago.
+        Ok(Lock::HeldBy(holder.unwrap_or_else(|| "(released just now)".to_owned())))
+    }
+
+    async fn release_lock(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        const SQL: &str = "DELETE FROM chainbox_locks WHERE name = $1 AND held_by = $2";
+        on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(name)
+            .bind(holder)
+            .execute(pool)
+            .await
+            .map(drop))
+        .map_err(|e| backend("releasing a lock", &e))
+    }
+
+    async fn counts(&self) -> Result<StoreCounts, StoreError> {
+        const SQL: &str = "SELECT (SELECT COUNT(*) FROM chainbox_chains), \
+                           (SELECT COUNT(*) FROM chainbox_chains WHERE finished IS NOT NULL), \
+                           (SELECT COUNT(*) FROM chainbox_journal), (SELECT COUNT(*) FROM chainbox_decisions), \
+                           (SELECT COUNT(*) FROM chainbox_sessions), (SELECT COUNT(*) FROM chainbox_tasks)";
+        let (chains, finished, journal, decisions, sessions, tasks): (i64, i64, i64, i64, i64, i64) =
+            on_pool!(self, |pool, _begin| sqlx::query_as(SQL).fetch_one(pool).await)
+                .map_err(|e| backend("counting the rows", &e))?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(StoreCounts {
+            chains: count(chains),
+            finished: count(finished),
+            journal: count(journal),
+            decisions: count(decisions),
+            sessions: count(sessions),
+            tasks: count(tasks),
+        })
     }
 }

@@ -446,7 +446,10 @@ fn a_chainbox_log_that_is_no_filter_is_named_and_the_run_goes_on() {
 #[test]
 fn check_refuses_a_bad_tool_call_with_exit_code_1_and_runs_nothing() {
     let manifest = manifest();
-    let bad = chainbox(&["check", "-", "--tools", &manifest, "--json"], Some("await add(a=1, c=2)"));
+    let bad = chainbox(
+        &["check", "-", "--tools", &manifest, "--json"],
+        Some("await add(a=1, c=2)"),
+    );
     assert_eq!(bad.code, Some(1), "{}\n{}", bad.stdout, bad.stderr);
     let verdict: serde_json::Value = serde_json::from_str(&bad.stdout).expect("json");
     assert_eq!(verdict["refused"], true);

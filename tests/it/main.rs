@@ -43,6 +43,7 @@ mod skills;
 mod soak;
 mod specs;
 mod store;
+mod sweeps;
 mod tasks;
 mod tool_kinds;
 mod vendored_monty;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chainbox::journal::JournalEntry;
 use chainbox::result::PendingCall;
 use chainbox::store::{
-    self, ChainStore, Claim, Decision, MemoryStore, PendingChain, SqlStore, StoreError, StoredChain,
+    self, ChainStore, Claim, Decision, Lock, MemoryStore, PendingChain, SqlStore, StoreError, StoredChain,
 };
 use chainbox::{ApprovalDecision, CallStatus, Owner, ToolRisk};
 use chainbox_protocol::CallOutcome;
@@ -440,6 +440,157 @@ async fn the_state_key_is_made_once_and_every_handle_at_once_gets_the_same(backe
     assert_eq!(again, keys[0], "the key is kept");
 }
 
+/// The chains a sweep judges are the unfinished ones no run holds: never
+/// claimed, released, or claimed with a lease that ran out before the line
+/// it draws; with what it waits on and whether it was decided.
+async fn idle_chains_are_the_unfinished_ones_no_run_holds(backend: &Backend) {
+    let store = backend.open().await;
+    for id in ["unclaimed", "held", "stale", "decided", "done"] {
+        store.create(&chain(id)).await.expect("create");
+    }
+    store.claim("held", "a", LEASE).await.expect("claim");
+    store.claim("stale", "b", Duration::ZERO).await.expect("claim");
+    store
+        .suspend("decided", &pending(1, "2026-12-06T10:00:00Z"))
+        .await
+        .expect("suspend");
+    store
+        .decide("decided", &decision(1, ApprovalDecision::Approved))
+        .await
+        .expect("decide");
+    store.finish("done", &json!({"status": "ok"})).await.expect("finish");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let mut idle = store
+        .idle_chains(store::epoch_ms_before(Duration::ZERO))
+        .await
+        .expect("idle chains");
+    idle.sort_by(|a, b| a.chain_id.cmp(&b.chain_id));
+    let ids: Vec<&str> = idle.iter().map(|c| c.chain_id.as_str()).collect();
+    assert_eq!(ids, ["decided", "stale", "unclaimed"]);
+    assert_eq!(idle[0].last_decided_at.as_deref(), Some("2026-12-06T11:00:00Z"));
+    assert_eq!(
+        (idle[0].pending.clone(), idle[0].session, idle[0].open_task),
+        (None, false, false)
+    );
+    assert_eq!(idle[1].policy, chain("stale").policy);
+    let before_the_lease_ran_out = store
+        .idle_chains(store::epoch_ms_before(Duration::from_secs(60)))
+        .await
+        .expect("idle chains");
+    assert!(
+        before_the_lease_ran_out.iter().all(|c| c.chain_id != "stale"),
+        "a claim is dead only once the line is past its lease"
+    );
+}
+
+/// A sweep's finish is one conditional write: it finishes the chain only
+/// as the sweep found it. A decision or a claim that came since wins.
+async fn an_idle_chain_is_finished_only_as_the_sweep_found_it(backend: &Backend) {
+    let store = backend.open().await;
+    let now = || store::epoch_ms_before(Duration::ZERO);
+    let swept = json!({"status": "error", "error": {"kind": "expired"}});
+    store.create(&chain("c1")).await.expect("create");
+    store
+        .suspend("c1", &pending(1, "2026-12-06T10:00:00Z"))
+        .await
+        .expect("suspend");
+    assert!(
+        !store.finish_idle("c1", &swept, Some(2), now()).await.expect("finish"),
+        "it waits on another call"
+    );
+    store
+        .decide("c1", &decision(1, ApprovalDecision::Approved))
+        .await
+        .expect("decide");
+    assert!(
+        !store.finish_idle("c1", &swept, Some(1), now()).await.expect("finish"),
+        "decided meanwhile"
+    );
+    store.claim("c1", "runner", LEASE).await.expect("claim");
+    assert!(
+        !store.finish_idle("c1", &swept, None, now()).await.expect("finish"),
+        "a run holds it"
+    );
+    store.release("c1", "runner").await.expect("release");
+    assert!(store.finish_idle("c1", &swept, None, now()).await.expect("finish"));
+    assert_eq!(
+        store.claim("c1", "late", LEASE).await.expect("claim"),
+        Claim::Finished(swept.clone())
+    );
+    assert!(
+        !store.finish_idle("c1", &json!({}), None, now()).await.expect("finish"),
+        "finished once"
+    );
+}
+
+/// Only a finished chain is deleted, and with all that is its; the
+/// counts say what is left.
+async fn only_a_finished_chain_is_deleted_and_with_all_that_is_its(backend: &Backend) {
+    let store = backend.open().await;
+    store.create(&chain("c1")).await.expect("create");
+    store.append("c1", &entry(1)).await.expect("append");
+    store
+        .suspend("c1", &pending(2, "2026-12-06T10:00:00Z"))
+        .await
+        .expect("suspend");
+    store
+        .decide("c1", &decision(2, ApprovalDecision::Approved))
+        .await
+        .expect("decide");
+    let counts = store.counts().await.expect("counts");
+    assert_eq!(
+        (counts.chains, counts.finished, counts.journal, counts.decisions),
+        (1, 0, 1, 1)
+    );
+    assert!(!store.delete_finished("c1").await.expect("delete"), "not finished");
+    assert!(store.finished_chains().await.expect("finished").is_empty());
+    store.finish("c1", &json!({"status": "ok"})).await.expect("finish");
+    let finished = store.finished_chains().await.expect("finished");
+    assert_eq!(finished.len(), 1);
+    assert!(finished[0].finished_at_ms > store::epoch_ms_before(Duration::from_secs(60)));
+    assert!(store.delete_finished("c1").await.expect("delete"));
+    assert!(!store.delete_finished("c1").await.expect("delete"), "gone already");
+    assert_eq!(store.chain("c1").await.expect("read"), None);
+    assert!(matches!(store.journal("c1").await, Err(StoreError::NoChain(_))));
+    assert_eq!(
+        store.counts().await.expect("counts"),
+        chainbox::store::StoreCounts::default()
+    );
+}
+
+/// A named lock has one holder at a time, on every handle, until it
+/// releases it or its lease runs out.
+async fn a_lock_is_held_by_one_holder_until_released_or_its_lease_runs_out(backend: &Backend) {
+    let (one, two) = (backend.open().await, backend.open().await);
+    assert_eq!(one.take_lock("sweep", "a", LEASE).await.expect("lock"), Lock::Taken);
+    assert_eq!(
+        one.take_lock("sweep", "a", LEASE).await.expect("lock"),
+        Lock::Taken,
+        "renewed"
+    );
+    assert_eq!(
+        two.take_lock("sweep", "b", LEASE).await.expect("lock"),
+        Lock::HeldBy("a".to_owned())
+    );
+    assert_eq!(two.take_lock("other", "b", LEASE).await.expect("lock"), Lock::Taken);
+    two.release_lock("sweep", "b").await.expect("release by another");
+    assert_eq!(
+        two.take_lock("sweep", "b", LEASE).await.expect("lock"),
+        Lock::HeldBy("a".to_owned())
+    );
+    one.release_lock("sweep", "a").await.expect("release");
+    assert_eq!(
+        two.take_lock("sweep", "b", Duration::ZERO).await.expect("lock"),
+        Lock::Taken
+    );
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(
+        one.take_lock("sweep", "a", LEASE).await.expect("lock"),
+        Lock::Taken,
+        "b's lease ran out"
+    );
+}
+
 /// Each behaviour above, once per backend: `memory::NAME`, `sqlite::NAME`,
 /// and all of them in `postgres::` on one server (a fresh database each).
 macro_rules! suite {
@@ -493,6 +644,10 @@ suite!(
     a_finished_chain_answers_every_claim_with_its_result,
     of_many_claimants_at_once_on_two_handles_exactly_one_wins,
     the_state_key_is_made_once_and_every_handle_at_once_gets_the_same,
+    idle_chains_are_the_unfinished_ones_no_run_holds,
+    an_idle_chain_is_finished_only_as_the_sweep_found_it,
+    only_a_finished_chain_is_deleted_and_with_all_that_is_its,
+    a_lock_is_held_by_one_holder_until_released_or_its_lease_runs_out,
 );
 
 fn sqlite_backend(dir: &Path) -> Backend {
@@ -696,7 +851,7 @@ async fn a_newer_schema_is_refused(url: &str) {
             e,
             StoreError::SchemaTooNew {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{e:?}"
@@ -812,6 +967,48 @@ async fn a_postgres_database_made_before_tasks_had_chain_ids_gets_them_on_connec
     )
     .await;
     tasks_get_chain_id_on_a_database_made_before_it(&url).await;
+}
+
+/// A database of schema version 1 (before sweeps): made by this
+/// chainbox, then its version-2 parts taken out, with a chain finished
+/// then.
+const VERSION_1: [&str; 4] = [
+    "ALTER TABLE chainbox_chains DROP COLUMN finished_at",
+    "DROP TABLE chainbox_locks",
+    "DELETE FROM chainbox_schema WHERE version = 2",
+    "INSERT INTO chainbox_chains (chain_id, script, policy, seed, created_at, finished) \
+     VALUES ('done', '1', '{\"retention_s\": 0.5}', '7', '2026-12-01T10:00:00Z', '{\"status\": \"ok\"}')",
+];
+
+/// A version-1 database gets the finish times and the lock table on
+/// connect (version 2); its chain finished before counts its retention
+/// from the first sweep that sees it, and then goes.
+async fn a_database_of_version_1_is_migrated_for_sweeps(url: &str) {
+    SqlStore::connect(url).await.expect("connect").close().await;
+    raw(url, &VERSION_1).await;
+    let store: Arc<dyn ChainStore> = Arc::new(SqlStore::connect(url).await.expect("connect to version 1"));
+    let options = chainbox::store::sweep::SweepOptions::default();
+    let first = chainbox::store::sweep::sweep(&store, None, &options)
+        .await
+        .expect("sweeps");
+    assert_eq!((first.deleted, first.remaining.finished), (0, 1), "{first:?}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let later = chainbox::store::sweep::sweep(&store, None, &options)
+        .await
+        .expect("sweeps");
+    assert_eq!((later.deleted, later.remaining.chains), (1, 0), "{later:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sqlite_database_of_version_1_is_migrated_for_sweeps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    a_database_of_version_1_is_migrated_for_sweeps(&format!("sqlite:{}", dir.path().join("v1.db").display())).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_database_of_version_1_is_migrated_for_sweeps() {
+    let Some(server) = PgServer::start() else { return };
+    a_database_of_version_1_is_migrated_for_sweeps(&server.create_database("version_1").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
