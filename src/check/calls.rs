@@ -44,6 +44,23 @@ pub(super) struct ToolCall {
     /// Whether an argument is unpacked (`*args`, `**kwargs`): its
     /// arguments are known only at run time.
     pub unpacked: bool,
+    /// What the `try` statements around it catch ([`Caught`]).
+    pub caught: Caught,
+}
+
+/// The exceptions the `try` statements around a call catch, by name (`*`
+/// for a bare `except`): a script that catches what a bad call raises
+/// expects it to fail, and runs as CPython runs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Caught(Vec<String>);
+
+impl Caught {
+    /// Whether one of `raised` (or one of their bases) is caught.
+    pub fn any_of(&self, raised: &[&str]) -> bool {
+        self.0
+            .iter()
+            .any(|name| matches!(name.as_str(), "*" | "Exception" | "BaseException") || raised.contains(&name.as_str()))
+    }
 }
 
 /// A finding that needs no types.
@@ -69,8 +86,9 @@ pub(super) enum Finding {
 pub(super) struct Scan {
     /// Every call of a tool the script does not rebind, in source order.
     pub calls: Vec<ToolCall>,
-    /// Findings, each with the range it is about.
-    pub findings: Vec<(Finding, TextRange)>,
+    /// Findings, each with the range it is about and what is caught
+    /// around it.
+    pub findings: Vec<(Finding, TextRange, Caught)>,
     /// The deepest nesting of expressions and statements.
     pub depth: usize,
 }
@@ -90,12 +108,13 @@ pub(super) fn scan(module: &ast::ModModule, is_tool: &dyn Fn(&str) -> bool, name
         scan: Scan::default(),
         depth: 0,
         dynamic_calls: false,
+        caught: Vec::new(),
     };
     walk.visit_body(&module.body);
     let mut scan = walk.scan;
     if walk.dynamic_calls {
         scan.findings
-            .retain(|(finding, _)| !matches!(finding, Finding::UnknownTool { .. }));
+            .retain(|(finding, ..)| !matches!(finding, Finding::UnknownTool { .. }));
     }
     scan
 }
@@ -108,6 +127,8 @@ struct Walk<'a, 'b> {
     depth: usize,
     /// The script calls `globals`, `locals`, `vars`, `exec` or `eval`.
     dynamic_calls: bool,
+    /// What the `try` bodies the walk is in catch, innermost last.
+    caught: Vec<String>,
 }
 
 impl Walk<'_, '_> {
@@ -119,6 +140,11 @@ impl Walk<'_, '_> {
         ((self.is_tool)(name) && !self.bound.contains(name)).then_some(name)
     }
 
+    fn find(&mut self, finding: Finding, range: TextRange) {
+        let caught = Caught(self.caught.clone());
+        self.scan.findings.push((finding, range, caught));
+    }
+
     fn enter(&mut self) {
         self.depth += 1;
         self.scan.depth = self.scan.depth.max(self.depth);
@@ -128,7 +154,28 @@ impl Walk<'_, '_> {
 impl<'a> Visitor<'a> for Walk<'a, '_> {
     fn visit_stmt(&mut self, stmt: &'a ast::Stmt) {
         self.enter();
-        visitor::walk_stmt(self, stmt);
+        match stmt {
+            ast::Stmt::Try(statement) => {
+                // Only the body is guarded by the handlers.
+                let before = self.caught.len();
+                for handler in &statement.handlers {
+                    let ast::ExceptHandler::ExceptHandler(handler) = handler;
+                    match handler.type_.as_deref() {
+                        None => self.caught.push("*".to_owned()),
+                        Some(Expr::Tuple(types)) => self.caught.extend(types.iter().filter_map(exception_name)),
+                        Some(other) => self.caught.extend(exception_name(other)),
+                    }
+                }
+                self.visit_body(&statement.body);
+                self.caught.truncate(before);
+                for handler in &statement.handlers {
+                    self.visit_except_handler(handler);
+                }
+                self.visit_body(&statement.orelse);
+                self.visit_body(&statement.finalbody);
+            }
+            _ => visitor::walk_stmt(self, stmt),
+        }
         self.depth -= 1;
     }
 
@@ -150,11 +197,10 @@ impl<'a> Visitor<'a> for Walk<'a, '_> {
                             name: name.to_owned(),
                             range: call.range(),
                             unpacked,
+                            caught: Caught(self.caught.clone()),
                         });
                     } else if self.unknown_names && !is_builtin(name) && !GUEST_FUNCTIONS.contains(&name) {
-                        self.scan
-                            .findings
-                            .push((Finding::UnknownTool { name: name.to_owned() }, func.range()));
+                        self.find(Finding::UnknownTool { name: name.to_owned() }, func.range());
                     }
                 }
             }
@@ -164,7 +210,7 @@ impl<'a> Visitor<'a> for Walk<'a, '_> {
                         name: name.to_owned(),
                         how: "subscripted".to_owned(),
                     };
-                    self.scan.findings.push((finding, subscript.range()));
+                    self.find(finding, subscript.range());
                 }
             }
             Expr::Attribute(attribute) => {
@@ -175,12 +221,21 @@ impl<'a> Visitor<'a> for Walk<'a, '_> {
                         name: name.to_owned(),
                         how: format!("read `.{}` of", attribute.attr.as_str()),
                     };
-                    self.scan.findings.push((finding, attribute.range()));
+                    self.find(finding, attribute.range());
                 }
             }
             _ => {}
         }
         visitor::walk_expr(self, expr);
         self.depth -= 1;
+    }
+}
+
+/// The name an `except` clause catches (`ValueError`, `errors.ValueError`).
+fn exception_name(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(name) => Some(name.id.to_string()),
+        Expr::Attribute(attribute) => Some(attribute.attr.to_string()),
+        _ => None,
     }
 }

@@ -254,3 +254,45 @@ fn positions_count_characters_from_one() {
     assert_eq!(lines.position(TextSize::new(9)), (2, 1));
     assert_eq!(lines.position(TextSize::new(7)), (1, 7));
 }
+
+#[cfg(feature = "type-check")]
+#[test]
+fn a_bad_call_whose_error_the_script_catches_runs() {
+    let script = "try:\n    await search(query=3)\nexcept ValueError as e:\n    print(e)";
+    let v = verdict(script);
+    assert!(!v.refused(), "{v:?}");
+    assert!(!v.warnings.is_empty(), "it is still said: {v:?}");
+}
+
+#[test]
+fn an_unknown_name_whose_name_error_the_script_catches_runs() {
+    assert!(!verdict("try:\n    await nope()\nexcept NameError:\n    pass").refused());
+    assert!(!verdict("try:\n    await nope()\nexcept (KeyError, Exception):\n    pass").refused());
+}
+
+#[test]
+fn a_handler_for_another_error_does_not_excuse_a_bad_call() {
+    assert_eq!(
+        refused("try:\n    await nope()\nexcept KeyError:\n    pass"),
+        ["unknown-tool"]
+    );
+    assert_eq!(
+        refused("try:\n    pass\nexcept Exception:\n    await nope()"),
+        ["unknown-tool"],
+        "a handler's own body is not guarded"
+    );
+}
+
+#[test]
+fn a_tuple_for_a_list_runs() {
+    let registry = {
+        let tag = ToolInfo::new(
+            "tag",
+            "Tags.",
+            json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}),
+        );
+        ToolRegistry::from_local([Arc::new(Declared(tag)) as Arc<dyn Tool>]).expect("registry")
+    };
+    let v = Checker::default().check("await tag(tags=('a', 'b'))", &registry, TypeCheck::Enforce, false);
+    assert!(!v.refused(), "{v:?}");
+}
