@@ -99,8 +99,7 @@ pub struct ChainPolicy {
     /// The check before the run ([`crate::check`]): `enforce` refuses a
     /// script whose tool calls cannot succeed (kind `type_error`, nothing
     /// runs), `warn` runs it and lists what it found in `warnings`, `off`
-    /// (for now the default: ty, the type checker, can run for ever on
-    /// some scripts until a check has a deadline) skips it.
+    /// skips it.
     pub type_check: TypeCheck,
 }
 
@@ -110,11 +109,11 @@ pub struct ChainPolicy {
 pub enum TypeCheck {
     /// Refuse a script with a tool call that cannot succeed; warn of the
     /// rest.
+    #[default]
     Enforce,
     /// Run it; warn of everything found.
     Warn,
     /// Do not check.
-    #[default]
     Off,
 }
 
@@ -180,7 +179,7 @@ impl Default for ChainPolicy {
             allowed_by: None,
             tools: BTreeMap::new(),
             python: PythonChoice::Auto,
-            type_check: TypeCheck::Off,
+            type_check: TypeCheck::Enforce,
         }
     }
 }

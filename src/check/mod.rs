@@ -65,6 +65,13 @@ const TY_STACK: usize = 64 * 1024 * 1024;
 #[cfg(feature = "type-check")]
 const TY_RED_ZONE: usize = 8 * 1024 * 1024;
 
+/// How long ty may read one script: past it the check is cancelled and
+/// the chain runs with the tree's findings (a warning says so). ty 0.0.14
+/// runs for ever on some plain Python (nested `functools.partial`s); a
+/// model's script takes well under a millisecond warm.
+#[cfg(feature = "type-check")]
+const TY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Verdicts kept; the cache is emptied when it is full.
 const CACHED_VERDICTS: usize = 1024;
 
@@ -231,7 +238,10 @@ impl Checker {
         lines: &Lines<'_>,
         verdict: &mut Verdict,
     ) {
-        let found = stacker::maybe_grow(TY_RED_ZONE, TY_STACK, || self.types.check(stubs, stubs_digest, script));
+        let found = stacker::maybe_grow(TY_RED_ZONE, TY_STACK, || {
+            self.types.check(stubs, stubs_digest, script, TY_DEADLINE)
+        });
+
         let found = match found {
             Ok(found) => found,
             Err(e) => {

@@ -188,7 +188,7 @@ fn monty_test_cases_run_in_the_guest_as_natively() {
 }
 
 /// The `test_cases/` directory of the `monty` package in the dependency graph.
-fn monty_test_cases_dir() -> PathBuf {
+pub(crate) fn monty_test_cases_dir() -> PathBuf {
     let out = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
