@@ -484,6 +484,20 @@ mod tests {
     }
 
     #[test]
+    fn a_schema_open_to_more_properties_ends_its_stub_in_kwargs() {
+        let open = fake(
+            "tag",
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": true}),
+        );
+        assert!(stub_of(open).starts_with("async def tag(id: int | None = None, **kwargs: Any) -> Any:"));
+        let unsaid = fake(
+            "tag",
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}}),
+        );
+        assert!(stub_of(unsaid).starts_with("async def tag(id: int | None = None) -> Any:"));
+    }
+
+    #[test]
     fn stub_has_typed_signature_and_docstring() {
         let expected = "async def get_weather(city: str, units: Literal[\"c\", \"f\"] | None = None) -> Any:\n    \
                         \"\"\"Current weather for a city.\n\n    \

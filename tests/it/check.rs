@@ -36,6 +36,9 @@ async fn run(script: &str, type_check: TypeCheck, runs: &Arc<AtomicU32>) -> Chai
         .await
 }
 
+/// A value of the wrong type, then a tool that does not exist.
+const TWO_BAD_CALLS: &str = "await send(to=1, amount=2)\nawait mail(to='x')";
+
 /// Two good calls, then a misspelled argument.
 const THIRD_CALL_BAD: &str = "await send(to='a', amount=1)\nawait send(to='b', amount=2)\nawait send(to='c', amout=3)";
 
@@ -55,12 +58,7 @@ async fn a_chain_with_a_bad_tool_call_is_refused_before_any_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_chains_json_lists_its_diagnostics() {
     let runs = Arc::new(AtomicU32::new(0));
-    let r = run(
-        "await send(to=1, amount=2)\nawait mail(to='x')",
-        TypeCheck::Enforce,
-        &runs,
-    )
-    .await;
+    let r = run(TWO_BAD_CALLS, TypeCheck::Enforce, &runs).await;
     let json = serde_json::to_value(&r).expect("json");
     assert_eq!(json["error"]["kind"], "type_error");
     let diagnostics = json["diagnostics"].as_array().expect("diagnostics");
@@ -116,12 +114,7 @@ async fn a_chain_whose_calls_fit_runs_under_enforce() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_error_text_carries_every_diagnostic() {
     let runs = Arc::new(AtomicU32::new(0));
-    let r = run(
-        "await send(to=1, amount=2)\nawait mail(to='x')",
-        TypeCheck::Enforce,
-        &runs,
-    )
-    .await;
+    let r = run(TWO_BAD_CALLS, TypeCheck::Enforce, &runs).await;
     let text = chainbox::mcp::serve::call_tool_result(&r).content[0]
         .as_text()
         .map(|t| t.text.clone())
