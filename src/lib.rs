@@ -46,6 +46,7 @@ pub mod digest;
 pub mod discovery;
 pub mod durable;
 pub mod engine;
+pub mod flow;
 mod guests;
 mod housekeeper;
 pub mod invoker;

@@ -101,6 +101,23 @@ pub struct ChainPolicy {
     /// runs), `warn` runs it and lists what it found in `warnings`, `off`
     /// skips it.
     pub type_check: TypeCheck,
+    /// The data-flow policy ([`crate::flow`]): `on` (the default; it
+    /// changes nothing while no tool's output is untrusted) makes a call
+    /// whose guarded arguments may derive from an untrusted tool's result,
+    /// or that is made only because of one, wait for approval as a
+    /// critical call does; `off` does not look.
+    pub flow: Flow,
+}
+
+/// Whether the data-flow policy applies (`flow`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Flow {
+    /// Untrusted data reaching a guarded argument needs approval.
+    #[default]
+    On,
+    /// No data-flow rule.
+    Off,
 }
 
 /// What the check before the run does with what it finds (`type_check`).
@@ -180,6 +197,7 @@ impl Default for ChainPolicy {
             tools: BTreeMap::new(),
             python: PythonChoice::Auto,
             type_check: TypeCheck::Enforce,
+            flow: Flow::On,
         }
     }
 }

@@ -359,6 +359,22 @@ pub struct ChainCallRecord {
     pub replayed: bool,
 }
 
+/// An untrusted tool's call whose result a call's guarded arguments may
+/// derive from, or that decided the call was made (the data-flow policy,
+/// [`crate::flow`]): a call's `provenance` and its approval request list them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowSource {
+    /// The source call's number in the chain (from 1, as `seq` in the
+    /// journal and in `pending`).
+    pub seq: u32,
+    /// Its `call_id`, when this run made or replayed it (a session's
+    /// earlier cell on a warm node is neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The untrusted tool.
+    pub tool: String,
+}
+
 /// A file the chain produced in its workspace (a media result).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainFile {

@@ -26,6 +26,7 @@
 //! benchmark's loops are checked once.
 
 mod calls;
+pub mod flow;
 #[cfg(test)]
 mod tests;
 #[cfg(feature = "type-check")]

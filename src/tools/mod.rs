@@ -280,6 +280,13 @@ pub struct ToolInfo {
     /// What it touches (files, network, shell, databases); the policy must
     /// grant each one or the call is denied. None unless set.
     pub permissions: Vec<Permission>,
+    /// Its results may carry text someone else wrote (a web page, an
+    /// email, a search result): the data-flow policy ([`crate::flow`])
+    /// keeps them out of guarded arguments. Trusted unless set.
+    pub untrusted: bool,
+    /// The arguments untrusted data must not reach unapproved; `None`:
+    /// every argument when the tool's risk is `high` or above, none below.
+    pub guarded_args: Option<Vec<String>>,
 }
 
 impl ToolInfo {
@@ -291,7 +298,23 @@ impl ToolInfo {
             input_schema,
             risk: ToolRisk::Safe,
             permissions: Vec::new(),
+            untrusted: false,
+            guarded_args: None,
         }
+    }
+
+    /// The same, its results untrusted (see [`ToolInfo::untrusted`]).
+    #[must_use]
+    pub fn with_untrusted_output(mut self) -> Self {
+        self.untrusted = true;
+        self
+    }
+
+    /// The same, guarding exactly `args` (see [`ToolInfo::guarded_args`]).
+    #[must_use]
+    pub fn with_guarded_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.guarded_args = Some(args.into_iter().map(Into::into).collect());
+        self
     }
 
     /// The same, with risk tier `risk`.
@@ -341,6 +364,14 @@ pub trait Tool: Send + Sync + 'static {
     /// grant each one or the call is denied. None by default.
     fn permissions(&self) -> &[Permission] {
         &self.info().permissions
+    }
+    /// Whether its results are untrusted ([`ToolInfo::untrusted`]).
+    fn untrusted(&self) -> bool {
+        self.info().untrusted
+    }
+    /// The arguments it guards, if it says ([`ToolInfo::guarded_args`]).
+    fn guarded_args(&self) -> Option<&[String]> {
+        self.info().guarded_args.as_deref()
     }
     /// Where its results come from, for call records: `KIND:NAME`, e.g.
     /// `command:get_weather` for a command tool or `builtin:read_file`.

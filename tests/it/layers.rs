@@ -22,8 +22,9 @@ const FLOORS: &[&[&str]] = &[
     &["tools", "workspace", "journal", "live"],
     // The rules a chain runs under.
     &["policy", "approval"],
-    // The gates of one tool call, and where durable chains live.
-    &["shaping", "store"],
+    // The gates of one tool call, where durable chains live, and the
+    // data-flow policy's vocabulary.
+    &["shaping", "store", "flow"],
     &["invoker"],
     // Which Python, and what the model is shown of the tools; then the
     // check before a chain runs, and the store's host side of the sandbox.
