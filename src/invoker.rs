@@ -569,6 +569,7 @@ impl InvokerSession {
             observed_at: journaled.map_or_else(utc_now_rfc3339, |entry| entry.observed_at.clone()),
             policy: verdict.policy,
             replayed: journaled.is_some(),
+            provenance: Vec::new(),
         };
         if let (None, Some(journal)) = (journaled, &self.journal) {
             let appended = journal.append(JournalEntry {
@@ -740,6 +741,7 @@ impl InvokerSession {
                         arguments: args,
                         risk,
                         requested_at: request.requested_at,
+                        provenance: Vec::new(),
                     });
                     self.shaper.keep_pins();
                     let why = "suspended: the call waits on a decision".to_owned();
@@ -950,6 +952,7 @@ impl InvokerSession {
             observed_at: utc_now_rfc3339(),
             policy: passed.as_ref().and_then(|v| v.policy),
             replayed: false,
+            provenance: Vec::new(),
         }
     }
 }

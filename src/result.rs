@@ -252,6 +252,11 @@ pub enum PolicyDecision {
     Approved,
     /// Approved with replacement arguments, which the tool ran with.
     ApprovedModified,
+    /// The data-flow policy ([`crate::flow`]) held it (its guarded
+    /// arguments may derive from untrusted results that had arrived), and
+    /// the approval handler approved it, as asked or with replacement
+    /// arguments; `provenance` lists those results.
+    ApprovedFlow,
     /// Refused for its kind: hosted, provider-defined, or `run_chain`.
     DeniedKind,
     /// Refused because the policy's `tools.NAME.deny` is set.
@@ -268,18 +273,24 @@ pub enum PolicyDecision {
     /// The approval handler denied or skipped it, failed, or did not answer
     /// within `approval_timeout_s`.
     DeniedApproval,
+    /// The data-flow policy ([`crate::flow`]) held it, and the approval
+    /// handler denied or skipped it, failed, or did not answer in time;
+    /// `provenance` lists the untrusted results it was held for.
+    DeniedFlow,
 }
 
 contract_names!(PolicyDecision {
     WithinRisk => "within_risk",
     Approved => "approved",
     ApprovedModified => "approved_modified",
+    ApprovedFlow => "approved_flow",
     DeniedKind => "denied_kind",
     DeniedTool => "denied_tool",
     DeniedPermission => "denied_permission",
     DeniedNotAllowed => "denied_not_allowed",
     DeniedScope => "denied_scope",
     DeniedApproval => "denied_approval",
+    DeniedFlow => "denied_flow",
 });
 
 /// Something Python would have warned about while the script ran. Today:
@@ -357,6 +368,12 @@ pub struct ChainCallRecord {
     /// the JSON when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// The untrusted results the data-flow policy ([`crate::flow`]) found
+    /// its guarded arguments may derive from (calls that had answered
+    /// before it), when it held the call for them (`approved_flow`,
+    /// `denied_flow`). Left out of the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<FlowSource>,
 }
 
 /// An untrusted tool's call whose result a call's guarded arguments may
@@ -484,6 +501,11 @@ pub struct PendingCall {
     pub risk: ToolRisk,
     /// When the chain asked (UTC, RFC 3339).
     pub requested_at: String,
+    /// The untrusted results its guarded arguments may derive from, when
+    /// the data-flow policy ([`crate::flow`]) is why it waits. Left out of
+    /// the JSON when empty (and empty in a pending call stored before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<FlowSource>,
 }
 
 impl ChainRunResult {

@@ -191,6 +191,7 @@ fn approvals_shows_each_chains_owner_and_owner_keeps_one_owners_chains() {
                 arguments: serde_json::Map::new(),
                 risk: chainbox::ToolRisk::Critical,
                 requested_at: requested_at.to_owned(),
+                provenance: Vec::new(),
             };
             store.suspend(chain_id, &call).await.expect("suspend");
         }

@@ -110,6 +110,7 @@ fn pending(seq: u32, requested_at: &str) -> PendingCall {
         arguments,
         risk: ToolRisk::Critical,
         requested_at: requested_at.to_owned(),
+        provenance: Vec::new(),
     }
 }
 

@@ -571,6 +571,7 @@ async fn serve_with_a_store_sweeps_it_periodically() {
         arguments: serde_json::Map::new(),
         risk: ToolRisk::Critical,
         requested_at: "2026-01-01T00:00:00Z".into(),
+        provenance: Vec::new(),
     };
     store.suspend("chain_waits", &pending).await.expect("suspend");
     store.release("chain_waits", "a node that died").await.expect("release");
