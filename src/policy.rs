@@ -619,6 +619,23 @@ mod tests {
     }
 
     #[test]
+    fn flow_is_on_by_default_and_read_by_name() {
+        assert_eq!(ChainPolicy::default().flow, Flow::On);
+        assert_eq!(ChainPolicy::from_toml_str("flow = \"off\"").unwrap().flow, Flow::Off);
+        assert_eq!(ChainPolicy::from_toml_str("flow = \"on\"").unwrap().flow, Flow::On);
+    }
+
+    #[test]
+    fn unknown_flow_is_rejected_naming_the_field() {
+        let e = err("flow = \"strict\"");
+        assert!(
+            matches!(&e, PolicyError::Field { field, .. } if field == "flow"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("strict"), "{e}");
+    }
+
+    #[test]
     fn invalid_toml_is_a_syntax_error() {
         assert!(matches!(err("max_tool_calls = = 3"), PolicyError::Syntax { .. }));
     }
@@ -866,6 +883,7 @@ mod tests {
         assert!(s.max_result_bytes <= d.max_result_bytes);
         assert!(s.max_request_bytes <= d.max_request_bytes);
         assert!(s.granted_permissions.is_subset(&d.granted_permissions));
+        assert_eq!(s.flow, Flow::On);
     }
 
     #[test]
