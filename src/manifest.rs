@@ -7,6 +7,8 @@
 //! risk = "safe"                      # safe | high | critical; default safe
 //! permissions = ["net"]              # what it touches: fs.read, fs.write, net,
 //!                                    # shell, db.read, db.write; default none
+//! output = "untrusted"               # its results carry others' text (a web
+//!                                    # page, an email); default "trusted"
 //! command = ["python3", "weather.py"] # run in the manifest's folder
 //!
 //! [tool.input_schema]                # a JSON Schema, written as TOML
@@ -17,6 +19,16 @@
 //! type = "string"
 //! description = "City name, e.g. Paris"
 //!
+//! [[tool]]
+//! name = "send_email"
+//! description = "Sends an email."
+//! risk = "high"
+//! guarded_args = ["to"]              # what untrusted results must not reach
+//!                                    # unapproved; default: every argument of
+//!                                    # a high or critical tool, none below
+//! command = ["./send_email.sh"]
+//! # its [tool.input_schema] must have a property `to`
+//!
 //! [[mcp]]                            # an MCP server over stdio
 //! name = "files"                     # its tools become `files__<tool>`
 //! command = ["node", "servers/files/index.js"]
@@ -24,11 +36,17 @@
 //! cwd = "data"                       # default: the manifest's folder
 //! risk = "safe"                      # of all its tools; default safe
 //! permissions = ["fs.read"]          # of all its tools; default none
+//! output = "trusted"                 # of all its tools; default: untrusted
+//!                                    # for a tool annotated openWorldHint
 //! start_timeout_s = 20               # to start and list its tools; default 60
 //!
 //! [mcp.tools.delete_file]            # by the server's own tool name
 //! risk = "critical"
 //! permissions = ["fs.read", "fs.write"]  # instead of the server's
+//! guarded_args = ["path"]            # properties of its listed input schema
+//!
+//! [mcp.tools.read_file]
+//! output = "untrusted"               # instead of the server's
 //!
 //! [mcp.tools.get-env]
 //! deny = true                        # never registered, never shown
@@ -40,6 +58,11 @@
 //! the tail of its stderr: the registry never holds a server that is not
 //! running. See [`crate::mcp::upstream`] for their tools' names, results,
 //! restarts and how a hung server is found.
+//!
+//! `output` and `guarded_args` feed the data-flow policy ([`crate::flow`],
+//! docs/flow.md): a call whose guarded arguments may derive from an
+//! untrusted tool's result waits for approval. `guarded_args = []` guards
+//! nothing, even of a high-risk tool.
 //!
 //! Invariants:
 //! - The order in which `input_schema.properties` are written is kept: a
@@ -65,7 +88,7 @@ use crate::mcp::config::{McpServer, McpToolSettings, START_TIMEOUT};
 use crate::mcp::upstream::{McpError, McpUpstream};
 use crate::stubs::is_python_keyword;
 use crate::tools::command::CommandTool;
-use crate::tools::{Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
+use crate::tools::{OutputTrust, Permission, RegistryError, Tool, ToolRegistry, ToolRisk, is_identifier};
 
 /// Errors loading a tools manifest.
 #[derive(Debug, thiserror::Error)]
@@ -151,12 +174,17 @@ pub struct ManifestTool {
     pub command: Vec<String>,
     /// Where it runs: the manifest's folder.
     pub working_dir: PathBuf,
+    /// Whether its results are untrusted (`output`; trusted by default).
+    pub output: OutputTrust,
+    /// Its guarded arguments (`guarded_args`), each a property of
+    /// `input_schema`; `None`: all of them when its risk is high or above.
+    pub guarded_args: Option<Vec<String>>,
 }
 
 impl ManifestTool {
     /// The runnable tool.
     pub fn to_command_tool(&self) -> CommandTool {
-        CommandTool::new(
+        let tool = CommandTool::new(
             self.name.clone(),
             self.description.clone(),
             self.input_schema.clone(),
@@ -164,7 +192,15 @@ impl ManifestTool {
         )
         .with_risk(self.risk)
         .with_permissions(self.permissions.iter().copied())
-        .with_working_dir(self.working_dir.clone())
+        .with_working_dir(self.working_dir.clone());
+        let tool = match self.output {
+            OutputTrust::Untrusted => tool.with_untrusted_output(),
+            OutputTrust::Trusted => tool,
+        };
+        match &self.guarded_args {
+            Some(args) => tool.with_guarded_args(args.iter().cloned()),
+            None => tool,
+        }
     }
 }
 
@@ -190,6 +226,9 @@ struct RawTool {
     permissions: Vec<Permission>,
     input_schema: Option<toml::Table>,
     command: Vec<String>,
+    #[serde(default)]
+    output: OutputTrust,
+    guarded_args: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -207,6 +246,7 @@ struct RawMcp {
     #[serde(default)]
     tools: BTreeMap<String, McpToolSettings>,
     start_timeout_s: Option<f64>,
+    output: Option<OutputTrust>,
 }
 
 impl Manifest {
@@ -320,6 +360,13 @@ fn parse_tool(table: toml::Table, base_dir: &Path) -> Result<ManifestTool, Strin
         None => serde_json::json!({"type": "object", "properties": {}}),
     };
     check_object_schema(&input_schema).map_err(|e| format!("`input_schema`: {e}"))?;
+    for (i, arg) in raw.guarded_args.iter().flatten().enumerate() {
+        if input_schema.get("properties").and_then(|p| p.get(arg)).is_none() {
+            return Err(format!(
+                "`guarded_args[{i}]`: `{arg}` is not a property of `input_schema`"
+            ));
+        }
+    }
     Ok(ManifestTool {
         name: raw.name,
         description: raw.description,
@@ -328,6 +375,8 @@ fn parse_tool(table: toml::Table, base_dir: &Path) -> Result<ManifestTool, Strin
         input_schema,
         command: resolve_command(raw.command, base_dir)?,
         working_dir: base_dir.to_owned(),
+        output: raw.output,
+        guarded_args: raw.guarded_args,
     })
 }
 
@@ -354,6 +403,7 @@ fn parse_mcp(table: toml::Table, base_dir: &Path) -> Result<McpServer, String> {
         working_dir: raw.cwd.map_or_else(|| base_dir.to_owned(), |cwd| base_dir.join(cwd)),
         risk: raw.risk,
         permissions: raw.permissions,
+        output: raw.output,
         tools: raw.tools,
         start_timeout,
     })
@@ -541,6 +591,60 @@ enum = ["c", "f"]
         );
     }
 
+    const SEND: &str = "[[tool]]\nname = \"send\"\ndescription = \"\"\nrisk = \"high\"\ncommand = [\"x\"]\n";
+    const SEND_SCHEMA: &str = "[tool.input_schema]\ntype = \"object\"\n\
+                               [tool.input_schema.properties.to]\ntype = \"string\"\n\
+                               [tool.input_schema.properties.body]\ntype = \"string\"\n";
+
+    #[test]
+    fn output_defaults_to_trusted() {
+        let manifest = parse(WEATHER).expect("valid");
+        assert_eq!(manifest.tools[0].output, OutputTrust::Trusted);
+        assert!(!manifest.tools[0].to_command_tool().untrusted());
+        assert_eq!(manifest.tools[0].to_command_tool().guarded_args(), None);
+    }
+
+    #[test]
+    fn untrusted_output_reaches_the_tool() {
+        let text = "[[tool]]\nname = \"fetch\"\ndescription = \"\"\noutput = \"untrusted\"\ncommand = [\"x\"]";
+        let manifest = parse(text).expect("valid");
+        assert_eq!(manifest.tools[0].output, OutputTrust::Untrusted);
+        assert!(manifest.tools[0].to_command_tool().untrusted());
+    }
+
+    #[test]
+    fn unknown_output_names_the_tool_and_the_field() {
+        let text = "[[tool]]\nname = \"fetch\"\ndescription = \"\"\noutput = \"tainted\"\ncommand = [\"x\"]";
+        let message = error(text);
+        assert!(
+            message.starts_with("tool #1 (`fetch`): `output`: unknown variant `tainted`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn guarded_args_reach_the_tool() {
+        let manifest = parse(&format!("{SEND}guarded_args = [\"to\"]\n{SEND_SCHEMA}")).expect("valid");
+        assert_eq!(manifest.tools[0].guarded_args, Some(vec!["to".to_owned()]));
+        assert_eq!(
+            manifest.tools[0].to_command_tool().guarded_args(),
+            Some(&["to".to_owned()][..])
+        );
+        let none = parse(&format!("{SEND}guarded_args = []\n{SEND_SCHEMA}")).expect("valid");
+        assert_eq!(none.tools[0].to_command_tool().guarded_args(), Some(&[][..]));
+    }
+
+    #[test]
+    fn guarded_arg_outside_the_schema_names_the_tool_and_the_field() {
+        let message = error(&format!("{SEND}guarded_args = [\"to\", \"cc\"]\n{SEND_SCHEMA}"));
+        assert_eq!(
+            message,
+            "tool #1 (`send`): `guarded_args[1]`: `cc` is not a property of `input_schema`"
+        );
+        let message = error(&format!("{SEND}guarded_args = [\"to\"]"));
+        assert!(message.contains("`guarded_args[0]`: `to` is not a property"), "{message}");
+    }
+
     #[test]
     fn relative_program_path_resolves_against_the_manifest_folder() {
         let manifest = parse(WEATHER).expect("valid");
@@ -683,6 +787,7 @@ enum = ["c", "f"]
                 working_dir: "/opt/tools".into(),
                 risk: ToolRisk::Safe,
                 permissions: Vec::new(),
+                output: None,
                 tools: BTreeMap::new(),
                 start_timeout: START_TIMEOUT,
             }]
@@ -737,8 +842,7 @@ enum = ["c", "f"]
                     "delete_entities".into(),
                     McpToolSettings {
                         risk: Some(ToolRisk::Critical),
-                        permissions: None,
-                        deny: false
+                        ..McpToolSettings::default()
                     }
                 ),
                 (
@@ -749,6 +853,33 @@ enum = ["c", "f"]
                     }
                 ),
             ])
+        );
+    }
+
+    #[test]
+    fn mcp_output_and_guarded_args_are_read() {
+        let text = "[[mcp]]\nname = \"web\"\ncommand = [\"x\"]\noutput = \"untrusted\"\n\
+                    [mcp.tools.post]\noutput = \"trusted\"\nguarded_args = [\"url\"]";
+        let server = &parse(text).expect("valid").mcp[0];
+        assert_eq!(server.output, Some(OutputTrust::Untrusted));
+        assert_eq!(
+            server.tools.get("post"),
+            Some(&McpToolSettings {
+                output: Some(OutputTrust::Trusted),
+                guarded_args: Some(vec!["url".into()]),
+                ..McpToolSettings::default()
+            })
+        );
+        let plain = &parse("[[mcp]]\nname = \"m\"\ncommand = [\"x\"]").expect("valid").mcp[0];
+        assert_eq!(plain.output, None, "unset: each tool's annotation decides");
+    }
+
+    #[test]
+    fn mcp_unknown_output_names_the_field() {
+        let message = error("[[mcp]]\nname = \"m\"\ncommand = [\"x\"]\n[mcp.tools.t]\noutput = \"maybe\"");
+        assert!(
+            message.starts_with("mcp server #1 (`m`): `tools.t.output`: unknown variant `maybe`"),
+            "{message}"
         );
     }
 

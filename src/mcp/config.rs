@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::tools::{Permission, ToolRisk};
+use crate::tools::{OutputTrust, Permission, ToolRisk};
 
 /// How long a server may take to start (spawn, `initialize` and listing
 /// its tools) unless its entry says otherwise (`start_timeout_s`). Generous,
@@ -34,6 +34,10 @@ pub struct McpServer {
     pub risk: ToolRisk,
     /// What its tools touch, unless [`McpServer::tools`] says otherwise.
     pub permissions: Vec<Permission>,
+    /// Whether its tools' results are untrusted (`output`), unless
+    /// [`McpServer::tools`] says otherwise; `None`: each tool's own
+    /// annotation decides (`openWorldHint: true` is untrusted).
+    pub output: Option<OutputTrust>,
     /// Settings of single tools, keyed by the server's own tool name.
     pub tools: BTreeMap<String, McpToolSettings>,
     /// How long it may take to start and list its tools (`start_timeout_s`;
@@ -51,6 +55,7 @@ impl Default for McpServer {
             working_dir: PathBuf::new(),
             risk: ToolRisk::default(),
             permissions: Vec::new(),
+            output: None,
             tools: BTreeMap::new(),
             start_timeout: START_TIMEOUT,
         }
@@ -70,4 +75,12 @@ pub struct McpToolSettings {
     /// Leave it out of the registry: never shown to the model, never callable.
     #[serde(default)]
     pub deny: bool,
+    /// Whether its results are untrusted, instead of the server's `output`
+    /// and the tool's `openWorldHint`.
+    #[serde(default)]
+    pub output: Option<OutputTrust>,
+    /// Its guarded arguments ([`crate::tools::ToolInfo::guarded_args`]):
+    /// each must be a property of the input schema the server lists.
+    #[serde(default)]
+    pub guarded_args: Option<Vec<String>>,
 }

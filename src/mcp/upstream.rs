@@ -16,6 +16,13 @@
 //! the prefix is unambiguous; two tools of one server that map to the same
 //! name are an error naming both.
 //!
+//! **Trust.** A tool's results are untrusted ([`crate::flow`]) when its
+//! `[mcp.tools.NAME]` says `output = "untrusted"`, else when the entry's
+//! `output` does, else when the server annotates the tool
+//! `openWorldHint: true` (it reaches the open world: the web, mail). Its
+//! guarded arguments are its settings' `guarded_args`, each a property of
+//! the input schema the server lists (else the registry fails, naming it).
+//!
 //! **Results** ([`to_output`]):
 //! - `isError: true` → a tool error (the script's `RuntimeError`), its text
 //!   as the message;
@@ -84,7 +91,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock as McpContent,
-    Implementation, PingRequest, RequestMetaObject, ResourceContents,
+    Implementation, PingRequest, RequestMetaObject, ResourceContents, ToolAnnotations,
 };
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService};
 use rmcp::{Peer, ServiceError, ServiceExt};
@@ -92,11 +99,13 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::Instant;
 
-use super::config::McpServer;
+use super::config::{McpServer, McpToolSettings};
 use crate::result::MAX_ERROR_MESSAGE_CHARS;
 #[cfg(unix)]
 use crate::tools::command::{ProcessGroup, confined_command};
-use crate::tools::{ContentBlock, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolOutput};
+use crate::tools::{
+    ContentBlock, OutputTrust, Tool, ToolContext, ToolError, ToolExecutionResult, ToolInfo, ToolOutput,
+};
 use crate::util::truncate_chars;
 
 mod transport;
@@ -187,6 +196,23 @@ pub enum McpError {
         /// The other.
         second: String,
     },
+    /// `[mcp.tools.<name>]`'s `guarded_args` names an argument the tool's
+    /// input schema does not have.
+    #[error(
+        "mcp server `{server}`: `tools.{tool}.guarded_args[{index}]`: `{arg}` is not a property of the tool's input schema (it has: {available})"
+    )]
+    GuardedArg {
+        /// The server.
+        server: String,
+        /// The server's name of the tool.
+        tool: String,
+        /// The entry's position in `guarded_args`, from 0.
+        index: usize,
+        /// The name given.
+        arg: String,
+        /// The schema's properties, comma-separated.
+        available: String,
+    },
     /// `[mcp.tools.<name>]` names a tool the server does not have (a typo
     /// there would silently leave a tool allowed or mis-rated).
     #[error("mcp server `{server}`: `tools.{tool}` names no tool of the server (it has: {available})")]
@@ -205,6 +231,29 @@ fn stderr_suffix(stderr: &str) -> String {
         String::new()
     } else {
         format!("; its stderr ends with: {stderr}")
+    }
+}
+
+/// Whether a listed tool's results are untrusted: its own setting's
+/// `output`, else the server's, else its `openWorldHint` annotation.
+fn untrusted(settings: &McpToolSettings, server: &McpServer, annotations: Option<&ToolAnnotations>) -> bool {
+    match settings.output.or(server.output) {
+        Some(output) => output == OutputTrust::Untrusted,
+        None => annotations.and_then(|a| a.open_world_hint) == Some(true),
+    }
+}
+
+/// Checks that every name in `guarded` is a property of `schema`; else the
+/// index of the first that is not, and the properties there are.
+fn check_guarded_args(guarded: &[String], schema: &Value) -> Result<(), (usize, String)> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let has = |arg: &str| properties.is_some_and(|p| p.contains_key(arg));
+    match guarded.iter().position(|arg| !has(arg)) {
+        None => Ok(()),
+        Some(index) => {
+            let available: Vec<&str> = properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+            Err((index, available.join(", ")))
+        }
     }
 }
 
@@ -298,12 +347,29 @@ impl McpUpstream {
                 .or(listed.title.as_deref())
                 .unwrap_or_default()
                 .to_owned();
+            let schema = Value::Object(listed.input_schema.as_ref().clone());
+            if let Some(guarded) = &settings.guarded_args {
+                check_guarded_args(guarded, &schema).map_err(|(index, available)| McpError::GuardedArg {
+                    server: server.name.clone(),
+                    tool: listed.name.to_string(),
+                    index,
+                    arg: guarded.get(index).cloned().unwrap_or_default(),
+                    available,
+                })?;
+            }
+            let mut info = ToolInfo::new(name, description, schema)
+                .with_risk(settings.risk.unwrap_or(server.risk))
+                .with_permissions(settings.permissions.clone().unwrap_or_else(|| server.permissions.clone()));
+            if untrusted(&settings, server, listed.annotations.as_ref()) {
+                info = info.with_untrusted_output();
+            }
+            if let Some(guarded) = settings.guarded_args {
+                info = info.with_guarded_args(guarded);
+            }
             remote_names.push(listed.name.to_string());
             tools.push(Arc::new(McpTool {
                 link: Arc::clone(&link),
-                info: ToolInfo::new(name, description, Value::Object(listed.input_schema.as_ref().clone()))
-                    .with_risk(settings.risk.unwrap_or(server.risk))
-                    .with_permissions(settings.permissions.unwrap_or_else(|| server.permissions.clone())),
+                info,
                 remote: listed.name.to_string(),
             }));
         }
@@ -793,6 +859,74 @@ mod tests {
 
     fn output(result: Value) -> Result<ToolOutput, ToolError> {
         to_output(serde_json::from_value(result).expect("a CallToolResult"))
+    }
+
+    fn open_world(hint: Option<bool>) -> ToolAnnotations {
+        ToolAnnotations::from_raw(None, None, None, None, hint)
+    }
+
+    #[test]
+    fn an_open_world_tool_is_untrusted_unless_the_manifest_says() {
+        let server = McpServer::default();
+        let plain = McpToolSettings::default();
+        assert!(untrusted(&plain, &server, Some(&open_world(Some(true)))));
+        assert!(!untrusted(&plain, &server, Some(&open_world(Some(false)))));
+        assert!(!untrusted(&plain, &server, Some(&open_world(None))));
+        assert!(!untrusted(&plain, &server, None));
+        let trusted = McpToolSettings {
+            output: Some(OutputTrust::Trusted),
+            ..McpToolSettings::default()
+        };
+        assert!(!untrusted(&trusted, &server, Some(&open_world(Some(true)))));
+        let trusting_server = McpServer {
+            output: Some(OutputTrust::Trusted),
+            ..McpServer::default()
+        };
+        assert!(!untrusted(&plain, &trusting_server, Some(&open_world(Some(true)))));
+    }
+
+    #[test]
+    fn the_tools_setting_overrides_the_servers_output() {
+        let untrusting = McpServer {
+            output: Some(OutputTrust::Untrusted),
+            ..McpServer::default()
+        };
+        assert!(untrusted(&McpToolSettings::default(), &untrusting, None));
+        let trusted = McpToolSettings {
+            output: Some(OutputTrust::Trusted),
+            ..McpToolSettings::default()
+        };
+        assert!(!untrusted(&trusted, &untrusting, None));
+        let untrusted_tool = McpToolSettings {
+            output: Some(OutputTrust::Untrusted),
+            ..McpToolSettings::default()
+        };
+        assert!(untrusted(&untrusted_tool, &McpServer::default(), None));
+    }
+
+    #[test]
+    fn guarded_args_must_be_properties_of_the_listed_schema() {
+        let schema = json!({"type": "object", "properties": {"to": {}, "body": {}}});
+        assert_eq!(check_guarded_args(&["to".into(), "body".into()], &schema), Ok(()));
+        assert_eq!(
+            check_guarded_args(&["to".into(), "cc".into()], &schema),
+            Err((1, "to, body".into()))
+        );
+        assert_eq!(
+            check_guarded_args(&["to".into()], &json!({"type": "object"})),
+            Err((0, String::new()))
+        );
+        let error = McpError::GuardedArg {
+            server: "mail".into(),
+            tool: "send".into(),
+            index: 1,
+            arg: "cc".into(),
+            available: "to, body".into(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "mcp server `mail`: `tools.send.guarded_args[1]`: `cc` is not a property of the tool's input schema (it has: to, body)"
+        );
     }
 
     #[test]

@@ -93,6 +93,18 @@ impl CommandTool {
         self
     }
 
+    /// Its results are untrusted (see [`ToolInfo::untrusted`]).
+    pub fn with_untrusted_output(mut self) -> Self {
+        self.info.untrusted = true;
+        self
+    }
+
+    /// Guards exactly `args` (see [`ToolInfo::guarded_args`]).
+    pub fn with_guarded_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.info.guarded_args = Some(args.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// Runs the program in this directory (a manifest's folder, typically).
     pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.working_dir = Some(dir.into());

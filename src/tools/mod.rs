@@ -264,6 +264,21 @@ impl ToolOutput {
     }
 }
 
+/// Whether a tool's results may carry text someone else wrote: a tools
+/// manifest's `output = "trusted" | "untrusted"` (see
+/// [`ToolInfo::untrusted`] and [`crate::flow`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputTrust {
+    /// Its results are the tool's own (computed, or read from a source the
+    /// deployment controls).
+    #[default]
+    Trusted,
+    /// Its results may carry instructions from others (a web page, an
+    /// email, a search result).
+    Untrusted,
+}
+
 /// What a [`Tool`] declares about itself, as plain data: the implementor
 /// builds it once (at construction, computing whatever it must) and returns
 /// it from [`Tool::info`], instead of writing one getter per field.
