@@ -120,6 +120,7 @@ impl Guarded {
 /// order (positional arguments map onto them).
 #[derive(Debug, Clone, Default)]
 pub struct FlowTools {
+    names: FxHashSet<String>,
     untrusted: FxHashSet<String>,
     guarded: FxHashMap<String, Guarded>,
     params: FxHashMap<String, Vec<String>>,
@@ -134,8 +135,12 @@ impl FlowTools {
             return tools;
         }
         for tool in registry.iter() {
-            let Some(local) = tool.as_local() else { continue };
+            let Some(local) = tool.as_local() else {
+                tools.names.insert(tool.name().to_owned());
+                continue;
+            };
             let name = local.name();
+            tools.names.insert(name.to_owned());
             if local.untrusted() {
                 tools.untrusted.insert(name.to_owned());
             }
@@ -159,6 +164,11 @@ impl FlowTools {
     /// argument guarded.
     pub fn is_active(&self) -> bool {
         !self.untrusted.is_empty() && !self.guarded.is_empty()
+    }
+
+    /// Whether `name` is a tool's (of any kind).
+    pub fn is_tool(&self, name: &str) -> bool {
+        self.names.contains(name)
     }
 
     /// Whether `tool`'s results are untrusted.
