@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::result::FlowSource;
 use crate::tools::ToolRisk;
 
 /// A tool call waiting for a decision. Serializable, so it can be stored,
@@ -36,6 +37,11 @@ pub struct ApprovalRequest {
     pub risk: ToolRisk,
     /// When it was asked, RFC 3339 UTC.
     pub requested_at: String,
+    /// When the data-flow policy ([`crate::flow`]) asks: the untrusted
+    /// results the call's guarded arguments may derive from (its risk is
+    /// then `critical`). Left out of the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<FlowSource>,
 }
 
 impl ApprovalRequest {
@@ -54,8 +60,40 @@ impl ApprovalRequest {
             arguments,
             risk,
             requested_at: rfc3339_utc(SystemTime::now()),
+            provenance: Vec::new(),
         }
     }
+
+    /// The same, asked by the data-flow policy for these untrusted results
+    /// (see [`ApprovalRequest::provenance`]).
+    #[must_use]
+    pub fn with_provenance(mut self, provenance: Vec<FlowSource>) -> Self {
+        self.provenance = provenance;
+        self
+    }
+
+    /// Why the data-flow policy asks, in words for the human deciding
+    /// (`its guarded arguments may derive from untrusted results of
+    /// fetch_page (call 2)`); `None` when it does not.
+    pub fn provenance_note(&self) -> Option<String> {
+        provenance_note(&self.provenance)
+    }
+}
+
+/// [`ApprovalRequest::provenance_note`] for any list of sources (a
+/// suspended chain's pending call has one too).
+pub fn provenance_note(sources: &[FlowSource]) -> Option<String> {
+    if sources.is_empty() {
+        return None;
+    }
+    let calls: Vec<String> = sources
+        .iter()
+        .map(|s| format!("{} (call {})", s.tool, s.seq))
+        .collect();
+    Some(format!(
+        "its guarded arguments may derive from untrusted results of {}",
+        calls.join(", ")
+    ))
 }
 
 /// The answer to an [`ApprovalRequest`].
@@ -271,9 +309,13 @@ fn prompt(
     output: &mut impl Write,
 ) -> std::io::Result<ApprovalDecision> {
     let args = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| format!("{:?}", req.arguments));
+    let flow = req
+        .provenance_note()
+        .map(|note| format!("  data flow: {note}\n"))
+        .unwrap_or_default();
     write!(
         output,
-        "\nchainbox: approve call #{} of run {}?\n  tool: {}\n  risk: {}\n  arguments: {}\n[y/N] ",
+        "\nchainbox: approve call #{} of run {}?\n  tool: {}\n  risk: {}\n{flow}  arguments: {}\n[y/N] ",
         req.call_id,
         req.run_id,
         req.tool,
@@ -635,6 +677,49 @@ mod tests {
         assert!(shown.contains("send_email"), "{shown}");
         assert!(shown.contains("critical"), "{shown}");
         assert!(shown.contains("a@example.com"), "{shown}");
+    }
+
+    #[test]
+    fn prompt_shows_the_data_flow_sources() {
+        let request = req(ToolRisk::Critical).with_provenance(vec![
+            FlowSource {
+                seq: 2,
+                call_id: Some("call_2".into()),
+                tool: "fetch_page".into(),
+            },
+            FlowSource {
+                seq: 4,
+                call_id: None,
+                tool: "read_mail".into(),
+            },
+        ]);
+        let mut shown = Vec::new();
+        prompt(&request, &mut &b"n\n"[..], &mut shown).unwrap();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(
+            shown.contains(
+                "data flow: its guarded arguments may derive from untrusted results of fetch_page (call 2), read_mail (call 4)"
+            ),
+            "{shown}"
+        );
+        let mut plain = Vec::new();
+        prompt(&req(ToolRisk::Critical), &mut &b"n\n"[..], &mut plain).unwrap();
+        assert!(!String::from_utf8(plain).unwrap().contains("data flow"));
+    }
+
+    #[test]
+    fn provenance_is_left_out_of_the_json_when_empty() {
+        let plain = serde_json::to_value(req(ToolRisk::High)).unwrap();
+        assert!(plain.get("provenance").is_none(), "{plain}");
+        let old: ApprovalRequest = serde_json::from_value(plain).unwrap();
+        assert!(old.provenance.is_empty());
+        let source = FlowSource {
+            seq: 1,
+            call_id: None,
+            tool: "fetch_page".into(),
+        };
+        let flow = serde_json::to_value(req(ToolRisk::Critical).with_provenance(vec![source])).unwrap();
+        assert_eq!(flow["provenance"], json!([{"seq": 1, "tool": "fetch_page"}]));
     }
 
     #[test]

@@ -740,12 +740,16 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                     .iter()
                     .map(|chain| {
                         let call = &chain.call;
-                        serde_json::json!({
+                        let mut row = serde_json::json!({
                             "chain_id": chain.chain_id, "owner": chain.owner, "seq": call.seq, "tool": call.tool,
                             "arguments": call.arguments, "risk": call.risk, "requested_at": call.requested_at,
-                        })
+                        });
+                        if !call.provenance.is_empty() {
+                            row["provenance"] = serde_json::to_value(&call.provenance)?;
+                        }
+                        Ok(row)
                     })
-                    .collect();
+                    .collect::<Result<_, serde_json::Error>>()?;
                 println!("{}", serde_json::to_string(&rows)?);
             } else {
                 let mut rows = vec![[
@@ -767,7 +771,10 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                             .map_or_else(|| LOCAL.to_owned(), ToString::to_string),
                         format!("#{}", call.seq),
                         call.tool.clone(),
-                        call.risk.to_string(),
+                        match crate::approval::provenance_note(&call.provenance) {
+                            Some(note) => format!("{} ({note})", call.risk),
+                            None => call.risk.to_string(),
+                        },
                         call.requested_at.clone(),
                         serde_json::to_string(&call.arguments)?,
                     ]);
@@ -1504,6 +1511,9 @@ fn readable_after_stdout(result: &ChainRunResult) -> String {
             "── suspended ──\nchain {chain_id} waits on a decision for call #{} {}({arguments}) (risk {}):\n  chainbox decide {chain_id} approve|deny --state URL, then chainbox resume {chain_id} --state URL",
             pending.seq, pending.tool, pending.risk
         );
+        if let Some(note) = crate::approval::provenance_note(&pending.provenance) {
+            let _ = writeln!(out, "  the data-flow policy holds it: {note}");
+        }
     }
     match &result.error {
         None if result.pending.is_some() => {}

@@ -666,6 +666,7 @@ fn pending_request(chain_id: &str, pending: &PendingCall) -> ApprovalRequest {
         arguments: pending.arguments.clone(),
         risk: pending.risk,
         requested_at: pending.requested_at.clone(),
+        provenance: pending.provenance.clone(),
     }
 }
 
@@ -1034,8 +1035,12 @@ impl ApprovalHandler for ElicitApproval {
 /// arguments, and one boolean, [`APPROVE_FIELD`].
 fn approval_form(req: &ApprovalRequest) -> ElicitRequestParams {
     let arguments = serde_json::to_string_pretty(&req.arguments).unwrap_or_else(|_| format!("{:?}", req.arguments));
+    let flow = req
+        .provenance_note()
+        .map(|note| format!("The data-flow policy asks: {note}.\n"))
+        .unwrap_or_default();
     let message = format!(
-        "chainbox: a chain wants to call `{}` (risk: {}) with these arguments:\n{arguments}\nApprove this call?",
+        "chainbox: a chain wants to call `{}` (risk: {}) with these arguments:\n{arguments}\n{flow}Approve this call?",
         req.tool, req.risk
     );
     let mut properties = JsonObject::new();
@@ -1226,5 +1231,55 @@ pub async fn serve_http(
             grace.cancelled().await;
             tokio::time::sleep(HTTP_SHUTDOWN_GRACE).await;
         } => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::FlowSource;
+    use crate::tools::ToolRisk;
+
+    fn message(form: ElicitRequestParams) -> String {
+        match form {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message,
+            other => panic!("not a form: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_approval_form_says_why_the_data_flow_policy_asks() {
+        let request = ApprovalRequest::new("run", 3, "send_email", JsonObject::new(), ToolRisk::Critical);
+        let plain = message(approval_form(&request));
+        assert!(!plain.contains("data-flow"), "{plain}");
+        let held = request.with_provenance(vec![FlowSource {
+            seq: 2,
+            call_id: Some("call_x".into()),
+            tool: "fetch_page".into(),
+        }]);
+        let shown = message(approval_form(&held));
+        assert!(
+            shown.contains(
+                "The data-flow policy asks: its guarded arguments may derive from untrusted results of fetch_page (call 2)."
+            ),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_pending_calls_request_keeps_its_provenance() {
+        let pending = PendingCall {
+            seq: 3,
+            tool: "send_email".into(),
+            arguments: JsonObject::new(),
+            risk: ToolRisk::Critical,
+            requested_at: "2026-01-01T00:00:00Z".into(),
+            provenance: vec![FlowSource {
+                seq: 1,
+                call_id: None,
+                tool: "fetch_page".into(),
+            }],
+        };
+        assert_eq!(pending_request("c", &pending).provenance, pending.provenance);
     }
 }
