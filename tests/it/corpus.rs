@@ -483,3 +483,64 @@ async fn the_check_before_the_run_refuses_only_what_cpython_fails_on() {
     );
     println!("check: {refused_as_cpython_fails} cases refused, each where CPython fails");
 }
+
+/// The corpus's tools as a deployment would mark them: what reads text
+/// others wrote (docs, pages, files, messages, a fetched URL) untrusted,
+/// `send_email` guarding its recipient, the other high and critical tools
+/// every argument.
+const REALISTIC_FLOW: &[(&str, &str)] = &[
+    ("search_docs", "output = \"untrusted\""),
+    ("flaky_fetch", "output = \"untrusted\""),
+    ("get_page", "output = \"untrusted\""),
+    ("get_message", "output = \"untrusted\""),
+    ("read_file", "output = \"untrusted\""),
+    ("send_email", "guarded_args = [\"to\"]"),
+];
+
+#[tokio::test]
+async fn the_flow_analysis_asks_only_for_chains_that_read_untrusted_data_and_call_a_guarded_tool() {
+    let dir = corpus_dir();
+    let mut text = std::fs::read_to_string(dir.join("tools.toml")).expect("tests/corpus/tools.toml");
+    for (tool, setting) in REALISTIC_FLOW {
+        let line = format!("name = \"{tool}\"\n");
+        assert!(text.contains(&line), "tools.toml has no {tool}");
+        text = text.replace(&line, &format!("{line}{setting}\n"));
+    }
+    let manifest = Manifest::from_str(&text, &dir).expect("the realistic manifest");
+    let registry = manifest.registry().await.expect("its registry");
+    let tools = chainbox::flow::FlowTools::new(&registry, &ChainPolicy::default());
+    let calls = |script: &str, tool: &str| script.contains(&format!("{tool}("));
+    let (mut cases, mut reading, mut guarded, mut asking) = (0, 0, 0, Vec::new());
+    for case in load_cases(&dir, None) {
+        cases += 1;
+        let verdict = chainbox::check::flow::analyze(&case.script, &tools, false);
+        let untrusted: Vec<&str> = REALISTIC_FLOW
+            .iter()
+            .map(|(tool, _)| *tool)
+            .filter(|tool| tools.is_untrusted(tool) && calls(&case.script, tool))
+            .collect();
+        let sinks: Vec<&str> = verdict
+            .sinks()
+            .filter(|(tool, _)| calls(&case.script, tool))
+            .filter(|(_, taint)| untrusted.iter().any(|source| taint.reaches_from(source)))
+            .map(|(tool, _)| tool)
+            .collect();
+        reading += usize::from(!untrusted.is_empty());
+        guarded += usize::from(["send_email", "create_ticket", "run_query"].iter().any(|t| calls(&case.script, t)));
+        if !sinks.is_empty() {
+            asking.push(format!("{} ({})", case.name, sinks.join(", ")));
+        }
+        // A chain that reads nothing untrusted never asks.
+        assert!(
+            !untrusted.is_empty() || sinks.is_empty(),
+            "{} asks without reading untrusted data",
+            case.name
+        );
+    }
+    println!(
+        "flow: of {cases} corpus chains, {reading} read untrusted data and {guarded} call a guarded tool; \
+         {} would ask for approval: {}",
+        asking.len(),
+        asking.join("; ")
+    );
+}
