@@ -20,6 +20,7 @@ mod discovery;
 mod durable;
 mod durable_cli;
 mod durable_serve;
+mod flow;
 mod fuzz_regressions;
 mod generated;
 mod interruption_points;
