@@ -10,11 +10,34 @@
 //!   the verdict cache.
 //!
 //! The target (issue 56): `warm` ≤ 1 ms.
+//!
+//! `flow` is the data-flow analysis of the same script, with
+//! `get_weather` and `list_orders` untrusted and `render_chart` high risk
+//! (every argument guarded): what a chain pays when any tool is untrusted.
 
-use chainbox::TypeCheck;
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use chainbox::check::Checker;
 use chainbox::demo::{DEMO_SCRIPT, demo_registry};
+use chainbox::flow::FlowTools;
+use chainbox::tools::{Tool, ToolContext, ToolError, ToolInfo, ToolOutput};
+use chainbox::{ChainPolicy, ToolRegistry, ToolRisk, TypeCheck};
 use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Map, Value};
+
+/// A demo tool's declaration, marked for the data-flow policy.
+struct Marked(ToolInfo);
+
+#[async_trait]
+impl Tool for Marked {
+    fn info(&self) -> &ToolInfo {
+        &self.0
+    }
+    async fn execute(&self, _: ToolContext, _: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::new("not run"))
+    }
+}
 
 fn check(c: &mut Criterion) {
     let registry = demo_registry();
@@ -40,5 +63,26 @@ fn check(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, check);
+fn flow(c: &mut Criterion) {
+    let marked = demo_registry().iter().filter_map(|tool| tool.as_local()).map(|tool| {
+        let mut info = tool.info().clone();
+        match info.name.as_str() {
+            "get_weather" | "list_orders" => info = info.with_untrusted_output(),
+            "render_chart" => info = info.with_risk(ToolRisk::High),
+            _ => {}
+        }
+        Arc::new(Marked(info)) as Arc<dyn Tool>
+    });
+    let registry = ToolRegistry::from_local(marked.collect::<Vec<_>>()).expect("registry");
+    let tools = FlowTools::new(&registry, &ChainPolicy::default());
+    assert!(tools.is_active());
+    c.bench_function("check/flow", |b| {
+        b.iter(|| {
+            let verdict = chainbox::check::flow::analyze(DEMO_SCRIPT, &tools, false);
+            assert!(verdict.taint_of("render_chart").is_some());
+        })
+    });
+}
+
+criterion_group!(benches, check, flow);
 criterion_main!(benches);
