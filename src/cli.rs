@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, ApprovalDecision};
 use crate::chain::RunOptions;
+use crate::flow::{FlowTools, FlowVerdict};
 use crate::live::{ChainEvent, Observer};
 use crate::manifest::Manifest;
 use crate::mcp::sealed_state::StateKey;
@@ -839,13 +840,15 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
                 None => demo::demo_registry(),
             };
             // The check's own command enforces unless a policy says otherwise.
+            let loaded = load_policy(policy.as_deref())?;
             let mode = match &policy {
-                Some(path) => load_policy(Some(path))?.type_check,
+                Some(_) => loaded.type_check,
                 None => crate::TypeCheck::Enforce,
             };
             let script = read_script(&script)?;
             let verdict = crate::check::Checker::default().check(&script, &registry, mode, false);
-            print!("{}", check_report(&verdict, json));
+            let flow = crate::check::flow::analyze(&script, &FlowTools::new(&registry, &loaded), false);
+            print!("{}", check_report(&verdict, &flow, json));
             Ok(if verdict.refused() {
                 ExitCode::from(1)
             } else {
@@ -1067,12 +1070,25 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
 
 /// What `chainbox check` prints: the verdict as JSON, or one line per
 /// finding and a closing line.
-fn check_report(verdict: &crate::check::Verdict, json: bool) -> String {
+/// `chainbox check`'s report: the check's verdict, then the data-flow
+/// policy's (which guarded tools will ask for approval, once which
+/// untrusted results have arrived).
+fn check_report(verdict: &crate::check::Verdict, flow: &FlowVerdict, json: bool) -> String {
+    let mut sinks: Vec<(&str, &crate::flow::Taint)> = flow.sinks().collect();
+    sinks.sort_by_key(|(tool, _)| *tool);
     if json {
+        let flow: serde_json::Map<String, serde_json::Value> = sinks
+            .iter()
+            .map(|(tool, taint)| {
+                let from = serde_json::json!({"any": taint.any, "tools": taint.tools});
+                ((*tool).to_owned(), from)
+            })
+            .collect();
         let report = serde_json::json!({
             "refused": verdict.refused(),
             "diagnostics": verdict.refusals,
             "warnings": verdict.warnings,
+            "flow": flow,
         });
         return format!("{report:#}\n");
     }
@@ -1088,6 +1104,15 @@ fn check_report(verdict: &crate::check::Verdict, json: bool) -> String {
             Some(line) => out.push_str(&format!("line {line}: warning: {}\n", w.message)),
             None => out.push_str(&format!("warning: {}\n", w.message)),
         }
+    }
+    for (tool, taint) in sinks {
+        let from = match taint.any {
+            true => "any untrusted tool".to_owned(),
+            false => taint.tools.iter().cloned().collect::<Vec<_>>().join(", "),
+        };
+        out.push_str(&format!(
+            "flow: calls of `{tool}` need approval once a result of {from} has arrived\n"
+        ));
     }
     out.push_str(match verdict.refused() {
         true => "refused: the script would not be run\n",

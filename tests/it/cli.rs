@@ -464,3 +464,38 @@ fn check_refuses_a_bad_tool_call_with_exit_code_1_and_runs_nothing() {
     assert_eq!(good.code, Some(0), "{}\n{}", good.stdout, good.stderr);
     assert!(good.stdout.contains("ok:"), "{}", good.stdout);
 }
+
+#[test]
+fn check_names_the_guarded_tools_that_will_ask_for_approval_and_from_which_untrusted_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifest = dir.path().join("tools.toml");
+    std::fs::write(
+        &manifest,
+        "[[tool]]\nname = \"fetch_page\"\ndescription = \"A page.\"\noutput = \"untrusted\"\ncommand = [\"true\"]\n\
+         [tool.input_schema]\ntype = \"object\"\nproperties = { url = { type = \"string\" } }\n\n\
+         [[tool]]\nname = \"send_email\"\ndescription = \"Sends.\"\nrisk = \"high\"\nguarded_args = [\"to\"]\n\
+         command = [\"true\"]\n[tool.input_schema]\ntype = \"object\"\n\
+         properties = { to = { type = \"string\" }, body = { type = \"string\" } }\n",
+    )
+    .expect("manifest");
+    let manifest = manifest.display().to_string();
+    let script = "page = await fetch_page(url='x')\nawait send_email(to=page, body='b')";
+    let json = chainbox(&["check", "-", "--tools", &manifest, "--json"], Some(script));
+    assert_eq!(json.code, Some(0), "{}\n{}", json.stdout, json.stderr);
+    let verdict: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(
+        verdict["flow"],
+        serde_json::json!({"send_email": {"any": false, "tools": ["fetch_page"]}})
+    );
+    let text = chainbox(&["check", "-", "--tools", &manifest], Some(script));
+    assert!(
+        text.stdout
+            .contains("flow: calls of `send_email` need approval once a result of fetch_page has arrived"),
+        "{}",
+        text.stdout
+    );
+    let clean = "page = await fetch_page(url='x')\nawait send_email(to='boss@corp.example', body=page)";
+    let json = chainbox(&["check", "-", "--tools", &manifest, "--json"], Some(clean));
+    let verdict: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(verdict["flow"], serde_json::json!({}));
+}
