@@ -86,10 +86,7 @@ pub fn provenance_note(sources: &[FlowSource]) -> Option<String> {
     if sources.is_empty() {
         return None;
     }
-    let calls: Vec<String> = sources
-        .iter()
-        .map(|s| format!("{} (call {})", s.tool, s.seq))
-        .collect();
+    let calls: Vec<String> = sources.iter().map(|s| format!("{} (call {})", s.tool, s.seq)).collect();
     Some(format!(
         "its guarded arguments may derive from untrusted results of {}",
         calls.join(", ")

@@ -23,21 +23,35 @@
 //!    caller it runs for) does not all hold, naming the first missing
 //!    (`denied_scope`; a chain without a principal, the local user, is not
 //!    restricted by them).
-//! 5. **risk → approval**: above `max_risk_unapproved` a handler must approve
+//! 5. **data flow** ([`crate::flow`], set by [`InvokerSession::with_flow`]):
+//!    a call of a guarded tool is held when its guarded arguments may
+//!    derive from results of untrusted tools that have already answered in
+//!    this chain (a value or a tool error; calls answered from the journal
+//!    and a session's earlier cells count): those the script's verdict
+//!    names for the tool, and, exactly, any whose artifact handle is inside
+//!    a guarded argument. A held call needs approval as a critical call
+//!    does, whatever `max_risk_unapproved`, the request listing those
+//!    results (`provenance`): approved (as asked or modified) it is
+//!    `approved_flow` and skips gate 6; otherwise `denied_flow`, the
+//!    `PermissionError` naming them. A call it does not hold goes on.
+//! 6. **risk → approval**: above `max_risk_unapproved` a handler must approve
 //!    within `approval_timeout_s`; silence, failure or panic means denied.
-//! 6. **execution** bounded by the call timeout; a panicking tool is an error.
-//! 7. **result shaping** into the value the script receives.
+//! 7. **execution** bounded by the call timeout; a panicking tool is an error.
+//! 8. **result shaping** into the value the script receives.
 //!
 //! Every call that passes the budget gets a [`ChainCallRecord`], whatever
 //! happens next, including when the chain is killed while the call runs.
 //! The record carries the call's unique `call_id` and its provenance:
 //! `source` (the tool's kind and name), `observed_at` (UTC, RFC 3339) and
 //! `policy`, the [`PolicyDecision`] that let it through (`within_risk`,
-//! `approved`, `approved_modified`) or stopped it (`denied_*`).
+//! `approved`, `approved_modified`, `approved_flow`) or stopped it
+//! (`denied_*`), with the untrusted results gate 5 held it for
+//! (`provenance`).
 //!
 //! Invariant: the invoker never sees wasmtime types; the sandbox hands it
 //! protocol messages and gets outcomes back.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -45,17 +59,22 @@ use std::time::{Duration, Instant};
 use chainbox_protocol::{CallOutcome, MAX_VALUE_DEPTH, ToolCall};
 use serde_json::{Map, Value};
 
-use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide};
+use crate::approval::{Approval, ApprovalDecision, ApprovalRequest, decide, provenance_note};
 use crate::artifacts::{ArtifactRef, ArtifactStore};
 use crate::digest::{canonical_args, sha256_hex};
+use crate::flow::{FlowTools, FlowVerdict};
 use crate::journal::{Journal, JournalEntry, JournalError, ReplayDiverged};
 use crate::live::{ChainEvent, Observer};
 use crate::policy::ChainPolicy;
 use crate::principal::Principal;
-use crate::result::{CallStatus, ChainCallRecord, ChainFile, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision};
-use crate::shaping::Shaper;
+use crate::result::{
+    CallStatus, ChainCallRecord, ChainFile, FlowSource, MAX_ERROR_MESSAGE_CHARS, PendingCall, PolicyDecision,
+};
+use crate::shaping::{Shaper, handle_ref};
 use crate::telemetry;
-use crate::tools::{AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, new_call_id};
+use crate::tools::{
+    AnyTool, ContentBlock, ToolCallRequest, ToolContext, ToolOutput, ToolRegistry, ToolRisk, new_call_id,
+};
 use crate::util::{millis, truncate_chars, utc_now_rfc3339};
 use crate::workspace::Workspace;
 use futures::FutureExt;
@@ -200,6 +219,139 @@ pub struct InvokerSession {
     cell_bases: Vec<u32>,
     /// The cell the guest runs now ([`Self::enter_cell`]).
     cell: AtomicU32,
+    /// The data-flow policy ([`Self::with_flow`]); `None` when it cannot
+    /// hold anything (no untrusted tool, nothing guarded, `flow = "off"`).
+    flow: Option<FlowState>,
+}
+
+/// The data-flow policy in a session (gate 5): what the tools are, what
+/// the script's verdict says, and which untrusted results have arrived.
+struct FlowState {
+    tools: Arc<FlowTools>,
+    verdict: FlowVerdict,
+    /// The calls of untrusted tools that have answered (a value or a tool
+    /// error: its message is data too), by call number: this run's,
+    /// replayed ones and those its journal held when the session began.
+    deliveries: Mutex<BTreeMap<u32, Delivery>>,
+}
+
+/// An untrusted tool's call that answered.
+struct Delivery {
+    /// Its `call_id`, when this run made it or answered it from the journal.
+    call_id: Option<String>,
+    tool: String,
+    /// The artifact its result was offloaded to: a handle to it in a
+    /// guarded argument is that result.
+    artifact_ref: Option<ArtifactRef>,
+}
+
+impl FlowState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, Delivery>> {
+        self.deliveries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes the untrusted results a journal holds (without their
+    /// `call_id`s: a session's warm cells are not replayed through here).
+    fn note_journal(&self, entries: &[JournalEntry]) {
+        let mut deliveries = self.lock();
+        for entry in entries {
+            if self.tools.is_untrusted(&entry.tool) && delivers(&entry.outcome) {
+                deliveries.entry(entry.seq).or_insert_with(|| Delivery {
+                    call_id: None,
+                    tool: entry.tool.clone(),
+                    artifact_ref: entry.artifact_ref,
+                });
+            }
+        }
+    }
+
+    /// Call `seq` of `tool` (untrusted) has answered.
+    fn delivered(&self, seq: u32, call_id: Option<String>, tool: &str, artifact_ref: Option<ArtifactRef>) {
+        let mut deliveries = self.lock();
+        match deliveries.get_mut(&seq) {
+            Some(known) => {
+                if call_id.is_some() {
+                    known.call_id = call_id;
+                }
+            }
+            None => {
+                deliveries.insert(
+                    seq,
+                    Delivery {
+                        call_id,
+                        tool: tool.to_owned(),
+                        artifact_ref,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The artifacts a call of `name` passes by handle in its guarded
+    /// arguments, looked for only when an untrusted result was offloaded.
+    fn handles_in(&self, name: &str, args: &Map<String, Value>) -> Vec<ArtifactRef> {
+        let Some(guarded) = self.tools.guarded(name) else {
+            return Vec::new();
+        };
+        if !self.lock().values().any(|d| d.artifact_ref.is_some()) {
+            return Vec::new();
+        }
+        let mut handles = Vec::new();
+        for (arg, value) in args {
+            if guarded.covers(arg) {
+                collect_handles(value, &mut handles);
+            }
+        }
+        handles
+    }
+
+    /// The untrusted results call `number` of `name` may derive from: the
+    /// deliveries before it of the tools its verdict names, and those whose
+    /// artifact is in `handles`. In call order.
+    fn sources(&self, number: u32, name: &str, handles: &[ArtifactRef]) -> Vec<FlowSource> {
+        if self.tools.guarded(name).is_none() {
+            return Vec::new();
+        }
+        let taint = self.verdict.taint_of(name);
+        if taint.is_none() && handles.is_empty() {
+            return Vec::new();
+        }
+        self.lock()
+            .range(..number)
+            .filter(|(_, d)| {
+                taint.is_some_and(|t| t.reaches_from(&d.tool)) || d.artifact_ref.is_some_and(|r| handles.contains(&r))
+            })
+            .map(|(seq, d)| FlowSource {
+                seq: *seq,
+                call_id: d.call_id.clone(),
+                tool: d.tool.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Whether a call's outcome carries its tool's words: a value, or the
+/// tool's own error.
+fn delivers(outcome: &CallOutcome) -> bool {
+    matches!(outcome, CallOutcome::Ok { .. } | CallOutcome::Error { .. })
+}
+
+/// Every artifact a value names by handle: a handle object (as
+/// [`Shaper::resolve_handles`] recognises them) or a bare `sha256:<hex>`.
+fn collect_handles(value: &Value, out: &mut Vec<ArtifactRef>) {
+    if let Some(r) = handle_ref(value).or_else(|| value.as_str())
+        && let Ok(artifact) = ArtifactRef::parse(r)
+    {
+        out.push(artifact);
+        return;
+    }
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| collect_handles(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_handles(v, out)),
+        _ => {}
+    }
 }
 
 /// A trace entry: finished, or still running (and so interrupted if the
@@ -269,6 +421,7 @@ impl InvokerSession {
             traced: true,
             cell_bases: Vec::new(),
             cell: AtomicU32::new(0),
+            flow: None,
         }
     }
 
@@ -302,7 +455,29 @@ impl InvokerSession {
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
         self.replay = journal.recorded();
         self.replay.sort_by_key(|entry| entry.seq);
+        if let Some(flow) = &self.flow {
+            flow.note_journal(&self.replay);
+        }
         self.journal = Some(journal);
+        self
+    }
+
+    /// The session applies the data-flow policy (gate 5) with `tools` (the
+    /// chain's, under its policy) and the analysis's `verdict` on its
+    /// script. Nothing changes when `tools` is inactive.
+    #[must_use]
+    pub fn with_flow(mut self, tools: Arc<FlowTools>, verdict: FlowVerdict) -> Self {
+        if !tools.is_active() {
+            self.flow = None;
+            return self;
+        }
+        let flow = FlowState {
+            tools,
+            verdict,
+            deliveries: Mutex::new(BTreeMap::new()),
+        };
+        flow.note_journal(&self.replay);
+        self.flow = Some(flow);
         self
     }
 
@@ -475,7 +650,7 @@ impl InvokerSession {
         })
     }
 
-    /// Gates 2–7 for an admitted call; closes its trace record. The call is
+    /// Gates 2–8 for an admitted call; closes its trace record. The call is
     /// a [`telemetry::CALL_SPAN`] under the session's span: its tool, ids,
     /// digest, policy decision and ending, never its arguments.
     pub async fn run(&self, admitted: Admitted) -> CallOutcome {
@@ -525,6 +700,7 @@ impl InvokerSession {
             Some(entry) => {
                 verdict.source.clone_from(&entry.source);
                 verdict.policy = entry.policy;
+                verdict.provenance.clone_from(&entry.provenance);
                 self.shaper.replayed(&entry.tool, entry.artifact_ref, &entry.files);
                 (
                     entry.status,
@@ -538,6 +714,14 @@ impl InvokerSession {
                     .await
             }
         };
+        if let Some(flow) = &self.flow
+            && flow.tools.is_untrusted(&call.tool)
+            && delivers(&outcome)
+        {
+            // A replayed earlier cell's call has no record: its id names nothing.
+            let id = (!replayed_cell).then(|| call_id.clone());
+            flow.delivered(number, id, &call.tool, artifact_ref);
+        }
         if replayed_cell {
             self.drop_slot(slot);
             return outcome;
@@ -569,7 +753,7 @@ impl InvokerSession {
             observed_at: journaled.map_or_else(utc_now_rfc3339, |entry| entry.observed_at.clone()),
             policy: verdict.policy,
             replayed: journaled.is_some(),
-            provenance: Vec::new(),
+            provenance: verdict.provenance,
         };
         if let (None, Some(journal)) = (journaled, &self.journal) {
             let appended = journal.append(JournalEntry {
@@ -583,6 +767,7 @@ impl InvokerSession {
                 source: record.source.clone(),
                 policy: record.policy,
                 observed_at: record.observed_at.clone(),
+                provenance: record.provenance.clone(),
             });
             if let Err(e) = appended.await {
                 tracing::error!(run_id = %self.run_id, error = %e, "journal write failed");
@@ -605,7 +790,7 @@ impl InvokerSession {
         outcome
     }
 
-    /// Gates 2–7 for a call that passed the budget: how it ended, what the
+    /// Gates 2–8 for a call that passed the budget: how it ended, what the
     /// script sees, and the artifact its result was offloaded to.
     async fn gates(
         &self,
@@ -654,6 +839,11 @@ impl InvokerSession {
                 "arguments of {name:?} are {arg_bytes} bytes, over max_arg_bytes = {max}"
             )));
         }
+        // Gate 5 reads the handles the script passed, before they are resolved.
+        let handles = match &self.flow {
+            Some(flow) => flow.handles_in(name, &args),
+            None => Vec::new(),
+        };
         for value in args.values_mut() {
             self.shaper.resolve_handles(value).map_err(invalid)?;
         }
@@ -696,7 +886,6 @@ impl InvokerSession {
             );
             return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
         }
-        // Gate 5: risk above the unapproved maximum needs approval (fail closed).
         // `classify` is the tool's own code, run outside `execute`'s panic
         // guard: a panic in it (say `args["sql"]` on a call without `sql`)
         // unwound through the sandbox and out of `Engine::run`. Fail closed.
@@ -709,54 +898,21 @@ impl InvokerSession {
         let risk = self.policy.effective_risk(name, classified);
         verdict.risk = Some(risk);
         verdict.policy = Some(PolicyDecision::WithinRisk);
-        if risk > self.policy.max_risk_unapproved {
-            let request = ApprovalRequest::new(self.run_id.clone(), u64::from(number), name, args.clone(), risk);
-            let waiting = tracing::info_span!(
-                telemetry::APPROVAL_SPAN,
-                chainbox.risk = risk.as_str(),
-                chainbox.approval.decision = tracing::field::Empty,
-            );
-            let outcome = decide(&self.approval, &request, self.policy.approval_timeout())
-                .instrument(waiting.clone())
-                .await;
-            waiting.record("chainbox.approval.decision", decision_name(&outcome.decision));
-            verdict.policy = Some(PolicyDecision::DeniedApproval);
-            match outcome.decision {
-                ApprovalDecision::Approved => verdict.policy = Some(PolicyDecision::Approved),
-                ApprovalDecision::Modified { arguments } => {
-                    // A human's replacement arguments pass the schema too.
-                    verdict.policy = Some(PolicyDecision::ApprovedModified);
-                    self.registry.validate(name, &arguments).map_err(invalid)?;
-                    args = arguments;
-                }
-                ApprovalDecision::Denied { reason } => {
-                    return Err(denied(name, risk, reason.as_deref().unwrap_or("denied")));
-                }
-                ApprovalDecision::Skipped => return Err(denied(name, risk, "skipped")),
-                ApprovalDecision::Suspend if self.journal.is_some() => {
-                    verdict.policy = None;
-                    self.lock_suspended().get_or_insert(PendingCall {
-                        seq: number,
-                        tool: name.to_owned(),
-                        arguments: args,
-                        risk,
-                        requested_at: request.requested_at,
-                        provenance: Vec::new(),
-                    });
-                    self.shaper.keep_pins();
-                    let why = "suspended: the call waits on a decision".to_owned();
-                    return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
-                }
-                ApprovalDecision::Suspend => {
-                    return Err(denied(
-                        name,
-                        risk,
-                        "no decision, and the chain is not durable (it cannot suspend)",
-                    ));
-                }
-            }
+        // Gate 5: data flow. Untrusted results that have arrived and may
+        // reach a guarded argument: approval as for a critical call.
+        let sources = match &self.flow {
+            Some(flow) => flow.sources(number, name, &handles),
+            None => Vec::new(),
+        };
+        if !sources.is_empty() {
+            verdict.provenance.clone_from(&sources);
+            self.ask(number, name, &mut args, ToolRisk::Critical, sources, verdict)
+                .await?;
+        } else if risk > self.policy.max_risk_unapproved {
+            // Gate 6: risk above the unapproved maximum needs approval (fail closed).
+            self.ask(number, name, &mut args, risk, Vec::new(), verdict).await?;
         }
-        // Gate 6: execution under the call timeout; a panic is contained.
+        // Gate 7: execution under the call timeout; a panic is contained.
         // The running record learns what let the call through, so a chain
         // killed while the tool runs still reports it.
         self.mark_passed(slot, verdict);
@@ -801,7 +957,7 @@ impl InvokerSession {
         // Refuse such results before touching them; the sandbox could not
         // take a value deeper than MAX_VALUE_DEPTH anyway.
         let output = refuse_too_deep(name, output)?;
-        // Gate 7: result shaping: media to files, large values to artifacts.
+        // Gate 8: result shaping: media to files, large values to artifacts.
         let (value, files) = match output {
             ToolOutput::Value(value) => (value, Vec::new()),
             ToolOutput::Result(result) if result.is_error => return Err(tool_error(result.text())),
@@ -809,6 +965,86 @@ impl InvokerSession {
         };
         let (value, artifact_ref) = self.shaper.inline_or_offload(value).map_err(tool_error)?;
         Ok((value, artifact_ref, files))
+    }
+
+    /// Asks the approval handler about call `number` of `name`, held by
+    /// gate 5 (`sources`, the untrusted results it may derive from, not
+    /// empty) or gate 6, and acts on the answer, failing closed: `Ok` lets
+    /// it run, with the human's replacement `args` if they gave some; a
+    /// durable chain suspends at it when there is no decision yet.
+    async fn ask(
+        &self,
+        number: u32,
+        name: &str,
+        args: &mut Map<String, Value>,
+        risk: ToolRisk,
+        sources: Vec<FlowSource>,
+        verdict: &mut Verdict,
+    ) -> Result<(), Refusal> {
+        let flow = !sources.is_empty();
+        let request = ApprovalRequest::new(self.run_id.clone(), u64::from(number), name, args.clone(), risk)
+            .with_provenance(sources);
+        let waiting = tracing::info_span!(
+            telemetry::APPROVAL_SPAN,
+            chainbox.risk = risk.as_str(),
+            chainbox.flow.sources = tracing::field::Empty,
+            chainbox.approval.decision = tracing::field::Empty,
+        );
+        if flow {
+            waiting.record("chainbox.flow.sources", request.provenance.len());
+        }
+        let outcome = decide(&self.approval, &request, self.policy.approval_timeout())
+            .instrument(waiting.clone())
+            .await;
+        waiting.record("chainbox.approval.decision", decision_name(&outcome.decision));
+        let (approved, modified, refused) = if flow {
+            let approved = PolicyDecision::ApprovedFlow;
+            (approved, approved, PolicyDecision::DeniedFlow)
+        } else {
+            (
+                PolicyDecision::Approved,
+                PolicyDecision::ApprovedModified,
+                PolicyDecision::DeniedApproval,
+            )
+        };
+        verdict.policy = Some(refused);
+        let why = match outcome.decision {
+            ApprovalDecision::Approved => {
+                verdict.policy = Some(approved);
+                return Ok(());
+            }
+            ApprovalDecision::Modified { arguments } => {
+                // A human's replacement arguments pass the schema too.
+                verdict.policy = Some(modified);
+                self.registry.validate(name, &arguments).map_err(invalid)?;
+                *args = arguments;
+                return Ok(());
+            }
+            ApprovalDecision::Denied { reason } => reason.unwrap_or_else(|| "denied".to_owned()),
+            ApprovalDecision::Skipped => "skipped".to_owned(),
+            ApprovalDecision::Suspend if self.journal.is_some() => {
+                verdict.policy = None;
+                self.lock_suspended().get_or_insert(PendingCall {
+                    seq: number,
+                    tool: name.to_owned(),
+                    arguments: std::mem::take(args),
+                    risk,
+                    requested_at: request.requested_at,
+                    provenance: request.provenance,
+                });
+                self.shaper.keep_pins();
+                let why = "suspended: the call waits on a decision".to_owned();
+                return Err(refuse(CallStatus::Denied, CallOutcome::Denied { message: why }));
+            }
+            ApprovalDecision::Suspend => "no decision, and the chain is not durable (it cannot suspend)".to_owned(),
+        };
+        Err(match provenance_note(&request.provenance) {
+            Some(note) => {
+                let message = format!("call to {name:?} was denied by the data-flow policy ({note}): {why}");
+                (CallStatus::Denied, CallOutcome::Denied { message })
+            }
+            None => denied(name, risk, &why),
+        })
     }
 
     fn open_slot(&self, call_id: &str, tool: &str, digest: &str, started: Instant) -> usize {
@@ -952,7 +1188,7 @@ impl InvokerSession {
             observed_at: utc_now_rfc3339(),
             policy: passed.as_ref().and_then(|v| v.policy),
             replayed: false,
-            provenance: Vec::new(),
+            provenance: passed.as_ref().map(|v| v.provenance.clone()).unwrap_or_default(),
         }
     }
 }
@@ -1010,6 +1246,8 @@ struct Verdict {
     policy: Option<PolicyDecision>,
     /// The call's effective risk, once rated (for its span).
     risk: Option<crate::tools::ToolRisk>,
+    /// The untrusted results gate 5 held it for.
+    provenance: Vec<FlowSource>,
 }
 
 /// The local tool behind `tool`, or why a chain may not call it. Hosted

@@ -20,7 +20,7 @@ use chainbox_protocol::CallOutcome;
 use serde::{Deserialize, Serialize};
 
 use crate::artifacts::ArtifactRef;
-use crate::result::{CallStatus, ChainFile, PolicyDecision};
+use crate::result::{CallStatus, ChainFile, FlowSource, PolicyDecision};
 
 /// One finished tool call, as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +49,11 @@ pub struct JournalEntry {
     pub policy: Option<PolicyDecision>,
     /// When the outcome was observed (UTC, RFC 3339).
     pub observed_at: String,
+    /// The untrusted results the data-flow policy held it for, as in the
+    /// call's trace record (a replay reports them again). Left out of the
+    /// JSON when empty, and empty in an entry written before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<FlowSource>,
 }
 
 /// Where a chain's journal lives.

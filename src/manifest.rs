@@ -642,7 +642,10 @@ enum = ["c", "f"]
             "tool #1 (`send`): `guarded_args[1]`: `cc` is not a property of `input_schema`"
         );
         let message = error(&format!("{SEND}guarded_args = [\"to\"]"));
-        assert!(message.contains("`guarded_args[0]`: `to` is not a property"), "{message}");
+        assert!(
+            message.contains("`guarded_args[0]`: `to` is not a property"),
+            "{message}"
+        );
     }
 
     #[test]

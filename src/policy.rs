@@ -628,10 +628,7 @@ mod tests {
     #[test]
     fn unknown_flow_is_rejected_naming_the_field() {
         let e = err("flow = \"strict\"");
-        assert!(
-            matches!(&e, PolicyError::Field { field, .. } if field == "flow"),
-            "{e}"
-        );
+        assert!(matches!(&e, PolicyError::Field { field, .. } if field == "flow"), "{e}");
         assert!(e.to_string().contains("strict"), "{e}");
     }
 

@@ -419,7 +419,7 @@ pub fn preview(text: &str) -> String {
 
 /// The ref of a handle object: `{"artifact_ref": ..., [media_type, size, preview]}`
 /// or `{"$artifact": ...}`.
-fn handle_ref(value: &Value) -> Option<&str> {
+pub(crate) fn handle_ref(value: &Value) -> Option<&str> {
     let map = value.as_object()?;
     if map.len() == 1
         && let Some(r) = map.get("$artifact")

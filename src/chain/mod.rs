@@ -26,6 +26,7 @@ use wasmtime::{Memory, Store};
 
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
+use crate::flow::{FlowTools, FlowVerdict};
 use crate::guests::{
     Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, Parked, ParkedEntry,
     RunExport, WarmKey,
@@ -33,7 +34,7 @@ use crate::guests::{
 use crate::invoker::{InvokerSession, audit_call};
 use crate::journal::Journal;
 use crate::live::Observer;
-use crate::policy::{ChainPolicy, PythonChoice};
+use crate::policy::{ChainPolicy, Flow, PythonChoice};
 use crate::principal::Principal;
 use crate::python_choice::{Interpreter, needs_cpython};
 use crate::result::*;
@@ -231,7 +232,8 @@ async fn run_in_span(
         let _ = core.cpython().await;
         started += building.elapsed();
     }
-    let chain = Started::new(core, registry, policy, approval, options);
+    let flow = flow_of(script, registry, policy, names_from_before);
+    let chain = Started::new(core, registry, policy, approval, options, flow);
     tracing::Span::current().record("chainbox.chain.id", chain.session.run_id());
     let mut result = chain.run(core, script, registry, interpreter).await;
     if chain.hand_to_cpython(&result) {
@@ -249,6 +251,27 @@ async fn run_in_span(
         chain.audit_cancelled(&result);
     }
     result
+}
+
+/// The data-flow policy's tools and the analysis's verdict on `script`
+/// (see [`crate::flow`]), when it can hold a call: `flow = "on"` and some
+/// tool untrusted (the registry knows that without a walk, so a chain
+/// without one pays nothing) and some argument guarded.
+fn flow_of(
+    script: &str,
+    registry: &ToolRegistry,
+    policy: &ChainPolicy,
+    names_from_before: bool,
+) -> Option<(Arc<FlowTools>, FlowVerdict)> {
+    if policy.flow == Flow::Off || !registry.has_untrusted() {
+        return None;
+    }
+    let tools = FlowTools::new(registry, policy);
+    if !tools.is_active() {
+        return None;
+    }
+    let verdict = crate::check::flow::analyze(script, &tools, names_from_before);
+    Some((Arc::new(tools), verdict))
 }
 
 /// The interpreter a chain starts on: the policy's, or under `auto` monty
@@ -278,6 +301,7 @@ pub(crate) async fn run_for_memory<R>(core: &Core, script: &str, learn: impl FnO
         &ChainPolicy::default(),
         &Approval::deny_all(),
         RunOptions::default(),
+        None,
     );
     let mut run = chain.execute(core, script, &registry, Interpreter::Monty).await.ok()?;
     let learned = run.memory.map(|memory| learn(memory.data(&run.store)));
@@ -395,6 +419,7 @@ impl Started {
         policy: &ChainPolicy,
         approval: &Approval,
         options: RunOptions,
+        flow: Option<(Arc<FlowTools>, FlowVerdict)>,
     ) -> Self {
         let mut policy = policy.clone();
         policy.max_memory_bytes = policy.max_memory_bytes.min(MAX_MEMORY_BYTES);
@@ -408,6 +433,10 @@ impl Started {
             .with_principal(options.principal.clone());
         let session = match options.journal.clone() {
             Some(journal) => session.with_journal(journal),
+            None => session,
+        };
+        let session = match flow {
+            Some((tools, verdict)) => session.with_flow(tools, verdict),
             None => session,
         };
         let (session, cells, warm) = match options.cells {

@@ -251,7 +251,9 @@ fn check_guarded_args(guarded: &[String], schema: &Value) -> Result<(), (usize, 
     match guarded.iter().position(|arg| !has(arg)) {
         None => Ok(()),
         Some(index) => {
-            let available: Vec<&str> = properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+            let available: Vec<&str> = properties
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
             Err((index, available.join(", ")))
         }
     }
@@ -359,7 +361,12 @@ impl McpUpstream {
             }
             let mut info = ToolInfo::new(name, description, schema)
                 .with_risk(settings.risk.unwrap_or(server.risk))
-                .with_permissions(settings.permissions.clone().unwrap_or_else(|| server.permissions.clone()));
+                .with_permissions(
+                    settings
+                        .permissions
+                        .clone()
+                        .unwrap_or_else(|| server.permissions.clone()),
+                );
             if untrusted(&settings, server, listed.annotations.as_ref()) {
                 info = info.with_untrusted_output();
             }

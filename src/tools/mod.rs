@@ -624,6 +624,8 @@ pub enum ArgumentError {
 pub struct ToolRegistry {
     tools: Arc<Vec<AnyTool>>,
     validators: Arc<Vec<Option<jsonschema::Validator>>>,
+    /// Some local tool's results are untrusted ([`ToolInfo::untrusted`]).
+    has_untrusted: bool,
 }
 
 impl ToolRegistry {
@@ -658,9 +660,11 @@ impl ToolRegistry {
             validators.push(validator);
             out.push(tool);
         }
+        let has_untrusted = out.iter().any(|t| t.as_local().is_some_and(|l| l.untrusted()));
         Ok(ToolRegistry {
             tools: Arc::new(out),
             validators: Arc::new(validators),
+            has_untrusted,
         })
     }
 
@@ -698,6 +702,13 @@ impl ToolRegistry {
     /// All tools, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &AnyTool> {
         self.tools.iter()
+    }
+
+    /// Whether some local tool's results are untrusted: without one the
+    /// data-flow policy ([`crate::flow`]) has nothing to do (known at
+    /// build, so a chain learns it without walking the tools).
+    pub fn has_untrusted(&self) -> bool {
+        self.has_untrusted
     }
 
     /// Number of tools.

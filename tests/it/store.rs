@@ -98,6 +98,7 @@ fn entry(seq: u32) -> JournalEntry {
         source: Some("local:bump".to_owned()),
         policy: None,
         observed_at: format!("2026-12-06T10:00:0{seq}Z"),
+        provenance: Vec::new(),
     }
 }
 
