@@ -17,10 +17,13 @@
 //! it too.
 //!
 //! Conservative where it cannot see: `exec`, `eval`, `compile`, `globals`,
-//! computed `getattr`/`setattr`, frame and `__dict__` introspection, a star
-//! import or an import of `sys`/`builtins`/`importlib`/`inspect` make every
-//! guarded tool tainted by every untrusted result; so does a tool used as
-//! a value (`f = send_email`), for that tool. The script's own functions
+//! `getattr`/`setattr`/`attrgetter` of a computed or dunder name, frame and
+//! `__dict__` introspection, a star import or an import of a module that
+//! reaches namespaces or runs code by name (`sys`, `builtins`, `importlib`,
+//! `inspect`, `pickle`, ...) make every guarded tool tainted by every
+//! untrusted result; so does a tool used as a value (`f = send_email`), for
+//! that tool. A workspace file (`open`, `pathlib`, `os`...) may hold any
+//! tool's media result, and so any untrusted data. The script's own functions
 //! are followed: a helper called by name takes its call sites' arguments
 //! (a result derives from them only when its return does), while a function
 //! that escapes (a lambda, a method, a decorated or passed function) may be
@@ -58,8 +61,49 @@ const MAX_SOURCES: usize = 64;
 /// show.
 const OPAQUE_BUILTINS: &[&str] = &["exec", "eval", "compile", "globals", "locals", "vars", "__import__", "breakpoint"];
 
-/// Modules whose import gives the same reach.
-const OPAQUE_MODULES: &[&str] = &["sys", "builtins", "importlib", "inspect", "__main__", "gc", "ctypes", "types"];
+/// Modules whose import gives the same reach (a dotted entry covers its
+/// submodules): namespaces and frames, code run from strings, objects
+/// built by name (`pickle` calls any function it names).
+const OPAQUE_MODULES: &[&str] = &[
+    "sys",
+    "builtins",
+    "importlib",
+    "inspect",
+    "__main__",
+    "gc",
+    "ctypes",
+    "types",
+    "pickle",
+    "_pickle",
+    "marshal",
+    "shelve",
+    "copyreg",
+    "runpy",
+    "code",
+    "codeop",
+    "pkgutil",
+    "timeit",
+    "doctest",
+    "trace",
+    "profile",
+    "cProfile",
+    "pdb",
+    "_thread",
+    "logging.config",
+];
+
+/// Functions that read or write an attribute named by a string: opaque
+/// unless every name is a plain literal.
+const NAMED_ATTRIBUTE_FUNCTIONS: &[&str] = &["getattr", "setattr", "delattr", "attrgetter", "methodcaller"];
+
+/// Functions that evaluate strings as code.
+const EVALUATING_FUNCTIONS: &[&str] = &["get_type_hints"];
+
+/// Modules that read files: the workspace holds media results of any tool
+/// (and files earlier cells wrote), so what they return may be anything.
+const FILE_MODULES: &[&str] = &[
+    "pathlib", "io", "os", "shutil", "glob", "fileinput", "zipfile", "tarfile", "gzip", "bz2", "lzma", "sqlite3", "dbm",
+];
 
 /// Attributes that expose namespaces, frames or code.
 const OPAQUE_ATTRIBUTES: &[&str] = &[
@@ -721,8 +765,40 @@ impl<'a, 't> Analysis<'a, 't> {
     }
 
     fn import(&mut self, module: &str) {
-        let top = module.split('.').next().unwrap_or(module);
-        if OPAQUE_MODULES.contains(&top) {
+        let mut prefix = String::new();
+        for part in module.split('.') {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(part);
+            if OPAQUE_MODULES.contains(&prefix.as_str()) {
+                self.opaque = true;
+            }
+        }
+    }
+
+    /// `getattr(obj, name)` and its kin: opaque unless every attribute
+    /// name is a plain string literal.
+    fn named_attributes(&mut self, function: &str, call: &'a ast::ExprCall) {
+        if EVALUATING_FUNCTIONS.contains(&function) {
+            self.opaque = true;
+        }
+        if !NAMED_ATTRIBUTE_FUNCTIONS.contains(&function) {
+            return;
+        }
+        let names: Vec<&Expr> = match function {
+            "attrgetter" => call.arguments.args.iter().collect(),
+            "methodcaller" => call.arguments.args.first().into_iter().collect(),
+            _ => call.arguments.args.get(1).into_iter().collect(),
+        };
+        let plain = |name: &Expr| match name {
+            Expr::StringLiteral(literal) => {
+                let name = literal.value.to_str();
+                !name.starts_with("__") && !name.split('.').any(|part| OPAQUE_ATTRIBUTES.contains(&part))
+            }
+            _ => false,
+        };
+        if names.is_empty() || !names.into_iter().all(plain) {
             self.opaque = true;
         }
     }
@@ -1223,6 +1299,7 @@ impl<'a, 't> Analysis<'a, 't> {
                     other => self.eval(other),
                 };
                 let (args, names) = self.arguments(call);
+                self.named_attributes(attribute.attr.id.as_str(), call);
                 let module = self
                     .root(&attribute.value)
                     .and_then(|(var, _)| self.imported.get(&var).copied());
@@ -1230,6 +1307,9 @@ impl<'a, 't> Analysis<'a, 't> {
                     Some(module) => {
                         if MUTATING_MODULES.contains(&module) {
                             self.mutate_arguments(call, args);
+                        }
+                        if FILE_MODULES.contains(&module) {
+                            return receiver.join(args).join(Label::ANY);
                         }
                     }
                     None => {
@@ -1349,18 +1429,15 @@ impl<'a, 't> Analysis<'a, 't> {
             self.opaque = true;
         }
         let (args, _) = self.arguments(call);
-        if matches!(name, "getattr" | "setattr" | "delattr" | "hasattr") {
-            let literal = matches!(call.arguments.args.get(1), Some(Expr::StringLiteral(_)));
-            if !literal {
-                self.opaque = true;
-            } else if name != "getattr" && name != "hasattr" {
-                // setattr(obj, "x", value) stores into obj.
-                if let Some((root, depth)) = call.arguments.args.first().and_then(|obj| self.root(obj)) {
-                    self.mutate(root, args, depth >= 1);
-                }
+        self.named_attributes(name, call);
+        if matches!(name, "setattr" | "delattr") {
+            // setattr(obj, "x", value) stores into obj.
+            if let Some((root, depth)) = call.arguments.args.first().and_then(|obj| self.root(obj)) {
+                self.mutate(root, args, depth >= 1);
             }
         }
-        if name == LOAD_ARTIFACT {
+        if name == LOAD_ARTIFACT || name == "open" {
+            // An artifact or a workspace file may hold any tool's result.
             return args.join(Label::ANY);
         }
         if !is_builtin(name) {
@@ -1374,7 +1451,14 @@ impl<'a, 't> Analysis<'a, 't> {
     /// A call of a name the script binds: its own function (followed) or
     /// any other callable (its result from it and its arguments).
     fn named_call(&mut self, var: Var<'a>, call: &'a ast::ExprCall) -> Label {
-        let callee = self.read(var);
+        let mut callee = self.read(var);
+        if let Some(&module) = self.imported.get(&var) {
+            // `from operator import attrgetter`, `from pathlib import Path`.
+            self.named_attributes(var.1, call);
+            if FILE_MODULES.contains(&module) {
+                callee = callee.join(Label::ANY);
+            }
+        }
         let functions = self.defs.get(&var).cloned().unwrap_or_default();
         let mut label = Label::CLEAN;
         let mut args = Label::CLEAN;

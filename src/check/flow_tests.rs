@@ -259,6 +259,10 @@ fn code_the_tree_cannot_follow_taints_every_guarded_tool() {
         "import sys",
         "from os import *",
         "(lambda: 0).__globals__",
+        "getattr(len, '__self__')",
+        "import operator\nf = operator.attrgetter('__glo' + 'bals__')",
+        "import pickle",
+        "import logging.config",
     ] {
         let script = format!("page = fetch_page('x')\n{opaque}\nsend_email(to='a@corp.example', subject='s', body='b')");
         assert_eq!(taint(&script, "send_email"), Some(Taint::any()), "{opaque}");
@@ -322,4 +326,26 @@ fn without_an_untrusted_tool_or_with_flow_off_nothing_is_tainted() {
     ])
     .expect("registry");
     assert!(!FlowTools::new(&registry, &policy).is_active());
+}
+
+#[test]
+fn a_plain_literal_attribute_name_is_followed() {
+    assert_clean(
+        "page = fetch_page('x')\nsubject = getattr(page, 'upper')()\nsend_email(to='a@corp.example', subject=subject, body='b')",
+    );
+}
+
+#[test]
+fn workspace_files_may_hold_any_untrusted_result() {
+    assert_eq!(
+        taint("to = open('/workspace/media/x.txt').read()\nsend_email(to=to, subject='s', body='b')", "send_email"),
+        Some(Taint::any())
+    );
+    assert_eq!(
+        taint(
+            "from pathlib import Path\nto = Path('/workspace/a').read_text()\nsend_email(to=to, subject='s', body='b')",
+            "send_email"
+        ),
+        Some(Taint::any())
+    );
 }
