@@ -373,6 +373,9 @@ struct Running {
     /// Set when the call reaches its tool: the provenance an interrupted
     /// record still reports.
     passed: Option<Verdict>,
+    /// The untrusted results gate 5 holds it for, while it waits for
+    /// approval: an interrupted record reports them.
+    held: Vec<FlowSource>,
 }
 
 impl InvokerSession {
@@ -906,6 +909,7 @@ impl InvokerSession {
         };
         if !sources.is_empty() {
             verdict.provenance.clone_from(&sources);
+            self.mark_held(slot, &sources);
             self.ask(number, name, &mut args, ToolRisk::Critical, sources, verdict)
                 .await?;
         } else if risk > self.policy.max_risk_unapproved {
@@ -1055,8 +1059,17 @@ impl InvokerSession {
             args_digest: digest.to_owned(),
             started,
             passed: None,
+            held: Vec::new(),
         }));
         trace.len() - 1
+    }
+
+    /// Gate 5 holds the running call for `sources`.
+    fn mark_held(&self, slot: usize, sources: &[FlowSource]) {
+        let mut trace = self.trace.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(Slot::Running(running)) = trace.get_mut(slot) {
+            running.held = sources.to_vec();
+        }
     }
 
     fn mark_passed(&self, slot: usize, verdict: &Verdict) {
@@ -1172,6 +1185,7 @@ impl InvokerSession {
             args_digest,
             started,
             passed,
+            held,
         } = running;
         ChainCallRecord {
             call_id: call_id.clone(),
@@ -1188,7 +1202,7 @@ impl InvokerSession {
             observed_at: utc_now_rfc3339(),
             policy: passed.as_ref().and_then(|v| v.policy),
             replayed: false,
-            provenance: passed.as_ref().map(|v| v.provenance.clone()).unwrap_or_default(),
+            provenance: passed.as_ref().map_or_else(|| held.clone(), |v| v.provenance.clone()),
         }
     }
 }

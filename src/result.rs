@@ -371,7 +371,8 @@ pub struct ChainCallRecord {
     /// The untrusted results the data-flow policy ([`crate::flow`]) found
     /// its guarded arguments may derive from (calls that had answered
     /// before it), when it held the call for them (`approved_flow`,
-    /// `denied_flow`). Left out of the JSON when empty.
+    /// `denied_flow`, or no policy when the chain ended while the call
+    /// waited for that approval). Left out of the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<FlowSource>,
 }

@@ -1498,6 +1498,28 @@ mod flow {
         assert_eq!(probe.runs(), 2);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_cut_off_while_held_reports_its_provenance() {
+        let silent = Silent::default();
+        let s = flow_session(
+            vec![fetch_page().any(), send_email().any()],
+            lax(),
+            Approval::new(silent.clone()),
+            tainted_by(&["fetch_page"]),
+        );
+        ok_value(s.invoke(call("fetch_page", json!({}))).await.unwrap());
+        let cut = tokio::time::timeout(Duration::from_millis(50), s.invoke(call("send_email", json!({})))).await;
+        assert!(cut.is_err());
+        assert_eq!(silent.asked(), 1);
+        let trace = s.trace(CallStatus::Error, "interrupted: the script failed first");
+        assert_eq!(trace[1].status, CallStatus::Error);
+        assert_eq!(trace[1].policy, None, "no decision was taken");
+        assert_eq!(
+            trace[1].provenance,
+            vec![source(1, Some(&trace[0].call_id), "fetch_page")]
+        );
+    }
+
     #[tokio::test]
     async fn flow_off_changes_nothing() {
         let policy = ChainPolicy {
