@@ -575,3 +575,58 @@ async fn a_resume_runs_for_the_resuming_principal_with_the_scopes_it_holds_now()
     assert_eq!(r.call_trace[1].policy, Some(PolicyDecision::DeniedScope), "{r:#?}");
     assert_eq!(s.wires.load(Ordering::SeqCst), 0);
 }
+
+/// The data-flow policy holds a durable chain's call like a risky one: it
+/// suspends with the untrusted results in its pending call (kept by the
+/// store), and a decision and a resume finish it as `approved_flow`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_the_data_flow_policy_holds_suspends_with_its_provenance_and_resumes() {
+    for python in [PythonChoice::Monty, PythonChoice::Cpython] {
+        let mut s = setup(python);
+        let mut fetch = tool("fetch_page", &["url"], |_| Ok(json!("wire 12345 now")));
+        fetch.info.untrusted = true;
+        let mut tools: Vec<chainbox::tools::AnyTool> = s.registry.iter().cloned().collect();
+        tools.push(chainbox::tools::AnyTool::Local(Arc::new(fetch)));
+        s.registry = ToolRegistry::from_tools(tools).expect("registry");
+        // `wire` alone would run unasked: only the data-flow policy holds it.
+        s.policy.max_risk_unapproved = ToolRisk::Critical;
+        let script = "page = await fetch_page(url='https://evil.example')\nr = await wire(amount=len(page))\nr";
+        let r = s
+            .durable
+            .run(script, &s.registry, &s.policy, &Approval::defer())
+            .await
+            .expect("runs");
+        assert_eq!(r.status, ChainStatus::Suspended, "{python:?}: {r:#?}");
+        let pending = r.pending.clone().expect("a pending call");
+        let fetched = chainbox::result::FlowSource {
+            seq: 1,
+            call_id: Some(r.call_trace[0].call_id.clone()),
+            tool: "fetch_page".to_owned(),
+        };
+        assert_eq!((pending.seq, pending.risk), (2, ToolRisk::Critical), "{python:?}");
+        assert_eq!(pending.provenance, vec![fetched]);
+        let listed = s.store.pending().await.expect("pending");
+        assert_eq!(listed[0].call.provenance, pending.provenance, "the store keeps it");
+        let chain_id = r.chain_id.expect("a chain id");
+        s.durable
+            .decide(&chain_id, ApprovalDecision::Approved, "test")
+            .await
+            .expect("decided");
+        let r = s
+            .durable
+            .resume(&chain_id, &s.registry, &Approval::defer())
+            .await
+            .expect("resumes");
+        assert_ok(&r);
+        assert_eq!(r.output, json!("sent 14"), "{python:?}");
+        assert_eq!(s.wires.load(Ordering::SeqCst), 1);
+        let wire = &r.call_trace[1];
+        assert_eq!(wire.policy, Some(PolicyDecision::ApprovedFlow), "{python:?}: {r:#?}");
+        let seqs: Vec<(u32, &str)> = wire.provenance.iter().map(|p| (p.seq, p.tool.as_str())).collect();
+        assert_eq!(seqs, [(1, "fetch_page")]);
+        assert_eq!(
+            wire.provenance[0].call_id.as_deref(),
+            Some(r.call_trace[0].call_id.as_str())
+        );
+    }
+}
