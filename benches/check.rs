@@ -64,7 +64,8 @@ fn check(c: &mut Criterion) {
 }
 
 fn flow(c: &mut Criterion) {
-    let marked = demo_registry().iter().filter_map(|tool| tool.as_local()).map(|tool| {
+    let demo = demo_registry();
+    let marked = demo.iter().filter_map(|tool| tool.as_local()).map(|tool| {
         let mut info = tool.info().clone();
         match info.name.as_str() {
             "get_weather" | "list_orders" => info = info.with_untrusted_output(),

@@ -59,7 +59,16 @@ const MAX_SOURCES: usize = 64;
 
 /// Builtins that let a script reach names, code or frames the tree does not
 /// show.
-const OPAQUE_BUILTINS: &[&str] = &["exec", "eval", "compile", "globals", "locals", "vars", "__import__", "breakpoint"];
+const OPAQUE_BUILTINS: &[&str] = &[
+    "exec",
+    "eval",
+    "compile",
+    "globals",
+    "locals",
+    "vars",
+    "__import__",
+    "breakpoint",
+];
 
 /// Modules whose import gives the same reach (a dotted entry covers its
 /// submodules): namespaces and frames, code run from strings, objects
@@ -102,7 +111,19 @@ const EVALUATING_FUNCTIONS: &[&str] = &["get_type_hints"];
 /// Modules that read files: the workspace holds media results of any tool
 /// (and files earlier cells wrote), so what they return may be anything.
 const FILE_MODULES: &[&str] = &[
-    "pathlib", "io", "os", "shutil", "glob", "fileinput", "zipfile", "tarfile", "gzip", "bz2", "lzma", "sqlite3", "dbm",
+    "pathlib",
+    "io",
+    "os",
+    "shutil",
+    "glob",
+    "fileinput",
+    "zipfile",
+    "tarfile",
+    "gzip",
+    "bz2",
+    "lzma",
+    "sqlite3",
+    "dbm",
 ];
 
 /// Attributes that expose namespaces, frames or code.
@@ -704,7 +725,9 @@ impl<'a, 't> Analysis<'a, 't> {
                 self.body(&s.finalbody);
             }
             Stmt::FunctionDef(s) => {
-                let Some(&id) = self.scope_at.get(&s.range()) else { return };
+                let Some(&id) = self.scope_at.get(&s.range()) else {
+                    return;
+                };
                 for decorator in &s.decorator_list {
                     self.eval(&decorator.expression);
                 }
@@ -756,11 +779,7 @@ impl<'a, 't> Analysis<'a, 't> {
                     self.write(bound, self.pc);
                 }
             }
-            Stmt::Global(_)
-            | Stmt::Nonlocal(_)
-            | Stmt::Pass(_)
-            | Stmt::TypeAlias(_)
-            | Stmt::IpyEscapeCommand(_) => {}
+            Stmt::Global(_) | Stmt::Nonlocal(_) | Stmt::Pass(_) | Stmt::TypeAlias(_) | Stmt::IpyEscapeCommand(_) => {}
         }
     }
 
@@ -806,7 +825,12 @@ impl<'a, 't> Analysis<'a, 't> {
     /// A def's or lambda's parameter defaults, evaluated where it is
     /// defined, are among what its parameters may hold.
     fn defaults(&mut self, id: usize, parameters: &'a ast::Parameters) {
-        for parameter in parameters.posonlyargs.iter().chain(&parameters.args).chain(&parameters.kwonlyargs) {
+        for parameter in parameters
+            .posonlyargs
+            .iter()
+            .chain(&parameters.args)
+            .chain(&parameters.kwonlyargs)
+        {
             if let Some(default) = &parameter.default {
                 let label = self.eval(default);
                 let label = self.concrete(label);
@@ -1599,7 +1623,9 @@ impl<'a> Collect<'_, 'a, '_> {
                 scope.vararg = Some(scope.params.len());
                 scope.params.push(vararg.name.id.as_str());
             }
-            scope.params.extend(parameters.kwonlyargs.iter().map(|p| p.parameter.name.id.as_str()));
+            scope
+                .params
+                .extend(parameters.kwonlyargs.iter().map(|p| p.parameter.name.id.as_str()));
             if let Some(kwarg) = &parameters.kwarg {
                 scope.kwarg = Some(scope.params.len());
                 scope.params.push(kwarg.name.id.as_str());
@@ -1635,7 +1661,14 @@ impl<'a> Visitor<'a> for Collect<'_, 'a, '_> {
                 if !s.decorator_list.is_empty() {
                     self.analysis.scopes[id].escapes = true;
                 }
-                let var = (if self.analysis.scopes[self.scope].globals.contains(name) { 0 } else { self.scope }, name);
+                let var = (
+                    if self.analysis.scopes[self.scope].globals.contains(name) {
+                        0
+                    } else {
+                        self.scope
+                    },
+                    name,
+                );
                 self.analysis.defs.entry(var).or_default().push(id);
                 self.inside(id, |walk| {
                     for statement in &s.body {
@@ -1760,7 +1793,12 @@ impl<'a> Visitor<'a> for Collect<'_, 'a, '_> {
     fn visit_parameters(&mut self, parameters: &'a ast::Parameters) {
         // Defaults are evaluated where the function is defined; the
         // parameter names belong to the function (see `function`).
-        for parameter in parameters.posonlyargs.iter().chain(&parameters.args).chain(&parameters.kwonlyargs) {
+        for parameter in parameters
+            .posonlyargs
+            .iter()
+            .chain(&parameters.args)
+            .chain(&parameters.kwonlyargs)
+        {
             if let Some(default) = &parameter.default {
                 self.visit_expr(default);
             }

@@ -15,13 +15,19 @@ use crate::tools::{Tool, ToolInfo, ToolRegistry, ToolRisk};
 
 fn tools() -> FlowTools {
     let schema = |props: &[&str]| {
-        let properties: serde_json::Map<String, serde_json::Value> =
-            props.iter().map(|p| ((*p).to_owned(), json!({"type": "string"}))).collect();
+        let properties: serde_json::Map<String, serde_json::Value> = props
+            .iter()
+            .map(|p| ((*p).to_owned(), json!({"type": "string"})))
+            .collect();
         json!({"type": "object", "properties": properties})
     };
     let declared: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(Declared(ToolInfo::new("fetch_page", "", schema(&["url"])).with_untrusted_output())),
-        Arc::new(Declared(ToolInfo::new("read_inbox", "", schema(&[])).with_untrusted_output())),
+        Arc::new(Declared(
+            ToolInfo::new("fetch_page", "", schema(&["url"])).with_untrusted_output(),
+        )),
+        Arc::new(Declared(
+            ToolInfo::new("read_inbox", "", schema(&[])).with_untrusted_output(),
+        )),
         Arc::new(Declared(ToolInfo::new("lookup_contact", "", schema(&["name"])))),
         Arc::new(Declared(
             ToolInfo::new("send_email", "", schema(&["to", "subject", "body"]))
@@ -124,7 +130,9 @@ fn a_call_made_in_a_loop_over_untrusted_data_is_tainted() {
 
 #[test]
 fn a_call_under_an_untrusted_condition_or_filter_is_tainted() {
-    assert_tainted("page = fetch_page('x')\nif 'urgent' in page:\n    send_email(to='me@corp.example', subject='s', body='b')");
+    assert_tainted(
+        "page = fetch_page('x')\nif 'urgent' in page:\n    send_email(to='me@corp.example', subject='s', body='b')",
+    );
     assert_tainted("page = fetch_page('x')\nx = send_email(to='a@b', subject='s', body='b') if page else None");
     assert_tainted("[send_email(to='a@b', subject='s', body=m) for m in read_inbox() if m]");
     assert_tainted("page = fetch_page('x')\nok = page and send_email(to='a@b', subject='s', body='b')");
@@ -197,9 +205,7 @@ fn a_helper_called_only_with_trusted_arguments_returns_clean() {
 
 #[test]
 fn a_guarded_call_inside_a_helper_takes_its_callers_arguments() {
-    assert_tainted(
-        "def notify(who):\n    send_email(to=who, subject='s', body='b')\nnotify(fetch_page('x'))",
-    );
+    assert_tainted("def notify(who):\n    send_email(to=who, subject='s', body='b')\nnotify(fetch_page('x'))");
     assert_clean(
         "def notify(who, text):\n    send_email(to=who, subject='s', body=text)\nnotify('a@corp.example', fetch_page('x'))",
     );
@@ -226,9 +232,7 @@ fn a_sort_key_lambda_does_not_taint_a_trusted_list() {
 
 #[test]
 fn a_mutation_through_an_alias_taints_the_original() {
-    assert_tainted(
-        "a = []\nb = a\npage = fetch_page('x')\nb.append(page)\nsend_email(to=a[0], subject='s', body='b')",
-    );
+    assert_tainted("a = []\nb = a\npage = fetch_page('x')\nb.append(page)\nsend_email(to=a[0], subject='s', body='b')");
 }
 
 #[test]
@@ -264,7 +268,8 @@ fn code_the_tree_cannot_follow_taints_every_guarded_tool() {
         "import pickle",
         "import logging.config",
     ] {
-        let script = format!("page = fetch_page('x')\n{opaque}\nsend_email(to='a@corp.example', subject='s', body='b')");
+        let script =
+            format!("page = fetch_page('x')\n{opaque}\nsend_email(to='a@corp.example', subject='s', body='b')");
         assert_eq!(taint(&script, "send_email"), Some(Taint::any()), "{opaque}");
         assert_eq!(taint(&script, "run_shell"), Some(Taint::any()), "{opaque}");
     }
@@ -273,7 +278,10 @@ fn code_the_tree_cannot_follow_taints_every_guarded_tool() {
 #[test]
 fn a_guarded_tool_used_as_a_value_is_tainted_by_everything() {
     assert_eq!(
-        taint("f = send_email\nf(to='a@corp.example', subject='s', body='b')", "send_email"),
+        taint(
+            "f = send_email\nf(to='a@corp.example', subject='s', body='b')",
+            "send_email"
+        ),
         Some(Taint::any())
     );
 }
@@ -281,7 +289,10 @@ fn a_guarded_tool_used_as_a_value_is_tainted_by_everything() {
 #[test]
 fn load_artifact_may_return_any_untrusted_result() {
     assert_eq!(
-        taint("to = load_artifact('sha256:00')\nsend_email(to=to, subject='s', body='b')", "send_email"),
+        taint(
+            "to = load_artifact('sha256:00')\nsend_email(to=to, subject='s', body='b')",
+            "send_email"
+        ),
         Some(Taint::any())
     );
 }
@@ -298,7 +309,11 @@ fn a_critical_tool_guards_every_argument() {
 fn a_later_cells_names_from_before_may_hold_anything() {
     let verdict = analyze("send_email(to=earlier, subject='s', body='b')", &tools(), true);
     assert_eq!(verdict.taint_of("send_email"), Some(&Taint::any()));
-    let verdict = analyze("send_email(to='a@corp.example', subject='s', body=str(earlier))", &tools(), true);
+    let verdict = analyze(
+        "send_email(to='a@corp.example', subject='s', body=str(earlier))",
+        &tools(),
+        true,
+    );
     assert_eq!(verdict.taint_of("send_email"), None);
 }
 
@@ -320,10 +335,9 @@ fn without_an_untrusted_tool_or_with_flow_off_nothing_is_tainted() {
         flow: Flow::Off,
         ..ChainPolicy::default()
     };
-    let registry = ToolRegistry::from_local(vec![
-        Arc::new(Declared(ToolInfo::new("fetch_page", "", json!({"type": "object"})).with_untrusted_output()))
-            as Arc<dyn Tool>,
-    ])
+    let registry = ToolRegistry::from_local(vec![Arc::new(Declared(
+        ToolInfo::new("fetch_page", "", json!({"type": "object"})).with_untrusted_output(),
+    )) as Arc<dyn Tool>])
     .expect("registry");
     assert!(!FlowTools::new(&registry, &policy).is_active());
 }
@@ -338,7 +352,10 @@ fn a_plain_literal_attribute_name_is_followed() {
 #[test]
 fn workspace_files_may_hold_any_untrusted_result() {
     assert_eq!(
-        taint("to = open('/workspace/media/x.txt').read()\nsend_email(to=to, subject='s', body='b')", "send_email"),
+        taint(
+            "to = open('/workspace/media/x.txt').read()\nsend_email(to=to, subject='s', body='b')",
+            "send_email"
+        ),
         Some(Taint::any())
     );
     assert_eq!(

@@ -526,7 +526,11 @@ async fn the_flow_analysis_asks_only_for_chains_that_read_untrusted_data_and_cal
             .map(|(tool, _)| tool)
             .collect();
         reading += usize::from(!untrusted.is_empty());
-        guarded += usize::from(["send_email", "create_ticket", "run_query"].iter().any(|t| calls(&case.script, t)));
+        guarded += usize::from(
+            ["send_email", "create_ticket", "run_query"]
+                .iter()
+                .any(|t| calls(&case.script, t)),
+        );
         if !sinks.is_empty() {
             asking.push(format!("{} ({})", case.name, sinks.join(", ")));
         }
