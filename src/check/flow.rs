@@ -378,6 +378,9 @@ struct Facts {
     ret: Label,
     /// What its body reads besides its parameters (its value as an object).
     value: Label,
+    /// What decides whether it raises (`raise`, `assert`, a helper's that
+    /// does): a call of it ends its caller's code as early.
+    raises: Label,
 }
 
 /// A `return`, `break`, `continue`, `raise` or `assert`: what decides it,
@@ -642,6 +645,7 @@ impl<'a, 't> Analysis<'a, 't> {
                 let cause = s.cause.as_deref().map_or(Label::CLEAN, |e| self.eval(e));
                 self.touch(exc.join(cause));
                 self.exit(s.start(), Label::CLEAN, false);
+                self.raises(Label::CLEAN);
             }
             Stmt::Assert(s) => {
                 let test = self.eval(&s.test);
@@ -649,6 +653,7 @@ impl<'a, 't> Analysis<'a, 't> {
                     self.eval(msg);
                 }
                 self.exit(s.start(), test, false);
+                self.raises(test);
             }
             Stmt::Break(s) => self.exit(s.start(), Label::CLEAN, true),
             Stmt::Continue(s) => self.exit(s.start(), Label::CLEAN, true),
@@ -839,6 +844,19 @@ impl<'a, 't> Analysis<'a, 't> {
                     self.grow_param(id, index, label);
                 }
             }
+        }
+    }
+
+    /// The current function may raise, decided by `label` and the control.
+    fn raises(&mut self, label: Label) {
+        if self.scope == 0 {
+            return;
+        }
+        let label = self.concrete(self.pc.join(label));
+        let facts = &mut self.facts[self.scope];
+        if !facts.raises.covers(label) {
+            facts.raises = facts.raises.join(label);
+            self.changed = true;
         }
     }
 
@@ -1507,6 +1525,12 @@ impl<'a, 't> Analysis<'a, 't> {
             if !facts.control.covers(control) {
                 facts.control = facts.control.join(control);
                 self.changed = true;
+            }
+            // A helper that may raise ends this code as early as a `raise`.
+            let raises = self.facts[id].raises;
+            if raises != Label::CLEAN {
+                self.exit(call.start(), raises, false);
+                self.raises(raises);
             }
             // The call's result: what the function returns, its
             // parameters replaced by this call's arguments.

@@ -366,3 +366,15 @@ fn workspace_files_may_hold_any_untrusted_result() {
         Some(Taint::any())
     );
 }
+
+#[test]
+fn a_helper_that_raises_on_untrusted_data_taints_what_follows_its_call() {
+    assert_tainted(
+        "def check(text):\n    if len(text) > 10000:\n        raise ValueError('long')\n\
+         check(fetch_page('x'))\nsend_email(to='me@corp.example', subject='s', body='b')",
+    );
+    assert_clean(
+        "def check(text):\n    if len(text) > 10000:\n        raise ValueError('long')\n\
+         check('fine')\npage = fetch_page('x')\nsend_email(to='me@corp.example', subject='s', body=page)",
+    );
+}

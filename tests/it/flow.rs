@@ -602,6 +602,18 @@ mod stopped {
         "#)
         .deciding_the_call();
 
+        /// The same `raise` inside a helper the script calls: the call
+        /// ends the script as early.
+        a_send_after_a_helper_that_raises_on_an_untrusted_test on [monty, cpython] = from_page(r#"
+            def check(text):
+                if len(text) > 10000:
+                    raise ValueError("page too long")
+            page = await fetch_page(url="https://news.example/q3")
+            check(page)
+            await send_email(to="boss@corp.example", subject="Q3", body="read it")
+        "#)
+        .deciding_the_call();
+
         a_forward_per_message_of_an_untrusted_inbox on [monty, cpython] = from_inbox(r#"
             inbox = await read_inbox()
             for m in inbox:
