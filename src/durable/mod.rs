@@ -196,14 +196,8 @@ impl Durable {
         approval: &Approval,
     ) -> Result<ChainRunResult, DurableError> {
         let chain = self.new_chain(script, policy)?;
-        let chain_id = chain.chain_id.clone();
-        self.store.create(&chain).await?;
         let claimant = self.claimant();
-        match self.store.claim(&chain_id, &claimant, lease(policy)).await? {
-            Claim::Won => {}
-            Claim::HeldBy(holder) => return Err(DurableError::BeingResumed { chain_id, holder }),
-            Claim::Finished(result) => return finished(&chain_id, result),
-        }
+        self.store.create_claimed(&chain, &claimant, lease(policy)).await?;
         self.run_claimed(&chain, &claimant, registry, policy, approval, History::default())
             .await
     }

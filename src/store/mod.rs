@@ -330,6 +330,19 @@ pub trait ChainStore: Send + Sync {
     /// Records a new chain ([`StoreError::Exists`] if its id is taken).
     async fn create(&self, chain: &StoredChain) -> Result<(), StoreError>;
 
+    /// Records a new chain already claimed by `claimant` for `lease`, as
+    /// [`ChainStore::create`] then [`ChainStore::claim`] would: a chain's
+    /// first run starts with one durable write, not two. A store that
+    /// cannot do both at once does them in turn.
+    async fn create_claimed(&self, chain: &StoredChain, claimant: &str, lease: Duration) -> Result<(), StoreError> {
+        self.create(chain).await?;
+        match self.claim(&chain.chain_id, claimant, lease).await? {
+            Claim::Won => Ok(()),
+            // Nobody else can know a chain made a moment ago.
+            Claim::HeldBy(_) | Claim::Finished(_) => Err(StoreError::Exists(format!("chain {:?}", chain.chain_id))),
+        }
+    }
+
     /// The chain, if there is one with this id.
     async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError>;
 

@@ -639,6 +639,32 @@ impl ChainStore for SqlStore {
         }
     }
 
+    async fn create_claimed(&self, chain: &StoredChain, claimant: &str, lease: Duration) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO chainbox_chains \
+                           (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject, claimed_by, claimed_until) \
+                           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+        let policy = to_json(&chain.policy, "the policy")?;
+        let seed = chain.seed.to_string();
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&chain.chain_id)
+            .bind(&chain.script)
+            .bind(&policy)
+            .bind(&seed)
+            .bind(&chain.created_at)
+            .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
+            .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
+            .bind(claimant)
+            .bind(epoch_ms_after(lease))
+            .execute(pool)
+            .await
+            .map(drop));
+        match done {
+            Ok(()) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("chain {:?}", chain.chain_id))),
+            Err(e) => Err(backend("creating the chain", &e)),
+        }
+    }
+
     async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError> {
         const SQL: &str = "SELECT script, policy, seed, created_at, owner_issuer, owner_subject FROM chainbox_chains WHERE chain_id = $1";
         type Row = (String, String, String, String, Option<String>, Option<String>);

@@ -349,6 +349,29 @@ async fn a_claim_is_held_by_one_claimant_until_released(backend: &Backend) {
     assert_eq!(store.claim("c1", "b", LEASE).await.expect("claim"), Claim::Won);
 }
 
+async fn a_chain_created_claimed_is_held_by_its_claimant_and_reads_back_whole(backend: &Backend) {
+    let store = backend.open().await;
+    let made = chain("c1");
+    store.create_claimed(&made, "a", LEASE).await.expect("create claimed");
+    assert_eq!(store.chain("c1").await.expect("chain"), Some(made.clone()));
+    assert_eq!(
+        store.claim("c1", "b", LEASE).await.expect("claim"),
+        Claim::HeldBy("a".to_owned())
+    );
+    assert_eq!(
+        store.claim("c1", "a", LEASE).await.expect("claim"),
+        Claim::Won,
+        "the holder again"
+    );
+    assert!(
+        matches!(
+            store.create_claimed(&made, "b", LEASE).await,
+            Err(StoreError::Exists(_))
+        ),
+        "its id cannot be taken again"
+    );
+}
+
 async fn a_claim_past_its_lease_goes_to_the_next_claimant(backend: &Backend) {
     let store = backend.open().await;
     store.create(&chain("c1")).await.expect("create");
@@ -634,6 +657,7 @@ macro_rules! suite {
 
 suite!(
     a_created_chain_reads_back_whole_and_its_id_cannot_be_taken_again,
+    a_chain_created_claimed_is_held_by_its_claimant_and_reads_back_whole,
     the_journal_keeps_its_entries_in_seq_order_and_refuses_a_seq_twice,
     entries_appended_together_are_all_journaled_or_none,
     a_missing_chain_is_no_chain_for_every_method_but_chain,
