@@ -737,7 +737,14 @@ impl<'a, 't> Analysis<'a, 't> {
                     self.eval(&decorator.expression);
                 }
                 self.defaults(id, &s.parameters);
-                let value = self.facts[id].value.join(self.pc);
+                let mut value = self.facts[id].value.join(self.pc);
+                if !s.decorator_list.is_empty() {
+                    // The name holds what the decorator returned: anything.
+                    value = Label::ANY;
+                    if let Some(var) = self.var(s.name.id.as_str()) {
+                        self.not_only_defs.insert(var);
+                    }
+                }
                 self.write(s.name.id.as_str(), value);
             }
             Stmt::ClassDef(s) => {
@@ -776,7 +783,9 @@ impl<'a, 't> Analysis<'a, 't> {
                 let module = s.module.as_ref().map_or("", |m| m.id.as_str());
                 self.import(module);
                 for alias in &s.names {
-                    if alias.name.id.as_str() == "*" {
+                    let original = alias.name.id.as_str();
+                    if original == "*" || alias.asname.is_some() && reaches_by_name(original) {
+                        // Everything, or `attrgetter` under a name of its own.
                         self.opaque = true;
                         continue;
                     }
@@ -1250,7 +1259,9 @@ impl<'a, 't> Analysis<'a, 't> {
                 Label::SENT.join(value)
             }
             Expr::Attribute(attribute) => {
-                if OPAQUE_ATTRIBUTES.contains(&attribute.attr.id.as_str()) {
+                let attr = attribute.attr.id.as_str();
+                if OPAQUE_ATTRIBUTES.contains(&attr) || reaches_by_name(attr) {
+                    // `operator.attrgetter` as a value: called later, unseen.
                     self.opaque = true;
                 }
                 self.eval(&attribute.value)
@@ -1274,7 +1285,14 @@ impl<'a, 't> Analysis<'a, 't> {
                     self.escape(id);
                 }
             }
+            if !callee && self.imported.contains_key(&var) && reaches_by_name(name) {
+                self.opaque = true;
+            }
             return self.read(var);
+        }
+        if !callee && (reaches_by_name(name) || OPAQUE_BUILTINS.contains(&name)) {
+            // `g = globals` or `ga = getattr`: called later, unseen.
+            self.opaque = true;
         }
         if self.tools.is_tool(name) {
             if !callee && self.tools.guarded(name).is_some() {
@@ -1556,6 +1574,12 @@ impl<'a, 't> Analysis<'a, 't> {
         }
         label
     }
+}
+
+/// Whether `name` is a function that reaches attributes or code by a
+/// string (`getattr`, `attrgetter`, `get_type_hints`...).
+fn reaches_by_name(name: &str) -> bool {
+    NAMED_ATTRIBUTE_FUNCTIONS.contains(&name) || EVALUATING_FUNCTIONS.contains(&name)
 }
 
 /// The expressions directly inside `expr`.

@@ -267,6 +267,10 @@ fn code_the_tree_cannot_follow_taints_every_guarded_tool() {
         "import operator\nf = operator.attrgetter('__glo' + 'bals__')",
         "import pickle",
         "import logging.config",
+        "g = globals\ng()['x'] = 1",
+        "ga = getattr\nga(len, 'x')",
+        "import operator\nag = operator.attrgetter",
+        "from operator import attrgetter as ag",
     ] {
         let script =
             format!("page = fetch_page('x')\n{opaque}\nsend_email(to='a@corp.example', subject='s', body='b')");
@@ -376,5 +380,17 @@ fn a_helper_that_raises_on_untrusted_data_taints_what_follows_its_call() {
     assert_clean(
         "def check(text):\n    if len(text) > 10000:\n        raise ValueError('long')\n\
          check('fine')\npage = fetch_page('x')\nsend_email(to='me@corp.example', subject='s', body=page)",
+    );
+}
+
+#[test]
+fn a_decorated_helpers_result_may_be_anything() {
+    assert_eq!(
+        taint(
+            "def deco(f):\n    return f\n@deco\ndef pick():\n    return 'a@corp.example'\n\
+             send_email(to=pick(), subject='s', body='b')",
+            "send_email"
+        ),
+        Some(Taint::any())
     );
 }
