@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
 use crate::chain::{self, RunOptions};
-pub use crate::guests::EngineError;
+pub use crate::guests::{Budgets, Capacity, EngineError};
 use crate::guests::{Core, WarmSessions};
 use crate::policy::ChainPolicy;
 use crate::prefault::HotPages;
@@ -24,6 +24,8 @@ pub struct EngineConfig {
     /// (`$XDG_CACHE_HOME` or `~/.cache` on Linux), else the system temp dir.
     pub cache_dir: Option<PathBuf>,
     /// Chains that may run at once (pool slots); more wait for a slot.
+    /// Each guest gets fewer where the process's [`budgets`](Self::budgets)
+    /// hold fewer of its chains ([`Engine::capacity`]).
     pub max_concurrent_chains: u32,
     /// Where offloaded results and media go unless a run says otherwise;
     /// an in-memory store by default.
@@ -41,6 +43,14 @@ pub struct EngineConfig {
     pub max_warm_sessions: u32,
     /// Linear memory the parked instances may hold between them, in bytes.
     pub max_warm_session_bytes: u64,
+    /// What the process has left of the budgets its chains draw on (memory
+    /// mappings, threads, file descriptors, memory, address space), from
+    /// which each guest's slots are sized ([`Engine::capacity`]). `None`:
+    /// read from the OS when the engine is built ([`Budgets::of_process`]),
+    /// after raising the soft `RLIMIT_NOFILE` to the hard limit. Give less
+    /// to keep room for something else in the process (another engine:
+    /// each sizes itself as if it were alone).
+    pub budgets: Option<Budgets>,
 }
 
 impl Default for EngineConfig {
@@ -52,6 +62,7 @@ impl Default for EngineConfig {
             prefault: true,
             max_warm_sessions: crate::guests::DEFAULT_WARM_SESSIONS,
             max_warm_session_bytes: crate::guests::DEFAULT_WARM_SESSION_BYTES,
+            budgets: None,
         }
     }
 }
@@ -74,7 +85,17 @@ impl Engine {
             max: config.max_warm_sessions,
             max_bytes: config.max_warm_session_bytes,
         };
-        let mut core = Core::new(config.cache_dir, config.max_concurrent_chains, config.artifacts, warm)?;
+        let budgets = config.budgets.unwrap_or_else(|| {
+            crate::guests::raise_fd_limit();
+            Budgets::of_process()
+        });
+        let mut core = Core::new(
+            config.cache_dir,
+            config.max_concurrent_chains,
+            config.artifacts,
+            warm,
+            &budgets,
+        )?;
         // A pool that keeps each slot's written pages needs no prefaulting:
         // they are mapped in already (and mapping them again cost a trivial
         // chain ~3 µs).
@@ -88,6 +109,15 @@ impl Engine {
     /// cell, if any (the session has ended).
     pub(crate) fn forget_session(&self, session: &str) {
         self.inner.forget_session(session);
+    }
+
+    /// How many chains of each guest may hold a slot at once: its
+    /// [`EngineConfig::max_concurrent_chains`], or fewer where the
+    /// process's budgets hold fewer (see `docs/sandbox.md`). Chains beyond
+    /// wait for a slot; one still waiting at its total timeout ends with
+    /// kind `timeout`.
+    pub fn capacity(&self) -> Capacity {
+        self.inner.capacity()
     }
 
     /// The engine's default artifact store, where chains' offloaded results

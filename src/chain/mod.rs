@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use chainbox_protocol::{Finish, ScriptResult};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use wasmtime::{Memory, Store};
@@ -28,8 +27,8 @@ use crate::approval::Approval;
 use crate::artifacts::ArtifactStore;
 use crate::flow::{FlowTools, FlowVerdict};
 use crate::guests::{
-    Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, Parked, ParkedEntry,
-    RunExport, WarmKey,
+    ChainSlot, Core, CpythonGuest, Instance, InstanceError, MAX_MEMORY_BYTES, MontyInstance, NoThread, Parked,
+    ParkedEntry, RunExport, WarmKey,
 };
 use crate::invoker::{InvokerSession, audit_call};
 use crate::journal::Journal;
@@ -361,7 +360,7 @@ struct Executed {
     /// `chainbox_next` or `run` (see `guests/parked.rs`).
     again: Option<ParkedEntry>,
     /// The chain's pool slot, held until its store is dropped.
-    _slot: OwnedSemaphorePermit,
+    _slot: ChainSlot,
 }
 
 /// Stops a CPython chain's guest if the chain is dropped before its guest
@@ -619,7 +618,7 @@ impl Started {
         registry: &ToolRegistry,
         interpreter: Interpreter,
     ) -> Result<Executed, StartError> {
-        let Ok(slot) = core.slots.clone().acquire_owned().await else {
+        let Some(slot) = core.slot(interpreter).await else {
             return Err(StartError::ShuttingDown);
         };
         let setup = ChainSetup {
@@ -679,7 +678,7 @@ impl Started {
         mut store: Store<ChainState>,
         run: RunExport,
         guest: Arc<CpythonGuest>,
-        slot: OwnedSemaphorePermit,
+        slot: ChainSlot,
     ) -> Result<Executed, StartError> {
         let request = store.data_mut().take_request();
         let interrupt = store.data().interrupt.clone();

@@ -11,6 +11,7 @@
 //! [`crate::chain`], which takes its instance from here; its state lives
 //! in the `Store` built by `sandbox`.
 
+mod budget;
 mod cache;
 mod parked;
 mod threads;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::Component;
 use wasmtime::{InstanceAllocationStrategy, InstancePre, Linker, PoolingAllocationConfig};
 
@@ -33,6 +34,8 @@ use crate::prefault::HotPages;
 use crate::python_choice::Interpreter;
 use crate::sandbox::{self, ChainState, PageSizeError, UnstoppableGuest, Watchdog};
 use crate::tools::ToolRegistry;
+pub(crate) use budget::raise_fd_limit;
+pub use budget::{Budgets, Capacity};
 use cache::{cache, cache_key, cached_or_compiled, deserialize_component_file, load_module};
 pub(crate) use parked::{Entry as ParkedEntry, Parked, ParkedSessions, WarmKey};
 pub(crate) use threads::{GuestThreads, NoThread};
@@ -124,6 +127,30 @@ fn decommit_backlog() -> u32 {
     u32::try_from((DECOMMIT_BATCH - 1) * shards).unwrap_or(u32::MAX)
 }
 
+/// Instances of the monty pool for `chains` chains and `parked` sessions'
+/// instances: one more than chains, the spare (a finished chain's store,
+/// dropped on the housekeeper's thread, keeps its chain's slot permit
+/// until then). And room for the slots waiting in the decommit queues: a
+/// pool that is full but for those makes wasmtime flush them, and two
+/// threads allocating at once (a chain and the housekeeper's next spare)
+/// then race for the flush, and the loser fails ("maximum concurrent limit
+/// … reached"; seen back to back with 4 slots). With this room the pool
+/// never fills. And the sessions' parked instances.
+fn monty_instances(chains: u32, parked: u32) -> u32 {
+    chains
+        .saturating_add(1)
+        .saturating_add(decommit_backlog())
+        .saturating_add(parked)
+}
+
+/// Instances of the CPython pool for `chains` chains and `parked`
+/// sessions' instances: one more than chains, the spare (a finished
+/// chain's store, dropped on another thread, keeps its chain's slot
+/// permit); and the sessions' parked instances.
+fn cpython_instances(chains: u32, parked: u32) -> u32 {
+    chains.saturating_add(1).saturating_add(parked)
+}
+
 /// Errors creating an engine.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -176,8 +203,14 @@ impl From<wasmtime::Error> for EngineError {
 pub(crate) struct Core {
     pub(crate) engine: wasmtime::Engine,
     pub(crate) pre: InstancePre<ChainState>,
-    /// Pool slots: a chain waits here for one.
-    pub(crate) slots: Arc<Semaphore>,
+    /// The engine's chain slots (`max_concurrent_chains`): a chain waits
+    /// here for one, after its guest's ([`Core::slot`]).
+    slots: Arc<Semaphore>,
+    /// Each guest's chain slots: as many as its budgets hold (`budget.rs`).
+    monty_slots: Arc<Semaphore>,
+    cpython_chain_slots: Arc<Semaphore>,
+    /// How many chains of each guest may hold a slot at once.
+    capacity: Capacity,
     pub(crate) artifacts: Arc<dyn ArtifactStore>,
     /// Learned from the warm-up chain before the engine exists (empty if
     /// prefaulting is off or the warm-up failed); mapped in before every chain.
@@ -192,7 +225,8 @@ pub(crate) struct Core {
     /// chain that needs it, so engines whose chains all run on monty never
     /// pay for it.
     cpython: OnceCell<Result<Arc<CpythonGuest>, Arc<EngineError>>>,
-    /// CPython chains that may run at once (its pool's size).
+    /// CPython chains that may run at once (its pool's size, but for the
+    /// spare and the parked sessions).
     cpython_slots: u32,
     /// Where compiled guests are cached; `None` if the directory is not
     /// this user's alone (see [`crate::snapshot::private_cache_dir`]).
@@ -623,15 +657,12 @@ impl CpythonGuest {
         // Its chains are stopped through a page of the host's size: a host
         // whose pages the guest's guard span does not cover is refused.
         sandbox::guard_page_len().map_err(EngineError::Host)?;
-        // One more instance than chains: the spare (a finished chain's
-        // store, dropped on another thread, keeps its chain's slot permit);
-        // and the sessions' parked instances.
-        let slots = chains.saturating_add(1).saturating_add(parked);
+        let slots = cpython_instances(chains, parked);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(slots)
-            .total_core_instances(slots * CPYTHON_CORE_INSTANCES)
-            .total_memories(slots * CPYTHON_MEMORIES)
-            .total_tables(slots * CPYTHON_TABLES)
+            .total_core_instances(slots.saturating_mul(CPYTHON_CORE_INSTANCES))
+            .total_memories(slots.saturating_mul(CPYTHON_MEMORIES))
+            .total_tables(slots.saturating_mul(CPYTHON_TABLES))
             .total_stacks(slots)
             .max_core_instances_per_component(CPYTHON_CORE_INSTANCES)
             .max_memories_per_component(CPYTHON_MEMORIES)
@@ -703,30 +734,22 @@ impl Drop for Core {
 
 impl Core {
     /// The monty guest loaded (from the cache in `cache_dir`, else the
-    /// platform's, or compiled), linked and pooled for
-    /// `max_concurrent_chains` chains, its epoch ticker running; the
-    /// CPython guest is loaded on first use ([`Core::cpython`]). No hot
-    /// pages yet and no housekeeper: see [`Core::start`].
+    /// platform's, or compiled), linked and pooled for as many of
+    /// `max_concurrent_chains` chains as `budgets` hold
+    /// ([`Core::capacity`]), its epoch ticker running; the CPython guest is
+    /// loaded on first use ([`Core::cpython`]). No hot pages yet and no
+    /// housekeeper: see [`Core::start`].
     pub(crate) fn new(
         cache_dir: Option<PathBuf>,
         max_concurrent_chains: u32,
         artifacts: Option<Arc<dyn ArtifactStore>>,
         warm_sessions: WarmSessions,
+        budgets: &Budgets,
     ) -> Result<Core, EngineError> {
         let slots = max_concurrent_chains.max(1);
-        // One more instance than chains: the spare. (A finished chain's
-        // store, dropped on the housekeeper's thread, keeps its chain's slot
-        // permit until then.) And room for the slots waiting in the
-        // decommit queues: a pool that is full but for those makes wasmtime
-        // flush them, and two threads allocating at once (a chain and the
-        // housekeeper's next spare) then race for the flush, and the loser
-        // fails ("maximum concurrent limit … reached"; seen back to back
-        // with 4 slots). With this room the pool never fills.
-        // And the sessions' parked instances.
-        let instances = slots
-            .saturating_add(1)
-            .saturating_add(decommit_backlog())
-            .saturating_add(warm_sessions.max);
+        let parked = warm_sessions.max;
+        let capacity = size_guests(budgets, slots, parked);
+        let instances = monty_instances(capacity.monty, parked);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_core_instances(instances)
             .total_memories(instances)
@@ -768,12 +791,15 @@ impl Core {
             engine,
             pre,
             slots: Arc::new(Semaphore::new(slots as usize)),
+            monty_slots: Arc::new(Semaphore::new(capacity.monty as usize)),
+            cpython_chain_slots: Arc::new(Semaphore::new(capacity.cpython as usize)),
+            capacity,
             artifacts: artifacts.unwrap_or_else(|| Arc::new(MemoryArtifactStore::new())),
             hot_pages: HotPages::default(),
             keeps_written_pages,
             warm: WarmSlots::new(keeps_written_pages, MAX_MEMORY_BYTES as usize),
             cpython: OnceCell::new(),
-            cpython_slots: slots,
+            cpython_slots: capacity.cpython,
             cache_dir,
             stop_ticker,
             placeholder: Placeholder::new(),
@@ -781,6 +807,29 @@ impl Core {
             parked: ParkedSessions::new(warm_sessions.max, warm_sessions.max_bytes),
             checker: crate::check::Checker::default(),
             max_warm_sessions: warm_sessions.max,
+        })
+    }
+
+    /// How many chains of each guest may hold a slot at once.
+    pub(crate) fn capacity(&self) -> Capacity {
+        self.capacity
+    }
+
+    /// Waits for a slot for a chain on `interpreter`: first one of its
+    /// guest's (so a chain waiting for a CPython slot holds none of the
+    /// engine's that a monty chain could run in), then one of the
+    /// engine's. Waits as long as it takes: the chain's total timeout
+    /// bounds it. `None`: the engine is shutting down.
+    pub(crate) async fn slot(&self, interpreter: Interpreter) -> Option<ChainSlot> {
+        let guest = match interpreter {
+            Interpreter::Monty => &self.monty_slots,
+            Interpreter::Cpython => &self.cpython_chain_slots,
+        };
+        let guest = guest.clone().acquire_owned().await.ok()?;
+        let engine = self.slots.clone().acquire_owned().await.ok()?;
+        Some(ChainSlot {
+            _guest: guest,
+            _engine: engine,
         })
     }
 
@@ -792,6 +841,54 @@ impl Core {
         core.housekeeper.request_spare();
         Ok(core)
     }
+}
+
+/// A chain's hold on a slot of its guest and of the engine
+/// ([`Core::slot`]): kept until its store is dropped, which frees its
+/// instance's pool slot.
+pub(crate) struct ChainSlot {
+    _guest: OwnedSemaphorePermit,
+    _engine: OwnedSemaphorePermit,
+}
+
+/// How many chains of each guest an engine of `max_chains` chain slots and
+/// `parked` sessions' instances may run at once with `budgets`
+/// (`budget.rs`); logged, once per engine.
+fn size_guests(budgets: &Budgets, max_chains: u32, parked: u32) -> Capacity {
+    let monty = budget::Demand {
+        cost: budget::MONTY,
+        slots: &|chains| monty_instances(chains, parked),
+    };
+    let cpython = budget::Demand {
+        cost: budget::CPYTHON,
+        slots: &|chains| cpython_instances(chains, parked),
+    };
+    let sizing = budget::size(budgets, max_chains, &monty, &cpython);
+    let capacity = sizing.capacity;
+    let show = |b: Option<u64>| b.map_or_else(|| "unknown".to_owned(), |b| b.to_string());
+    let bound = |b: Option<&'static str>| b.unwrap_or("max_concurrent_chains");
+    tracing::info!(
+        max_concurrent_chains = max_chains,
+        monty = capacity.monty,
+        monty_bound = bound(sizing.monty_bound),
+        cpython = capacity.cpython,
+        cpython_bound = bound(sizing.cpython_bound),
+        maps_left = %show(budgets.maps),
+        threads_left = %show(budgets.threads),
+        fds_left = %show(budgets.fds),
+        memory_left = %show(budgets.memory),
+        address_space_left = %show(budgets.address_space),
+        "chain slots sized from the process's budgets"
+    );
+    if sizing.starved {
+        tracing::warn!(
+            "the process's budgets do not hold even one chain of each guest \
+             (monty bound by {}, CPython by {}); each gets one slot anyway",
+            bound(sizing.monty_bound),
+            bound(sizing.cpython_bound),
+        );
+    }
+    capacity
 }
 
 /// Increments the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
@@ -844,7 +941,7 @@ mod tests {
     #[test]
     fn a_seeded_cpython_chain_draws_the_same_on_a_spare_as_on_a_fresh_instance() {
         let runtime = runtime();
-        let core = Core::new(None, 1, None, WarmSessions::default())
+        let core = Core::new(None, 1, None, WarmSessions::default(), &Budgets::of_process())
             .and_then(Core::start)
             .expect("core");
         let guest = Arc::clone(runtime.block_on(core.cpython()).expect("the CPython guest"));
@@ -915,7 +1012,7 @@ mod tests {
     /// `PAGEMAP_SCAN`: freed slots are decommitted).
     #[cfg(target_os = "linux")]
     fn warmed_cpython_spare(runtime: &tokio::runtime::Runtime) -> Option<(Arc<Core>, Spare, usize)> {
-        let core = Core::new(None, 1, None, WarmSessions::default())
+        let core = Core::new(None, 1, None, WarmSessions::default(), &Budgets::of_process())
             .and_then(Core::start)
             .expect("core");
         if !core.keeps_written_pages {
@@ -970,9 +1067,15 @@ mod tests {
     fn after_a_burst_only_the_slots_freed_last_keep_their_pages() {
         let runtime = runtime();
         let burst = warm::IDLE_WARM_SLOTS + 6;
-        let core = Core::new(None, burst as u32, None, WarmSessions::default())
-            .and_then(Core::start)
-            .expect("core");
+        let core = Core::new(
+            None,
+            burst as u32,
+            None,
+            WarmSessions::default(),
+            &Budgets::of_process(),
+        )
+        .and_then(Core::start)
+        .expect("core");
         if !core.keeps_written_pages {
             return; // no PAGEMAP_SCAN here: freed slots are decommitted
         }

@@ -12,6 +12,7 @@ mod artifacts;
 mod auth;
 mod auth_provider;
 mod cancellation;
+mod capacity;
 mod check;
 mod cli;
 mod corpus;
