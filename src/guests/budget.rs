@@ -299,7 +299,7 @@ pub(crate) struct Cost {
 
 /// A monty chain: 5 mappings per pool slot (2 + 3), no thread, no
 /// descriptor, 4.04 GiB of address space per slot (`VmSize` of pools of
-/// 41, 141 and 1,041 slots), ~100 KiB PSS parked (99 KiB at 10,000).
+/// 41, 141 and 1,041 slots), ~100–125 KiB PSS parked (bench profile).
 pub(crate) const MONTY: Cost = Cost {
     maps_per_slot: 5,
     maps_per_thread: 0,
@@ -312,7 +312,8 @@ pub(crate) const MONTY: Cost = Cost {
 /// A CPython chain: 6 mappings per pool slot (2 + 4) and 6 per thread (40
 /// parked chains: +414 mappings, +43 threads, +39 descriptors), one
 /// descriptor per slot, 4.1 GiB of address space per slot (pools of 11 and
-/// 1,011 slots), ~1.3–2.7 MiB PSS parked (BENCHMARKS.md, issues 48, 57).
+/// 1,011 slots), 1.4 MiB PSS parked (1,396 KiB at 10,000, bench profile;
+/// 2.7 MiB in the dev profile, BENCHMARKS.md issues 48, 57).
 pub(crate) const CPYTHON: Cost = Cost {
     maps_per_slot: 6,
     maps_per_thread: 6,
@@ -590,7 +591,11 @@ mod tests {
         assert_eq!(soft, limit.rlim_cur);
         // Raised to the hard limit, or to the cap below it (a soft limit
         // above the cap already is left alone).
-        assert!(soft >= limit.rlim_max.min(MAX_RAISED_FDS), "{soft} of {}", limit.rlim_max);
+        assert!(
+            soft >= limit.rlim_max.min(MAX_RAISED_FDS),
+            "{soft} of {}",
+            limit.rlim_max
+        );
     }
 }
 
