@@ -551,4 +551,72 @@ mod tests {
             Err(_) => false,
         }
     }
+
+    /// Calls started while the process is out of file descriptors: run
+    /// alone (see the test below), with the soft `RLIMIT_NOFILE` a dozen
+    /// above what is open, twenty calls at once, three pipes each. Prints
+    /// how many answered and each failure's message.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "run alone by calls_past_the_descriptor_limit_fail_as_tool_errors"]
+    async fn calls_past_the_descriptor_limit() {
+        let open = std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count() as libc::rlim_t;
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: valid, writable `rlimit`s; lowering the soft limit needs
+        // no privilege, and this process runs this test alone.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+            limit.rlim_cur = open + 12;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+        }
+        let tool = std::sync::Arc::new(sh("slow", "sleep 0.5; echo 1"));
+        let calls: Vec<_> = (0..20)
+            .map(|_| {
+                let tool = tool.clone();
+                tokio::spawn(async move { run(&tool, json!({})).await })
+            })
+            .collect();
+        let mut answered = 0;
+        for call in calls {
+            match call.await.expect("a call that does not panic") {
+                Ok(_) => answered += 1,
+                Err(e) => println!("failed: {}", e.message),
+            }
+        }
+        println!("answered: {answered}");
+    }
+
+    /// Out of file descriptors, a command tool's call is a tool error
+    /// naming why, not a panic; the calls that got theirs answer.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn calls_past_the_descriptor_limit_fail_as_tool_errors() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new(exe)
+            .args(["tools::command::tests::calls_past_the_descriptor_limit", "--exact"])
+            .args(["--ignored", "--nocapture", "--test-threads", "1"])
+            .output()
+            .expect("the test binary runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}{stderr}");
+        let answered: usize = text
+            .lines()
+            .find_map(|l| l.split_once("answered: ").and_then(|(_, n)| n.trim().parse().ok()))
+            .unwrap_or_else(|| panic!("no count: {text}{stderr}"));
+        let failures: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_once("failed: "))
+            .map(|(_, m)| m)
+            .collect();
+        assert!(answered >= 1, "{text}");
+        assert_eq!(answered + failures.len(), 20, "{text}");
+        assert!(!failures.is_empty(), "the limit was never reached: {text}");
+        for failure in failures {
+            assert!(failure.contains("Too many open files"), "{failure}");
+        }
+    }
 }
