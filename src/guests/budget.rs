@@ -339,12 +339,13 @@ impl Demand<'_> {
         let c = self.cost;
         let slots = u64::from((self.slots)(chains));
         let threads = u64::from(chains) * c.threads_per_chain;
+        // Saturating: 2^32 slots of 4 GiB each overflow a u64.
         [
-            slots * c.maps_per_slot + threads * c.maps_per_thread,
+            (slots.saturating_mul(c.maps_per_slot)).saturating_add(threads.saturating_mul(c.maps_per_thread)),
             threads,
-            slots * c.fds_per_slot,
-            u64::from(chains) * c.bytes_per_chain,
-            slots * c.address_per_slot,
+            slots.saturating_mul(c.fds_per_slot),
+            u64::from(chains).saturating_mul(c.bytes_per_chain),
+            slots.saturating_mul(c.address_per_slot),
         ]
     }
 }
@@ -477,6 +478,16 @@ mod tests {
             }
         );
         assert_eq!((sizing.monty_bound, sizing.cpython_bound), (None, None));
+    }
+
+    #[test]
+    fn the_most_chains_an_engine_may_have_are_sized_without_overflow() {
+        let budgets = Budgets {
+            address_space: Some(128 << 40),
+            ..Budgets::default()
+        };
+        let sizing = sized(budgets, u32::MAX, MONTY, CPYTHON);
+        assert!(sizing.capacity.monty < u32::MAX, "{sizing:?}");
     }
 
     #[test]
