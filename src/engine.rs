@@ -48,8 +48,9 @@ pub struct EngineConfig {
     /// which each guest's slots are sized ([`Engine::capacity`]). `None`:
     /// read from the OS when the engine is built ([`Budgets::of_process`]),
     /// after raising the soft `RLIMIT_NOFILE` to the hard limit. Give less
-    /// to keep room for something else in the process (another engine:
-    /// each sizes itself as if it were alone).
+    /// to keep room for something else in the process (another engine
+    /// counts what this one's pools hold when it starts, not what this
+    /// one's chains will add).
     pub budgets: Option<Budgets>,
 }
 
