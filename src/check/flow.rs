@@ -662,10 +662,7 @@ impl<'a, 't> Analysis<'a, 't> {
                 self.under(tests, &s.body);
                 for clause in &s.elif_else_clauses {
                     if let Some(test) = &clause.test {
-                        let saved = self.pc;
-                        self.pc = self.pc.join(tests);
-                        tests = tests.join(self.eval(test));
-                        self.pc = saved;
+                        tests = tests.join(self.eval_under(tests, test));
                     }
                     self.under(tests, &clause.body);
                 }
@@ -704,10 +701,7 @@ impl<'a, 't> Analysis<'a, 't> {
                         self.write(name, decided.join(self.pc));
                     }
                     if let Some(guard) = &case.guard {
-                        let saved = self.pc;
-                        self.pc = self.pc.join(decided);
-                        decided = decided.join(self.eval(guard));
-                        self.pc = saved;
+                        decided = decided.join(self.eval_under(decided, guard));
                     }
                     self.under(decided, &case.body);
                 }

@@ -322,6 +322,36 @@ macro_rules! on_pool {
 }
 
 impl SqlStore {
+    /// Inserts a new chain's row, claimed by `claim`'s claimant for its
+    /// lease when given ([`ChainStore::create`], [`ChainStore::create_claimed`]).
+    async fn insert_chain(&self, chain: &StoredChain, claim: Option<(&str, Duration)>) -> Result<(), StoreError> {
+        const SQL: &str = "INSERT INTO chainbox_chains \
+                           (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject, claimed_by, claimed_until) \
+                           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+        let policy = to_json(&chain.policy, "the policy")?;
+        // The seed as decimal text: a u64 has no SQL integer type, and the
+        // text reads as the seed it is.
+        let seed = chain.seed.to_string();
+        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
+            .bind(&chain.chain_id)
+            .bind(&chain.script)
+            .bind(&policy)
+            .bind(&seed)
+            .bind(&chain.created_at)
+            .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
+            .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
+            .bind(claim.map(|(claimant, _)| claimant))
+            .bind(claim.map(|(_, lease)| epoch_ms_after(lease)))
+            .execute(pool)
+            .await
+            .map(drop));
+        match done {
+            Ok(()) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("chain {:?}", chain.chain_id))),
+            Err(e) => Err(backend("creating the chain", &e)),
+        }
+    }
+
     /// Connects to `url` and creates the schema if it is missing:
     /// `sqlite:PATH` (the file is created if missing; write-ahead log, so
     /// readers never wait on a writer) or `postgres://…`
@@ -616,53 +646,11 @@ fn seq_from_sql(seq: i64, table: &str, chain_id: &str) -> Result<u32, StoreError
 #[async_trait]
 impl ChainStore for SqlStore {
     async fn create(&self, chain: &StoredChain) -> Result<(), StoreError> {
-        const SQL: &str = INSERT_CHAIN;
-        let policy = to_json(&chain.policy, "the policy")?;
-        // The seed as decimal text: a u64 has no SQL integer type, and the
-        // text reads as the seed it is.
-        let seed = chain.seed.to_string();
-        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
-            .bind(&chain.chain_id)
-            .bind(&chain.script)
-            .bind(&policy)
-            .bind(&seed)
-            .bind(&chain.created_at)
-            .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
-            .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
-            .execute(pool)
-            .await
-            .map(drop));
-        match done {
-            Ok(()) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("chain {:?}", chain.chain_id))),
-            Err(e) => Err(backend("creating the chain", &e)),
-        }
+        self.insert_chain(chain, None).await
     }
 
     async fn create_claimed(&self, chain: &StoredChain, claimant: &str, lease: Duration) -> Result<(), StoreError> {
-        const SQL: &str = "INSERT INTO chainbox_chains \
-                           (chain_id, script, policy, seed, created_at, owner_issuer, owner_subject, claimed_by, claimed_until) \
-                           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-        let policy = to_json(&chain.policy, "the policy")?;
-        let seed = chain.seed.to_string();
-        let done = on_pool!(self, |pool, _begin| sqlx::query(SQL)
-            .bind(&chain.chain_id)
-            .bind(&chain.script)
-            .bind(&policy)
-            .bind(&seed)
-            .bind(&chain.created_at)
-            .bind(chain.owner.as_ref().map(|o| o.issuer.as_str()))
-            .bind(chain.owner.as_ref().map(|o| o.subject.as_str()))
-            .bind(claimant)
-            .bind(epoch_ms_after(lease))
-            .execute(pool)
-            .await
-            .map(drop));
-        match done {
-            Ok(()) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::Exists(format!("chain {:?}", chain.chain_id))),
-            Err(e) => Err(backend("creating the chain", &e)),
-        }
+        self.insert_chain(chain, Some((claimant, lease))).await
     }
 
     async fn chain(&self, chain_id: &str) -> Result<Option<StoredChain>, StoreError> {
