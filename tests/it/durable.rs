@@ -608,15 +608,7 @@ async fn a_call_the_data_flow_policy_holds_suspends_with_its_provenance_and_resu
         let listed = s.store.pending().await.expect("pending");
         assert_eq!(listed[0].call.provenance, pending.provenance, "the store keeps it");
         let chain_id = r.chain_id.expect("a chain id");
-        s.durable
-            .decide(&chain_id, ApprovalDecision::Approved, "test")
-            .await
-            .expect("decided");
-        let r = s
-            .durable
-            .resume(&chain_id, &s.registry, &Approval::defer())
-            .await
-            .expect("resumes");
+        let r = approve_and_finish(&s.durable, &s, &chain_id).await;
         assert_ok(&r);
         assert_eq!(r.output, json!("sent 14"), "{python:?}");
         assert_eq!(s.wires.load(Ordering::SeqCst), 1);
