@@ -121,6 +121,17 @@ impl Engine {
         self.inner.capacity()
     }
 
+    /// Whether a finished chain's pool slot keeps the pages the chain
+    /// wrote, reset in place, for the slot's next chain (docs/sandbox.md).
+    /// False where the kernel has no `PAGEMAP_SCAN` (Linux before 6.7), or
+    /// where this build's wasmtime would make every page of a reset slot
+    /// resident: the registry's wasmtime 50.0.1, which a crate depending on
+    /// chainbox builds (vendor/README.md; logged at `warn` when the engine
+    /// starts). Freed slots are then decommitted.
+    pub fn keeps_written_pages(&self) -> bool {
+        self.inner.keeps_written_pages
+    }
+
     /// The engine's default artifact store, where chains' offloaded results
     /// and media live unless a run supplied its own.
     pub fn artifacts(&self) -> &Arc<dyn ArtifactStore> {

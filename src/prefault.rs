@@ -85,6 +85,19 @@ impl HotPages {
     }
 }
 
+/// Private pages (written, anonymous) of this process mapped in
+/// `base..base + len`, from `/proc/self/pagemap`; `None` where it cannot
+/// be read (not Linux, no procfs).
+pub(crate) fn private_pages(base: *const u8, len: usize) -> Option<usize> {
+    let flags = sys::page_flags(base, len)?;
+    Some(flags.iter().filter(|s| **s == sys::PageState::Private).count())
+}
+
+/// The host's page size.
+pub(crate) fn page_size() -> usize {
+    sys::page_size()
+}
+
 #[cfg(target_os = "linux")]
 mod sys {
     use std::fs::File;

@@ -14,6 +14,7 @@
 mod budget;
 mod cache;
 mod parked;
+mod probe;
 mod threads;
 mod warm;
 
@@ -76,11 +77,13 @@ const MONTY_KEEP_RESIDENT: usize = 2 << 20;
 /// Makes `pool` reset a freed slot's written pages in place, keeping up to
 /// `memory` bytes of each linear memory (`table` of each table) resident,
 /// where the kernel can say which pages were written (`PAGEMAP_SCAN`,
-/// Linux 6.7+). Elsewhere the pool decommits freed slots as before: without
-/// the scan, wasmtime would copy the whole kept span back on every reset.
-/// Returns whether it does.
+/// Linux 6.7+) and this build's wasmtime resets only those (`probe`: not
+/// the registry's 50.0.1, which a crate depending on chainbox builds).
+/// Elsewhere the pool decommits freed slots as before: without the scan,
+/// wasmtime would copy the whole kept span back on every reset. Returns
+/// whether it does.
 fn keep_written_pages_resident(pool: &mut PoolingAllocationConfig, memory: usize, table: usize) -> bool {
-    let scan = PoolingAllocationConfig::is_pagemap_scan_available();
+    let scan = probe::pagemap_reset_is_sound();
     if scan {
         pool.linear_memory_keep_resident(memory)
             .table_keep_resident(table)
@@ -688,8 +691,10 @@ impl CpythonGuest {
             .wasm_component_model(true)
             // Instances are made ahead of their chains (the spare): filling
             // libpython's function table there is cheaper than each first
-            // indirect call of a chain faulting its entry in.
-            .table_lazy_init(false);
+            // indirect call of a chain faulting its entry in, with
+            // `vendor/wasmtime`; without it each entry costs two searches
+            // (`probe::eager_tables`).
+            .table_lazy_init(!probe::eager_tables());
         let engine = wasmtime::Engine::new(&wasm)?;
         let name = format!("chainbox-cpython-{}.cwasm", cache_key(&engine, CPYTHON_WASM));
         let load = |p: &Path| deserialize_component_file(&engine, p);
