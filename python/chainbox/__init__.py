@@ -1,0 +1,714 @@
+"""chainbox: code mode for agents, from Python.
+
+A model writes one short Python script that calls your tools as ``async``
+functions; chainbox runs it in a WebAssembly sandbox (monty or CPython
+compiled to wasm, run by wasmtime) and sends every tool call through a
+policy on the host: budgets, timeouts, risk and approval.
+
+    import chainbox
+
+    @chainbox.tool
+    def get_weather(city: str) -> dict:
+        "Current weather of a city."
+        return {"city": city, "temp_c": 21}
+
+    engine = chainbox.Engine()
+    result = engine.run("w = await get_weather(city='Paris')\\nw['temp_c']", tools=[get_weather])
+    result.output  # 21
+
+Tools are plain functions or ``async def`` functions. A sync tool runs on a
+thread of chainbox's own (never holding up other chains, nor the event loop
+of ``run_async``); an async tool runs on the event loop of the caller of
+``run_async``, or on a background loop of this package under ``run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import functools
+import inspect
+import json
+import threading
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Optional, Union
+
+from . import _chainbox
+
+__all__ = [
+    "ApprovalRequest",
+    "Artifact",
+    "CallRecord",
+    "ChainError",
+    "ChainFailed",
+    "ChainResult",
+    "ChainTimeout",
+    "Diagnostic",
+    "Engine",
+    "EngineError",
+    "ErrorInfo",
+    "LimitExceeded",
+    "PolicyError",
+    "ScriptError",
+    "Tool",
+    "ToolDefinitionError",
+    "TypeCheckError",
+    "Usage",
+    "ChainWarning",
+    "stubs",
+    "tool",
+]
+
+__version__: str = _chainbox.__version__
+
+Risk = Literal["safe", "high", "critical"]
+PythonChoice = Literal["auto", "monty", "cpython"]
+
+
+# --------------------------------------------------------------------------
+# Exceptions
+
+
+class ChainError(Exception):
+    """Base class of every exception chainbox raises."""
+
+
+class PolicyError(ChainError, ValueError):
+    """The policy given to ``Engine`` is invalid; the message names the field."""
+
+
+class EngineError(ChainError, RuntimeError):
+    """The engine (the compiled guests) could not be built."""
+
+
+class ToolDefinitionError(ChainError, ValueError):
+    """A tool cannot be registered: bad name, schema, risk or permission."""
+
+
+class ChainFailed(ChainError):
+    """A chain did not complete (``ChainResult.raise_for_status``).
+
+    ``result`` is the whole ``ChainResult``, trace included.
+    """
+
+    def __init__(self, result: ChainResult) -> None:
+        self.result = result
+        err = result.error
+        self.kind = err.kind if err else result.status
+        message = f"{err.type}: {err.message}" if err else result.status
+        super().__init__(f"[{self.kind}] {message}")
+
+
+class ScriptError(ChainFailed):
+    """The script raised, or did not compile (kinds ``script``, ``compile``)."""
+
+
+class TypeCheckError(ChainFailed):
+    """The check before the run refused the script (kind ``type_error``)."""
+
+
+class LimitExceeded(ChainFailed):
+    """A limit of the policy ended the chain (``tool_budget``, ``memory``, ``cpu``, ...)."""
+
+
+class ChainTimeout(LimitExceeded):
+    """The chain's total timeout expired (status ``timeout``)."""
+
+
+_LIMIT_KINDS = {"tool_budget", "memory", "cpu", "output_limit"}
+
+
+# --------------------------------------------------------------------------
+# Results
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorInfo:
+    """Why a chain failed."""
+
+    kind: str
+    type: str
+    message: str
+    line: Optional[int] = None
+    traceback: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CallRecord:
+    """One tool call of a chain's trace, made or refused."""
+
+    call_id: str
+    tool: str
+    args_digest: str
+    status: str
+    duration_ms: float
+    observed_at: str
+    policy: Optional[str] = None
+    error: Optional[str] = None
+    source: Optional[str] = None
+    artifact_ref: Optional[str] = None
+    replayed: bool = False
+    provenance: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainWarning:
+    """Something Python would have warned about (a coroutine never awaited)."""
+
+    message: str
+    line: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnostic:
+    """A tool call the check before the run found cannot succeed."""
+
+    rule: str
+    message: str
+    line: int
+    col: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+    """An artifact the chain stored (an offloaded result, media)."""
+
+    artifact_ref: str
+    media_type: str
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """Resources the chain used."""
+
+    peak_memory_bytes: int
+    cpu_ms: float
+    stdout_bytes: int
+    stdout_truncated: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainResult:
+    """Everything a chain returns, on every outcome."""
+
+    status: str
+    """``ok``, ``error``, ``timeout`` (or ``suspended``)."""
+    output: Any
+    """The script's final expression (``None`` unless ok)."""
+    output_text: str
+    stdout: str
+    error: Optional[ErrorInfo]
+    tool_calls: int
+    duration_ms: float
+    calls: list[CallRecord]
+    """The trace: one record per tool call, in call order."""
+    warnings: list[ChainWarning]
+    diagnostics: list[Diagnostic]
+    artifacts: list[Artifact]
+    files: list[dict[str, Any]]
+    usage: Usage
+    interpreter: str
+    """``monty`` or ``cpython``: which Python ran the script."""
+    raw: dict[str, Any] = dataclasses.field(repr=False, compare=False)
+    """The ``ChainRunResult`` JSON as chainbox's CLI prints it."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def raise_for_status(self) -> ChainResult:
+        """Returns ``self`` if ok, else raises the ``ChainFailed`` subclass for its kind."""
+        if self.ok:
+            return self
+        kind = self.error.kind if self.error else self.status
+        if self.status == "timeout" or kind == "timeout":
+            raise ChainTimeout(self)
+        if kind in ("script", "compile"):
+            raise ScriptError(self)
+        if kind == "type_error":
+            raise TypeCheckError(self)
+        if kind in _LIMIT_KINDS:
+            raise LimitExceeded(self)
+        raise ChainFailed(self)
+
+    @classmethod
+    def _from_json(cls, text: str) -> ChainResult:
+        raw = json.loads(text)
+        err = raw.get("error")
+        return cls(
+            status=raw["status"],
+            output=raw.get("output"),
+            output_text=raw.get("output_text", ""),
+            stdout=raw.get("stdout", ""),
+            error=ErrorInfo(**_known(ErrorInfo, err)) if err else None,
+            tool_calls=raw.get("tool_calls", 0),
+            duration_ms=raw.get("duration_ms", 0.0),
+            calls=[CallRecord(**_known(CallRecord, c)) for c in raw.get("call_trace", [])],
+            warnings=[ChainWarning(**_known(ChainWarning, w)) for w in raw.get("warnings", [])],
+            diagnostics=[Diagnostic(**_known(Diagnostic, d)) for d in raw.get("diagnostics", [])],
+            artifacts=[Artifact(**_known(Artifact, a)) for a in raw.get("artifacts", [])],
+            files=raw.get("files", []),
+            usage=Usage(**_known(Usage, raw.get("usage", {}))),
+            interpreter=raw.get("interpreter", "monty"),
+            raw=raw,
+        )
+
+
+def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclasses.dataclass(frozen=True)
+class ApprovalRequest:
+    """A call waiting for the ``approve`` callback's decision."""
+
+    tool: str
+    arguments: dict[str, Any]
+    risk: str
+    call_id: int
+    run_id: str
+    requested_at: str
+    provenance: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+# --------------------------------------------------------------------------
+# Tools
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    """A Python function a chain may call (make one with ``chainbox.tool``)."""
+
+    fn: Callable[..., Any]
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    risk: Risk = "safe"
+    permissions: tuple[str, ...] = ()
+    untrusted: bool = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def _spec(self, loop: Optional[Callable[[], asyncio.AbstractEventLoop]]) -> tuple[Any, ...]:
+        return (
+            self.name,
+            self.description,
+            json.dumps(self.input_schema),
+            self.risk,
+            list(self.permissions),
+            self.untrusted,
+            functools.partial(_tool_bridge, self, loop),
+        )
+
+
+def tool(
+    fn: Optional[Callable[..., Any]] = None,
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    risk: Risk = "safe",
+    schema: Optional[dict[str, Any]] = None,
+    permissions: Sequence[str] = (),
+    untrusted: bool = False,
+) -> Any:
+    """Makes a ``Tool`` of a function or ``async def``; also a decorator.
+
+    The input schema comes from the parameters' type hints (pydantic models,
+    dataclasses and TypedDicts too) unless ``schema`` gives it; the
+    description from the docstring unless ``description`` gives it.
+    ``risk`` above the policy's ``max_risk_unapproved`` needs approval.
+    """
+
+    def make(f: Callable[..., Any]) -> Tool:
+        if isinstance(f, Tool):
+            f = f.fn
+        if not callable(f):
+            raise ToolDefinitionError(f"a tool must be a function, not {type(f).__name__}")
+        return Tool(
+            fn=f,
+            name=name or f.__name__,
+            description=description if description is not None else inspect.cleandoc(f.__doc__ or ""),
+            input_schema=schema if schema is not None else schema_of(f),
+            risk=risk,
+            permissions=tuple(permissions),
+            untrusted=untrusted,
+        )
+
+    if fn is None:
+        return make
+    return make(fn)
+
+
+def _as_tool(t: Union[Tool, Callable[..., Any]]) -> Tool:
+    return t if isinstance(t, Tool) else tool(t)
+
+
+def schema_of(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON schema of a function's keyword arguments, from its type hints."""
+    sig = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = {}
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ToolDefinitionError(f"tool {fn.__name__!r}: *args and **kwargs cannot be described; give schema=")
+        if p.kind is p.POSITIONAL_ONLY:
+            raise ToolDefinitionError(f"tool {fn.__name__!r}: a script calls tools by keyword; {p.name!r} is positional-only")
+        hint = hints.get(p.name, p.annotation)
+        s = _schema(hint, defs) if hint is not inspect.Parameter.empty else {}
+        if p.default is inspect.Parameter.empty:
+            required.append(p.name)
+        else:
+            try:
+                json.dumps(p.default)
+                s = {**s, "default": p.default}
+            except (TypeError, ValueError):
+                pass
+        props[p.name] = s
+    out: dict[str, Any] = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    if defs:
+        out["$defs"] = defs
+    return out
+
+
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _schema(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    if hint is Any or hint is object:
+        return {}
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _schema(args[0], defs)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (Union, types.UnionType):
+        return {"anyOf": [_schema(a, defs) for a in args]}
+    if origin in (list, set, frozenset, Sequence) or hint in (list, set, frozenset):
+        return {"type": "array", "items": _schema(args[0], defs)} if args else {"type": "array"}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": _schema(args[0], defs)}
+        if args:
+            return {"type": "array", "prefixItems": [_schema(a, defs) for a in args], "minItems": len(args), "maxItems": len(args)}
+        return {"type": "array"}
+    if origin in (dict, Mapping) or hint is dict:
+        return {"type": "object", "additionalProperties": _schema(args[1], defs)} if args else {"type": "object"}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [m.value for m in hint]}
+    if isinstance(hint, type) and hasattr(hint, "model_json_schema"):  # pydantic v2
+        s = hint.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(s.pop("$defs", {}))
+        return s
+    if isinstance(hint, type) and typing.is_typeddict(hint):
+        th = typing.get_type_hints(hint)
+        req = getattr(hint, "__required_keys__", set(th))
+        return {
+            "type": "object",
+            "properties": {k: _schema(v, defs) for k, v in th.items()},
+            "required": [k for k in th if k in req],
+        }
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        th = typing.get_type_hints(hint)
+        fields = dataclasses.fields(hint)
+        return {
+            "type": "object",
+            "properties": {f.name: _schema(th.get(f.name, Any), defs) for f in fields},
+            "required": [
+                f.name
+                for f in fields
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ],
+        }
+    return {}
+
+
+def _coerce_args(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments annotated with a pydantic model or dataclass arrive as one."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        return args
+    for k, v in list(args.items()):
+        h = hints.get(k)
+        if isinstance(h, type) and hasattr(h, "model_validate") and isinstance(v, dict):
+            args[k] = h.model_validate(v)
+        elif isinstance(h, type) and dataclasses.is_dataclass(h) and isinstance(v, dict):
+            args[k] = h(**v)
+    return args
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"a tool returned {type(value).__name__}, which is not JSON")
+
+
+def _error_message(exc: BaseException) -> str:
+    # The message only: the tool's traceback (paths, source lines, locals'
+    # reprs) stays on the host.
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+def _answer(done: Callable[[bool, str], None], get: Callable[[], Any]) -> None:
+    try:
+        value = get()
+        payload = json.dumps(value, default=_jsonable)
+    except BaseException as exc:  # noqa: BLE001 - every failure is the script's RuntimeError
+        done(False, _error_message(exc))
+        return
+    done(True, payload)
+
+
+def _tool_bridge(
+    t: Tool,
+    loop_of: Optional[Callable[[], asyncio.AbstractEventLoop]],
+    args_json: str,
+    done: Callable[[bool, str], None],
+) -> Optional[Callable[[], Any]]:
+    """Called by the native side on a thread of its own, with the GIL."""
+    try:
+        args = _coerce_args(t.fn, json.loads(args_json))
+    except BaseException as exc:  # noqa: BLE001
+        done(False, _error_message(exc))
+        return None
+    if not t.is_async:
+        _answer(done, lambda: t.fn(**args))
+        return None
+    return _schedule(lambda: t.fn(**args), loop_of, done, lambda v: v)
+
+
+def _schedule(
+    make_coro: Callable[[], Awaitable[Any]],
+    loop_of: Optional[Callable[[], asyncio.AbstractEventLoop]],
+    done: Callable[[bool, str], None],
+    shape: Callable[[Any], Any],
+) -> Callable[[], Any]:
+    loop = (loop_of or _background_loop)()
+
+    async def run() -> Any:
+        return await make_coro()
+
+    fut = asyncio.run_coroutine_threadsafe(run(), loop)
+
+    def finished(f: Any) -> None:
+        if f.cancelled():
+            done(False, "cancelled")
+        else:
+            _answer(done, lambda: shape(f.result()))
+
+    fut.add_done_callback(finished)
+    return fut.cancel
+
+
+_LOOP: Optional[asyncio.AbstractEventLoop] = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The loop ``async def`` tools run on under the blocking ``run``."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="chainbox-tools", daemon=True).start()
+            _LOOP = loop
+        return _LOOP
+
+
+# --------------------------------------------------------------------------
+# Approval
+
+Approve = Union[
+    Literal["auto", "deny"],
+    Callable[[ApprovalRequest], Union[bool, Awaitable[bool]]],
+]
+
+
+def _decision(answer: Any) -> dict[str, Any]:
+    if answer is True:
+        return {"decision": "approved"}
+    if answer is False or answer is None:
+        return {"decision": "denied", "reason": None}
+    if isinstance(answer, str):
+        return {"decision": "denied", "reason": answer}
+    if isinstance(answer, Mapping):  # {"arguments": {...}}: approved with these instead
+        return {"decision": "modified", "arguments": dict(answer["arguments"])}
+    raise TypeError(f"approve returned {type(answer).__name__}; expected bool, a reason (str) or {{'arguments': ...}}")
+
+
+def _approval_bridge(
+    fn: Callable[[ApprovalRequest], Any],
+    loop_of: Optional[Callable[[], asyncio.AbstractEventLoop]],
+    request_json: str,
+    done: Callable[[bool, str], None],
+) -> Optional[Callable[[], Any]]:
+    raw = json.loads(request_json)
+    req = ApprovalRequest(**_known(ApprovalRequest, raw))
+    try:
+        answer = fn(req)
+    except BaseException as exc:  # noqa: BLE001 - a failing callback denies
+        done(False, _error_message(exc))
+        return None
+    if inspect.isawaitable(answer):
+        return _schedule(lambda: answer, loop_of, done, _decision)
+    _answer(done, lambda: _decision(answer))
+    return None
+
+
+def _approve_arg(approve: Approve, loop_of: Optional[Callable[[], asyncio.AbstractEventLoop]]) -> Any:
+    if isinstance(approve, str):
+        if approve not in ("auto", "deny"):
+            raise ValueError(f'approve must be "auto", "deny" or a callable, not {approve!r}')
+        return approve
+    if not callable(approve):
+        raise TypeError("approve must be \"auto\", \"deny\" or a callable")
+    return functools.partial(_approval_bridge, approve, loop_of)
+
+
+# --------------------------------------------------------------------------
+# Engine
+
+
+class Engine:
+    """Runs chains under one policy. Cheap: every ``Engine`` of a process
+    shares one compiled sandbox, built by the first (~seconds; cached on disk).
+
+    ``policy``: a dict of ``ChainPolicy`` fields, TOML text, or ``None`` for
+    the defaults (README: Limits). ``python``: ``auto`` (monty unless the
+    script needs CPython), ``monty`` or ``cpython``; ``None`` keeps the
+    policy's.
+    """
+
+    def __init__(
+        self,
+        policy: Union[Mapping[str, Any], str, None] = None,
+        *,
+        python: Optional[PythonChoice] = None,
+        approve: Approve = "deny",
+    ) -> None:
+        policy_json = policy_toml = None
+        if isinstance(policy, str):
+            policy_toml = policy
+        elif policy is not None:
+            policy_json = json.dumps(dict(policy))
+        try:
+            self._native = _chainbox.NativeEngine(policy_json, policy_toml, python)
+        except ValueError as exc:
+            raise PolicyError(str(exc)) from None
+        except RuntimeError as exc:
+            raise EngineError(str(exc)) from None
+        self._approve = approve
+        _approve_arg(approve, None)
+
+    @property
+    def policy(self) -> dict[str, Any]:
+        """The effective policy, every field."""
+        return json.loads(self._native.policy_json())
+
+    def run(
+        self,
+        script: str,
+        tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
+        *,
+        approve: Optional[Approve] = None,
+    ) -> ChainResult:
+        """Runs a chain to its end, without holding the GIL, and returns its result.
+
+        ``approve`` decides calls above the policy's ``max_risk_unapproved``:
+        ``"deny"`` (the engine's default), ``"auto"``, or a callable taking an
+        ``ApprovalRequest`` and returning (or, if async, resolving to) ``True``
+        / ``False`` / a denial reason. Ctrl-C cancels the chain.
+        """
+        specs = self._specs(tools, None)
+        approve_arg = _approve_arg(self._approve if approve is None else approve, None)
+        try:
+            text = self._native.run(script, specs, approve_arg)
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        return ChainResult._from_json(text)
+
+    async def run_async(
+        self,
+        script: str,
+        tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
+        *,
+        approve: Optional[Approve] = None,
+    ) -> ChainResult:
+        """``run`` for asyncio: ``async def`` tools and approvals run on this
+        loop, sync ones on chainbox's threads. Cancelling the task cancels
+        the chain."""
+        loop = asyncio.get_running_loop()
+
+        def loop_of() -> asyncio.AbstractEventLoop:
+            return loop
+
+        specs = self._specs(tools, loop_of)
+        approve_arg = _approve_arg(self._approve if approve is None else approve, loop_of)
+        fut: asyncio.Future[str] = loop.create_future()
+
+        def settle(ok: bool, payload: str) -> None:
+            if fut.done():
+                return
+            if ok:
+                fut.set_result(payload)
+            else:
+                fut.set_exception(ChainError(payload))
+
+        def on_done(ok: bool, payload: str) -> None:
+            try:
+                loop.call_soon_threadsafe(settle, ok, payload)
+            except RuntimeError:
+                pass  # the loop is closed: nobody waits
+
+        try:
+            handle = self._native.start(script, specs, approve_arg, on_done)
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        try:
+            text = await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            handle.cancel()
+            raise
+        return ChainResult._from_json(text)
+
+    def stubs(self, tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:
+        """The ``async def`` stubs to show a model for these tools."""
+        return stubs(tools)
+
+    @staticmethod
+    def _specs(tools: Sequence[Union[Tool, Callable[..., Any]]], loop_of: Any) -> list[tuple[Any, ...]]:
+        specs = [_as_tool(t)._spec(loop_of) for t in tools]
+        return specs
+
+
+def stubs(tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:
+    """The ``async def`` stubs (with docstrings) a model is shown for these tools."""
+    try:
+        return _chainbox.stubs([_as_tool(t)._spec(None) for t in tools])
+    except ValueError as exc:
+        raise ToolDefinitionError(str(exc)) from None

@@ -1,0 +1,27 @@
+# The native half of `chainbox` (python/src/lib.rs); only chainbox/__init__.py calls it.
+from collections.abc import Callable
+from typing import Any, Optional
+
+__version__: str
+
+# (name, description, schema_json, risk, permissions, untrusted, bridge)
+_ToolSpec = tuple[str, str, str, str, list[str], bool, Callable[[str, Done], Optional[Callable[[], Any]]]]
+_Approve = str | Callable[[str, Done], Optional[Callable[[], Any]]]
+
+class Done:
+    def __call__(self, ok: bool, payload: str) -> None: ...
+
+class RunHandle:
+    def cancel(self) -> None: ...
+
+class NativeEngine:
+    def __init__(
+        self, policy_json: Optional[str] = None, policy_toml: Optional[str] = None, python: Optional[str] = None
+    ) -> None: ...
+    def policy_json(self) -> str: ...
+    def run(self, script: str, tools: list[_ToolSpec], approve: _Approve) -> str: ...
+    def start(
+        self, script: str, tools: list[_ToolSpec], approve: _Approve, on_done: Callable[[bool, str], None]
+    ) -> RunHandle: ...
+
+def stubs(tools: list[_ToolSpec]) -> str: ...
