@@ -33,16 +33,28 @@ fn main() {
         println!("cargo:rerun-if-changed={}", guest_dir.join(path).display());
     }
     println!("cargo:rerun-if-env-changed=CHAINBOX_GUEST_WASM");
+    // The monty guest's compile (minutes when cold, mostly one thread at its
+    // end: LTO with one codegen unit) runs while the CPython guest is made
+    // (pip, componentize-py, the passes: ~20 s, one thread): the two overlap
+    // instead of adding up at the tail of a cold build, where this script
+    // is all that runs before the library's own compile.
+    let monty = match env::var("CHAINBOX_GUEST_WASM") {
+        // An escape hatch for packagers and fuzzers: use a guest built elsewhere.
+        Ok(prebuilt) => {
+            println!("cargo:rustc-env=CHAINBOX_GUEST_WASM_PATH={prebuilt}");
+            None
+        }
+        Err(_) => Some(spawn_monty_guest(&guest_dir, &guest_target_dir(&manifest_dir))),
+    };
     build_cpython_guest(&manifest_dir);
-
-    // An escape hatch for packagers and fuzzers: use a guest built elsewhere.
-    if let Ok(prebuilt) = env::var("CHAINBOX_GUEST_WASM") {
-        println!("cargo:rustc-env=CHAINBOX_GUEST_WASM_PATH={prebuilt}");
-        return;
+    if let Some(child) = monty {
+        finish_monty_guest(child, &guest_target_dir(&manifest_dir));
     }
+}
 
-    let target_dir = guest_target_dir(&manifest_dir);
-
+/// Starts the monty guest's build: `guest/runtime` for wasm with cargo, in
+/// its own target dir (`target_dir`), profile and lock file.
+fn spawn_monty_guest(guest_dir: &Path, target_dir: &Path) -> std::process::Child {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     ensure_target_installed();
 
@@ -51,7 +63,10 @@ fn main() {
         .arg("--manifest-path")
         .arg(guest_dir.join("runtime/Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir);
+        .arg(target_dir)
+        // This script's stdout is cargo's directives; the build's output is
+        // for the log.
+        .stdout(std::io::stderr());
     // The outer build's flags are for the host target, not for wasm.
     for var in [
         "RUSTFLAGS",
@@ -64,8 +79,16 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().unwrap_or_else(|e| {
+    cmd.spawn().unwrap_or_else(|e| {
         panic!("chainbox build: could not run `{cargo}` to build the guest: {e}");
+    })
+}
+
+/// Waits for the monty guest's build and tells the library where the guest
+/// is (`CHAINBOX_GUEST_WASM_PATH`).
+fn finish_monty_guest(mut child: std::process::Child, target_dir: &Path) {
+    let status = child.wait().unwrap_or_else(|e| {
+        panic!("chainbox build: waiting for the guest's build failed: {e}");
     });
     if !status.success() {
         panic!(

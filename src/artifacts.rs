@@ -17,8 +17,10 @@
 //! machine), [`ObjectArtifactStore`] (S3 and S3-compatible services, shared
 //! by many nodes); [`open`] picks one by URL.
 
+#[cfg(feature = "s3")]
 mod object;
 
+#[cfg(feature = "s3")]
 pub use object::ObjectArtifactStore;
 
 use std::collections::{HashMap, HashSet};
@@ -180,6 +182,7 @@ pub enum ArtifactError {
         reason: String,
     },
     /// A request to the object store failed.
+    #[cfg(feature = "s3")]
     #[error("artifact store {store}: `{key}`: {source}")]
     ObjectStore {
         /// The store's URL, without credentials.
@@ -213,7 +216,7 @@ pub enum ArtifactError {
 /// Any other scheme is [`ArtifactError::BadUrl`].
 pub fn open(url: &str) -> Result<std::sync::Arc<dyn ArtifactStore>, ArtifactError> {
     let bad = |reason: &str| ArtifactError::BadUrl {
-        url: object::redact(url),
+        url: redact(url),
         reason: reason.to_owned(),
     };
     if url == "memory:" {
@@ -235,9 +238,24 @@ pub fn open(url: &str) -> Result<std::sync::Arc<dyn ArtifactStore>, ArtifactErro
         return Ok(std::sync::Arc::new(FsArtifactStore::new(path)?));
     }
     if url.starts_with("s3://") {
+        #[cfg(feature = "s3")]
         return Ok(std::sync::Arc::new(ObjectArtifactStore::s3(url)?));
+        #[cfg(not(feature = "s3"))]
+        return Err(bad("s3:// needs chainbox built with the `s3` feature"));
     }
     Err(bad("unknown scheme: expected memory:, file:DIR or s3://BUCKET/PREFIX"))
+}
+
+/// `url` with any `user:password@` taken out, for error messages.
+pub(super) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
 }
 
 /// Where large results live. Shared by every chain of an engine, so

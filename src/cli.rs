@@ -525,8 +525,13 @@ enum CliError {
     #[error("gc: {0}")]
     Sweep(crate::store::sweep::SweepError),
     /// `serve --auth-*` names an unusable URL.
+    #[cfg(feature = "oauth")]
     #[error(transparent)]
     Auth(crate::auth::ConfigError),
+    /// A flag needs a cargo feature this build lacks (the flag, the feature).
+    #[cfg(not(feature = "oauth"))]
+    #[error("{0} needs chainbox built with the `{1}` feature (on by default)")]
+    NotBuiltIn(&'static str, &'static str),
     /// `serve --allow-remote`, whose meaning is gone.
     #[error(
         "--allow-remote is gone: a remote `serve` authenticates its callers with --auth-issuer ISSUER_URL \
@@ -967,6 +972,12 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             }
             let mut policy = load_policy(policy.as_deref())?;
             let access = match (auth_issuer, auth_resource) {
+                #[cfg(not(feature = "oauth"))]
+                (Some(_), Some(_)) => {
+                    let _ = (auth_jwks, auth_audiences);
+                    return Err(CliError::NotBuiltIn("--auth-issuer", "oauth"));
+                }
+                #[cfg(feature = "oauth")]
                 (Some(issuer), Some(resource)) => {
                     let mut config = crate::auth::AuthConfig::new(&issuer, &resource, auth_jwks.as_deref())
                         .map_err(CliError::Auth)?;
@@ -992,6 +1003,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             // MCP servers are started next), also while it starts.
             let shutdown = CancellationToken::new();
             stop_on_signals(&runtime, shutdown.clone());
+            #[cfg(feature = "oauth")]
             if let serve::HttpAccess::OAuth(auth) = &access {
                 // The keys now, so that a wrong issuer shows at start; the
                 // server starts anyway and fetches them when asked (an
@@ -1159,6 +1171,7 @@ async fn serve(
     };
     let bound = listener.local_addr().map_err(CliError::BoundAddress)?;
     eprintln!("chainbox: serving MCP at http://{bound}{}", serve::HTTP_PATH);
+    #[cfg(feature = "oauth")]
     if let serve::HttpAccess::OAuth(auth) = &access {
         eprintln!(
             "chainbox: callers authenticate with {} for {}",

@@ -37,6 +37,7 @@
 
 pub mod approval;
 pub mod artifacts;
+#[cfg(feature = "oauth")]
 pub mod auth;
 pub mod chain;
 pub mod check;
@@ -84,7 +85,9 @@ pub use approval::{
     Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, ChannelApproval, PendingApproval,
     TerminalApproval,
 };
-pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore, ObjectArtifactStore};
+#[cfg(feature = "s3")]
+pub use artifacts::ObjectArtifactStore;
+pub use artifacts::{ArtifactRef, ArtifactStore, FsArtifactStore, MemoryArtifactStore};
 pub use chain::{Cells, RunOptions};
 pub use engine::{Engine, EngineConfig, EngineError};
 pub use policy::{ChainPolicy, PolicyError, PythonChoice, TypeCheck};

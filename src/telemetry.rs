@@ -24,10 +24,14 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider as _};
+#[cfg(feature = "otlp")]
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::metrics::{Counter, Histogram, Meter};
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+#[cfg(feature = "otlp")]
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+#[cfg(feature = "otlp")]
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -55,6 +59,7 @@ pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
 
 /// The name a service gets when neither `OTEL_SERVICE_NAME` nor
 /// `OTEL_RESOURCE_ATTRIBUTES` names it.
+#[cfg(feature = "otlp")]
 const DEFAULT_SERVICE_NAME: &str = "chainbox";
 
 /// How long flushing the exporters may hold up the process's exit (an
@@ -65,9 +70,11 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
     /// The trace exporter refused its configuration.
+    #[cfg(feature = "otlp")]
     #[error("the OTLP trace exporter: {0}")]
     Traces(opentelemetry_otlp::ExporterBuildError),
     /// The metric exporter refused its configuration.
+    #[cfg(feature = "otlp")]
     #[error("the OTLP metric exporter: {0}")]
     Metrics(opentelemetry_otlp::ExporterBuildError),
     /// The protocol variable names a protocol chainbox does not export
@@ -79,6 +86,10 @@ pub enum TelemetryError {
         /// What it names.
         value: String,
     },
+    /// The environment names a collector, and this chainbox was built
+    /// without the `otlp` feature.
+    #[error("OTEL_EXPORTER_OTLP_* names a collector, and chainbox was built without the `otlp` feature")]
+    NotBuiltIn,
 }
 
 /// The exporters the environment asked for: traces, metrics, or both.
@@ -116,40 +127,7 @@ impl Telemetry {
         if !traces && !metrics {
             return Ok(None);
         }
-        let resource = resource();
-        let traces = match traces {
-            true => {
-                let exporter = opentelemetry_otlp::SpanExporter::builder()
-                    .with_http()
-                    .with_protocol(protocol("TRACES")?)
-                    .build()
-                    .map_err(TelemetryError::Traces)?;
-                Some(
-                    SdkTracerProvider::builder()
-                        .with_batch_exporter(exporter)
-                        .with_resource(resource.clone())
-                        .build(),
-                )
-            }
-            false => None,
-        };
-        let metrics = match metrics {
-            true => {
-                let exporter = opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_protocol(protocol("METRICS")?)
-                    .build()
-                    .map_err(TelemetryError::Metrics)?;
-                let provider = SdkMeterProvider::builder()
-                    .with_periodic_exporter(exporter)
-                    .with_resource(resource)
-                    .build();
-                install_meter(&provider.meter("chainbox"));
-                Some(provider)
-            }
-            false => None,
-        };
-        Ok(Some(Telemetry { traces, metrics }))
+        exporters(traces, metrics).map(Some)
     }
 
     /// The layer exporting chainbox's spans (and its [`EVENT_TARGET`]
@@ -192,6 +170,52 @@ impl Telemetry {
     }
 }
 
+/// The trace and metric exporters asked for (at least one).
+#[cfg(feature = "otlp")]
+fn exporters(traces: bool, metrics: bool) -> Result<Telemetry, TelemetryError> {
+    let resource = resource();
+    let traces = match traces {
+        true => {
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(protocol("TRACES")?)
+                .build()
+                .map_err(TelemetryError::Traces)?;
+            Some(
+                SdkTracerProvider::builder()
+                    .with_batch_exporter(exporter)
+                    .with_resource(resource.clone())
+                    .build(),
+            )
+        }
+        false => None,
+    };
+    let metrics = match metrics {
+        true => {
+            let exporter = opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_protocol(protocol("METRICS")?)
+                .build()
+                .map_err(TelemetryError::Metrics)?;
+            let provider = SdkMeterProvider::builder()
+                .with_periodic_exporter(exporter)
+                .with_resource(resource)
+                .build();
+            install_meter(&provider.meter("chainbox"));
+            Some(provider)
+        }
+        false => None,
+    };
+    Ok(Telemetry { traces, metrics })
+}
+
+/// Without the `otlp` feature there is nothing to export with.
+#[cfg(not(feature = "otlp"))]
+fn exporters(_traces: bool, _metrics: bool) -> Result<Telemetry, TelemetryError> {
+    Err(TelemetryError::NotBuiltIn)
+}
+
+#[cfg(feature = "otlp")]
 /// The OTLP encoding of `signal` (`TRACES`, `METRICS`): its own
 /// `OTEL_EXPORTER_OTLP_{signal}_PROTOCOL`, else `OTEL_EXPORTER_OTLP_PROTOCOL`,
 /// else protobuf, the specification's default (the exporter crate's own
@@ -220,6 +244,7 @@ fn protocol(signal: &str) -> Result<Protocol, TelemetryError> {
 /// The resource the SDK detects (`OTEL_SERVICE_NAME`,
 /// `OTEL_RESOURCE_ATTRIBUTES`), named `chainbox` when neither names the
 /// service.
+#[cfg(feature = "otlp")]
 fn resource() -> Resource {
     let detected = Resource::builder().build();
     let named = detected

@@ -95,7 +95,7 @@ impl ObjectArtifactStore {
     /// `AWS_ALLOW_HTTP=true` for a local server without TLS).
     pub fn s3(url: &str) -> Result<Self, ArtifactError> {
         let bad = |reason: &str| ArtifactError::BadUrl {
-            url: redact(url),
+            url: super::redact(url),
             reason: reason.to_owned(),
         };
         let rest = url.strip_prefix("s3://").ok_or_else(|| bad("not an s3:// URL"))?;
@@ -396,18 +396,6 @@ fn decode_media_type(value: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// `url` with any `user:password@` taken out, for error messages.
-pub(super) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
-        None => url.to_owned(),
-    }
-}
-
 /// A boxed job for the store's thread.
 type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -476,8 +464,8 @@ mod tests {
 
     #[test]
     fn urls_lose_their_credentials_in_messages() {
-        assert_eq!(redact("s3://key:secret@bucket/p"), "s3://***@bucket/p");
-        assert_eq!(redact("s3://bucket/a@b"), "s3://bucket/a@b");
-        assert_eq!(redact("memory:"), "memory:");
+        assert_eq!(super::super::redact("s3://key:secret@bucket/p"), "s3://***@bucket/p");
+        assert_eq!(super::super::redact("s3://bucket/a@b"), "s3://bucket/a@b");
+        assert_eq!(super::super::redact("memory:"), "memory:");
     }
 }

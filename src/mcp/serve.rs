@@ -84,7 +84,9 @@ use super::request_limit;
 use super::sealed_state::{OpenError, RequestState, StateKey};
 use crate::Engine;
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest, PendingApproval};
+#[cfg(feature = "oauth")]
 use crate::auth::Authenticator;
+#[cfg(feature = "oauth")]
 use crate::auth::http::HttpAuth;
 use crate::chain::RunOptions;
 use crate::durable::{Durable, DurableError};
@@ -1121,6 +1123,7 @@ pub enum HttpAccess {
     /// Callers with a valid access token of the configured issuer
     /// (`--auth-issuer`), any address and `Host`: an OAuth 2.1 resource
     /// server ([`crate::auth`]).
+    #[cfg(feature = "oauth")]
     OAuth(Arc<Authenticator>),
 }
 
@@ -1206,23 +1209,29 @@ pub async fn serve_http(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mut router = axum::Router::new()
+    let router = axum::Router::new()
         .nest_service(HTTP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(
             limit,
             request_limit::check_http_request,
         ));
-    if let HttpAccess::OAuth(authenticator) = access {
-        let auth = Arc::new(HttpAuth::new(authenticator));
-        // The token is checked first: an unauthenticated request's body is
-        // never read.
-        router = router
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&auth),
-                crate::auth::http::require_token,
-            ))
-            .merge(crate::auth::http::metadata_routes(auth, HTTP_PATH));
-    }
+    #[cfg(feature = "oauth")]
+    let router = match access {
+        HttpAccess::OAuth(authenticator) => {
+            let auth = Arc::new(HttpAuth::new(authenticator));
+            // The token is checked first: an unauthenticated request's body
+            // is never read.
+            router
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&auth),
+                    crate::auth::http::require_token,
+                ))
+                .merge(crate::auth::http::metadata_routes(auth, HTTP_PATH))
+        }
+        _ => router,
+    };
+    #[cfg(not(feature = "oauth"))]
+    let _ = access;
     let grace = shutdown.clone();
     let serving = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned());
     tokio::select! {

@@ -318,6 +318,10 @@ pub enum StoreError {
     /// rest: a PostgreSQL URL may hold a password).
     #[error("unknown store URL scheme {0:?}: expected memory:, sqlite:PATH or postgres://...")]
     UnknownScheme(String),
+    /// The URL's store needs a cargo feature this build lacks (its scheme,
+    /// the feature).
+    #[error("store URL scheme {0:?} needs chainbox built with the `{1}` feature")]
+    NotBuiltIn(String, &'static str),
     /// The backend failed (its error's text).
     #[error("chain store: {0}")]
     Backend(String),

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::error::ErrorKind as DbErrorKind;
+#[cfg(feature = "postgres")]
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
@@ -296,6 +297,7 @@ pub struct SqlStore {
 #[derive(Debug, Clone)]
 enum Pool {
     Sqlite(SqlitePool),
+    #[cfg(feature = "postgres")]
     Postgres(PgPool),
 }
 
@@ -312,6 +314,7 @@ macro_rules! on_pool {
                 let _ = $begin;
                 $body
             }
+            #[cfg(feature = "postgres")]
             Pool::Postgres($pool) => {
                 let $begin = "BEGIN";
                 let _ = $begin;
@@ -376,6 +379,7 @@ impl SqlStore {
                     .map_err(|e| backend("opening the SQLite database", &e))?;
                 Pool::Sqlite(pool)
             }
+            #[cfg(feature = "postgres")]
             "postgres" | "postgresql" => {
                 let options = PgConnectOptions::from_str(url).map_err(|e| backend("the PostgreSQL URL", &e))?;
                 let pool = PgPoolOptions::new()
@@ -384,6 +388,8 @@ impl SqlStore {
                     .map_err(|e| backend("connecting to PostgreSQL", &e))?;
                 Pool::Postgres(pool)
             }
+            #[cfg(not(feature = "postgres"))]
+            scheme @ ("postgres" | "postgresql") => return Err(StoreError::NotBuiltIn(scheme.to_owned(), "postgres")),
             other => return Err(StoreError::UnknownScheme(other.to_owned())),
         };
         let store = Self { pool };
@@ -412,6 +418,7 @@ impl SqlStore {
             let mut tx = pool.begin_with(begin).await.map_err(fail)?;
             let engine = match &self.pool {
                 Pool::Sqlite(_) => Engine::Sqlite,
+                #[cfg(feature = "postgres")]
                 Pool::Postgres(_) => Engine::Postgres,
             };
             if engine == Engine::Postgres {
