@@ -4,6 +4,9 @@ import asyncio
 import json
 import os
 import subprocess
+import threading
+import time
+import _thread
 import sys
 from pathlib import Path
 
@@ -149,3 +152,38 @@ def test_the_wheel_installs_into_a_fresh_venv_and_imports(tmp_path: Path):
         cwd=tmp_path,
     )
     assert json.loads(out.stdout) == 42
+
+
+def test_an_approval_may_replace_the_arguments(engine):
+    r = engine.run("await transfer(amount=500)", tools=[transfer], approve=lambda req: {"arguments": {"amount": 5}})
+    assert r.output == "sent 5", r
+    assert r.calls[0].policy == "approved_modified"
+
+
+def test_a_call_past_its_timeout_cancels_the_async_tool():
+    cancelled = threading.Event()
+
+    async def hang() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    e = chainbox.Engine({"call_timeout_s": 0.5, "approval_timeout_s": 0.2})
+    r = e.run("try:\n    await hang()\nexcept TimeoutError:\n    r = 'timed out'\nr", tools=[hang])
+    assert r.output == "timed out", r
+    assert r.calls[0].status == "timeout"
+    assert cancelled.wait(5)
+
+
+def test_an_interrupt_while_run_waits_cancels_the_chain(engine):
+    def hang() -> None:
+        time.sleep(3)
+
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        engine.run("await hang()", tools=[hang])
+    assert time.monotonic() - started < 2.5
