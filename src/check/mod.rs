@@ -31,6 +31,8 @@ pub mod flow;
 mod tests;
 #[cfg(feature = "type-check")]
 mod types;
+#[cfg(feature = "type-check")]
+mod typeshed;
 
 use std::sync::Mutex;
 

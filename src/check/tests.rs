@@ -116,6 +116,24 @@ fn an_enum_value_outside_the_schema_is_refused() {
 }
 
 #[cfg(feature = "type-check")]
+/// The checker's typeshed types `asyncio.gather`, `max`, `min`, `sum` and
+/// `sorted` loosely (`typeshed.rs`): a chain's usual reading of its
+/// results is neither refused nor warned about.
+#[cfg(feature = "type-check")]
+#[test]
+fn gather_and_the_loosened_builtins_read_tool_results_without_a_word() {
+    let script = "import asyncio\n\
+        rs = await asyncio.gather(*[search(query=q) for q in ['a', 'b']])\n\
+        a, b = await asyncio.gather(search(query='a'), search(query='b'), return_exceptions=True)\n\
+        best = max(rs, key=lambda r: r['score'])\n\
+        worst = min(rs, key=lambda r: r['score'], default=None)\n\
+        n = sum(len(r['hits']) for r in rs) + sum([1, 2], 0)\n\
+        top = sorted(rs, key=lambda r: r['score'], reverse=True)[:1]\n\
+        await send_email(to=best['from'], body=f'{n} {top} {worst} {a} {b}')\n\
+        max(1, 2) + min([3, 4])";
+    assert_eq!(verdict(script), Verdict::default());
+}
+
 #[test]
 fn a_bad_call_inside_gather_is_refused() {
     let script = "import asyncio\na, b = await asyncio.gather(search(query='a'), search(query=1))";

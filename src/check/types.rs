@@ -1,6 +1,7 @@
 //! The type checker: Astral's ty (`ty_python_semantic` 0.0.14, the engine
 //! pydantic's `monty-type-checking` 1.4.0 embeds, with monty's trimmed
-//! typeshed), kept warm, and **bounded in time**.
+//! typeshed, a few of its generic definitions made simpler: [`super::typeshed`]),
+//! kept warm, and **bounded in time**.
 //!
 //! A fresh checker spends ~20 ms loading typeshed's builtins (more for each
 //! module a script imports first); a warm one checks a short script in well
@@ -448,8 +449,8 @@ impl Watchdog {
 /// <https://github.com/pydantic/monty>, MIT licence, © Samuel Colvin and
 /// contributors), itself mostly taken from ruff's `ty_python_semantic` test
 /// database (MIT). Changes: no monty memory accounting
-/// (`allocate_into_baseline`), typeshed and the lint registry taken straight
-/// from their statics.
+/// (`allocate_into_baseline`), our patched typeshed ([`super::typeshed`]),
+/// the lint registry taken straight from its static.
 mod db {
     use std::{
         fmt,
@@ -536,7 +537,7 @@ mod db {
                 }
             };
             let src_root = SystemPathBuf::from(SRC_ROOT);
-            let vendored = monty_typeshed::file_system().clone();
+            let vendored = super::super::typeshed::file_system().clone();
             let mut db = Self {
                 storage: salsa::Storage::new(Some(Box::new(hook))),
                 system: TestSystem::default(),
