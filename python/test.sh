@@ -6,14 +6,13 @@
 # change. One test installs the wheel into a fresh virtualenv and imports it.
 set -euo pipefail
 cd "$(dirname "$0")"
-# This crate's features must be the root tests' (python/Cargo.toml: the
+# This crate's features should be the root tests' (python/Cargo.toml: the
 # root's dev-dependencies mirrored), or the build below compiles wasmtime,
-# chainbox and more a second time.
+# chainbox and more a second time: slower, not wrong, so only a warning.
 features() { cargo tree "$@" -e normal,build -f '{p} [{f}]' --prefix none --no-dedupe | grep -v -e '^pyo3' -e '^chainbox-python ' | sort -u; }
 if ! diff <(features -p chainbox-python) <(features -p chainbox -e dev) >/dev/null; then
-    echo "python/Cargo.toml: its features differ from the root tests'; mirror the root's [dev-dependencies]:" >&2
+    echo "warning: python/Cargo.toml's features differ from the root tests' (mirror the root's [dev-dependencies]); chainbox is built twice:" >&2
     diff <(features -p chainbox-python) <(features -p chainbox -e dev) >&2 || true
-    exit 1
 fi
 venv=../target/pyvenv
 if [ ! -x "$venv/bin/python" ]; then
