@@ -43,6 +43,7 @@ __all__ = [
     "Artifact",
     "CallRecord",
     "ChainError",
+    "ChainEvent",
     "ChainFailed",
     "ChainResult",
     "ChainTimeout",
@@ -274,6 +275,41 @@ class ApprovalRequest:
     run_id: str
     requested_at: str
     provenance: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainEvent:
+    """Something a running chain did, handed to ``on_event`` as it happens.
+
+    ``kind``: ``stdout`` (``text`` printed), ``call_started`` (``call_id``,
+    ``tool``) or ``call_finished`` (``record``, as the trace will hold it).
+    """
+
+    kind: str
+    text: Optional[str] = None
+    call_id: Optional[str] = None
+    tool: Optional[str] = None
+    record: Optional[CallRecord] = None
+
+
+def _event_bridge(
+    fn: Callable[[ChainEvent], Any], loop: Optional[asyncio.AbstractEventLoop], kind: str, payload: str
+) -> None:
+    if kind == "stdout":
+        event = ChainEvent(kind, text=payload)
+    elif kind == "call_started":
+        raw = json.loads(payload)
+        event = ChainEvent(kind, call_id=raw["call_id"], tool=raw["tool"])
+    else:
+        record = CallRecord(**_known(CallRecord, json.loads(payload)))
+        event = ChainEvent(kind, call_id=record.call_id, tool=record.tool, record=record)
+    if loop is None:
+        fn(event)
+    else:
+        try:
+            loop.call_soon_threadsafe(fn, event)
+        except RuntimeError:
+            pass  # the loop is closed
 
 
 # --------------------------------------------------------------------------
@@ -636,18 +672,22 @@ class Engine:
         tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
         *,
         approve: Optional[Approve] = None,
+        on_event: Optional[Callable[[ChainEvent], Any]] = None,
     ) -> ChainResult:
         """Runs a chain to its end, without holding the GIL, and returns its result.
 
         ``approve`` decides calls above the policy's ``max_risk_unapproved``:
         ``"deny"`` (the engine's default), ``"auto"``, or a callable taking an
         ``ApprovalRequest`` and returning (or, if async, resolving to) ``True``
-        / ``False`` / a denial reason. Ctrl-C cancels the chain.
+        / ``False`` / a denial reason. ``on_event`` sees the chain's prints and
+        calls as they happen (on a thread of chainbox's; all of them before
+        ``run`` returns). Ctrl-C cancels the chain.
         """
         specs = self._specs(tools, None)
         approve_arg = _approve_arg(self._approve if approve is None else approve, None)
         try:
-            text = self._native.run(script, specs, approve_arg)
+            events = functools.partial(_event_bridge, on_event, None) if on_event else None
+            text = self._native.run(script, specs, approve_arg, events)
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
         return ChainResult._from_json(text)
@@ -658,10 +698,11 @@ class Engine:
         tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
         *,
         approve: Optional[Approve] = None,
+        on_event: Optional[Callable[[ChainEvent], Any]] = None,
     ) -> ChainResult:
         """``run`` for asyncio: ``async def`` tools and approvals run on this
-        loop, sync ones on chainbox's threads. Cancelling the task cancels
-        the chain."""
+        loop, sync ones on chainbox's threads; ``on_event`` is called on this
+        loop. Cancelling the task cancels the chain."""
         loop = asyncio.get_running_loop()
 
         def loop_of() -> asyncio.AbstractEventLoop:
@@ -686,7 +727,8 @@ class Engine:
                 pass  # the loop is closed: nobody waits
 
         try:
-            handle = self._native.start(script, specs, approve_arg, on_done)
+            events = functools.partial(_event_bridge, on_event, loop) if on_event else None
+            handle = self._native.start(script, specs, approve_arg, on_done, events)
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
         try:

@@ -19,9 +19,20 @@ class NativeEngine:
         self, policy_json: Optional[str] = None, policy_toml: Optional[str] = None, python: Optional[str] = None
     ) -> None: ...
     def policy_json(self) -> str: ...
-    def run(self, script: str, tools: list[_ToolSpec], approve: _Approve) -> str: ...
+    def run(
+        self,
+        script: str,
+        tools: list[_ToolSpec],
+        approve: _Approve,
+        on_event: Optional[Callable[[str, str], None]] = None,
+    ) -> str: ...
     def start(
-        self, script: str, tools: list[_ToolSpec], approve: _Approve, on_done: Callable[[bool, str], None]
+        self,
+        script: str,
+        tools: list[_ToolSpec],
+        approve: _Approve,
+        on_done: Callable[[bool, str], None],
+        on_event: Optional[Callable[[str, str], None]] = None,
     ) -> RunHandle: ...
 
 def stubs(tools: list[_ToolSpec]) -> str: ...

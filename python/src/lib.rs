@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chainbox::approval::{ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
+use chainbox::live::{ChainEvent, Observer};
 use chainbox::tools::Permission;
 use chainbox::{
     Approval, ChainPolicy, ChainRunResult, Engine, PythonChoice, RunOptions, Tool, ToolContext, ToolError, ToolInfo,
@@ -287,17 +288,21 @@ impl NativeEngine {
 
     /// Runs a chain to its end without the GIL and returns its result as
     /// JSON. A signal (Ctrl-C) cancels the chain and is raised.
+    /// `on_event(kind, payload)` sees its events as they happen, all of
+    /// them before this returns.
+    #[pyo3(signature = (script, tools, approve, on_event=None))]
     fn run(
         &self,
         py: Python<'_>,
         script: String,
         tools: Vec<ToolSpec>,
         approve: &Bound<'_, PyAny>,
+        on_event: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
         let cancel = CancellationToken::new();
-        let mut handle = self.spawn(script, registry, approval, cancel.clone());
+        let mut handle = self.spawn(script, registry, approval, cancel.clone(), on_event);
         loop {
             let joined = py.detach(|| {
                 runtime().block_on(async { tokio::time::timeout(Duration::from_millis(100), &mut handle).await })
@@ -316,19 +321,22 @@ impl NativeEngine {
         }
     }
 
-    /// Starts a chain and returns at once; `on_done(result_json)` is called
-    /// with the GIL from another thread when it ends. The handle cancels it.
+    /// Starts a chain and returns at once; `on_done(ok, result_json)` is
+    /// called with the GIL from another thread when it ends (after every
+    /// `on_event`). The handle cancels it.
+    #[pyo3(signature = (script, tools, approve, on_done, on_event=None))]
     fn start(
         &self,
         script: String,
         tools: Vec<ToolSpec>,
         approve: &Bound<'_, PyAny>,
         on_done: Py<PyAny>,
+        on_event: Option<Py<PyAny>>,
     ) -> PyResult<RunHandle> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
         let cancel = CancellationToken::new();
-        let handle = self.spawn(script, registry, approval, cancel.clone());
+        let handle = self.spawn(script, registry, approval, cancel.clone(), on_event);
         runtime().spawn(async move {
             let json = match handle.await {
                 Ok(result) => serde_json::to_string(&result).map_err(|e| e.to_string()),
@@ -358,17 +366,66 @@ impl NativeEngine {
         registry: ToolRegistry,
         approval: Approval,
         cancel: CancellationToken,
+        on_event: Option<Py<PyAny>>,
     ) -> tokio::task::JoinHandle<ChainRunResult> {
         let engine = self.engine.clone();
         let policy = self.policy.clone();
+        let events = on_event.map(events);
         runtime().spawn(async move {
             let options = RunOptions {
                 cancel: Some(cancel),
+                observer: events.as_ref().map(|(observer, _, _)| observer.clone()),
                 ..RunOptions::default()
             };
-            engine.run_with(&script, &registry, &policy, &approval, options).await
+            let result = engine.run_with(&script, &registry, &policy, &approval, options).await;
+            if let Some((_, sender, drain)) = events {
+                // The chain is over: close the channel (whoever else still
+                // holds the observer) and wait until every event was handed.
+                sender.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let _ = drain.await;
+            }
+            result
         })
     }
+}
+
+type EventSender = Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<ChainEvent>>>>;
+
+/// An observer handing a chain's events to `on_event(kind, payload)` in
+/// order, from one blocking thread: `("stdout", text)`,
+/// `("call_started", {"call_id", "tool"} as JSON)`, `("call_finished",
+/// the call's record as JSON)`. Its sender, to close the channel when the
+/// chain ends, and the thread.
+fn events(on_event: Py<PyAny>) -> (Observer, EventSender, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ChainEvent>();
+    let sender: EventSender = Arc::new(Mutex::new(Some(tx)));
+    let slot = Arc::clone(&sender);
+    let observer = Observer::new(move |event| {
+        if let Some(tx) = &*slot.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = tx.send(event);
+        }
+    });
+    let drain = runtime().spawn_blocking(move || {
+        while let Some(event) = rx.blocking_recv() {
+            let (kind, payload) = match event {
+                ChainEvent::Stdout(text) => ("stdout", text),
+                ChainEvent::CallStarted { call_id, tool } => (
+                    "call_started",
+                    serde_json::json!({ "call_id": call_id, "tool": tool }).to_string(),
+                ),
+                ChainEvent::CallFinished(record) => (
+                    "call_finished",
+                    serde_json::to_string(&record).unwrap_or_else(|_| "{}".to_owned()),
+                ),
+            };
+            Python::attach(|py| {
+                if let Err(e) = on_event.call1(py, (kind, payload)) {
+                    e.write_unraisable(py, None);
+                }
+            });
+        }
+    });
+    (observer, sender, drain)
 }
 
 /// A chain started by [`NativeEngine::start`].

@@ -187,3 +187,24 @@ def test_an_interrupt_while_run_waits_cancels_the_chain(engine):
     with pytest.raises(KeyboardInterrupt):
         engine.run("await hang()", tools=[hang])
     assert time.monotonic() - started < 2.5
+
+
+def test_on_event_sees_prints_and_calls_in_order_before_run_returns(engine):
+    events = []
+    r = engine.run("print('a')\nawait ping()\nprint('b')", tools=[ping], on_event=events.append)
+    assert r.ok, r
+    kinds = [(e.kind, e.text or e.tool) for e in events]
+    assert kinds == [("stdout", "a\n"), ("call_started", "ping"), ("call_finished", "ping"), ("stdout", "b\n")]
+    assert events[2].record == r.calls[0]
+
+
+def test_on_event_is_called_on_the_loop_of_run_async(engine):
+    async def main():
+        loop = asyncio.get_running_loop()
+        seen = []
+        r = await engine.run_async("print('x')", on_event=lambda e: seen.append((e.text, asyncio.get_running_loop())))
+        await asyncio.sleep(0)
+        return r, seen, loop
+
+    r, seen, loop = asyncio.run(main())
+    assert seen == [("x\n", loop)]
