@@ -748,6 +748,20 @@ class Engine:
         return specs
 
 
+def configure(*, cache_dir: Optional[str] = None, max_concurrent_chains: Optional[int] = None) -> None:
+    """Settings of the process's sandbox, before the first ``Engine()`` builds it.
+
+    ``cache_dir``: where the compiled guests are cached (default:
+    ``$CHAINBOX_CACHE_DIR``, else the user's cache folder). ``max_concurrent_chains``:
+    chains that may run at once (default 1000; more wait for a slot).
+    ``EngineError`` once the sandbox is built.
+    """
+    try:
+        _chainbox.configure(cache_dir, max_concurrent_chains)
+    except RuntimeError as exc:
+        raise EngineError(str(exc)) from None
+
+
 def stubs(tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:
     """The ``async def`` stubs (with docstrings) a model is shown for these tools."""
     try:

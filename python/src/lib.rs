@@ -26,8 +26,8 @@ use chainbox::approval::{ApprovalDecision, ApprovalError, ApprovalHandler, Appro
 use chainbox::live::{ChainEvent, Observer};
 use chainbox::tools::Permission;
 use chainbox::{
-    Approval, ChainPolicy, ChainRunResult, Engine, PythonChoice, RunOptions, Tool, ToolContext, ToolError, ToolInfo,
-    ToolOutput, ToolRegistry, ToolRisk,
+    Approval, ChainPolicy, ChainRunResult, Engine, EngineConfig, PythonChoice, RunOptions, Tool, ToolContext,
+    ToolError, ToolInfo, ToolOutput, ToolRegistry, ToolRisk,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -47,18 +47,56 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// The process's engine and, until it is built, the settings it will be
+/// built with (`configure`).
+enum Shared {
+    Unbuilt(EngineConfig),
+    Built(Engine),
+}
+
+fn shared() -> &'static Mutex<Shared> {
+    static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
+    SHARED.get_or_init(|| Mutex::new(Shared::Unbuilt(EngineConfig::default())))
+}
+
 /// The process's engine, built by the first Python `Engine` (a failure is
 /// not kept: the next `Engine()` tries again).
 fn shared_engine() -> Result<Engine, String> {
-    static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
-    let mut slot = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(engine) = &*slot {
-        return Ok(engine.clone());
-    }
+    let mut slot = shared().lock().unwrap_or_else(|e| e.into_inner());
+    let config = match &*slot {
+        Shared::Built(engine) => return Ok(engine.clone()),
+        Shared::Unbuilt(config) => config.clone(),
+    };
     let _entered = runtime().enter();
-    let engine = Engine::new().map_err(|e| e.to_string())?;
-    *slot = Some(engine.clone());
+    let engine = Engine::with_config(config).map_err(|e| e.to_string())?;
+    *slot = Shared::Built(engine.clone());
     Ok(engine)
+}
+
+/// Settings of the process's engine, before the first `Engine()` builds
+/// it: where the compiled guests are cached, how many chains may run at
+/// once. `RuntimeError` once it is built.
+#[pyfunction]
+#[pyo3(signature = (cache_dir=None, max_concurrent_chains=None))]
+fn configure(cache_dir: Option<std::path::PathBuf>, max_concurrent_chains: Option<u32>) -> PyResult<()> {
+    let mut slot = shared().lock().unwrap_or_else(|e| e.into_inner());
+    match &mut *slot {
+        Shared::Built(_) => Err(PyRuntimeError::new_err(
+            "chainbox.configure: the engine is already built (configure before the first Engine())",
+        )),
+        Shared::Unbuilt(config) => {
+            if cache_dir.is_some() {
+                config.cache_dir = cache_dir;
+            }
+            if let Some(n) = max_concurrent_chains {
+                if n == 0 {
+                    return Err(PyValueError::new_err("max_concurrent_chains must be above zero"));
+                }
+                config.max_concurrent_chains = n;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A policy from the package: JSON (a dict dumped) or TOML text, with the
@@ -454,6 +492,7 @@ fn _chainbox(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RunHandle>()?;
     m.add_class::<Done>()?;
     m.add_function(wrap_pyfunction!(stubs, m)?)?;
+    m.add_function(wrap_pyfunction!(configure, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

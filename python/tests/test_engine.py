@@ -208,3 +208,23 @@ def test_on_event_is_called_on_the_loop_of_run_async(engine):
 
     r, seen, loop = asyncio.run(main())
     assert seen == [("x\n", loop)]
+
+
+def test_configure_after_the_engine_is_built_is_refused(engine):
+    with pytest.raises(chainbox.EngineError, match="already built"):
+        chainbox.configure(max_concurrent_chains=4)
+
+
+def test_configure_before_the_first_engine_is_taken(tmp_path: Path):
+    # The default cache folder, named: a new one would compile the guests
+    # again (~30 s).
+    cache = os.environ.get("CHAINBOX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "chainbox"
+    )
+    code = (
+        "import chainbox, sys\n"
+        "chainbox.configure(cache_dir=sys.argv[1], max_concurrent_chains=2)\n"
+        "print(chainbox.Engine().run('1 + 1').output)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, cache], check=True, capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.strip() == "2"
