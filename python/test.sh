@@ -22,6 +22,8 @@ if ! cmp -s requirements-test.txt "$venv/requirements-test.txt"; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r requirements-test.txt
     cp requirements-test.txt "$venv/requirements-test.txt"
 fi
+# The package's own types (it ships py.typed), as a user's mypy --strict sees them.
+"$venv/bin/mypy" --strict --python-version 3.10 --cache-dir "$venv/mypy-cache" chainbox
 wheels=../target/pywheels
 rm -rf "$wheels"
 "$venv/bin/maturin" build --profile dev --interpreter "$venv/bin/python" --out "$wheels"

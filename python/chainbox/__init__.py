@@ -347,6 +347,32 @@ class Tool:
         )
 
 
+@typing.overload
+def tool(
+    fn: Callable[..., Any],
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    risk: Risk = "safe",
+    schema: Optional[dict[str, Any]] = None,
+    permissions: Sequence[str] = (),
+    untrusted: bool = False,
+) -> Tool: ...
+
+
+@typing.overload
+def tool(
+    fn: None = None,
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    risk: Risk = "safe",
+    schema: Optional[dict[str, Any]] = None,
+    permissions: Sequence[str] = (),
+    untrusted: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
 def tool(
     fn: Optional[Callable[..., Any]] = None,
     *,
@@ -356,7 +382,7 @@ def tool(
     schema: Optional[dict[str, Any]] = None,
     permissions: Sequence[str] = (),
     untrusted: bool = False,
-) -> Any:
+) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
     """Makes a ``Tool`` of a function or ``async def``; also a decorator.
 
     The input schema comes from the parameters' type hints (pydantic models,
@@ -450,7 +476,7 @@ def _schema(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return {"enum": [m.value for m in hint]}
     if isinstance(hint, type) and hasattr(hint, "model_json_schema"):  # pydantic v2
-        s = hint.model_json_schema(ref_template="#/$defs/{model}")
+        s: dict[str, Any] = hint.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(s.pop("$defs", {}))
         return s
     if isinstance(hint, type) and typing.is_typeddict(hint):
@@ -664,7 +690,8 @@ class Engine:
     @property
     def policy(self) -> dict[str, Any]:
         """The effective policy, every field."""
-        return json.loads(self._native.policy_json())
+        policy: dict[str, Any] = json.loads(self._native.policy_json())
+        return policy
 
     def run(
         self,
