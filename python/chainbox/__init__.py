@@ -54,6 +54,8 @@ __all__ = [
     "LimitExceeded",
     "PolicyError",
     "ScriptError",
+    "Session",
+    "SessionError",
     "Tool",
     "ToolDefinitionError",
     "TypeCheckError",
@@ -87,6 +89,10 @@ class EngineError(ChainError, RuntimeError):
 
 class ToolDefinitionError(ChainError, ValueError):
     """A tool cannot be registered: bad name, schema, risk or permission."""
+
+
+class SessionError(ChainError, RuntimeError):
+    """A session's store could not be opened or failed."""
 
 
 class ChainFailed(ChainError):
@@ -216,6 +222,10 @@ class ChainResult:
     """``monty`` or ``cpython``: which Python ran the script."""
     raw: dict[str, Any] = dataclasses.field(repr=False, compare=False)
     """The ``ChainRunResult`` JSON as chainbox's CLI prints it."""
+    session_id: Optional[str] = None
+    """A session's cell: its session (``Session.id``)."""
+    cell: Optional[int] = None
+    """A session's cell: its number, from 1."""
 
     @property
     def ok(self) -> bool:
@@ -256,6 +266,8 @@ class ChainResult:
             usage=Usage(**_known(Usage, raw.get("usage", {}))),
             interpreter=raw.get("interpreter", "monty"),
             raw=raw,
+            session_id=raw.get("session_id"),
+            cell=raw.get("cell"),
         )
 
 
@@ -769,10 +781,60 @@ class Engine:
         """The ``async def`` stubs to show a model for these tools."""
         return stubs(tools)
 
+    def session(self, state: str = "memory:", session_id: Optional[str] = None) -> Session:
+        """A Python REPL kept in a chain store: see ``Session``."""
+        return Session(self, state, session_id)
+
     @staticmethod
     def _specs(tools: Sequence[Union[Tool, Callable[..., Any]]], loop_of: Any) -> list[tuple[Any, ...]]:
         specs = [_as_tool(t)._spec(loop_of) for t in tools]
         return specs
+
+
+class Session:
+    """A Python REPL kept in a chain store, one chain per cell: the names
+    earlier cells bound are defined in the next, and their tool calls are
+    not made again (docs/sessions.md).
+
+    ``state``: the store, ``memory:`` (this process only), ``sqlite:PATH``
+    or ``postgres://...``; ``session_id``: an existing session to continue
+    (from ``Session.id``, in any process on the same store), else a new one
+    starts with the first cell.
+    """
+
+    def __init__(self, engine: Engine, state: str = "memory:", session_id: Optional[str] = None) -> None:
+        self._engine = engine
+        self.state = state
+        self._id = session_id
+
+    @property
+    def id(self) -> Optional[str]:
+        """The session's id, once its first cell has run."""
+        return self._id
+
+    def run(
+        self,
+        cell: str,
+        tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
+        *,
+        approve: Optional[Approve] = None,
+        on_event: Optional[Callable[[ChainEvent], Any]] = None,
+    ) -> ChainResult:
+        """Runs the next cell as ``Engine.run`` runs a chain (the policy's
+        ``max_session_cells`` and ``session_expires_s`` apply)."""
+        specs = Engine._specs(tools, None)
+        approve_arg = _approve_arg(self._engine._approve if approve is None else approve, None)
+        events = functools.partial(_event_bridge, on_event, None) if on_event else None
+        try:
+            text = self._engine._native.run_cell(self.state, self._id or "new", cell, specs, approve_arg, events)
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        except RuntimeError as exc:
+            raise SessionError(str(exc)) from None
+        result = ChainResult._from_json(text)
+        if result.session_id:
+            self._id = result.session_id
+        return result
 
 
 def configure(*, cache_dir: Optional[str] = None, max_concurrent_chains: Optional[int] = None) -> None:

@@ -26,6 +26,15 @@ class NativeEngine:
         approve: _Approve,
         on_event: Optional[Callable[[str, str], None]] = None,
     ) -> str: ...
+    def run_cell(
+        self,
+        state_url: str,
+        session: str,
+        cell: str,
+        tools: list[_ToolSpec],
+        approve: _Approve,
+        on_event: Optional[Callable[[str, str], None]] = None,
+    ) -> str: ...
     def start(
         self,
         script: str,

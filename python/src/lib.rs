@@ -24,6 +24,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chainbox::approval::{ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
 use chainbox::live::{ChainEvent, Observer};
+use chainbox::store::ChainStore;
 use chainbox::tools::Permission;
 use chainbox::{
     Approval, ChainPolicy, ChainRunResult, Engine, EngineConfig, PythonChoice, RunOptions, Tool, ToolContext,
@@ -340,23 +341,33 @@ impl NativeEngine {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
         let cancel = CancellationToken::new();
-        let mut handle = self.spawn(script, registry, approval, cancel.clone(), on_event);
-        loop {
-            let joined = py.detach(|| {
-                runtime().block_on(async { tokio::time::timeout(Duration::from_millis(100), &mut handle).await })
-            });
-            match joined {
-                Ok(Ok(result)) => return result_json(&result),
-                Ok(Err(e)) => return Err(PyRuntimeError::new_err(format!("the chain's task failed: {e}"))),
-                Err(_) => {
-                    if let Err(interrupt) = py.check_signals() {
-                        cancel.cancel();
-                        let _ = py.detach(|| runtime().block_on(&mut handle));
-                        return Err(interrupt);
-                    }
-                }
-            }
-        }
+        let handle = self.spawn(Job::Chain(script), registry, approval, cancel.clone(), on_event);
+        wait(py, handle, cancel)
+    }
+
+    /// Runs `cell` in the session `session` (an id, or `"new"`) of the
+    /// chain store `state_url` (`memory:`, `sqlite:PATH`, `postgres://…`;
+    /// one connection per URL and process), as `run` runs a chain. A store
+    /// failure is `RuntimeError`.
+    #[pyo3(signature = (state_url, session, cell, tools, approve, on_event=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_cell(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        session: String,
+        cell: String,
+        tools: Vec<ToolSpec>,
+        approve: &Bound<'_, PyAny>,
+        on_event: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let registry = registry(tools)?;
+        let approval = approval(approve)?;
+        let store = py.detach(|| store(state_url)).map_err(PyRuntimeError::new_err)?;
+        let cancel = CancellationToken::new();
+        let job = Job::Cell { store, session, cell };
+        let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
+        wait(py, handle, cancel)
     }
 
     /// Starts a chain and returns at once; `on_done(ok, result_json)` is
@@ -374,10 +385,11 @@ impl NativeEngine {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
         let cancel = CancellationToken::new();
-        let handle = self.spawn(script, registry, approval, cancel.clone(), on_event);
+        let handle = self.spawn(Job::Chain(script), registry, approval, cancel.clone(), on_event);
         runtime().spawn(async move {
             let json = match handle.await {
-                Ok(result) => serde_json::to_string(&result).map_err(|e| e.to_string()),
+                Ok(Ok(result)) => serde_json::to_string(&result).map_err(|e| e.to_string()),
+                Ok(Err(message)) => Err(message),
                 Err(e) => Err(format!("the chain's task failed: {e}")),
             };
             let _ = tokio::task::spawn_blocking(move || {
@@ -397,27 +409,49 @@ impl NativeEngine {
     }
 }
 
+/// What a spawned run runs: a chain, or a session's cell.
+enum Job {
+    Chain(String),
+    Cell {
+        store: Arc<dyn ChainStore>,
+        session: String,
+        cell: String,
+    },
+}
+
 impl NativeEngine {
     fn spawn(
         &self,
-        script: String,
+        job: Job,
         registry: ToolRegistry,
         approval: Approval,
         cancel: CancellationToken,
         on_event: Option<Py<PyAny>>,
-    ) -> tokio::task::JoinHandle<ChainRunResult> {
+    ) -> tokio::task::JoinHandle<Result<ChainRunResult, String>> {
         let engine = self.engine.clone();
         let policy = self.policy.clone();
         let events = on_event.map(events);
         runtime().spawn(async move {
-            let options = RunOptions {
-                cancel: Some(cancel),
-                observer: events.as_ref().map(|(observer, _, _)| observer.clone()),
-                ..RunOptions::default()
+            let observer = events.as_ref().map(|(observer, _, _)| observer.clone());
+            let result = match job {
+                Job::Chain(script) => {
+                    let options = RunOptions {
+                        cancel: Some(cancel),
+                        observer,
+                        ..RunOptions::default()
+                    };
+                    Ok(engine.run_with(&script, &registry, &policy, &approval, options).await)
+                }
+                Job::Cell { store, session, cell } => engine
+                    .durable(store)
+                    .with_observer(observer)
+                    .cancelled_by(cancel)
+                    .run_cell(&session, &cell, &registry, &policy, &approval)
+                    .await
+                    .map_err(|e| e.to_string()),
             };
-            let result = engine.run_with(&script, &registry, &policy, &approval, options).await;
             if let Some((_, sender, drain)) = events {
-                // The chain is over: close the channel (whoever else still
+                // The run is over: close the channel (whoever else still
                 // holds the observer) and wait until every event was handed.
                 sender.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let _ = drain.await;
@@ -425,6 +459,47 @@ impl NativeEngine {
             result
         })
     }
+}
+
+/// Waits for a spawned run without the GIL, waking every 100 ms to let
+/// Python handle a signal (which cancels the run and is raised).
+fn wait(
+    py: Python<'_>,
+    mut handle: tokio::task::JoinHandle<Result<ChainRunResult, String>>,
+    cancel: CancellationToken,
+) -> PyResult<String> {
+    loop {
+        let joined = py.detach(|| {
+            runtime().block_on(async { tokio::time::timeout(Duration::from_millis(100), &mut handle).await })
+        });
+        match joined {
+            Ok(Ok(Ok(result))) => return result_json(&result),
+            Ok(Ok(Err(message))) => return Err(PyRuntimeError::new_err(message)),
+            Ok(Err(e)) => return Err(PyRuntimeError::new_err(format!("the chain's task failed: {e}"))),
+            Err(_) => {
+                if let Err(interrupt) = py.check_signals() {
+                    cancel.cancel();
+                    let _ = py.detach(|| runtime().block_on(&mut handle));
+                    return Err(interrupt);
+                }
+            }
+        }
+    }
+}
+
+/// The chain store a URL names, connected once per process (a `memory:`
+/// store lives as long as the process).
+fn store(url: &str) -> Result<Arc<dyn ChainStore>, String> {
+    static STORES: Mutex<Vec<(String, Arc<dyn ChainStore>)>> = Mutex::new(Vec::new());
+    let mut stores = STORES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, store)) = stores.iter().find(|(u, _)| u == url) {
+        return Ok(Arc::clone(store));
+    }
+    let store = runtime()
+        .block_on(chainbox::store::connect(url))
+        .map_err(|e| format!("chain store {url:?}: {e}"))?;
+    stores.push((url.to_owned(), Arc::clone(&store)));
+    Ok(store)
 }
 
 type EventSender = Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<ChainEvent>>>>;
