@@ -93,11 +93,6 @@ pub(crate) fn private_pages(base: *const u8, len: usize) -> Option<usize> {
     Some(flags.iter().filter(|s| **s == sys::PageState::Private).count())
 }
 
-/// The host's page size.
-pub(crate) fn page_size() -> usize {
-    sys::page_size()
-}
-
 #[cfg(target_os = "linux")]
 mod sys {
     use std::fs::File;

@@ -8,11 +8,12 @@
 //!
 //! - a pooled memory's reset with `linear_memory_keep_resident` and
 //!   `PAGEMAP_SCAN` must reset only the pages its instance wrote. Without
-//!   the fix (wasmtime before 50.0.3) it takes every never-touched page for
-//!   a written one and makes the whole kept span resident (~10 MiB per
-//!   CPython slot instead of ~3 MiB). [`pagemap_reset_is_sound`] tries it on
-//!   a one-slot pool; where it is not, the engines decommit freed slots as
-//!   where the scan is unavailable.
+//!   the fix (wasmtime before 50.0.3) it takes the never-touched pages
+//!   around a written one (those of its page table, 2 MiB) for written
+//!   ones and makes them resident: ~9.4 MiB per parked CPython chain
+//!   instead of ~3 MiB (BENCHMARKS.md). [`pagemap_reset_is_sound`] tries it
+//!   on a one-slot pool; where it is not sound, the engines decommit freed
+//!   slots as where the scan is unavailable.
 //! - without the second change (instantiation's table entries located once
 //!   per module), filling libpython's ~5,700-entry function table eagerly
 //!   at instantiation costs two searches per entry, so the CPython engine
@@ -25,21 +26,24 @@ use std::time::Instant;
 
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig, Store};
 
-/// The probe memory: 16 MiB (256 wasm pages), all of it kept resident on
-/// reset. Large next to a transparent huge page (2 MiB), so one written
-/// page read as 512 still tells the two behaviours apart.
-const PROBE_BYTES: usize = 16 << 20;
+/// The probe memory (4 MiB) and its image (the first wasm page).
+const PROBE_BYTES: usize = 4 << 20;
 const WASM_PAGE: usize = 64 << 10;
+
+/// Pages a sound reset may leave resident past those the instance had
+/// (none measured). The unsound reset makes the rest of the written page's
+/// page table resident (511 pages of 4 KiB).
+const SLACK_PAGES: usize = 8;
 
 /// How a pooled memory's reset with `PAGEMAP_SCAN` behaves in this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PagemapReset {
     /// It resets the pages the instance wrote and leaves the others alone.
     Sound,
-    /// It made (nearly) every page of the memory resident: wasmtime without
+    /// It made pages resident the instance never touched: wasmtime without
     /// chainbox's `vendor/wasmtime` (a crate depending on chainbox builds
     /// the registry's).
-    MakesEveryPageResident,
+    MakesUntouchedPagesResident,
     /// No `PAGEMAP_SCAN` here (Linux before 6.7, not Linux), or the probe
     /// could not run: the pool decommits freed slots either way.
     Unavailable,
@@ -56,24 +60,26 @@ pub(crate) fn pagemap_reset() -> PagemapReset {
         let probed = probe();
         let took = start.elapsed();
         match probed {
-            Ok(resident) if resident * 2 < PROBE_BYTES / crate::prefault::page_size() => {
+            Ok((written, resident)) if resident <= written + SLACK_PAGES => {
                 tracing::debug!(
                     ?took,
+                    written,
                     resident,
                     "wasmtime's pooled memory reset with PAGEMAP_SCAN is sound"
                 );
                 PagemapReset::Sound
             }
-            Ok(resident) => {
+            Ok((written, resident)) => {
                 tracing::warn!(
                     ?took,
+                    written,
                     resident,
-                    "this build's wasmtime makes every page of a reset pooled memory resident \
-                     (built without chainbox's vendor/wasmtime, e.g. as a dependency of another \
-                     crate: vendor/README.md); freed guest slots are decommitted instead of kept \
-                     warm, and CPython's function table is filled lazily"
+                    "this build's wasmtime makes pages of a reset pooled memory resident that its \
+                     instance never touched (built without chainbox's vendor/wasmtime, e.g. as a \
+                     dependency of another crate: vendor/README.md); freed guest slots are \
+                     decommitted instead of kept warm, and CPython's function table is filled lazily"
                 );
-                PagemapReset::MakesEveryPageResident
+                PagemapReset::MakesUntouchedPagesResident
             }
             Err(e) => {
                 tracing::warn!(
@@ -96,15 +102,18 @@ pub(crate) fn pagemap_reset_is_sound() -> bool {
 /// instantiation (cheap with `vendor/wasmtime`, ~18 % of a trivial chain's
 /// CPU without it) rather than entry by entry on first call.
 pub(crate) fn eager_tables() -> bool {
-    pagemap_reset() != PagemapReset::MakesEveryPageResident
+    pagemap_reset() != PagemapReset::MakesUntouchedPagesResident
 }
 
 /// Instantiates a module with a data segment (so its memory has a
 /// copy-on-write image) in a one-slot pool that keeps the whole memory
-/// resident, writes one page, drops the instance (the slot's reset) and
-/// counts the memory's private resident pages: a few where the reset is
-/// sound, all of them where it is not.
-fn probe() -> Result<usize, wasmtime::Error> {
+/// resident, writes one page of the image and drops the instance (the
+/// slot's reset). Returns the memory's private resident pages before and
+/// after the reset: the same where the reset is sound; without the fix,
+/// every page of the written page's page table (2 MiB with 4 KiB pages)
+/// after, the kernel's scan having reported the never-touched ones as
+/// written (measured: 1 page before, 512 after).
+fn probe() -> Result<(usize, usize), wasmtime::Error> {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(1)
         .total_core_instances(1)
@@ -129,14 +138,17 @@ fn probe() -> Result<usize, wasmtime::Error> {
         .get_memory(&mut store, "m")
         .ok_or_else(|| wasmtime::Error::msg("the probe module exports no memory"))?;
     let base = memory.data_ptr(&store);
-    // One page past the image, as a chain writes some.
-    memory.data_mut(&mut store)[PROBE_BYTES / 2] = 1;
+    // A page of the image, written as a chain writes its snapshot's pages
+    // (a private copy of a file page: never a transparent huge page).
+    memory.data_mut(&mut store)[100] = 1;
+    let unreadable = || wasmtime::Error::msg("/proc/self/pagemap unreadable");
+    let written = crate::prefault::private_pages(base, PROBE_BYTES).ok_or_else(unreadable)?;
     drop(store);
-    crate::prefault::private_pages(base, PROBE_BYTES)
-        .ok_or_else(|| wasmtime::Error::msg("/proc/self/pagemap unreadable"))
+    let resident = crate::prefault::private_pages(base, PROBE_BYTES).ok_or_else(unreadable)?;
+    Ok((written, resident))
 }
 
-/// `(memory (export "m") 256 256) (data (i32.const 0) "<one wasm page>")`.
+/// `(memory (export "m") 64 64) (data (i32.const 0) "<one wasm page>")`.
 fn probe_module() -> Vec<u8> {
     use wasm_encoder::{ConstExpr, DataSection, ExportKind, ExportSection, MemorySection, MemoryType};
     let pages = (PROBE_BYTES / WASM_PAGE) as u64;
