@@ -29,12 +29,13 @@ mod calls;
 pub mod flow;
 #[cfg(test)]
 mod tests;
+mod threads;
 #[cfg(feature = "type-check")]
 mod types;
 #[cfg(feature = "type-check")]
 mod typeshed;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ruff_text_size::{TextRange, TextSize};
 use rustc_hash::FxHashMap;
@@ -111,13 +112,20 @@ impl Verdict {
     }
 }
 
-/// The check, shared by an engine's chains: its warm type checkers and
-/// its verdicts.
+/// The check, shared by an engine's chains: its warm type checkers, the
+/// threads it runs on and its verdicts.
 #[derive(Default)]
 pub struct Checker {
+    judge: Arc<Judge>,
+    threads: threads::Threads,
+    verdicts: Mutex<FxHashMap<[u8; 32], Verdict>>,
+}
+
+/// What reads a script: the warm type checkers.
+#[derive(Default)]
+struct Judge {
     #[cfg(feature = "type-check")]
     types: types::Pool,
-    verdicts: Mutex<FxHashMap<[u8; 32], Verdict>>,
 }
 
 impl Checker {
@@ -150,8 +158,13 @@ impl Checker {
         if let Some(verdict) = cached {
             return verdict;
         }
-        let mut verdict = on_scan_stack(script, || {
-            self.judge(script, registry, &stubs, stubs_digest, names_from_before)
+        let judge = Arc::clone(&self.judge);
+        let (script_owned, registry) = (script.to_owned(), registry.clone());
+        let mut verdict = self.threads.run(move || {
+            let script = script_owned.as_str();
+            on_scan_stack(script, || {
+                judge.judge(script, &registry, &stubs, stubs_digest, names_from_before)
+            })
         });
         if mode == TypeCheck::Warn {
             let refusals = std::mem::take(&mut verdict.refusals);
@@ -169,7 +182,9 @@ impl Checker {
     fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<[u8; 32], Verdict>> {
         self.verdicts.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
 
+impl Judge {
     /// The verdict under `enforce`.
     fn judge(
         &self,

@@ -1,0 +1,119 @@
+//! The threads a check runs on: kept between checks, each with a stack
+//! deep enough for the scan of a script of a few kilobytes and for ty.
+//!
+//! ty recurses deeply and so may the scan of a deeply nested script, so
+//! both ran on a stack grown for them (`stacker`) whenever the caller's
+//! had too little left: every check on a tokio worker or a main thread.
+//! A grown stack is mapped, faulted in page by page and unmapped for each
+//! check, which cost ~90 µs of a warm check (a third of a short script's).
+//! A kept thread's stack is mapped once and its pages stay.
+
+use std::{
+    panic::{AssertUnwindSafe, catch_unwind, resume_unwind},
+    sync::{
+        Mutex, PoisonError,
+        mpsc::{Receiver, SyncSender, sync_channel},
+    },
+};
+
+/// The stack of a check's thread: the scan of a script of up to ~6 KB
+/// (`python_choice`'s 8 KiB per byte) and ty's 8 MiB red zone fit without
+/// growing it. Reserved, not committed: a thread pays for the pages its
+/// deepest check touched.
+const STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Idle threads kept; a busier engine starts more and ends the extra.
+const IDLE_THREADS: usize = 4;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Idle check threads, each waiting for a job on its channel.
+#[derive(Default)]
+pub(super) struct Threads {
+    idle: Mutex<Vec<SyncSender<Job>>>,
+}
+
+impl Threads {
+    /// `work`'s result, computed on a check thread (on the caller's if no
+    /// thread can be started). A panic in `work` is the caller's.
+    pub(super) fn run<R: Send + 'static>(&self, work: impl FnOnce() -> R + Send + 'static) -> R {
+        let (done, result) = sync_channel(1);
+        let job: Job = Box::new(move || {
+            let _ = done.send(catch_unwind(AssertUnwindSafe(work)));
+        });
+        let (thread, job) = match self.send(job) {
+            Ok(thread) => (Some(thread), None),
+            Err(job) => (None, Some(job)),
+        };
+        if let Some(job) = job {
+            job();
+        }
+        let outcome = match result.recv() {
+            Ok(outcome) => outcome,
+            // The job was dropped unrun: its thread is gone (it cannot be,
+            // the job catches what unwinds) or the caller's ran it. Neither
+            // leaves the result unsent; say so rather than hang.
+            Err(_) => panic!("a check's thread ended without its result"),
+        };
+        if let Some(thread) = thread {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            if idle.len() < IDLE_THREADS {
+                idle.push(thread);
+            }
+        }
+        outcome.unwrap_or_else(|panic| resume_unwind(panic))
+    }
+
+    /// Gives `job` to an idle thread or a new one, and returns its
+    /// channel; the job back if no thread would take it.
+    fn send(&self, mut job: Job) -> Result<SyncSender<Job>, Job> {
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            let Some(thread) = idle else { break };
+            match thread.send(job) {
+                Ok(()) => return Ok(thread),
+                // Its thread has ended: try the next.
+                Err(returned) => job = returned.0,
+            }
+        }
+        let (jobs, waiting) = sync_channel::<Job>(1);
+        let started = std::thread::Builder::new()
+            .name("chainbox-check".to_owned())
+            .stack_size(STACK_BYTES)
+            .spawn(move || serve(&waiting));
+        match started {
+            Ok(_) => match jobs.send(job) {
+                Ok(()) => Ok(jobs),
+                Err(returned) => Err(returned.0),
+            },
+            Err(_) => Err(job),
+        }
+    }
+}
+
+/// A check thread's life: its jobs, until its channel is dropped.
+fn serve(jobs: &Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        job();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_runs_on_a_kept_thread_and_its_panic_is_the_callers() {
+        let threads = Threads::default();
+        let name = || std::thread::current().name().map(str::to_owned);
+        assert_eq!(threads.run(name).as_deref(), Some("chainbox-check"));
+        let first = threads.run(|| std::thread::current().id());
+        assert_eq!(threads.run(|| std::thread::current().id()), first);
+        let panicked = catch_unwind(AssertUnwindSafe(|| threads.run(|| panic!("in the check"))));
+        assert_eq!(
+            panicked.err().and_then(|p| p.downcast_ref::<&str>().copied()),
+            Some("in the check")
+        );
+        assert_eq!(threads.run(|| 2 + 2), 4);
+    }
+}
