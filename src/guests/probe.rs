@@ -49,7 +49,7 @@ pub(crate) enum PagemapReset {
     Unavailable,
 }
 
-/// [`PagemapReset`] of this process, probed on first use (~2 ms, logged).
+/// [`PagemapReset`] of this process, probed on first use (~3 ms, logged).
 pub(crate) fn pagemap_reset() -> PagemapReset {
     static RESET: OnceLock<PagemapReset> = OnceLock::new();
     *RESET.get_or_init(|| {
