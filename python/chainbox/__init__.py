@@ -744,38 +744,11 @@ class Engine:
         loop. Cancelling the task cancels the chain."""
         loop = asyncio.get_running_loop()
 
-        def loop_of() -> asyncio.AbstractEventLoop:
-            return loop
+        def start(specs: list[tuple[Any, ...]], approve_arg: Any, on_done: Any, events: Any) -> Any:
+            return self._native.start(script, specs, approve_arg, on_done, events)
 
-        specs = self._specs(tools, loop_of)
-        approve_arg = _approve_arg(self._approve if approve is None else approve, loop_of)
-        fut: asyncio.Future[str] = loop.create_future()
-
-        def settle(ok: bool, payload: str) -> None:
-            if fut.done():
-                return
-            if ok:
-                fut.set_result(payload)
-            else:
-                fut.set_exception(ChainError(payload))
-
-        def on_done(ok: bool, payload: str) -> None:
-            try:
-                loop.call_soon_threadsafe(settle, ok, payload)
-            except RuntimeError:
-                pass  # the loop is closed: nobody waits
-
-        try:
-            events = functools.partial(_event_bridge, on_event, loop) if on_event else None
-            handle = self._native.start(script, specs, approve_arg, on_done, events)
-        except ValueError as exc:
-            raise ToolDefinitionError(str(exc)) from None
-        try:
-            text = await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            handle.cancel()
-            raise
-        return ChainResult._from_json(text)
+        approve = self._approve if approve is None else approve
+        return await _run_async(loop, start, tools, approve, on_event, ChainError)
 
     def stubs(self, tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:
         """The ``async def`` stubs to show a model for these tools."""
@@ -836,6 +809,27 @@ class Session:
             self._id = result.session_id
         return result
 
+    async def run_async(
+        self,
+        cell: str,
+        tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
+        *,
+        approve: Optional[Approve] = None,
+        on_event: Optional[Callable[[ChainEvent], Any]] = None,
+    ) -> ChainResult:
+        """``run`` for asyncio, as ``Engine.run_async``."""
+        loop = asyncio.get_running_loop()
+
+        def start(specs: list[tuple[Any, ...]], approve_arg: Any, on_done: Any, events: Any) -> Any:
+            native = self._engine._native
+            return native.start_cell(self.state, self._id or "new", cell, specs, approve_arg, on_done, events)
+
+        approve = self._engine._approve if approve is None else approve
+        result = await _run_async(loop, start, tools, approve, on_event, SessionError)
+        if result.session_id:
+            self._id = result.session_id
+        return result
+
 
 def configure(*, cache_dir: Optional[str] = None, max_concurrent_chains: Optional[int] = None) -> None:
     """Settings of the process's sandbox, before the first ``Engine()`` builds it.
@@ -849,6 +843,53 @@ def configure(*, cache_dir: Optional[str] = None, max_concurrent_chains: Optiona
         _chainbox.configure(cache_dir, max_concurrent_chains)
     except RuntimeError as exc:
         raise EngineError(str(exc)) from None
+
+
+async def _run_async(
+    loop: asyncio.AbstractEventLoop,
+    start: Callable[[list[tuple[Any, ...]], Any, Any, Any], Any],
+    tools: Sequence[Union[Tool, Callable[..., Any]]],
+    approve: Approve,
+    on_event: Optional[Callable[[ChainEvent], Any]],
+    failure: type[Exception],
+) -> ChainResult:
+    """Starts a native run with this loop for async tools, approvals and
+    events, and awaits its result; cancelling the awaiting task cancels it."""
+
+    def loop_of() -> asyncio.AbstractEventLoop:
+        return loop
+
+    specs = Engine._specs(tools, loop_of)
+    approve_arg = _approve_arg(approve, loop_of)
+    fut: asyncio.Future[str] = loop.create_future()
+
+    def settle(ok: bool, payload: str) -> None:
+        if fut.done():
+            return
+        if ok:
+            fut.set_result(payload)
+        else:
+            fut.set_exception(failure(payload))
+
+    def on_done(ok: bool, payload: str) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, ok, payload)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits
+
+    events = functools.partial(_event_bridge, on_event, loop) if on_event else None
+    try:
+        handle = start(specs, approve_arg, on_done, events)
+    except ValueError as exc:
+        raise ToolDefinitionError(str(exc)) from None
+    except RuntimeError as exc:
+        raise failure(str(exc)) from None
+    try:
+        text = await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        handle.cancel()
+        raise
+    return ChainResult._from_json(text)
 
 
 def stubs(tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:

@@ -15,6 +15,16 @@ class RunHandle:
     def cancel(self) -> None: ...
 
 class NativeEngine:
+    def start_cell(
+        self,
+        state_url: str,
+        session: str,
+        cell: str,
+        tools: list[_ToolSpec],
+        approve: _Approve,
+        on_done: Callable[[bool, str], None],
+        on_event: Optional[Callable[[str, str], None]] = None,
+    ) -> RunHandle: ...
     def __init__(
         self, policy_json: Optional[str] = None, policy_toml: Optional[str] = None, python: Optional[str] = None
     ) -> None: ...

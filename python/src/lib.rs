@@ -384,8 +384,53 @@ impl NativeEngine {
     ) -> PyResult<RunHandle> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
+        Ok(self.start_job(Job::Chain(script), registry, approval, on_done, on_event))
+    }
+
+    /// `run_cell` as `start` starts a chain (`on_done(false, message)` for
+    /// a store that fails while it runs).
+    #[pyo3(signature = (state_url, session, cell, tools, approve, on_done, on_event=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start_cell(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        session: String,
+        cell: String,
+        tools: Vec<ToolSpec>,
+        approve: &Bound<'_, PyAny>,
+        on_done: Py<PyAny>,
+        on_event: Option<Py<PyAny>>,
+    ) -> PyResult<RunHandle> {
+        let registry = registry(tools)?;
+        let approval = approval(approve)?;
+        let store = py.detach(|| store(state_url)).map_err(PyRuntimeError::new_err)?;
+        let job = Job::Cell { store, session, cell };
+        Ok(self.start_job(job, registry, approval, on_done, on_event))
+    }
+}
+
+/// What a spawned run runs: a chain, or a session's cell.
+enum Job {
+    Chain(String),
+    Cell {
+        store: Arc<dyn ChainStore>,
+        session: String,
+        cell: String,
+    },
+}
+
+impl NativeEngine {
+    fn start_job(
+        &self,
+        job: Job,
+        registry: ToolRegistry,
+        approval: Approval,
+        on_done: Py<PyAny>,
+        on_event: Option<Py<PyAny>>,
+    ) -> RunHandle {
         let cancel = CancellationToken::new();
-        let handle = self.spawn(Job::Chain(script), registry, approval, cancel.clone(), on_event);
+        let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
         runtime().spawn(async move {
             let json = match handle.await {
                 Ok(Ok(result)) => serde_json::to_string(&result).map_err(|e| e.to_string()),
@@ -405,21 +450,9 @@ impl NativeEngine {
             })
             .await;
         });
-        Ok(RunHandle { cancel })
+        RunHandle { cancel }
     }
-}
 
-/// What a spawned run runs: a chain, or a session's cell.
-enum Job {
-    Chain(String),
-    Cell {
-        store: Arc<dyn ChainStore>,
-        session: String,
-        cell: String,
-    },
-}
-
-impl NativeEngine {
     fn spawn(
         &self,
         job: Job,

@@ -1,5 +1,6 @@
 """Sessions: a REPL kept in a chain store, one chain per cell."""
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,17 @@ def test_a_session_in_sqlite_continues_from_another_session_object(engine, tmp_p
 def test_an_unknown_store_is_a_session_error(engine):
     with pytest.raises(chainbox.SessionError):
         engine.session("ftp://nowhere").run("1")
+
+
+def test_a_session_runs_its_cells_under_run_async_with_async_tools(engine):
+    async def fetch() -> int:
+        return 20
+
+    async def main():
+        s = engine.session()
+        await s.run_async("x = await fetch()", tools=[fetch])
+        return await s.run_async("x + await fetch() + 2", tools=[fetch])
+
+    r = asyncio.run(main())
+    assert r.output == 42, r
+    assert r.cell == 2
