@@ -7,7 +7,9 @@
 //!   not seen (each iteration's script differs by a comment, so neither
 //!   the verdict cache nor ty's cache of the script answers);
 //! - `cached`: the same script again (an agent's retry, a benchmark's loop):
-//!   the verdict cache.
+//!   the verdict cache;
+//! - `warm_one_call`, `warm_no_call`: as `warm`, a script of one tool call,
+//!   and one with no tool call (a comprehension and `sum`).
 //!
 //! The target (issue 56): `warm` ≤ 1 ms.
 //!
@@ -60,6 +62,24 @@ fn check(c: &mut Criterion) {
     group.bench_function("cached", |b| {
         b.iter(|| checker.check(DEMO_SCRIPT, &registry, TypeCheck::Enforce, false))
     });
+    // Smaller scripts, each with a changing comment as `warm`'s: one tool
+    // call, and no tool call (ty still reads the script).
+    for (name, script) in [
+        ("warm_one_call", "w = await get_weather(city='Paris')\nw\n"),
+        (
+            "warm_no_call",
+            "xs = [i * i for i in range(10)]\nsum(x for x in xs if x % 2)\n",
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                n += 1;
+                let script = format!("{script}# {n}\n");
+                let verdict = checker.check(&script, &registry, TypeCheck::Enforce, false);
+                assert!(!verdict.refused(), "{verdict:?}");
+            })
+        });
+    }
     group.finish();
 }
 
