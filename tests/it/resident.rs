@@ -153,10 +153,38 @@ async fn kib_per_parked_chain() -> (f64, bool) {
     ((parked - before) / CHAINS as f64, engine.keeps_written_pages())
 }
 
+/// The measurement, alone in a process of this test binary (the test
+/// below runs it): it reads the whole process's PSS, which other tests
+/// running beside it in one process would add to.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_parked_cpython_chain_on_a_reused_slot_adds_about_the_pages_it_wrote() {
+#[ignore = "run alone by a_parked_cpython_chain_on_a_reused_slot_adds_about_the_pages_it_wrote"]
+async fn measure_per_parked_chain() {
     let (kib, keeps) = kib_per_parked_chain().await;
+    println!("measured: {kib:.0} {keeps}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_parked_cpython_chain_on_a_reused_slot_adds_about_the_pages_it_wrote() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["resident::measure_per_parked_chain", "--exact", "--ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .output()
+        .expect("the test binary runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let measured = text
+        .lines()
+        .find_map(|l| l.split_once("measured: ").map(|(_, m)| m))
+        .and_then(|m| m.split_once(' '))
+        .and_then(|(kib, keeps)| Some((kib.parse::<f64>().ok()?, keeps.to_owned())));
+    let Some((kib, keeps)) = measured else {
+        panic!(
+            "the measurement printed nothing: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
     println!(
         "{}: {kib:.0} KiB PSS per parked CPython chain (keeps written pages: {keeps})",
         env!("CARGO_PKG_NAME")
