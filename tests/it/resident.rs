@@ -169,7 +169,12 @@ async fn measure_per_parked_chain() {
 fn a_parked_cpython_chain_on_a_reused_slot_adds_about_the_pages_it_wrote() {
     let exe = std::env::current_exe().expect("the test binary");
     let out = std::process::Command::new(exe)
-        .args(["resident::measure_per_parked_chain", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "resident::measure_per_parked_chain",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
         .args(["--test-threads", "1"])
         .output()
         .expect("the test binary runs");
