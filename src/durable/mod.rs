@@ -31,6 +31,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approval, ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
+use crate::artifacts::ArtifactStore;
 use crate::chain::RunOptions;
 use crate::engine::Engine;
 use crate::journal::{Journal, JournalEntry, JournalError};
@@ -105,6 +106,9 @@ pub struct Durable {
     /// Who this handle acts for (`None`: the local user; see
     /// [`Self::with_principal`]).
     principal: Option<Principal>,
+    /// Where its runs offload results and media (`None`: the engine's
+    /// store; see [`Self::with_artifacts`]).
+    artifacts: Option<Arc<dyn ArtifactStore>>,
 }
 
 impl Durable {
@@ -118,6 +122,7 @@ impl Durable {
             observer: None,
             cancel: None,
             principal: None,
+            artifacts: None,
         }
     }
 
@@ -164,6 +169,18 @@ impl Durable {
         self
     }
 
+    /// This handle's runs and resumes offload results and media to
+    /// `artifacts` and read their journaled ones back from it, instead of
+    /// the engine's store ([`Engine::artifacts`]; `None`: the engine's):
+    /// one engine serves chains whose stores differ (a resume in another
+    /// process must reach the store its run wrote to). Its sweeps sweep
+    /// it too.
+    #[must_use]
+    pub fn with_artifacts(mut self, artifacts: Option<Arc<dyn ArtifactStore>>) -> Self {
+        self.artifacts = artifacts;
+        self
+    }
+
     /// A name for one run's claim: this process, and an id of the run.
     fn claimant(&self) -> String {
         format!("{} run {}", self.process, uuid::Uuid::new_v4().simple())
@@ -181,7 +198,8 @@ impl Durable {
     /// engine's artifact store holds this process's pins, so the chains
     /// running here keep what they stored.
     pub async fn sweep(&self, options: &SweepOptions) -> Result<SweepReport, SweepError> {
-        sweep::sweep(&self.store, Some(self.engine.artifacts()), options).await
+        let artifacts = self.artifacts.as_ref().unwrap_or(self.engine.artifacts());
+        sweep::sweep(&self.store, Some(artifacts), options).await
     }
 
     /// Creates a durable chain and runs it: to its end, or to its first
@@ -434,6 +452,7 @@ impl Durable {
             observer: self.observer.clone(),
             cancel: self.cancel.clone(),
             principal: self.principal.clone(),
+            artifacts: self.artifacts.clone().or(options.artifacts),
             ..options
         };
         let run = self.engine.run_with(script, registry, policy, &approval, options);

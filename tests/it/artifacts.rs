@@ -624,3 +624,29 @@ fn an_unreachable_s3_store_fails_the_offloading_call_soon_naming_the_store() {
     assert!(why.contains("artifact store s3://nowhere/p"), "{why}");
     assert!(!out.contains("s3cr3t-value"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_durable_handle_with_its_own_artifact_store_offloads_there_and_its_resume_reads_them_back() {
+    // The shared engine (its store in memory), a handle storing elsewhere:
+    // what an embedder with one engine and a store per chain store does.
+    let artifacts = Arc::new(MemoryArtifactStore::new());
+    let durable = chainbox::durable::Durable::new(
+        crate::fixtures::engine().clone(),
+        Arc::new(chainbox::store::MemoryStore::new()),
+    )
+    .with_artifacts(Some(artifacts.clone()));
+    let script = "big = await rows(n=50)\nr = await wire(amount=1)\nload_artifact(big)['rows'][49][:7]";
+    let (suspended, resumed) = suspend_and_resume(&durable, script, || {}).await;
+    let offloaded = suspended.call_trace[0].artifact_ref.expect("offloaded");
+    assert!(
+        artifacts.get(&offloaded).expect("get").is_some(),
+        "in the handle's store"
+    );
+    assert_eq!(
+        crate::fixtures::engine().artifacts().get(&offloaded).expect("get"),
+        None,
+        "not in the engine's"
+    );
+    crate::fixtures::assert_ok(&resumed);
+    assert_eq!(resumed.output, serde_json::json!("row 049"));
+}
