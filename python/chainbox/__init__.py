@@ -41,17 +41,25 @@ from . import _chainbox
 __all__ = [
     "ApprovalRequest",
     "Artifact",
+    "ArtifactError",
+    "BeingResumed",
     "CallRecord",
     "ChainError",
     "ChainEvent",
     "ChainFailed",
+    "ChainNotFound",
     "ChainResult",
+    "ChainSuspended",
     "ChainTimeout",
+    "Decision",
     "Diagnostic",
+    "DurableError",
     "Engine",
     "EngineError",
     "ErrorInfo",
     "LimitExceeded",
+    "NotPending",
+    "PendingCall",
     "PolicyError",
     "ScriptError",
     "Session",
@@ -95,6 +103,57 @@ class SessionError(ChainError, RuntimeError):
     """A session's store could not be opened or failed."""
 
 
+class DurableError(ChainError, RuntimeError):
+    """A durable chain could not be run, decided or resumed: its store could
+    not be opened or failed (``kind`` says why: ``store``, ``no_chain``,
+    ``not_pending``, ``being_resumed``, ``not_owner``, ``corrupt``,
+    ``artifacts``, ``internal``)."""
+
+    def __init__(self, message: str, kind: str = "store") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ChainNotFound(DurableError, LookupError):
+    """The store has no durable chain with this id (kind ``no_chain``)."""
+
+
+class NotPending(DurableError):
+    """The chain waits on no decision, or on another call than the one
+    named (kind ``not_pending``): it runs, finished, or was decided."""
+
+
+class BeingResumed(DurableError):
+    """Another process (or thread) is resuming the chain now (kind
+    ``being_resumed``); a later resume gets its result."""
+
+
+class ArtifactError(ChainError, RuntimeError):
+    """An artifact could not be read: its store failed, or does not have it."""
+
+
+_DURABLE_ERRORS: dict[str, type[DurableError]] = {
+    "no_chain": ChainNotFound,
+    "not_pending": NotPending,
+    "being_resumed": BeingResumed,
+}
+
+
+def _durable_error(message: str, kind: str) -> Exception:
+    return _DURABLE_ERRORS.get(kind, DurableError)(message, kind)
+
+
+def _session_error(message: str, kind: str) -> Exception:
+    return SessionError(message)
+
+
+def _native_failure(exc: RuntimeError) -> tuple[str, str]:
+    """The native side raises ``RuntimeError(message, kind)`` (or a bare message)."""
+    if len(exc.args) == 2 and all(isinstance(a, str) for a in exc.args):
+        return exc.args[0], exc.args[1]
+    return str(exc), "internal"
+
+
 class ChainFailed(ChainError):
     """A chain did not complete (``ChainResult.raise_for_status``).
 
@@ -123,6 +182,11 @@ class LimitExceeded(ChainFailed):
 
 class ChainTimeout(LimitExceeded):
     """The chain's total timeout expired (status ``timeout``)."""
+
+
+class ChainSuspended(ChainFailed):
+    """A durable chain waits on a decision (status ``suspended``): see
+    ``ChainResult.pending``, ``Engine.decide`` and ``Engine.resume``."""
 
 
 _LIMIT_KINDS = {"tool_budget", "memory", "cpu", "output_limit"}
@@ -184,8 +248,72 @@ class Artifact:
     """An artifact the chain stored (an offloaded result, media)."""
 
     artifact_ref: str
+    """``sha256:<hex>``, as the trace's ``artifact_ref`` names it."""
     media_type: str
     size: int
+    _store: Optional[str] = dataclasses.field(default=None, repr=False, compare=False)
+    """The artifact store's URL (``None``: the process's, in memory)."""
+
+    def read(self) -> bytes:
+        """Its bytes, from the artifact store the chain wrote it to.
+
+        ``ArtifactError`` if the store no longer has it (a ``memory:``
+        store of another process, a swept one) or fails.
+        """
+        return _read_artifact(self.artifact_ref, self._store)
+
+
+def _read_artifact(artifact_ref: str, store: Optional[str]) -> bytes:
+    try:
+        found = _chainbox.read_artifact(artifact_ref, store)
+    except RuntimeError as exc:
+        raise ArtifactError(_native_failure(exc)[0]) from None
+    except ValueError as exc:
+        raise ArtifactError(str(exc)) from None
+    if found is None:
+        where = store or "the process's artifact store (memory:)"
+        raise ArtifactError(f"artifact {artifact_ref} is not in {where}")
+    return found[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingCall:
+    """The call a suspended durable chain waits on a decision for."""
+
+    chain_id: str
+    """The chain (``Engine.decide`` and ``Engine.resume`` name it by this)."""
+    seq: int
+    """The call's number in the chain, from 1 (``Engine.decide``'s ``seq``)."""
+    tool: str
+    arguments: dict[str, Any]
+    risk: str
+    """Why it needs a decision: the tool's risk (``high``, ``critical``)."""
+    requested_at: str
+    """When the chain asked (UTC, RFC 3339)."""
+    provenance: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The untrusted results its guarded arguments may derive from, when the
+    data-flow policy is why it waits (``seq``, ``call_id``, ``tool`` each)."""
+    owner: Optional[dict[str, str]] = None
+    """Who the chain runs for (``issuer``, ``subject``); ``None``: the local user."""
+
+    @classmethod
+    def _from(cls, chain_id: str, call: Mapping[str, Any], owner: Optional[dict[str, str]] = None) -> PendingCall:
+        return cls(chain_id=chain_id, owner=owner, **_known(cls, {k: v for k, v in call.items() if k != "chain_id"}))
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A decision recorded on a durable chain's pending call."""
+
+    chain_id: str
+    seq: int
+    decision: str
+    """``approved``, ``modified`` (approved with other ``arguments``) or ``denied``."""
+    decided_by: str
+    decided_at: str
+    arguments: Optional[dict[str, Any]] = None
+    reason: Optional[str] = None
+    """A denial's reason (a late decision's says it came after ``approval_expires_s``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +354,10 @@ class ChainResult:
     """A session's cell: its session (``Session.id``)."""
     cell: Optional[int] = None
     """A session's cell: its number, from 1."""
+    chain_id: Optional[str] = None
+    """A durable chain's id (``Engine.decide``, ``Engine.resume``)."""
+    pending: Optional[PendingCall] = None
+    """A suspended chain's call waiting on a decision."""
 
     @property
     def ok(self) -> bool:
@@ -236,6 +368,8 @@ class ChainResult:
         if self.ok:
             return self
         kind = self.error.kind if self.error else self.status
+        if self.status == "suspended":
+            raise ChainSuspended(self)
         if self.status == "timeout" or kind == "timeout":
             raise ChainTimeout(self)
         if kind in ("script", "compile"):
@@ -246,10 +380,17 @@ class ChainResult:
             raise LimitExceeded(self)
         raise ChainFailed(self)
 
+    @property
+    def suspended(self) -> bool:
+        """A durable chain waiting on a decision (``pending``)."""
+        return self.status == "suspended"
+
     @classmethod
-    def _from_json(cls, text: str) -> ChainResult:
+    def _from_json(cls, text: str, artifacts: Optional[str] = None) -> ChainResult:
         raw = json.loads(text)
         err = raw.get("error")
+        chain_id = raw.get("chain_id")
+        pending = raw.get("pending")
         return cls(
             status=raw["status"],
             output=raw.get("output"),
@@ -261,13 +402,15 @@ class ChainResult:
             calls=[CallRecord(**_known(CallRecord, c)) for c in raw.get("call_trace", [])],
             warnings=[ChainWarning(**_known(ChainWarning, w)) for w in raw.get("warnings", [])],
             diagnostics=[Diagnostic(**_known(Diagnostic, d)) for d in raw.get("diagnostics", [])],
-            artifacts=[Artifact(**_known(Artifact, a)) for a in raw.get("artifacts", [])],
+            artifacts=[Artifact(**_known(Artifact, a), _store=artifacts) for a in raw.get("artifacts", [])],
             files=raw.get("files", []),
             usage=Usage(**_known(Usage, raw.get("usage", {}))),
             interpreter=raw.get("interpreter", "monty"),
             raw=raw,
             session_id=raw.get("session_id"),
             cell=raw.get("cell"),
+            chain_id=chain_id,
+            pending=PendingCall._from(chain_id, pending) if pending and chain_id else None,
         )
 
 
@@ -618,7 +761,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
 # Approval
 
 Approve = Union[
-    Literal["auto", "deny"],
+    Literal["auto", "deny", "defer"],
     Callable[[ApprovalRequest], Union[bool, Awaitable[bool]]],
 ]
 
@@ -655,12 +798,13 @@ def _approval_bridge(
 
 
 def _approve_arg(approve: Approve, loop_of: Optional[Callable[[], asyncio.AbstractEventLoop]]) -> Any:
+    # "defer": a durable chain suspends at the call; any other chain's is denied.
     if isinstance(approve, str):
-        if approve not in ("auto", "deny"):
-            raise ValueError(f'approve must be "auto", "deny" or a callable, not {approve!r}')
+        if approve not in ("auto", "deny", "defer"):
+            raise ValueError(f'approve must be "auto", "deny", "defer" or a callable, not {approve!r}')
         return approve
     if not callable(approve):
-        raise TypeError("approve must be \"auto\", \"deny\" or a callable")
+        raise TypeError("approve must be \"auto\", \"deny\", \"defer\" or a callable")
     return functools.partial(_approval_bridge, approve, loop_of)
 
 
@@ -712,6 +856,8 @@ class Engine:
         *,
         approve: Optional[Approve] = None,
         on_event: Optional[Callable[[ChainEvent], Any]] = None,
+        state: Optional[str] = None,
+        artifacts: Optional[str] = None,
     ) -> ChainResult:
         """Runs a chain to its end, without holding the GIL, and returns its result.
 
@@ -721,15 +867,31 @@ class Engine:
         / ``False`` / a denial reason. ``on_event`` sees the chain's prints and
         calls as they happen (on a thread of chainbox's; all of them before
         ``run`` returns). Ctrl-C cancels the chain.
+
+        ``state``: a chain store (``sqlite:PATH``, ``postgres://...``,
+        ``memory:``) makes the chain durable: journaled there, and with
+        ``approve="defer"`` (the default then) suspended at a call that needs
+        a decision (``status == "suspended"``, ``result.pending``) for
+        ``decide`` and ``resume``, from any process on the store.
+        ``artifacts``: where results over ``max_inline_result_bytes`` are
+        offloaded (``memory:``, ``file:DIR``, ``s3://BUCKET/PREFIX``); by
+        default the process's memory, or for ``state="sqlite:PATH"`` the
+        directory ``PATH.artifacts``.
         """
         specs = self._specs(tools, None)
-        approve_arg = _approve_arg(self._approve if approve is None else approve, None)
+        approve_arg = _approve_arg(self._approve_for(approve, state), None)
+        events = functools.partial(_event_bridge, on_event, None) if on_event else None
+        store = _artifacts_for(state, artifacts)
         try:
-            events = functools.partial(_event_bridge, on_event, None) if on_event else None
-            text = self._native.run(script, specs, approve_arg, events)
+            if state is None:
+                text = self._native.run(script, specs, approve_arg, events, store)
+            else:
+                text = self._native.run_durable(state, script, specs, approve_arg, events, store)
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
-        return ChainResult._from_json(text)
+        except RuntimeError as exc:
+            raise _durable_error(*_native_failure(exc)) from None
+        return ChainResult._from_json(text, store)
 
     async def run_async(
         self,
@@ -738,30 +900,194 @@ class Engine:
         *,
         approve: Optional[Approve] = None,
         on_event: Optional[Callable[[ChainEvent], Any]] = None,
+        state: Optional[str] = None,
+        artifacts: Optional[str] = None,
     ) -> ChainResult:
         """``run`` for asyncio: ``async def`` tools and approvals run on this
         loop, sync ones on chainbox's threads; ``on_event`` is called on this
-        loop. Cancelling the task cancels the chain."""
+        loop. Cancelling the task cancels the chain (a durable one stays in
+        its store, unfinished, for a later ``resume``)."""
         loop = asyncio.get_running_loop()
+        store = _artifacts_for(state, artifacts)
 
         def start(specs: list[tuple[Any, ...]], approve_arg: Any, on_done: Any, events: Any) -> Any:
-            return self._native.start(script, specs, approve_arg, on_done, events)
+            if state is None:
+                return self._native.start(script, specs, approve_arg, on_done, events, store)
+            return self._native.start_durable(state, script, specs, approve_arg, on_done, events, store)
 
-        approve = self._approve if approve is None else approve
-        return await _run_async(loop, start, tools, approve, on_event, ChainError)
+        approve = self._approve_for(approve, state)
+        return await _run_async(loop, start, tools, approve, on_event, _durable_error, store)
+
+    def resume(
+        self,
+        state: str,
+        chain_id: str,
+        tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
+        *,
+        approve: Approve = "defer",
+        on_event: Optional[Callable[[ChainEvent], Any]] = None,
+        artifacts: Optional[str] = None,
+    ) -> ChainResult:
+        """Continues the durable chain ``chain_id`` of the store ``state``,
+        in this process or any other, with the same tools: its script runs
+        again from the start, each call the chain made before is answered
+        from its journal (its tool does not run again; ``replayed`` in the
+        trace), the pending call gets its decision (``decide``), and the
+        chain goes on to its end or its next suspension (``approve``:
+        ``"defer"`` by default, as ``run``'s). A finished chain gives its
+        result again, running nothing. Give it the ``artifacts`` its run had
+        (the same default).
+
+        ``ChainNotFound``, ``BeingResumed`` (another resume holds it now),
+        or ``DurableError`` for a store that fails.
+        """
+        specs = self._specs(tools, None)
+        approve_arg = _approve_arg(approve, None)
+        events = functools.partial(_event_bridge, on_event, None) if on_event else None
+        store = _artifacts_for(state, artifacts)
+        try:
+            text = self._native.resume(state, chain_id, specs, approve_arg, events, store)
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        except RuntimeError as exc:
+            raise _durable_error(*_native_failure(exc)) from None
+        return ChainResult._from_json(text, store)
+
+    async def resume_async(
+        self,
+        state: str,
+        chain_id: str,
+        tools: Sequence[Union[Tool, Callable[..., Any]]] = (),
+        *,
+        approve: Approve = "defer",
+        on_event: Optional[Callable[[ChainEvent], Any]] = None,
+        artifacts: Optional[str] = None,
+    ) -> ChainResult:
+        """``resume`` for asyncio, as ``run_async``."""
+        loop = asyncio.get_running_loop()
+        store = _artifacts_for(state, artifacts)
+
+        def start(specs: list[tuple[Any, ...]], approve_arg: Any, on_done: Any, events: Any) -> Any:
+            return self._native.start_resume(state, chain_id, specs, approve_arg, on_done, events, store)
+
+        return await _run_async(loop, start, tools, approve, on_event, _durable_error, store)
+
+    def decide(
+        self,
+        state: str,
+        chain: Union[str, PendingCall],
+        approve: bool,
+        *,
+        arguments: Optional[Mapping[str, Any]] = None,
+        reason: Optional[str] = None,
+        seq: Optional[int] = None,
+        decided_by: str = "python",
+    ) -> Decision:
+        """Records a human's decision on a suspended chain's pending call;
+        ``resume`` then carries it out. ``chain``: its ``chain_id``, or the
+        ``PendingCall`` itself (``result.pending``, an item of ``approvals``:
+        then only that call is decided). ``approve=True`` runs the call as
+        asked, or with ``arguments`` instead; ``False`` denies it
+        (``PermissionError`` in the script, with ``reason``). ``seq``: decide
+        only that call (``NotPending`` if the chain waits on another).
+
+        A decision later than the policy's ``approval_expires_s`` after the
+        request is recorded as a denial (the returned ``Decision`` says so).
+        ``ChainNotFound``, ``NotPending`` (nothing to decide: running,
+        finished, decided), ``DurableError``.
+        """
+        if isinstance(chain, PendingCall):
+            chain_id, seq = chain.chain_id, chain.seq if seq is None else seq
+        else:
+            chain_id = chain
+        decision: dict[str, Any]
+        if approve:
+            if reason is not None:
+                raise ValueError("reason= is a denial's (approve=False)")
+            decision = {"decision": "approved"}
+            if arguments is not None:
+                decision = {"decision": "modified", "arguments": dict(arguments)}
+        else:
+            if arguments is not None:
+                raise ValueError("arguments= approve the call with other arguments (approve=True)")
+            decision = {"decision": "denied", "reason": reason}
+        try:
+            text = self._native.decide(state, chain_id, json.dumps(decision), decided_by, seq)
+        except RuntimeError as exc:
+            raise _durable_error(*_native_failure(exc)) from None
+        raw = json.loads(text)
+        made = raw.get("decision", {})
+        return Decision(
+            chain_id=chain_id,
+            seq=raw["seq"],
+            decision=made.get("decision", ""),
+            decided_by=raw.get("decided_by", decided_by),
+            decided_at=raw.get("decided_at", ""),
+            arguments=made.get("arguments"),
+            reason=made.get("reason"),
+        )
+
+    async def decide_async(
+        self,
+        state: str,
+        chain: Union[str, PendingCall],
+        approve: bool,
+        *,
+        arguments: Optional[Mapping[str, Any]] = None,
+        reason: Optional[str] = None,
+        seq: Optional[int] = None,
+        decided_by: str = "python",
+    ) -> Decision:
+        """``decide`` for asyncio (the store's write on a worker thread)."""
+        return await asyncio.to_thread(
+            self.decide, state, chain, approve, arguments=arguments, reason=reason, seq=seq, decided_by=decided_by
+        )
+
+    def approvals(self, state: str) -> list[PendingCall]:
+        """Every durable chain of the store ``state`` waiting on a decision,
+        oldest request first (``chainbox approvals``): one ``PendingCall``
+        each, with its ``chain_id`` and ``owner``."""
+        try:
+            text = _chainbox.approvals(state)
+        except RuntimeError as exc:
+            raise _durable_error(*_native_failure(exc)) from None
+        return [PendingCall._from(p["chain_id"], p["call"], p.get("owner")) for p in json.loads(text)]
+
+    def read_artifact(self, artifact_ref: str, *, artifacts: Optional[str] = None) -> bytes:
+        """An artifact's bytes (``sha256:<hex>``, a trace's ``artifact_ref``)
+        from the store ``artifacts`` (``None``: the process's, in memory):
+        what ``Artifact.read`` does for a result's ``artifacts``.
+        ``ArtifactError`` if the store does not have it."""
+        return _read_artifact(artifact_ref, artifacts)
 
     def stubs(self, tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:
         """The ``async def`` stubs to show a model for these tools."""
         return stubs(tools)
 
-    def session(self, state: str = "memory:", session_id: Optional[str] = None) -> Session:
+    def session(
+        self, state: str = "memory:", session_id: Optional[str] = None, *, artifacts: Optional[str] = None
+    ) -> Session:
         """A Python REPL kept in a chain store: see ``Session``."""
-        return Session(self, state, session_id)
+        return Session(self, state, session_id, artifacts=artifacts)
+
+    def _approve_for(self, approve: Optional[Approve], state: Optional[str]) -> Approve:
+        """A run's ``approve``: given, else ``defer`` for a durable run, else the engine's."""
+        if approve is not None:
+            return approve
+        return "defer" if state is not None else self._approve
 
     @staticmethod
     def _specs(tools: Sequence[Union[Tool, Callable[..., Any]]], loop_of: Any) -> list[tuple[Any, ...]]:
         specs = [_as_tool(t)._spec(loop_of) for t in tools]
         return specs
+
+
+def _artifacts_for(state: Optional[str], artifacts: Optional[str]) -> Optional[str]:
+    """The artifact store of a run: ``artifacts``, else for a durable one the
+    command line's default (``sqlite:PATH``: ``file:PATH.artifacts``)."""
+    if state is None:
+        return artifacts
+    return _chainbox.durable_artifacts(state, artifacts)
 
 
 class Session:
@@ -772,13 +1098,22 @@ class Session:
     ``state``: the store, ``memory:`` (this process only), ``sqlite:PATH``
     or ``postgres://...``; ``session_id``: an existing session to continue
     (from ``Session.id``, in any process on the same store), else a new one
-    starts with the first cell.
+    starts with the first cell. ``artifacts``: where offloaded results go,
+    as ``Engine.run``'s for a durable chain.
     """
 
-    def __init__(self, engine: Engine, state: str = "memory:", session_id: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        state: str = "memory:",
+        session_id: Optional[str] = None,
+        *,
+        artifacts: Optional[str] = None,
+    ) -> None:
         self._engine = engine
         self.state = state
         self._id = session_id
+        self._artifacts = _artifacts_for(state, artifacts)
 
     @property
     def id(self) -> Optional[str]:
@@ -798,13 +1133,14 @@ class Session:
         specs = Engine._specs(tools, None)
         approve_arg = _approve_arg(self._engine._approve if approve is None else approve, None)
         events = functools.partial(_event_bridge, on_event, None) if on_event else None
+        native = self._engine._native
         try:
-            text = self._engine._native.run_cell(self.state, self._id or "new", cell, specs, approve_arg, events)
+            text = native.run_cell(self.state, self._id or "new", cell, specs, approve_arg, events, self._artifacts)
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
         except RuntimeError as exc:
-            raise SessionError(str(exc)) from None
-        result = ChainResult._from_json(text)
+            raise SessionError(_native_failure(exc)[0]) from None
+        result = ChainResult._from_json(text, self._artifacts)
         if result.session_id:
             self._id = result.session_id
         return result
@@ -819,13 +1155,14 @@ class Session:
     ) -> ChainResult:
         """``run`` for asyncio, as ``Engine.run_async``."""
         loop = asyncio.get_running_loop()
+        store = self._artifacts
 
         def start(specs: list[tuple[Any, ...]], approve_arg: Any, on_done: Any, events: Any) -> Any:
             native = self._engine._native
-            return native.start_cell(self.state, self._id or "new", cell, specs, approve_arg, on_done, events)
+            return native.start_cell(self.state, self._id or "new", cell, specs, approve_arg, on_done, events, store)
 
         approve = self._engine._approve if approve is None else approve
-        result = await _run_async(loop, start, tools, approve, on_event, SessionError)
+        result = await _run_async(loop, start, tools, approve, on_event, _session_error, store)
         if result.session_id:
             self._id = result.session_id
         return result
@@ -851,10 +1188,12 @@ async def _run_async(
     tools: Sequence[Union[Tool, Callable[..., Any]]],
     approve: Approve,
     on_event: Optional[Callable[[ChainEvent], Any]],
-    failure: type[Exception],
+    failure: Callable[[str, str], Exception],
+    artifacts: Optional[str] = None,
 ) -> ChainResult:
     """Starts a native run with this loop for async tools, approvals and
-    events, and awaits its result; cancelling the awaiting task cancels it."""
+    events, and awaits its result; cancelling the awaiting task cancels it.
+    A failure (``message``, ``kind``) is raised as ``failure`` makes it."""
 
     def loop_of() -> asyncio.AbstractEventLoop:
         return loop
@@ -869,7 +1208,8 @@ async def _run_async(
         if ok:
             fut.set_result(payload)
         else:
-            fut.set_exception(failure(payload))
+            raw = json.loads(payload)
+            fut.set_exception(failure(raw.get("message", payload), raw.get("kind", "internal")))
 
     def on_done(ok: bool, payload: str) -> None:
         try:
@@ -883,13 +1223,13 @@ async def _run_async(
     except ValueError as exc:
         raise ToolDefinitionError(str(exc)) from None
     except RuntimeError as exc:
-        raise failure(str(exc)) from None
+        raise failure(*_native_failure(exc)) from None
     try:
         text = await asyncio.shield(fut)
     except asyncio.CancelledError:
         handle.cancel()
         raise
-    return ChainResult._from_json(text)
+    return ChainResult._from_json(text, artifacts)
 
 
 def stubs(tools: Sequence[Union[Tool, Callable[..., Any]]]) -> str:

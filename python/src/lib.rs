@@ -17,14 +17,25 @@
 //! the answer comes through `done(ok, payload)`; the bridge returns a
 //! cancel callable for work still running, called if the call is dropped
 //! (its timeout, the chain's end).
+//!
+//! Durable chains (a run kept in a chain store, suspended at a call that
+//! waits on a decision, decided and resumed by any process on the store)
+//! and sessions' cells run on the same engine, each with the artifact
+//! store its chain store implies ([`durable_artifacts`]). A failure that is
+//! not a chain's outcome (a store that cannot be opened, a chain that is
+//! not pending) is raised as `RuntimeError(message, kind)`, or handed to
+//! `on_done(false, {"message", "kind"} as JSON)`; the package maps `kind`
+//! to its exceptions.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chainbox::approval::{ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
+use chainbox::artifacts::{ArtifactRef, ArtifactStore};
+use chainbox::durable::{Durable, DurableError};
 use chainbox::live::{ChainEvent, Observer};
-use chainbox::store::ChainStore;
+use chainbox::store::{ChainStore, StoreError};
 use chainbox::tools::Permission;
 use chainbox::{
     Approval, ChainPolicy, ChainRunResult, Engine, EngineConfig, PythonChoice, RunOptions, Tool, ToolContext,
@@ -32,6 +43,7 @@ use chainbox::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -267,20 +279,66 @@ fn registry(specs: Vec<ToolSpec>) -> PyResult<ToolRegistry> {
 }
 
 /// `"auto"` (approve every call), `"deny"` (deny every call that needs
-/// approval) or a bridge.
+/// approval), `"defer"` (a durable chain suspends at such a call; any other
+/// chain's is denied) or a bridge.
 fn approval(approve: &Bound<'_, PyAny>) -> PyResult<Approval> {
     if let Ok(mode) = approve.extract::<String>() {
         return match mode.as_str() {
             "auto" => Ok(Approval::auto(ToolRisk::Critical)),
             "deny" => Ok(Approval::deny_all()),
+            "defer" => Ok(Approval::defer()),
             other => Err(PyValueError::new_err(format!(
-                "approve must be \"auto\", \"deny\" or a callable, not {other:?}"
+                "approve must be \"auto\", \"deny\", \"defer\" or a callable, not {other:?}"
             ))),
         };
     }
     Ok(Approval::new(PyApproval {
         bridge: Arc::new(approve.clone().unbind()),
     }))
+}
+
+/// Why something other than a chain's outcome failed: a `kind` the package
+/// maps to an exception (`store`, `no_chain`, `not_pending`,
+/// `being_resumed`, `not_owner`, `cell_ended`, `corrupt`, `artifacts`,
+/// `internal`) and its message.
+#[derive(Debug)]
+struct Failure {
+    kind: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(kind: &'static str, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// `RuntimeError(message, kind)`.
+    fn into_py(self) -> PyErr {
+        PyRuntimeError::new_err((self.message, self.kind))
+    }
+
+    /// What `on_done(false, payload)` is given: `{"message", "kind"}`.
+    fn to_json(&self) -> String {
+        serde_json::json!({ "message": self.message, "kind": self.kind }).to_string()
+    }
+}
+
+impl From<DurableError> for Failure {
+    fn from(e: DurableError) -> Self {
+        let kind = match &e {
+            DurableError::Store(StoreError::NoChain(_)) => "no_chain",
+            DurableError::Store(StoreError::NotPending { .. }) => "not_pending",
+            DurableError::Store(_) => "store",
+            DurableError::BeingResumed { .. } => "being_resumed",
+            DurableError::NotOwner { .. } => "not_owner",
+            DurableError::CellEnded { .. } => "cell_ended",
+            DurableError::Corrupt { .. } => "corrupt",
+        };
+        Failure::new(kind, e.to_string())
+    }
 }
 
 fn result_json(result: &ChainRunResult) -> PyResult<String> {
@@ -328,8 +386,9 @@ impl NativeEngine {
     /// Runs a chain to its end without the GIL and returns its result as
     /// JSON. A signal (Ctrl-C) cancels the chain and is raised.
     /// `on_event(kind, payload)` sees its events as they happen, all of
-    /// them before this returns.
-    #[pyo3(signature = (script, tools, approve, on_event=None))]
+    /// them before this returns. `artifacts_url`: where it offloads
+    /// (`None`: the engine's store, in memory).
+    #[pyo3(signature = (script, tools, approve, on_event=None, artifacts_url=None))]
     fn run(
         &self,
         py: Python<'_>,
@@ -337,19 +396,23 @@ impl NativeEngine {
         tools: Vec<ToolSpec>,
         approve: &Bound<'_, PyAny>,
         on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
     ) -> PyResult<String> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
+        let artifacts = py.detach(|| artifact_store(artifacts_url)).map_err(Failure::into_py)?;
         let cancel = CancellationToken::new();
-        let handle = self.spawn(Job::Chain(script), registry, approval, cancel.clone(), on_event);
+        let job = Job::Chain { script, artifacts };
+        let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
         wait(py, handle, cancel)
     }
 
     /// Runs `cell` in the session `session` (an id, or `"new"`) of the
     /// chain store `state_url` (`memory:`, `sqlite:PATH`, `postgres://…`;
-    /// one connection per URL and process), as `run` runs a chain. A store
-    /// failure is `RuntimeError`.
-    #[pyo3(signature = (state_url, session, cell, tools, approve, on_event=None))]
+    /// one connection per URL and process), as `run` runs a chain, its
+    /// artifacts in `artifacts_url` (`None`: the engine's store). A store
+    /// failure is `RuntimeError(message, kind)`.
+    #[pyo3(signature = (state_url, session, cell, tools, approve, on_event=None, artifacts_url=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_cell(
         &self,
@@ -360,36 +423,142 @@ impl NativeEngine {
         tools: Vec<ToolSpec>,
         approve: &Bound<'_, PyAny>,
         on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
     ) -> PyResult<String> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
-        let store = py.detach(|| store(state_url)).map_err(PyRuntimeError::new_err)?;
+        let (store, artifacts) = py
+            .detach(|| stores(state_url, artifacts_url))
+            .map_err(Failure::into_py)?;
         let cancel = CancellationToken::new();
-        let job = Job::Cell { store, session, cell };
+        let job = Job::Cell {
+            store,
+            artifacts,
+            session,
+            cell,
+        };
         let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
         wait(py, handle, cancel)
+    }
+
+    /// Creates a durable chain in the store `state_url` and runs it, as
+    /// `run` runs a chain: to its end, or to its first call that waits on
+    /// a decision (with `approve="defer"`: status `suspended`, its
+    /// `chain_id` and `pending` call). Its artifacts go to `artifacts_url`
+    /// (`None`: the engine's store; see `durable_artifacts_url`).
+    #[pyo3(signature = (state_url, script, tools, approve, on_event=None, artifacts_url=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_durable(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        script: String,
+        tools: Vec<ToolSpec>,
+        approve: &Bound<'_, PyAny>,
+        on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
+    ) -> PyResult<String> {
+        let registry = registry(tools)?;
+        let approval = approval(approve)?;
+        let (store, artifacts) = py
+            .detach(|| stores(state_url, artifacts_url))
+            .map_err(Failure::into_py)?;
+        let cancel = CancellationToken::new();
+        let job = Job::Durable {
+            store,
+            artifacts,
+            script,
+        };
+        let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
+        wait(py, handle, cancel)
+    }
+
+    /// Continues the durable chain `chain_id` of `state_url` from the
+    /// start, answered from its journal, to its end or its next
+    /// suspension, as `run` runs a chain (a finished chain gives its
+    /// result again).
+    #[pyo3(signature = (state_url, chain_id, tools, approve, on_event=None, artifacts_url=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn resume(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        chain_id: String,
+        tools: Vec<ToolSpec>,
+        approve: &Bound<'_, PyAny>,
+        on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
+    ) -> PyResult<String> {
+        let registry = registry(tools)?;
+        let approval = approval(approve)?;
+        let (store, artifacts) = py
+            .detach(|| stores(state_url, artifacts_url))
+            .map_err(Failure::into_py)?;
+        let cancel = CancellationToken::new();
+        let job = Job::Resume {
+            store,
+            artifacts,
+            chain_id,
+        };
+        let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
+        wait(py, handle, cancel)
+    }
+
+    /// Records a decision (an `ApprovalDecision` as JSON: `{"decision":
+    /// "approved"}`, `{"decision": "modified", "arguments": {...}}`,
+    /// `{"decision": "denied", "reason": ...}`) on the pending call of
+    /// chain `chain_id` (call `seq` only, when given), as the local user.
+    /// Returns the recorded `Decision` as JSON (a late one is recorded as a
+    /// denial).
+    #[pyo3(signature = (state_url, chain_id, decision_json, decided_by, seq=None))]
+    fn decide(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        chain_id: &str,
+        decision_json: &str,
+        decided_by: &str,
+        seq: Option<u32>,
+    ) -> PyResult<String> {
+        let decision: ApprovalDecision =
+            serde_json::from_str(decision_json).map_err(|e| PyValueError::new_err(format!("bad decision: {e}")))?;
+        let engine = self.engine.clone();
+        py.detach(|| {
+            let store = store(state_url)?;
+            let durable = engine.durable(store);
+            let recorded = runtime()
+                .block_on(durable.decide_call(chain_id, seq, decision, decided_by))
+                .map_err(Failure::from)?;
+            serde_json::to_string(&recorded).map_err(|e| Failure::new("internal", e.to_string()))
+        })
+        .map_err(Failure::into_py)
     }
 
     /// Starts a chain and returns at once; `on_done(ok, result_json)` is
     /// called with the GIL from another thread when it ends (after every
     /// `on_event`). The handle cancels it.
-    #[pyo3(signature = (script, tools, approve, on_done, on_event=None))]
+    #[pyo3(signature = (script, tools, approve, on_done, on_event=None, artifacts_url=None))]
+    #[allow(clippy::too_many_arguments)]
     fn start(
         &self,
+        py: Python<'_>,
         script: String,
         tools: Vec<ToolSpec>,
         approve: &Bound<'_, PyAny>,
         on_done: Py<PyAny>,
         on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
     ) -> PyResult<RunHandle> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
-        Ok(self.start_job(Job::Chain(script), registry, approval, on_done, on_event))
+        let artifacts = py.detach(|| artifact_store(artifacts_url)).map_err(Failure::into_py)?;
+        let job = Job::Chain { script, artifacts };
+        Ok(self.start_job(job, registry, approval, on_done, on_event))
     }
 
-    /// `run_cell` as `start` starts a chain (`on_done(false, message)` for
+    /// `run_cell` as `start` starts a chain (`on_done(false, failure)` for
     /// a store that fails while it runs).
-    #[pyo3(signature = (state_url, session, cell, tools, approve, on_done, on_event=None))]
+    #[pyo3(signature = (state_url, session, cell, tools, approve, on_done, on_event=None, artifacts_url=None))]
     #[allow(clippy::too_many_arguments)]
     fn start_cell(
         &self,
@@ -401,22 +570,100 @@ impl NativeEngine {
         approve: &Bound<'_, PyAny>,
         on_done: Py<PyAny>,
         on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
     ) -> PyResult<RunHandle> {
         let registry = registry(tools)?;
         let approval = approval(approve)?;
-        let store = py.detach(|| store(state_url)).map_err(PyRuntimeError::new_err)?;
-        let job = Job::Cell { store, session, cell };
+        let (store, artifacts) = py
+            .detach(|| stores(state_url, artifacts_url))
+            .map_err(Failure::into_py)?;
+        let job = Job::Cell {
+            store,
+            artifacts,
+            session,
+            cell,
+        };
+        Ok(self.start_job(job, registry, approval, on_done, on_event))
+    }
+
+    /// `run_durable` as `start` starts a chain.
+    #[pyo3(signature = (state_url, script, tools, approve, on_done, on_event=None, artifacts_url=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start_durable(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        script: String,
+        tools: Vec<ToolSpec>,
+        approve: &Bound<'_, PyAny>,
+        on_done: Py<PyAny>,
+        on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
+    ) -> PyResult<RunHandle> {
+        let registry = registry(tools)?;
+        let approval = approval(approve)?;
+        let (store, artifacts) = py
+            .detach(|| stores(state_url, artifacts_url))
+            .map_err(Failure::into_py)?;
+        let job = Job::Durable {
+            store,
+            artifacts,
+            script,
+        };
+        Ok(self.start_job(job, registry, approval, on_done, on_event))
+    }
+
+    /// `resume` as `start` starts a chain.
+    #[pyo3(signature = (state_url, chain_id, tools, approve, on_done, on_event=None, artifacts_url=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start_resume(
+        &self,
+        py: Python<'_>,
+        state_url: &str,
+        chain_id: String,
+        tools: Vec<ToolSpec>,
+        approve: &Bound<'_, PyAny>,
+        on_done: Py<PyAny>,
+        on_event: Option<Py<PyAny>>,
+        artifacts_url: Option<&str>,
+    ) -> PyResult<RunHandle> {
+        let registry = registry(tools)?;
+        let approval = approval(approve)?;
+        let (store, artifacts) = py
+            .detach(|| stores(state_url, artifacts_url))
+            .map_err(Failure::into_py)?;
+        let job = Job::Resume {
+            store,
+            artifacts,
+            chain_id,
+        };
         Ok(self.start_job(job, registry, approval, on_done, on_event))
     }
 }
 
-/// What a spawned run runs: a chain, or a session's cell.
+/// What a spawned run runs: a chain, a session's cell, a new durable chain
+/// or a durable chain's resume; each with its artifact store (`None`: the
+/// engine's).
 enum Job {
-    Chain(String),
+    Chain {
+        script: String,
+        artifacts: Option<Arc<dyn ArtifactStore>>,
+    },
     Cell {
         store: Arc<dyn ChainStore>,
+        artifacts: Option<Arc<dyn ArtifactStore>>,
         session: String,
         cell: String,
+    },
+    Durable {
+        store: Arc<dyn ChainStore>,
+        artifacts: Option<Arc<dyn ArtifactStore>>,
+        script: String,
+    },
+    Resume {
+        store: Arc<dyn ChainStore>,
+        artifacts: Option<Arc<dyn ArtifactStore>>,
+        chain_id: String,
     },
 }
 
@@ -432,17 +679,19 @@ impl NativeEngine {
         let cancel = CancellationToken::new();
         let handle = self.spawn(job, registry, approval, cancel.clone(), on_event);
         runtime().spawn(async move {
-            let json = match handle.await {
-                Ok(Ok(result)) => serde_json::to_string(&result).map_err(|e| e.to_string()),
-                Ok(Err(message)) => Err(message),
-                Err(e) => Err(format!("the chain's task failed: {e}")),
+            let (ok, payload) = match handle.await {
+                Ok(Ok(result)) => match serde_json::to_string(&result) {
+                    Ok(json) => (true, json),
+                    Err(e) => (false, Failure::new("internal", e.to_string()).to_json()),
+                },
+                Ok(Err(failure)) => (false, failure.to_json()),
+                Err(e) => (
+                    false,
+                    Failure::new("internal", format!("the chain's task failed: {e}")).to_json(),
+                ),
             };
             let _ = tokio::task::spawn_blocking(move || {
                 Python::attach(|py| {
-                    let (ok, payload) = match json {
-                        Ok(json) => (true, json),
-                        Err(message) => (false, message),
-                    };
                     if let Err(e) = on_done.call1(py, (ok, payload)) {
                         e.write_unraisable(py, None);
                     }
@@ -460,28 +709,53 @@ impl NativeEngine {
         approval: Approval,
         cancel: CancellationToken,
         on_event: Option<Py<PyAny>>,
-    ) -> tokio::task::JoinHandle<Result<ChainRunResult, String>> {
+    ) -> tokio::task::JoinHandle<Result<ChainRunResult, Failure>> {
         let engine = self.engine.clone();
         let policy = self.policy.clone();
         let events = on_event.map(events);
         runtime().spawn(async move {
             let observer = events.as_ref().map(|(observer, _, _)| observer.clone());
+            let durable = |store: Arc<dyn ChainStore>, artifacts: Option<Arc<dyn ArtifactStore>>| {
+                Durable::new(engine.clone(), store)
+                    .with_artifacts(artifacts)
+                    .with_observer(observer.clone())
+                    .cancelled_by(cancel.clone())
+            };
             let result = match job {
-                Job::Chain(script) => {
+                Job::Chain { script, artifacts } => {
                     let options = RunOptions {
-                        cancel: Some(cancel),
-                        observer,
+                        cancel: Some(cancel.clone()),
+                        observer: observer.clone(),
+                        artifacts,
                         ..RunOptions::default()
                     };
                     Ok(engine.run_with(&script, &registry, &policy, &approval, options).await)
                 }
-                Job::Cell { store, session, cell } => engine
-                    .durable(store)
-                    .with_observer(observer)
-                    .cancelled_by(cancel)
+                Job::Cell {
+                    store,
+                    artifacts,
+                    session,
+                    cell,
+                } => durable(store, artifacts)
                     .run_cell(&session, &cell, &registry, &policy, &approval)
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(Failure::from),
+                Job::Durable {
+                    store,
+                    artifacts,
+                    script,
+                } => durable(store, artifacts)
+                    .run(&script, &registry, &policy, &approval)
+                    .await
+                    .map_err(Failure::from),
+                Job::Resume {
+                    store,
+                    artifacts,
+                    chain_id,
+                } => durable(store, artifacts)
+                    .resume(&chain_id, &registry, &approval)
+                    .await
+                    .map_err(Failure::from),
             };
             if let Some((_, sender, drain)) = events {
                 // The run is over: close the channel (whoever else still
@@ -498,7 +772,7 @@ impl NativeEngine {
 /// Python handle a signal (which cancels the run and is raised).
 fn wait(
     py: Python<'_>,
-    mut handle: tokio::task::JoinHandle<Result<ChainRunResult, String>>,
+    mut handle: tokio::task::JoinHandle<Result<ChainRunResult, Failure>>,
     cancel: CancellationToken,
 ) -> PyResult<String> {
     loop {
@@ -507,8 +781,8 @@ fn wait(
         });
         match joined {
             Ok(Ok(Ok(result))) => return result_json(&result),
-            Ok(Ok(Err(message))) => return Err(PyRuntimeError::new_err(message)),
-            Ok(Err(e)) => return Err(PyRuntimeError::new_err(format!("the chain's task failed: {e}"))),
+            Ok(Ok(Err(failure))) => return Err(failure.into_py()),
+            Ok(Err(e)) => return Err(Failure::new("internal", format!("the chain's task failed: {e}")).into_py()),
             Err(_) => {
                 if let Err(interrupt) = py.check_signals() {
                     cancel.cancel();
@@ -522,7 +796,7 @@ fn wait(
 
 /// The chain store a URL names, connected once per process (a `memory:`
 /// store lives as long as the process).
-fn store(url: &str) -> Result<Arc<dyn ChainStore>, String> {
+fn store(url: &str) -> Result<Arc<dyn ChainStore>, Failure> {
     static STORES: Mutex<Vec<(String, Arc<dyn ChainStore>)>> = Mutex::new(Vec::new());
     let mut stores = STORES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, store)) = stores.iter().find(|(u, _)| u == url) {
@@ -530,9 +804,91 @@ fn store(url: &str) -> Result<Arc<dyn ChainStore>, String> {
     }
     let store = runtime()
         .block_on(chainbox::store::connect(url))
-        .map_err(|e| format!("chain store {url:?}: {e}"))?;
+        .map_err(|e| Failure::new("store", format!("chain store {url:?}: {e}")))?;
     stores.push((url.to_owned(), Arc::clone(&store)));
     Ok(store)
+}
+
+/// The artifact store a URL names (`memory:`, `file:DIR`, `s3://…`), opened
+/// once per process (so a directory's pins are one set, and a `memory:`
+/// store is one store); `None` for `None`: the engine's.
+fn artifact_store(url: Option<&str>) -> Result<Option<Arc<dyn ArtifactStore>>, Failure> {
+    static ARTIFACTS: Mutex<Vec<(String, Arc<dyn ArtifactStore>)>> = Mutex::new(Vec::new());
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    let mut opened = ARTIFACTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, artifacts)) = opened.iter().find(|(u, _)| u == url) {
+        return Ok(Some(Arc::clone(artifacts)));
+    }
+    let artifacts = chainbox::artifacts::open(url).map_err(|e| Failure::new("artifacts", e.to_string()))?;
+    opened.push((url.to_owned(), Arc::clone(&artifacts)));
+    Ok(Some(artifacts))
+}
+
+/// A durable run's chain store and artifact store (`None`: the engine's).
+type Stores = (Arc<dyn ChainStore>, Option<Arc<dyn ArtifactStore>>);
+
+/// The chain store `state_url` names and the artifact store
+/// `artifacts_url` names.
+fn stores(state_url: &str, artifacts_url: Option<&str>) -> Result<Stores, Failure> {
+    Ok((store(state_url)?, artifact_store(artifacts_url)?))
+}
+
+/// The artifact store a durable chain in `state_url` uses, as the command
+/// line chooses it: `artifacts_url` when given, else for a SQLite state
+/// (one machine) the directory `PATH.artifacts` beside its database, so
+/// that a resume in another process loads what the chain offloaded before
+/// it suspended; else `None` (the engine's store, in this process's
+/// memory).
+#[pyfunction]
+#[pyo3(signature = (state_url, artifacts_url=None))]
+fn durable_artifacts(state_url: &str, artifacts_url: Option<String>) -> Option<String> {
+    if artifacts_url.is_some() {
+        return artifacts_url;
+    }
+    let rest = state_url.strip_prefix("sqlite:")?;
+    let path = rest.strip_prefix("//").unwrap_or(rest);
+    let path = path.split('?').next().unwrap_or_default();
+    (!path.is_empty() && path != ":memory:").then(|| format!("file:{path}.artifacts"))
+}
+
+/// Every chain of the store `state_url` waiting on a decision, oldest
+/// request first, as JSON: `[{chain_id, owner, call: {seq, tool,
+/// arguments, risk, requested_at, provenance?}}]`.
+#[pyfunction]
+fn approvals(py: Python<'_>, state_url: &str) -> PyResult<String> {
+    py.detach(|| {
+        let store = store(state_url)?;
+        let pending = runtime()
+            .block_on(store.pending())
+            .map_err(|e| Failure::new("store", e.to_string()))?;
+        serde_json::to_string(&pending).map_err(|e| Failure::new("internal", e.to_string()))
+    })
+    .map_err(Failure::into_py)
+}
+
+/// An artifact's bytes and media type, from the store `artifacts_url`
+/// (`None`: the engine's), or `None` if the store does not have it.
+/// `ValueError` for a malformed ref.
+#[pyfunction]
+#[pyo3(signature = (artifact_ref, artifacts_url=None))]
+fn read_artifact<'py>(
+    py: Python<'py>,
+    artifact_ref: &str,
+    artifacts_url: Option<&str>,
+) -> PyResult<Option<(Bound<'py, PyBytes>, String)>> {
+    let r = ArtifactRef::parse(artifact_ref).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let found = py
+        .detach(|| {
+            let artifacts = match artifact_store(artifacts_url)? {
+                Some(artifacts) => artifacts,
+                None => Arc::clone(shared_engine().map_err(|e| Failure::new("internal", e))?.artifacts()),
+            };
+            artifacts.get(&r).map_err(|e| Failure::new("artifacts", e.to_string()))
+        })
+        .map_err(Failure::into_py)?;
+    Ok(found.map(|artifact| (PyBytes::new(py, &artifact.bytes), artifact.media_type)))
 }
 
 type EventSender = Arc<Mutex<Option<tokio::sync::mpsc::UnboundedSender<ChainEvent>>>>;
@@ -601,6 +957,9 @@ fn _chainbox(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Done>()?;
     m.add_function(wrap_pyfunction!(stubs, m)?)?;
     m.add_function(wrap_pyfunction!(configure, m)?)?;
+    m.add_function(wrap_pyfunction!(durable_artifacts, m)?)?;
+    m.add_function(wrap_pyfunction!(approvals, m)?)?;
+    m.add_function(wrap_pyfunction!(read_artifact, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
