@@ -52,7 +52,7 @@ def describe(tools: Sequence[chainbox.Tool], engine: chainbox.Engine) -> str:
         "What comes back: the value of the script's last expression; if the script "
         'printed, {"output": <that value>, "stdout": <what it printed>}. A tool failure '
         "is a Python exception the script can catch (see the comments below); an uncaught "
-        "one fails the chain: you get its error and the tool calls that had already run, "
+        "one fails the chain: you get its error and the tool calls it made, "
         "to fix the script and run it again.\n"
         "\n"
         "Limits (a limit hit ends the chain; it cannot be caught):\n"
@@ -117,7 +117,7 @@ def failure(result: chainbox.ChainResult, name: str = NAME) -> str:
     for w in result.warnings:
         lines.append(f"warning: {_warning(w)}")
     if result.calls:
-        lines.append("Tool calls that already ran, in order (their effects are done; do not repeat them needlessly):")
+        lines.append("The tool calls it made, in order (those that ran are done: do not repeat them needlessly):")
         for i, c in enumerate(result.calls, 1):
             status = c.status if c.policy in (None, "within_risk", "approved") else f"{c.status} ({c.policy})"
             lines.append(f"  {i}. {c.tool}: {status}" + (f": {c.error}" if c.error else ""))
