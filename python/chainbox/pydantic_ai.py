@@ -39,7 +39,11 @@ def _chain_tool(t: Union[chainbox.Tool, PydanticTool[Any], Callable[..., Any]]) 
             raise chainbox.ToolDefinitionError(
                 f"tool {t.name!r} takes a RunContext, which a chain's call cannot pass; give a function without it"
             )
-        return chainbox.tool(t.function, name=t.name, description=t.description or "")
+        # pydantic-ai's schema: its parameters' descriptions (from the
+        # docstring's Args) reach the stubs.
+        return chainbox.tool(
+            t.function, name=t.name, description=t.description, schema=t.tool_def.parameters_json_schema
+        )
     return t if isinstance(t, chainbox.Tool) else chainbox.tool(t)
 
 

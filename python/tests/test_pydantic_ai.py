@@ -20,7 +20,6 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-from pydantic_ai.models.test import TestModel  # noqa: E402
 
 import chainbox  # noqa: E402
 from chainbox.pydantic_ai import CodeModeToolset  # noqa: E402
@@ -139,13 +138,19 @@ def test_a_denied_call_and_the_engine_policy_are_the_toolsets():
 
 def test_pydantic_ai_tools_without_context_are_chain_tools():
     def double(x: int) -> int:
-        """Doubles x."""
+        """Doubles x.
+
+        Args:
+            x: The number to double.
+        """
         return 2 * x
 
+    seen = []
     toolset = CodeModeToolset([Tool(double, name="twice")])
-    assert [t.name for t in toolset.chain_tools] == ["twice"]
-    out = Agent(TestModel(call_tools=[]), toolsets=[toolset]).run_sync("hi")
-    assert out.output  # the TestModel answers without calling
+    out = Agent(scripted_model(["await twice(x=21)"], seen), toolsets=[toolset]).run_sync("hi")
+    assert out.output == "answer: 42"
+    description = seen[0][1].function_tools[0].description
+    assert "async def twice(x: int)" in description and "x: The number to double." in description
 
     async def with_ctx(ctx, x: int) -> int:
         return x
