@@ -140,11 +140,18 @@ _DURABLE_ERRORS: dict[str, type[DurableError]] = {
 
 
 def _durable_error(message: str, kind: str) -> Exception:
+    if kind == "artifacts":
+        return ArtifactError(message)
     return _DURABLE_ERRORS.get(kind, DurableError)(message, kind)
 
 
+def _chain_error(message: str, kind: str) -> Exception:
+    """A run that is not durable: only its artifact store can fail."""
+    return ArtifactError(message) if kind == "artifacts" else ChainError(message)
+
+
 def _session_error(message: str, kind: str) -> Exception:
-    return SessionError(message)
+    return ArtifactError(message) if kind == "artifacts" else SessionError(message)
 
 
 def _native_failure(exc: RuntimeError) -> tuple[str, str]:
@@ -890,7 +897,7 @@ class Engine:
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
         except RuntimeError as exc:
-            raise _durable_error(*_native_failure(exc)) from None
+            raise (_durable_error if state is not None else _chain_error)(*_native_failure(exc)) from None
         return ChainResult._from_json(text, store)
 
     async def run_async(
@@ -916,7 +923,8 @@ class Engine:
             return self._native.start_durable(state, script, specs, approve_arg, on_done, events, store)
 
         approve = self._approve_for(approve, state)
-        return await _run_async(loop, start, tools, approve, on_event, _durable_error, store)
+        failure = _durable_error if state is not None else _chain_error
+        return await _run_async(loop, start, tools, approve, on_event, failure, store)
 
     def resume(
         self,
@@ -1139,7 +1147,7 @@ class Session:
         except ValueError as exc:
             raise ToolDefinitionError(str(exc)) from None
         except RuntimeError as exc:
-            raise SessionError(_native_failure(exc)[0]) from None
+            raise _session_error(*_native_failure(exc)) from None
         result = ChainResult._from_json(text, self._artifacts)
         if result.session_id:
             self._id = result.session_id

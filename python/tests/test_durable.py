@@ -250,6 +250,10 @@ def test_a_run_offloads_to_the_artifact_store_it_names(engine, tmp_path: Path):
     assert json.loads(artifact.read()) == rows(60)
     assert engine.read_artifact(artifact.artifact_ref, artifacts=store) == artifact.read()
     assert any((tmp_path / "artifacts").iterdir()), "written to the directory"
+    with pytest.raises(chainbox.ArtifactError):
+        engine.run("1", artifacts="ftp://nowhere")
+    with pytest.raises(chainbox.ArtifactError):
+        asyncio.run(engine.run_async("1", artifacts="ftp://nowhere"))
 
 
 def test_a_durable_chain_in_sqlite_keeps_its_artifacts_beside_the_database(tmp_path: Path):
