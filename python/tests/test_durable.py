@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,8 +69,11 @@ def test_a_durable_chain_suspends_is_approved_and_resumed_by_a_fresh_engine_each
     )
     assert chainbox.Engine().approvals(state) == []
 
-    done = chainbox.Engine(python="monty").resume(state, r.chain_id, tools=t.tools)
+    events: list[chainbox.ChainEvent] = []
+    done = chainbox.Engine(python="monty").resume(state, r.chain_id, tools=t.tools, on_event=events.append)
     assert done.ok, done
+    finished = [e.record for e in events if e.kind == "call_finished" and e.record]
+    assert [(c.tool, c.replayed) for c in finished] == [("bump", True), ("wire", False), ("bump", False)]
     assert done.output == [10, "sent 5", 20]
     assert done.chain_id == r.chain_id and done.pending is None
     assert [c.replayed for c in done.calls] == [True, False, False], "the trace covers the whole chain"
@@ -140,6 +144,45 @@ def test_decisions_name_the_pending_call_and_a_missing_chain_is_chain_not_found(
     again = engine.resume(state, r.chain_id, tools=t.tools)
     assert again.suspended and again.pending is not None and again.pending.seq == 2, again
     assert (t.bumps, t.wires) == (1, [])
+
+
+def test_a_durable_chain_decided_in_the_run_finishes_there_and_stays_finished(engine):
+    t = Counted()
+    r = engine.run(SCRIPT, tools=t.tools, state="memory:", approve=lambda call: call.arguments["amount"] < 10)
+    assert r.ok and r.chain_id and r.pending is None, r
+    assert r.output == [10, "sent 5", 20]
+    assert engine.resume("memory:", r.chain_id, tools=t.tools).output == r.output
+    assert (t.bumps, t.wires) == (2, [5])
+
+
+def test_a_chain_another_resume_holds_is_being_resumed(engine, tmp_path: Path):
+    state = f"sqlite:{tmp_path / 'chains.db'}"
+    entered, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    @chainbox.tool(risk="critical")
+    def wire(amount: int) -> str:
+        runs.append(amount)
+        entered.set()
+        release.wait(30)
+        return "sent"
+
+    r = engine.run("await wire(amount=3)", tools=[wire], state=state)
+    assert r.suspended and r.chain_id, r
+    engine.decide(state, r.chain_id, approve=True)
+    results: list[chainbox.ChainResult] = []
+    first = threading.Thread(target=lambda: results.append(engine.resume(state, r.chain_id, tools=[wire])))
+    first.start()
+    try:
+        assert entered.wait(30), "the first resume runs the call"
+        with pytest.raises(chainbox.BeingResumed) as held:
+            chainbox.Engine().resume(state, r.chain_id, tools=[wire])
+        assert held.value.kind == "being_resumed"
+    finally:
+        release.set()
+        first.join(30)
+    assert results and results[0].output == "sent", results
+    assert runs == [3], "run once"
 
 
 def test_a_durable_chain_under_asyncio(engine, tmp_path: Path):
