@@ -505,7 +505,7 @@ class Tool:
             self.risk,
             list(self.permissions),
             self.untrusted,
-            functools.partial(_tool_bridge, self, loop),
+            functools.partial(_tool_bridge, self, loop, _coercions(self.fn), self.is_async),
         )
 
 
@@ -664,18 +664,35 @@ def _schema(hint: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _coerce_args(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
-    """Arguments annotated with a pydantic model or dataclass arrive as one."""
+def _coercions(fn: Callable[..., Any]) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """The parameters annotated with a pydantic model or a dataclass, each
+    with what makes one from a dict: read once per run, not per call
+    (``typing.get_type_hints`` costs microseconds)."""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:
-        return args
-    for k, v in list(args.items()):
-        h = hints.get(k)
-        if isinstance(h, type) and hasattr(h, "model_validate") and isinstance(v, dict):
-            args[k] = h.model_validate(v)
-        elif isinstance(h, type) and dataclasses.is_dataclass(h) and isinstance(v, dict):
-            args[k] = h(**v)
+        return {}
+    out: dict[str, Callable[[dict[str, Any]], Any]] = {}
+    for k, h in hints.items():
+        if k == "return" or not isinstance(h, type):
+            continue
+        if hasattr(h, "model_validate"):
+            out[k] = h.model_validate
+        elif dataclasses.is_dataclass(h):
+            out[k] = functools.partial(_dataclass_from, h)
+    return out
+
+
+def _dataclass_from(cls: Any, value: dict[str, Any]) -> Any:
+    return cls(**value)
+
+
+def _coerce_args(coercions: dict[str, Callable[[dict[str, Any]], Any]], args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments annotated with a pydantic model or dataclass arrive as one."""
+    for k, make in coercions.items():
+        v = args.get(k)
+        if isinstance(v, dict):
+            args[k] = make(v)
     return args
 
 
@@ -711,16 +728,18 @@ def _answer(done: Callable[[bool, str], None], get: Callable[[], Any]) -> None:
 def _tool_bridge(
     t: Tool,
     loop_of: Optional[Callable[[], asyncio.AbstractEventLoop]],
+    coercions: dict[str, Callable[[dict[str, Any]], Any]],
+    is_async: bool,
     args_json: str,
     done: Callable[[bool, str], None],
 ) -> Optional[Callable[[], Any]]:
     """Called by the native side on a thread of its own, with the GIL."""
     try:
-        args = _coerce_args(t.fn, json.loads(args_json))
+        args = _coerce_args(coercions, json.loads(args_json))
     except BaseException as exc:  # noqa: BLE001
         done(False, _error_message(exc))
         return None
-    if not t.is_async:
+    if not is_async:
         _answer(done, lambda: t.fn(**args))
         return None
     return _schedule(lambda: t.fn(**args), loop_of, done, lambda v: v)
