@@ -136,7 +136,14 @@ def test_cancelling_run_async_cancels_the_chain(engine):
     asyncio.run(asyncio.wait_for(main(), 20))
 
 
-def test_the_wheel_installs_into_a_fresh_venv_and_imports(tmp_path: Path):
+def readme_python_example() -> str:
+    """The Python example of the repository's README (its `## Python` section)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("\n## Python\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_wheel_installed_into_a_fresh_venv_runs_the_readmes_example(tmp_path: Path):
     wheel = os.environ.get("CHAINBOX_WHEEL")
     if not wheel:
         pytest.skip("CHAINBOX_WHEEL is not set (python/test.sh sets it)")
@@ -144,14 +151,10 @@ def test_the_wheel_installs_into_a_fresh_venv_and_imports(tmp_path: Path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--no-index", wheel], check=True)
-    out = subprocess.run(
-        [str(py), "-c", "import chainbox, json; print(json.dumps(chainbox.Engine().run('6 * 7').output))"],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
-    assert json.loads(out.stdout) == 42
+    example = readme_python_example()
+    expected = example.rsplit("# ", 1)[1].strip()
+    out = subprocess.run([str(py), "-c", example], check=True, capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.strip() == expected, out
 
 
 def test_an_approval_may_replace_the_arguments(engine):
