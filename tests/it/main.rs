@@ -36,6 +36,7 @@ mod monty_cases;
 mod observability;
 mod permissions;
 mod provenance;
+mod readme;
 mod resident;
 mod s3;
 mod sandbox;
