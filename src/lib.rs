@@ -42,6 +42,7 @@ pub mod auth;
 pub mod chain;
 pub mod check;
 pub mod cli;
+mod deep_stack;
 pub mod demo;
 pub mod digest;
 pub mod discovery;

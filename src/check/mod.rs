@@ -29,7 +29,6 @@ mod calls;
 pub mod flow;
 #[cfg(test)]
 mod tests;
-mod threads;
 #[cfg(feature = "type-check")]
 mod types;
 #[cfg(feature = "type-check")]
@@ -41,6 +40,7 @@ use ruff_text_size::{TextRange, TextSize};
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 
+use crate::deep_stack;
 use crate::policy::TypeCheck;
 use crate::python_choice::{MAX_SCANNED_BYTES, is_builtin, on_scan_stack};
 use crate::result::{ChainWarning, Diagnostic};
@@ -112,12 +112,12 @@ impl Verdict {
     }
 }
 
-/// The check, shared by an engine's chains: its warm type checkers, the
-/// threads it runs on and its verdicts.
+/// The check, shared by an engine's chains: its warm type checkers and
+/// its verdicts. It runs on a kept thread of [`crate::deep_stack`]: ty
+/// recurses deeply.
 #[derive(Default)]
 pub struct Checker {
     judge: Arc<Judge>,
-    threads: threads::Threads,
     verdicts: Mutex<FxHashMap<[u8; 32], Verdict>>,
 }
 
@@ -160,9 +160,8 @@ impl Checker {
         }
         let judge = Arc::clone(&self.judge);
         let (script_owned, registry) = (script.to_owned(), registry.clone());
-        let mut verdict = self.threads.run(move || {
-            let script = script_owned.as_str();
-            on_scan_stack(script, || {
+        let mut verdict = deep_stack::run(move || {
+            on_scan_stack(&script_owned, move |script| {
                 judge.judge(script, &registry, &stubs, stubs_digest, names_from_before)
             })
         });

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// below its own; two modules of one floor know nothing of each other.
 const FLOORS: &[&[&str]] = &[
     // Shared helpers, and who a chain runs for: depend on nothing of ours.
-    &["digest", "util", "telemetry", "principal"],
+    &["digest", "util", "telemetry", "principal", "deep_stack"],
     // Content-addressed artifacts, and who is calling (access tokens
     // checked); then the result contract that names artifacts.
     &["artifacts", "auth"],

@@ -1,42 +1,60 @@
-//! The threads a check runs on: kept between checks, each with a stack
-//! deep enough for the scan of a script of a few kilobytes and for ty.
+//! Where work that recurses as deep as its input runs: the scan of a
+//! script (its parse, a walk of its tree and the tree's drop recurse once
+//! per level of nesting), and ty's check of it. On the caller's stack when
+//! enough of it is left, else on a kept thread with a deep stack.
 //!
-//! ty recurses deeply and so may the scan of a deeply nested script, so
-//! both ran on a stack grown for them (`stacker`) whenever the caller's
-//! had too little left: every check on a tokio worker or a main thread.
-//! A grown stack is mapped, faulted in page by page and unmapped for each
-//! check, which cost ~90 µs of a warm check (a third of a short script's).
-//! A kept thread's stack is mapped once and its pages stay.
+//! Both used to run on a stack grown for them (`stacker`) whenever the
+//! caller's had too little left: every check, and the scan of any script
+//! over ~200 bytes on a tokio worker (2 MiB; the scan reserves 8 KiB per
+//! byte of script). A grown stack is mapped, faulted in page by page and
+//! unmapped each time: ~90 µs per chain. A kept thread's stack is mapped
+//! once and its pages stay; the hop to it is a channel's send and wake.
+//! The threads are the process's, shared by every engine.
 
 use std::{
     panic::{AssertUnwindSafe, catch_unwind, resume_unwind},
     sync::{
-        Mutex, PoisonError,
+        LazyLock, Mutex, PoisonError,
         mpsc::{Receiver, SyncSender, sync_channel},
     },
 };
 
-/// The stack of a check's thread: the scan of a script of up to ~6 KB
+/// The stack of a kept thread: the scan of a script of up to ~7 KB
 /// (`python_choice`'s 8 KiB per byte) and ty's 8 MiB red zone fit without
 /// growing it. Reserved, not committed: a thread pays for the pages its
-/// deepest check touched.
-const STACK_BYTES: usize = 64 * 1024 * 1024;
+/// deepest work touched.
+pub(crate) const STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// Idle threads kept; a busier engine starts more and ends the extra.
 const IDLE_THREADS: usize = 4;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// Idle check threads, each waiting for a job on its channel.
+/// The process's kept threads.
+static THREADS: LazyLock<Threads> = LazyLock::new(Threads::default);
+
+/// `work`'s result, computed on a kept thread with a stack of
+/// [`STACK_BYTES`] (on the caller's if no thread can be started). A panic
+/// in `work` is the caller's.
+pub(crate) fn run<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> R {
+    THREADS.run(work)
+}
+
+/// Whether the caller's stack has `needed` bytes left (unknown: no).
+pub(crate) fn has_room(needed: usize) -> bool {
+    stacker::remaining_stack().is_some_and(|left| left >= needed)
+}
+
+/// Idle threads, each waiting for a job on its channel.
 #[derive(Default)]
-pub(super) struct Threads {
+struct Threads {
     idle: Mutex<Vec<SyncSender<Job>>>,
 }
 
 impl Threads {
-    /// `work`'s result, computed on a check thread (on the caller's if no
+    /// `work`'s result, computed on a kept thread (on the caller's if no
     /// thread can be started). A panic in `work` is the caller's.
-    pub(super) fn run<R: Send + 'static>(&self, work: impl FnOnce() -> R + Send + 'static) -> R {
+    fn run<R: Send + 'static>(&self, work: impl FnOnce() -> R + Send + 'static) -> R {
         let (done, result) = sync_channel(1);
         let job: Job = Box::new(move || {
             let _ = done.send(catch_unwind(AssertUnwindSafe(work)));
@@ -53,7 +71,7 @@ impl Threads {
             // The job was dropped unrun: its thread is gone (it cannot be,
             // the job catches what unwinds) or the caller's ran it. Neither
             // leaves the result unsent; say so rather than hang.
-            Err(_) => panic!("a check's thread ended without its result"),
+            Err(_) => panic!("a kept thread ended without its result"),
         };
         if let Some(thread) = thread {
             let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
@@ -78,7 +96,7 @@ impl Threads {
         }
         let (jobs, waiting) = sync_channel::<Job>(1);
         let started = std::thread::Builder::new()
-            .name("chainbox-check".to_owned())
+            .name("chainbox-deep".to_owned())
             .stack_size(STACK_BYTES)
             .spawn(move || serve(&waiting));
         match started {
@@ -91,7 +109,7 @@ impl Threads {
     }
 }
 
-/// A check thread's life: its jobs, until its channel is dropped.
+/// A kept thread's life: its jobs, until its channel is dropped.
 fn serve(jobs: &Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
         job();
@@ -106,7 +124,7 @@ mod tests {
     fn work_runs_on_a_kept_thread_and_its_panic_is_the_callers() {
         let threads = Threads::default();
         let name = || std::thread::current().name().map(str::to_owned);
-        assert_eq!(threads.run(name).as_deref(), Some("chainbox-check"));
+        assert_eq!(threads.run(name).as_deref(), Some("chainbox-deep"));
         let first = threads.run(|| std::thread::current().id());
         assert_eq!(threads.run(|| std::thread::current().id()), first);
         let panicked = catch_unwind(AssertUnwindSafe(|| threads.run(|| panic!("in the check"))));
