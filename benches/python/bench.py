@@ -11,7 +11,8 @@ Measures, with time.perf_counter_ns, warm-up first, medians of many runs:
   functions (its sync `Monty` pool, sync function; its `AsyncMonty` pool,
   async function);
 - start: a trivial chain (`1 + 1`) from the call to its answer, back to
-  back: `Engine.run` on each guest; `Monty` checkout + `feed_run`.
+  back: `Engine.run` on each guest, given the one tool (its registry is
+  made per run) and given none; `Monty` checkout + `feed_run`.
 
 Prints a markdown table; `--json FILE` writes the raw figures.
 """
@@ -114,7 +115,15 @@ def chainbox_figures(python: str) -> dict[str, Any]:
         return chain
 
     out: dict[str, Any] = {"sync": per_call(run(sync_tool)), "async": per_call(run(async_tool))}
-    out.update(start(run(sync_tool), STARTS if python == "monty" else STARTS // 4))
+    starts = STARTS if python == "monty" else STARTS // 4
+    out.update(start(run(sync_tool), starts))
+
+    def bare(script: str) -> Any:
+        r = engine.run(script)
+        if r.output != 2:
+            raise SystemExit(f"chainbox {python}: {r.status} {r.output!r} {r.error}")
+
+    out["bare"] = start(bare, starts)
     loop = asyncio.new_event_loop()
     try:
         out["run_async"] = run_async_figures(loop, engine, async_tool, python)
@@ -247,7 +256,8 @@ def report(r: dict[str, Any]) -> None:
     print(f"| per call, sync tool | {f(m['sync']['per_call_us'])} | {f(c['sync']['per_call_us'])} | {f(p['sync']['per_call_us'])} | {f(d)} |")
     print(f"| per call, async tool (`run`) | {f(m['async']['per_call_us'])} | {f(c['async']['per_call_us'])} | {f(p['async']['per_call_us'])} (AsyncMonty) | — |")
     print(f"| per call, async tool (`run_async`) | {f(m['run_async']['per_call_us'])} | {f(c['run_async']['per_call_us'])} | — | — |")
-    print(f"| start `1 + 1` (`run`) | {f(m['start_us'])} | {f(c['start_us'])} | {f(p['start_us'])} (Monty) | — |")
+    print(f"| start `1 + 1` (`run`, one tool) | {f(m['start_us'])} | {f(c['start_us'])} | {f(p['start_us'])} (Monty) | — |")
+    print(f"| start `1 + 1` (`run`, no tool) | {f(m['bare']['start_us'])} | {f(c['bare']['start_us'])} | — | — |")
     print(f"| start `1 + 1` (`run_async`) | {f(m['run_async']['start_us'])} | {f(c['run_async']['start_us'])} | {f(p['async']['start_us'])} (AsyncMonty) | — |")
     meta = r["meta"]
     print(
