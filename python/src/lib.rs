@@ -27,8 +27,9 @@
 //! `on_done(false, {"message", "kind"} as JSON)`; the package maps `kind`
 //! to its exceptions.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chainbox::approval::{ApprovalDecision, ApprovalError, ApprovalHandler, ApprovalRequest};
@@ -47,6 +48,50 @@ use pyo3::types::PyBytes;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+
+/// Set once Python starts to exit (an `atexit` hook, [`at_exit`]): no
+/// thread of ours enters Python after it.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Threads of ours inside [`with_python`] (entering Python or in it).
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `f` attached to Python from a thread of ours (tokio's), unless
+/// Python is exiting: `None` then. A thread entering Python while the
+/// interpreter finalizes may crash it (`PyGILState_Release: thread state
+/// must be current`, seen at the end of test runs); [`at_exit`] waits for
+/// the threads already in here before finalization starts.
+fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let _leave = Leave;
+    if EXITING.load(Ordering::SeqCst) {
+        return None;
+    }
+    Python::try_attach(f)
+}
+
+/// How long exiting waits for our threads to leave Python: a tool or a
+/// callback still running then is Python's to stop.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// `atexit`'s hook: from now on no thread of ours enters Python, and those
+/// in it (or waiting for the GIL) finish first, the GIL released for them.
+#[pyfunction]
+fn at_exit(py: Python<'_>) {
+    EXITING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let deadline = Instant::now() + EXIT_GRACE;
+        while IN_PYTHON.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
 
 /// The module's runtime: chains, their tool calls and approvals run here.
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -158,9 +203,9 @@ impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(cancel) = self.0.take() {
             let call = move || {
-                Python::attach(|py| {
+                with_python(|py| {
                     let _ = cancel.call0(py);
-                })
+                });
             };
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => drop(handle.spawn_blocking(call)),
@@ -175,7 +220,7 @@ impl Drop for CancelOnDrop {
 async fn call_bridge(bridge: Arc<Py<PyAny>>, payload: String) -> Result<String, String> {
     let (tx, rx) = oneshot::channel();
     let started = tokio::task::spawn_blocking(move || {
-        Python::attach(|py| {
+        with_python(|py| {
             let done = Done {
                 tx: Mutex::new(Some(tx)),
             };
@@ -185,6 +230,7 @@ async fn call_bridge(bridge: Arc<Py<PyAny>>, payload: String) -> Result<String, 
                 Err(e) => Err(e.to_string()),
             }
         })
+        .unwrap_or_else(|| Err("Python is exiting".to_owned()))
     })
     .await;
     let mut guard = match started {
@@ -691,7 +737,7 @@ impl NativeEngine {
                 ),
             };
             let _ = tokio::task::spawn_blocking(move || {
-                Python::attach(|py| {
+                with_python(|py| {
                     if let Err(e) = on_done.call1(py, (ok, payload)) {
                         e.write_unraisable(py, None);
                     }
@@ -920,7 +966,7 @@ fn events(on_event: Py<PyAny>) -> (Observer, EventSender, tokio::task::JoinHandl
                     serde_json::to_string(&record).unwrap_or_else(|_| "{}".to_owned()),
                 ),
             };
-            Python::attach(|py| {
+            with_python(|py| {
                 if let Err(e) = on_event.call1(py, (kind, payload)) {
                     e.write_unraisable(py, None);
                 }
@@ -961,5 +1007,7 @@ fn _chainbox(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(approvals, m)?)?;
     m.add_function(wrap_pyfunction!(read_artifact, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let at_exit = wrap_pyfunction!(at_exit, m)?;
+    m.py().import("atexit")?.call_method1("register", (at_exit,))?;
     Ok(())
 }
