@@ -10,8 +10,7 @@
 //!   schema check, policy, record, shaping), no sandbox;
 //! - `python_choice_*`: the scan `python = "auto"` runs on a chain's script
 //!   before it starts (two corpus scripts), also on a thread with a tokio
-//!   worker's stack (`_on_worker`), and there on a stack grown per scan, as
-//!   before `deep_stack` (`_on_worker_grown_stack`).
+//!   worker's stack (`_on_worker`), where it needs a stack grown for it.
 //!
 //! Native monty runs the same script through the `monty` crate in-process,
 //! external calls answered inline: the floor for this interpreter. It has no
@@ -155,43 +154,34 @@ fn python_choice(c: &mut Criterion) {
 }
 
 /// The same scan on a thread with a tokio worker's stack (2 MiB), where a
-/// chain's scan runs: the stack left there decides whether the scan needs
-/// a deeper one (a kept thread's, `chainbox::deep_stack`). Beside it, in
-/// the same run, the way it was done before: a stack grown (mapped,
-/// faulted, unmapped) by `stacker` per scan.
+/// chain's scan runs: a script over ~200 bytes does not fit what is left
+/// there, and is scanned on a stack `stacker` grows for it.
 fn on_worker_stack(c: &mut Criterion, name: &str, script: &'static str) {
     let needed = script.len() * 8 * 1024 + 256 * 1024;
     assert!(
         needed > 2 << 20,
         "{name}: a script the worker's stack holds shows nothing"
     );
-    for (label, grown) in [("on_worker", false), ("on_worker_grown_stack", true)] {
-        let (iterations, asked) = std::sync::mpsc::channel::<u64>();
-        let (timed, answered) = std::sync::mpsc::channel::<Duration>();
-        std::thread::Builder::new()
-            .stack_size(2 << 20)
-            .spawn(move || {
-                let scan = || chainbox::python_choice::needs_cpython(std::hint::black_box(script));
-                for n in asked {
-                    let started = std::time::Instant::now();
-                    for _ in 0..n {
-                        if grown {
-                            std::hint::black_box(stacker::grow(32 * 1024 * 8 * 1024, scan));
-                        } else {
-                            std::hint::black_box(scan());
-                        }
-                    }
-                    let _ = timed.send(started.elapsed());
+    let (iterations, asked) = std::sync::mpsc::channel::<u64>();
+    let (timed, answered) = std::sync::mpsc::channel::<Duration>();
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            for n in asked {
+                let started = std::time::Instant::now();
+                for _ in 0..n {
+                    std::hint::black_box(chainbox::python_choice::needs_cpython(std::hint::black_box(script)));
                 }
-            })
-            .expect("a worker-sized thread");
-        c.bench_function(&format!("{name}_{label}"), |b| {
-            b.iter_custom(|n| {
-                iterations.send(n).expect("the worker-sized thread");
-                answered.recv().expect("its timing")
-            })
-        });
-    }
+                let _ = timed.send(started.elapsed());
+            }
+        })
+        .expect("a worker-sized thread");
+    c.bench_function(&format!("{name}_on_worker"), |b| {
+        b.iter_custom(|n| {
+            iterations.send(n).expect("the worker-sized thread");
+            answered.recv().expect("its timing")
+        })
+    });
 }
 
 /// One call through the invoker alone: budget, args digest, schema check,

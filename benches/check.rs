@@ -95,7 +95,7 @@ fn flow(c: &mut Criterion) {
         Arc::new(Marked(info)) as Arc<dyn Tool>
     });
     let registry = ToolRegistry::from_local(marked.collect::<Vec<_>>()).expect("registry");
-    let tools = std::sync::Arc::new(FlowTools::new(&registry, &ChainPolicy::default()));
+    let tools = FlowTools::new(&registry, &ChainPolicy::default());
     assert!(tools.is_active());
     c.bench_function("check/flow", |b| {
         b.iter(|| {

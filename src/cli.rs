@@ -852,7 +852,7 @@ fn execute(cli: Cli) -> Result<ExitCode, CliError> {
             };
             let script = read_script(&script)?;
             let verdict = crate::check::Checker::default().check(&script, &registry, mode, false);
-            let flow = crate::check::flow::analyze(&script, &Arc::new(FlowTools::new(&registry, &loaded)), false);
+            let flow = crate::check::flow::analyze(&script, &FlowTools::new(&registry, &loaded), false);
             print!("{}", check_report(&verdict, &flow, json));
             Ok(if verdict.refused() {
                 ExitCode::from(1)

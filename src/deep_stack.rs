@@ -1,15 +1,16 @@
-//! Where work that recurses as deep as its input runs: the scan of a
-//! script (its parse, a walk of its tree and the tree's drop recurse once
-//! per level of nesting), and ty's check of it. On the caller's stack when
-//! enough of it is left, else on a kept thread with a deep stack.
+//! The kept threads the check runs on: ty recurses deeply (and so may the
+//! scan of a deeply nested script), so a check needs a deep stack. On the
+//! caller's (a tokio worker's 2 MiB, a main thread's 8 MiB) it ran on a
+//! stack grown for it (`stacker`): mapped, faulted in page by page and
+//! unmapped for each check, ~90 µs of a warm check. A kept thread's stack
+//! is mapped once and its pages stay. The threads are the process's,
+//! shared by every engine.
 //!
-//! Both used to run on a stack grown for them (`stacker`) whenever the
-//! caller's had too little left: every check, and the scan of any script
-//! over ~200 bytes on a tokio worker (2 MiB; the scan reserves 8 KiB per
-//! byte of script). A grown stack is mapped, faulted in page by page and
-//! unmapped each time: ~90 µs per chain. A kept thread's stack is mapped
-//! once and its pages stay; the hop to it is a channel's send and wake.
-//! The threads are the process's, shared by every engine.
+//! Not for the `auto` scan of a chain's script: it is short, and the hop
+//! to a kept thread (a channel's send and a sleeping thread's wake-up)
+//! costs more than the stack `stacker` grows for it on a worker. Measured
+//! side by side on an idle machine: 59 µs through a kept thread vs 37 µs
+//! on a grown stack for a 531-byte corpus script (BENCHMARKS.md).
 
 use std::{
     panic::{AssertUnwindSafe, catch_unwind, resume_unwind},
@@ -38,11 +39,6 @@ static THREADS: LazyLock<Threads> = LazyLock::new(Threads::default);
 /// in `work` is the caller's.
 pub(crate) fn run<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> R {
     THREADS.run(work)
-}
-
-/// Whether the caller's stack has `needed` bytes left (unknown: no).
-pub(crate) fn has_room(needed: usize) -> bool {
-    stacker::remaining_stack().is_some_and(|left| left >= needed)
 }
 
 /// Idle threads, each waiting for a job on its channel.

@@ -265,12 +265,12 @@ fn flow_of(
     if policy.flow == Flow::Off || !registry.has_untrusted() {
         return None;
     }
-    let tools = Arc::new(FlowTools::new(registry, policy));
+    let tools = FlowTools::new(registry, policy);
     if !tools.is_active() {
         return None;
     }
     let verdict = crate::check::flow::analyze(script, &tools, names_from_before);
-    Some((tools, verdict))
+    Some((Arc::new(tools), verdict))
 }
 
 /// The interpreter a chain starts on: the policy's, or under `auto` monty

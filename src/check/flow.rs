@@ -41,8 +41,6 @@
 #[path = "flow_tests.rs"]
 mod tests;
 
-use std::sync::Arc;
-
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Pattern, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
@@ -257,21 +255,20 @@ const LOAD_ARTIFACT: &str = "load_artifact";
 /// The verdict on `script` with `tools`. With `names_from_before` (a
 /// session's cell after others) a name the script reads but does not bind
 /// is an earlier cell's, which may hold any untrusted result.
-pub fn analyze(script: &str, tools: &Arc<FlowTools>, names_from_before: bool) -> FlowVerdict {
+pub fn analyze(script: &str, tools: &FlowTools, names_from_before: bool) -> FlowVerdict {
     if !tools.is_active() {
         return FlowVerdict::default();
     }
     if script.len() > MAX_SCANNED_BYTES {
         return FlowVerdict::everything(tools);
     }
-    let tools = Arc::clone(tools);
-    on_scan_stack(script, move |script| {
+    on_scan_stack(script, || {
         // A script that does not parse never runs a call; the placeholder
         // verdict is as safe as any.
         let Ok(parsed) = ruff_python_parser::parse_module(script) else {
-            return FlowVerdict::everything(&tools);
+            return FlowVerdict::everything(tools);
         };
-        Analysis::new(&tools, names_from_before, parsed.syntax()).verdict()
+        Analysis::new(tools, names_from_before, parsed.syntax()).verdict()
     })
 }
 

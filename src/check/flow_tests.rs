@@ -13,7 +13,7 @@ use crate::policy::{ChainPolicy, Flow};
 use crate::tools::tests::Declared;
 use crate::tools::{Tool, ToolInfo, ToolRegistry, ToolRisk};
 
-fn tools() -> Arc<FlowTools> {
+fn tools() -> FlowTools {
     let schema = |props: &[&str]| {
         let properties: serde_json::Map<String, serde_json::Value> = props
             .iter()
@@ -39,7 +39,7 @@ fn tools() -> Arc<FlowTools> {
         )),
     ];
     let registry = ToolRegistry::from_local(declared).expect("registry");
-    Arc::new(FlowTools::new(&registry, &ChainPolicy::default()))
+    FlowTools::new(&registry, &ChainPolicy::default())
 }
 
 /// What calls of `tool` may derive from in `script`.
@@ -333,7 +333,7 @@ fn without_an_untrusted_tool_or_with_flow_off_nothing_is_tainted() {
         ToolInfo::new("send_email", "", json!({"type": "object"})).with_risk(ToolRisk::High),
     ))];
     let registry = ToolRegistry::from_local(guarded).expect("registry");
-    let tools = Arc::new(FlowTools::new(&registry, &ChainPolicy::default()));
+    let tools = FlowTools::new(&registry, &ChainPolicy::default());
     assert!(analyze("exec('x')\nsend_email(to=x)", &tools, false).is_clean());
     let policy = ChainPolicy {
         flow: Flow::Off,

@@ -161,7 +161,8 @@ impl Checker {
         let judge = Arc::clone(&self.judge);
         let (script_owned, registry) = (script.to_owned(), registry.clone());
         let mut verdict = deep_stack::run(move || {
-            on_scan_stack(&script_owned, move |script| {
+            let script = script_owned.as_str();
+            on_scan_stack(script, || {
                 judge.judge(script, &registry, &stubs, stubs_digest, names_from_before)
             })
         });

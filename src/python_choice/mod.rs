@@ -25,8 +25,6 @@ mod walk;
 
 use std::fmt;
 
-use crate::deep_stack;
-
 pub use crate::result::Interpreter;
 
 pub use allow::{MONTY_ENCODINGS, allowlist};
@@ -118,24 +116,19 @@ pub fn needs_cpython(script: &str) -> Option<Needs> {
     }
     // The parser, the walk and the tree's drop recurse once per level of
     // nesting, and a hostile script nests as deep as its length allows
-    // (`((((...`, `-----x`, `a+a+a+...`): see [`on_scan_stack`].
-    on_scan_stack(script, scan)
+    // (`((((...`, `-----x`, `a+a+a+...`): a script that might not fit the
+    // stack left is scanned on a stack of its own (`stacker`, the crate
+    // rustc grows its stack with), reserved for the deepest script the
+    // size bound allows. The tiny scripts of most chains fit and pay nothing.
+    on_scan_stack(script, || scan(script))
 }
 
 /// Runs `read`, a reader of `script`'s syntax tree (its parse, a walk and
 /// the tree's drop), on a stack deep enough for the deepest nesting a
-/// script of its size can have: the caller's if it has that much left
-/// (the tiny scripts of most chains), else a kept thread's
-/// ([`crate::deep_stack`], a copy of the script sent there), grown there
-/// (`stacker`, the crate rustc grows its stack with) for a script deeper
-/// than its stack holds.
-pub(crate) fn on_scan_stack<R: Send + 'static>(script: &str, read: impl FnOnce(&str) -> R + Send + 'static) -> R {
+/// script of its size can have (see [`needs_cpython`]).
+pub(crate) fn on_scan_stack<R>(script: &str, read: impl FnOnce() -> R) -> R {
     let needed = script.len().saturating_mul(STACK_PER_BYTE).saturating_add(STACK_MARGIN);
-    if deep_stack::has_room(needed) {
-        return read(script);
-    }
-    let script = script.to_owned();
-    deep_stack::run(move || stacker::maybe_grow(needed, SCAN_STACK_BYTES, || read(&script)))
+    stacker::maybe_grow(needed, SCAN_STACK_BYTES, read)
 }
 
 /// The most stack one byte of a script can cost the scan (a level of

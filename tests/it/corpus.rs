@@ -508,7 +508,7 @@ async fn the_flow_analysis_asks_only_for_chains_that_read_untrusted_data_and_cal
     }
     let manifest = Manifest::from_str(&text, &dir).expect("the realistic manifest");
     let registry = manifest.registry().await.expect("its registry");
-    let tools = std::sync::Arc::new(chainbox::flow::FlowTools::new(&registry, &ChainPolicy::default()));
+    let tools = chainbox::flow::FlowTools::new(&registry, &ChainPolicy::default());
     let calls = |script: &str, tool: &str| script.contains(&format!("{tool}("));
     let (mut cases, mut reading, mut guarded, mut asking) = (0, 0, 0, Vec::new());
     for case in load_cases(&dir, None) {
