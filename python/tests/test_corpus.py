@@ -32,9 +32,6 @@ import chainbox
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "corpus"
 EVERY = 10
-# A command tool's failure message is its stderr, trimmed and cut
-# (src/tools/command.rs `failure_message`; reference.py does the same).
-MAX_ERROR_MESSAGE_CHARS = 2000
 
 
 def _known(section: str) -> dict[str, str]:
@@ -51,22 +48,22 @@ def _cases() -> list[str]:
     return [n for i, n in enumerate(names) if i % EVERY == 0 and n not in differs]
 
 
-def _failure_message(text: str) -> str:
-    text = text.strip()
-    if not text:
-        return "exited with status 1"
-    if len(text) > MAX_ERROR_MESSAGE_CHARS:
-        text = text[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
-    return text
+def _load(name: str) -> Any:
+    """A module of tests/corpus/ (`tools.py`, `reference.py`), loaded by path."""
+    spec = importlib.util.spec_from_file_location(f"corpus_{name}", CORPUS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _corpus_tools() -> list[chainbox.Tool]:
     """tools.toml's tools as Python tools calling tools.py in-process, each
     failing as its command tool fails (the message its stderr would hold)."""
-    spec = importlib.util.spec_from_file_location("corpus_tools", CORPUS / "tools.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load("tools")
+    # The message a command tool makes of its stderr, as the CPython
+    # reference runner makes it.
+    failure_message = _load("reference").failure_message
     manifest = tomllib.loads((CORPUS / "tools.toml").read_text())
 
     def make(name: str) -> Any:
@@ -74,7 +71,7 @@ def _corpus_tools() -> list[chainbox.Tool]:
             try:
                 return module.call(name, arguments)
             except Exception as exc:
-                raise RuntimeError(_failure_message(module.error_message(exc))) from None
+                raise RuntimeError(failure_message(module.error_message(exc))) from None
 
         return call
 
